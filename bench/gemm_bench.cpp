@@ -1,0 +1,90 @@
+// Google Benchmark for cpu_dense_gemm: decode (n=1) / prefill (n=64) at Qwen2-1.5B shapes, weight GB/s, pool and 1 thread.
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/quant.h"
+#include "core/thread_pool.h"
+#include "hal/cpu/kernels/cpu_features.h"
+#include "hal/cpu/kernels/gemm.h"
+
+namespace {
+
+using cai::DType;
+using cai::TensorView;
+
+// Weights are cycled through enough copies to overflow the last-level cache, so decode numbers show DRAM traffic.
+constexpr size_t kColdBytes = size_t{640} << 20;
+
+cai::ThreadPool& pool() {
+  static cai::ThreadPool p(0);
+  return p;
+}
+
+struct WeightSet {
+  std::vector<uint8_t> bytes;  // n_copies × one matrix
+  size_t matrix_bytes = 0;
+  int n_copies = 0;
+};
+
+WeightSet make_weights(DType t, int64_t out, int64_t in) {
+  std::mt19937 rng(42);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> row(static_cast<size_t>(in));
+  WeightSet w;
+  size_t rb = cai::row_bytes(t, in);
+  w.matrix_bytes = rb * static_cast<size_t>(out);
+  w.n_copies = static_cast<int>(std::max<size_t>(1, kColdBytes / w.matrix_bytes));
+  w.bytes.resize(w.matrix_bytes * static_cast<size_t>(w.n_copies));
+  for (int64_t r = 0; r < out; ++r) {
+    for (auto& v : row) v = dist(rng);
+    if (!cai::quantize_row(t, row.data(), w.bytes.data() + static_cast<size_t>(r) * rb, in).ok()) std::abort();
+  }
+  for (int c = 1; c < w.n_copies; ++c)
+    std::memcpy(w.bytes.data() + static_cast<size_t>(c) * w.matrix_bytes, w.bytes.data(), w.matrix_bytes);
+  return w;
+}
+
+void bm_gemm(benchmark::State& state, DType t, int64_t out, int64_t in, int64_t n, bool threaded) {
+  WeightSet w = make_weights(t, out, in);
+  std::vector<float> x(static_cast<size_t>(n * in), 0.5f), y(static_cast<size_t>(n * out));
+  TensorView xv = TensorView::make(x.data(), DType::kF32, {n, in});
+  TensorView yv = TensorView::make(y.data(), DType::kF32, {n, out});
+  cai::hal::OpContext ctx{threaded ? &pool() : nullptr, nullptr};
+  int copy = 0;
+  for (auto _ : state) {
+    TensorView wv = TensorView::make(w.bytes.data() + static_cast<size_t>(copy) * w.matrix_bytes, t, {out, in});
+    if (!cai::hal::cpu::cpu_dense_gemm(ctx, wv, xv, nullptr, yv).ok()) {
+      state.SkipWithError("gemm failed");
+      break;
+    }
+    benchmark::DoNotOptimize(y.data());
+    copy = (copy + 1) % w.n_copies;
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(w.matrix_bytes));
+  state.counters["GFLOPS"] = benchmark::Counter(2.0 * static_cast<double>(n * in * out) * state.iterations() / 1e9,
+                                                benchmark::Counter::kIsRate);
+  state.SetLabel(fmt::format("{} threads, {}", threaded ? pool().size() : 1,
+                             cai::hal::cpu::cpu_isa_name(cai::hal::cpu::active_cpu_isa())));
+}
+
+const bool g_registered = [] {
+  const DType types[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_K};
+  const int64_t outs[] = {1536, 8960};
+  for (bool threaded : {true, false})
+    for (int64_t n : {1, 64})
+      for (DType t : types)
+        for (int64_t out : outs) {
+          std::string name = fmt::format("gemm/{}/{}x1536/n{}/{}", cai::dtype_name(t), out, n, threaded ? "pool" : "t1");
+          benchmark::RegisterBenchmark(name.c_str(), bm_gemm, t, out, int64_t{1536}, n, threaded)
+              ->Unit(benchmark::kMicrosecond)
+              ->UseRealTime();
+        }
+  return true;
+}();
+
+}  // namespace

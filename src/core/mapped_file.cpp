@@ -1,0 +1,67 @@
+// MappedFile: open + read-only private mmap of a whole file, with page prefetch.
+#include "core/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace cai {
+
+Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    if (err == ENOENT) return not_found("{}: no such file", path);
+    return io_error("{}: cannot open: {}", path, std::strerror(err));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return io_error("{}: cannot stat: {}", path, std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return invalid_argument("{}: not a regular file", path);
+  }
+  std::unique_ptr<MappedFile> file(new MappedFile());
+  file->path_ = path;
+  file->size_ = static_cast<size_t>(st.st_size);
+  if (file->size_ > 0) {  // mmap of length 0 is an error; an empty file maps to (nullptr, 0)
+    void* p = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      int err = errno;
+      ::close(fd);
+      if (err == ENOMEM) return out_of_memory("{}: cannot map {} bytes", path, file->size_);
+      return io_error("{}: cannot mmap {} bytes: {}", path, file->size_, std::strerror(err));
+    }
+    // Weights are read mostly front to back once, then randomly per layer: ask for read-ahead, no more.
+    ::madvise(p, file->size_, MADV_WILLNEED);
+    file->data_ = static_cast<const uint8_t*>(p);
+  }
+  ::close(fd);  // the mapping keeps the file alive
+  return file;
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+void MappedFile::prefetch(size_t offset, size_t n) const {
+  if (offset >= size_ || n == 0) return;
+  if (n > size_ - offset) n = size_ - offset;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  // madvise wants a page-aligned start; round down.
+  size_t start = offset / page * page;
+  ::madvise(const_cast<uint8_t*>(data_ + start), offset + n - start, MADV_WILLNEED);
+  // Read one byte per page so the pages are resident when this returns.
+  volatile uint8_t sink = 0;
+  for (size_t i = start; i < offset + n; i += page) sink = sink + data_[i];
+  (void)sink;
+}
+
+}  // namespace cai

@@ -1,0 +1,72 @@
+// CPU grouped-query attention over a paged F32 KV cache; one work item per (query token, head).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "hal/cpu/kernels/kernels.h"
+
+namespace cai::hal::cpu {
+
+namespace {
+
+struct WorkItem {
+  int32_t seq;
+  int32_t j;  // query index within the sequence
+};
+
+Status check_attention_args(const AttentionParams& p, const TensorView& q, const TensorView& k_cache,
+                            const TensorView& v_cache, const TensorView& out) {
+  if (p.n_head <= 0 || p.n_kv_head <= 0 || p.n_head % p.n_kv_head || p.block_size <= 0)
+    return invalid_argument("attention: bad heads {}/{} or block size {}", p.n_head, p.n_kv_head, p.block_size);
+  if (q.cols() != p.head_dim || q.n_elements() / p.head_dim % p.n_head ||
+      k_cache.n_elements() != k_cache.dim(0) * p.n_kv_head * p.head_dim ||
+      v_cache.n_elements() != v_cache.dim(0) * p.n_kv_head * p.head_dim_v ||
+      out.n_elements() != q.n_elements() / p.head_dim * p.head_dim_v)
+    return invalid_argument("attention: shapes q {} k {} v {} out {} do not match the params", q.shape_string(),
+                            k_cache.shape_string(), v_cache.shape_string(), out.shape_string());
+  return {};
+}
+
+}  // namespace
+
+Status attention_gqa(const OpContext& ctx, const AttentionParams& p, const AttnSeq* seqs, int n_seqs,
+                     const TensorView& q, const TensorView& k_cache, const TensorView& v_cache, const TensorView& out) {
+  CAI_TRY(check_attention_args(p, q, k_cache, v_cache, out));
+  std::vector<WorkItem> items;
+  for (int s = 0; s < n_seqs; ++s)
+    for (int32_t j = 0; j < seqs[s].n_q; ++j) items.push_back({s, j});
+  const int group = p.n_head / p.n_kv_head;
+  const int64_t n_items = static_cast<int64_t>(items.size()) * p.n_head;
+  parallel_rows(ctx, n_items, 1, [&](int64_t b, int64_t e) {
+    std::vector<float> scores;
+    std::vector<float> acc(static_cast<size_t>(p.head_dim_v));
+    for (int64_t it = b; it < e; ++it) {
+      const WorkItem& w = items[static_cast<size_t>(it / p.n_head)];
+      const int h = static_cast<int>(it % p.n_head), kvh = h / group;
+      const AttnSeq& sq = seqs[w.seq];
+      const int64_t row = sq.q_begin + w.j;
+      const float* qv = q.as<const float>() + (row * p.n_head + h) * p.head_dim;
+      const int32_t n_ctx = sq.pos0 + w.j + 1;
+      scores.resize(static_cast<size_t>(n_ctx));
+      for (int32_t t = 0; t < n_ctx; ++t) {
+        const int64_t slot = static_cast<int64_t>(sq.block_table[t / p.block_size]) * p.block_size + t % p.block_size;
+        const float* kv = k_cache.as<const float>() + (slot * p.n_kv_head + kvh) * p.head_dim;
+        float dot = 0;
+        for (int d = 0; d < p.head_dim; ++d) dot += qv[d] * kv[d];
+        scores[static_cast<size_t>(t)] = dot * p.scale;
+      }
+      softmax_row(scores.data(), n_ctx);
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (int32_t t = 0; t < n_ctx; ++t) {
+        const int64_t slot = static_cast<int64_t>(sq.block_table[t / p.block_size]) * p.block_size + t % p.block_size;
+        const float* vv = v_cache.as<const float>() + (slot * p.n_kv_head + kvh) * p.head_dim_v;
+        const float s = scores[static_cast<size_t>(t)];
+        for (int d = 0; d < p.head_dim_v; ++d) acc[static_cast<size_t>(d)] += s * vv[d];
+      }
+      std::copy(acc.begin(), acc.end(), out.as<float>() + (row * p.n_head + h) * p.head_dim_v);
+    }
+  });
+  return {};
+}
+
+}  // namespace cai::hal::cpu

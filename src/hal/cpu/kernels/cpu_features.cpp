@@ -1,0 +1,84 @@
+// Run-time ISA detection (__builtin_cpu_supports on x86-64, scalar elsewhere) and the active-ISA switch.
+#include "hal/cpu/kernels/cpu_features.h"
+
+#include <atomic>
+#include <cstdlib>
+
+#include "core/log.h"
+
+namespace cai::hal::cpu {
+
+namespace {
+
+constexpr int kUnset = -1;
+std::atomic<int> g_active{kUnset};
+
+CpuIsa detect() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  if (avx512) return CpuIsa::kAvx512;
+  if (avx2) return CpuIsa::kAvx2;
+#endif
+  return CpuIsa::kScalar;
+}
+
+// best_cpu_isa() lowered by CAI_CPU_ISA when it names a supported family.
+CpuIsa initial_isa() {
+  CpuIsa best = best_cpu_isa();
+  const char* env = std::getenv("CAI_CPU_ISA");
+  if (!env || !*env) return best;
+  std::optional<CpuIsa> want = cpu_isa_from_name(env);
+  if (!want) {
+    CAI_LOG_WARN("CAI_CPU_ISA={} is not one of scalar|avx2|avx512; using {}", env, cpu_isa_name(best));
+    return best;
+  }
+  if (*want > best) {
+    CAI_LOG_WARN("CAI_CPU_ISA={}: this CPU only supports {}", env, cpu_isa_name(best));
+    return best;
+  }
+  return *want;
+}
+
+}  // namespace
+
+std::string_view cpu_isa_name(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::kScalar: return "scalar";
+    case CpuIsa::kAvx2: return "avx2";
+    case CpuIsa::kAvx512: return "avx512";
+  }
+  return "?";
+}
+
+std::optional<CpuIsa> cpu_isa_from_name(std::string_view name) {
+  for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512})
+    if (cpu_isa_name(isa) == name) return isa;
+  return std::nullopt;
+}
+
+CpuIsa best_cpu_isa() {
+  static const CpuIsa best = detect();
+  return best;
+}
+
+CpuIsa active_cpu_isa() {
+  int v = g_active.load(std::memory_order_relaxed);
+  if (v == kUnset) {
+    int init = static_cast<int>(initial_isa());
+    g_active.compare_exchange_strong(v, init);  // first caller wins; a racing set_active_cpu_isa() is kept
+    v = g_active.load(std::memory_order_relaxed);
+  }
+  return static_cast<CpuIsa>(v);
+}
+
+Status set_active_cpu_isa(CpuIsa isa) {
+  if (isa > best_cpu_isa())
+    return unsupported("CPU ISA {} is not available here (best: {})", cpu_isa_name(isa), cpu_isa_name(best_cpu_isa()));
+  g_active.store(static_cast<int>(isa), std::memory_order_relaxed);
+  return {};
+}
+
+}  // namespace cai::hal::cpu

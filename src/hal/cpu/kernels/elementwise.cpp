@@ -1,0 +1,103 @@
+// CPU kernels for the row-wise and elementwise ops: embed, rms_norm, add, swiglu, softmax, kv_write.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/quant.h"
+#include "core/thread_pool.h"
+#include "hal/cpu/kernels/kernels.h"
+
+namespace cai::hal::cpu {
+
+void parallel_rows(const OpContext& ctx, int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+  if (ctx.pool) ctx.pool->parallel_for(n, grain, fn);
+  else fn(0, n);
+}
+
+Status embed(const OpContext& ctx, const TensorView& table, const int32_t* ids, int64_t n, const TensorView& out) {
+  const int64_t n_vocab = table.rows(), dim = table.cols();
+  if (out.dtype != DType::kF32 || out.rows() != n || out.cols() != dim)
+    return invalid_argument("embed: out must be F32 [{}, {}], got {}", n, dim, out.shape_string());
+  for (int64_t i = 0; i < n; ++i)
+    if (ids[i] < 0 || ids[i] >= n_vocab) return invalid_argument("embed: token id {} outside vocab of {}", ids[i], n_vocab);
+  parallel_rows(ctx, n, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) dequantize_row(table.dtype, table.row(ids[i]), out.row<float>(i), dim);
+  });
+  return {};
+}
+
+Status rms_norm(const OpContext& ctx, const TensorView& x, const TensorView& w, float eps, const TensorView& out) {
+  const int64_t dim = x.cols();
+  if (w.n_elements() != dim || out.n_elements() != x.n_elements())
+    return invalid_argument("rms_norm: x {} w {} out {}", x.shape_string(), w.shape_string(), out.shape_string());
+  parallel_rows(ctx, x.rows(), 4, [&](int64_t b, int64_t e) {
+    const float* wp = w.as<const float>();
+    for (int64_t r = b; r < e; ++r) {
+      const float* xr = x.row<const float>(r);
+      float* o = out.row<float>(r);
+      double ss = 0;
+      for (int64_t i = 0; i < dim; ++i) ss += static_cast<double>(xr[i]) * xr[i];
+      const float inv = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(dim)) + eps);
+      for (int64_t i = 0; i < dim; ++i) o[i] = xr[i] * inv * wp[i];
+    }
+  });
+  return {};
+}
+
+Status add(const OpContext& ctx, const TensorView& a, const TensorView& b, const TensorView& out) {
+  const int64_t n = a.n_elements();
+  if (b.n_elements() != n || out.n_elements() != n) return invalid_argument("add: size mismatch");
+  parallel_rows(ctx, n, 1 << 14, [&](int64_t s, int64_t e) {
+    const float* ap = a.as<const float>();
+    const float* bp = b.as<const float>();
+    float* o = out.as<float>();
+    for (int64_t i = s; i < e; ++i) o[i] = ap[i] + bp[i];
+  });
+  return {};
+}
+
+Status swiglu(const OpContext& ctx, const TensorView& gate, const TensorView& up, const TensorView& out) {
+  const int64_t n = gate.n_elements();
+  if (up.n_elements() != n || out.n_elements() != n) return invalid_argument("swiglu: size mismatch");
+  parallel_rows(ctx, n, 1 << 13, [&](int64_t s, int64_t e) {
+    const float* g = gate.as<const float>();
+    const float* u = up.as<const float>();
+    float* o = out.as<float>();
+    for (int64_t i = s; i < e; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+  });
+  return {};
+}
+
+void softmax_row(float* x, int64_t n) {
+  float mx = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) mx = std::max(mx, x[i]);
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - mx);
+    sum += x[i];
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+Status softmax(const OpContext& ctx, const TensorView& x) {
+  parallel_rows(ctx, x.rows(), 4, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) softmax_row(x.row<float>(r), x.cols());
+  });
+  return {};
+}
+
+Status kv_write(const OpContext& ctx, const TensorView& src, const int32_t* slots, const TensorView& cache) {
+  const int64_t width = src.cols();
+  if (cache.n_elements() / cache.dim(0) != width || src.dtype != DType::kF32 || cache.dtype != DType::kF32)
+    return invalid_argument("kv_write: src {} does not fit cache {}", src.shape_string(), cache.shape_string());
+  const int64_t n_slots = cache.dim(0);
+  for (int64_t i = 0; i < src.rows(); ++i) {
+    if (slots[i] < 0 || slots[i] >= n_slots) return invalid_argument("kv_write: slot {} outside {}", slots[i], n_slots);
+    std::memcpy(static_cast<float*>(cache.data) + slots[i] * width, src.row<const float>(i),
+                static_cast<size_t>(width) * sizeof(float));
+  }
+  return {};
+}
+
+}  // namespace cai::hal::cpu

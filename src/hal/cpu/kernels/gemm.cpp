@@ -1,0 +1,187 @@
+// cpu_dense_gemm: validation, ISA dispatch, the fused decode path (few rows) and the packed-panel prefill path.
+#include "hal/cpu/kernels/gemm.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "hal/cpu/kernels/cpu_features.h"
+#include "hal/cpu/kernels/gemm_kernels.h"
+
+namespace cai::hal::cpu {
+
+namespace {
+
+// Activation-row counts up to this use the fused dequant·dot path; above it weight panels are dequantized once.
+constexpr int64_t kFusedMaxRows = 8;
+constexpr int64_t kPanelK = 256;     // weight columns per packed panel (a multiple of every block size)
+constexpr int64_t kFp8Block = 128;   // DeepSeek scale block edge
+constexpr int64_t kDecodeGrain = 16; // weight rows per thread chunk at least
+
+const GemmKernels& kernels() {
+  switch (active_cpu_isa()) {
+#if defined(__x86_64__)
+    case CpuIsa::kAvx512: return gemm_kernels_avx512();
+    case CpuIsa::kAvx2: return gemm_kernels_avx2();
+#endif
+    default: return gemm_kernels_scalar();
+  }
+}
+
+struct Gemm {
+  const GemmKernels* k;
+  DType dtype;
+  const TensorView* w;
+  const float* x;
+  const float* bias;  // null: none
+  float* y;
+  int64_t n, in, out;
+  int64_t n_col_blocks;  // FP8 scale columns, when w->scale
+};
+
+// Rows of a row-major tensor (all dims but the last); unlike TensorView::rows() this is safe when cols() == 0.
+int64_t outer_rows(const TensorView& t) {
+  int64_t n = 1;
+  for (int i = 0; i + 1 < t.n_dims; ++i) n *= t.dim(i);
+  return n;
+}
+
+Status validate(const TensorView& w, const TensorView& x, const TensorView* bias, const TensorView& y) {
+  if (w.n_dims != 2) return invalid_argument("dense_gemm: weight must be 2-D [out, in], got {}", w.shape_string());
+  if (x.dtype != DType::kF32 || y.dtype != DType::kF32)
+    return unsupported("dense_gemm: activations must be f32 (x {}, y {})", dtype_name(x.dtype), dtype_name(y.dtype));
+  int64_t out = w.dim(0), in = w.dim(1);
+  if (x.cols() != in)
+    return invalid_argument("dense_gemm: x {} does not match weight {} (in = {})", x.shape_string(),
+                            w.shape_string(), in);
+  if (y.cols() != out || outer_rows(y) != outer_rows(x))
+    return invalid_argument("dense_gemm: y {} must be [{}, {}]", y.shape_string(), outer_rows(x), out);
+  if (bias && (bias->dtype != DType::kF32 || bias->n_elements() != out))
+    return invalid_argument("dense_gemm: bias must be f32 [{}], got {} {}", out, dtype_name(bias->dtype),
+                            bias->shape_string());
+  if (w.dtype >= DType::kCount || !gemm_kernels_scalar().row_dot[static_cast<int>(w.dtype)])
+    return unsupported("dense_gemm: no CPU kernel for weight dtype {}", dtype_name(w.dtype));
+  int block = dtype_info(w.dtype).block_elems;
+  if (in % block != 0)
+    return invalid_argument("dense_gemm: in = {} is not a multiple of the {} block size {}", in, dtype_name(w.dtype),
+                            block);
+  if (w.scale && w.dtype != DType::kF8_E4M3)
+    return invalid_argument("dense_gemm: block scales are only defined for f8_e4m3 weights, not {}",
+                            dtype_name(w.dtype));
+  bool empty = out == 0 || in == 0 || outer_rows(x) == 0;
+  if (!empty && (!w.data || !x.data || !y.data || (bias && !bias->data)))
+    return invalid_argument("dense_gemm: null tensor data");
+  return {};
+}
+
+// One weight row · nx activation rows; FP8 block scales are applied per 128-column segment.
+void dot_rows(const Gemm& g, int64_t r, const float* x, int nx, float* acc) {
+  const uint8_t* wrow = g.w->row<const uint8_t>(r);
+  RowDotFn dot = g.k->row_dot[static_cast<int>(g.dtype)];
+  if (!g.w->scale) {
+    dot(wrow, x, g.in, nx, g.in, acc);
+    return;
+  }
+  const float* srow = g.w->scale + (r / kFp8Block) * g.n_col_blocks;
+  float seg[kMaxDotRows];
+  for (int j = 0; j < nx; ++j) acc[j] = 0.0f;
+  for (int64_t cb = 0; cb < g.n_col_blocks; ++cb) {
+    int64_t c0 = cb * kFp8Block, len = std::min(kFp8Block, g.in - c0);
+    dot(wrow + c0, x + c0, g.in, nx, len, seg);
+    for (int j = 0; j < nx; ++j) acc[j] += srow[cb] * seg[j];
+  }
+}
+
+// Fused path: weight rows [r0, r1) against every activation row, kMaxDotRows at a time.
+void run_fused(const Gemm& g, int64_t r0, int64_t r1) {
+  float acc[kMaxDotRows];
+  for (int64_t r = r0; r < r1; ++r) {
+    float b = g.bias ? g.bias[r] : 0.0f;
+    for (int64_t j0 = 0; j0 < g.n; j0 += kMaxDotRows) {
+      int nx = static_cast<int>(std::min<int64_t>(kMaxDotRows, g.n - j0));
+      dot_rows(g, r, g.x + j0 * g.in, nx, acc);
+      for (int j = 0; j < nx; ++j) g.y[(j0 + j) * g.out + r] = acc[j] + b;
+    }
+  }
+}
+
+struct PanelScratch {
+  std::vector<float> panel;  // [kPanelK][nr]
+  std::vector<float> row;    // [kPanelK]
+};
+
+// Dequantizes columns [k0, k0 + kc) of weight rows [r0, r0 + nrows) into p[k][j] (k-major, nr wide, zero-padded).
+void pack_panel(const Gemm& g, int64_t r0, int nrows, int64_t k0, int64_t kc, PanelScratch& s) {
+  const DTypeInfo& info = dtype_info(g.dtype);
+  const int nr = g.k->nr;
+  DequantFn dq = g.k->dequant[static_cast<int>(g.dtype)];
+  float* p = s.panel.data();
+  float* row = s.row.data();
+  for (int j = 0; j < nrows; ++j) {
+    int64_t r = r0 + j;
+    dq(g.w->row<const uint8_t>(r) + k0 / info.block_elems * info.block_bytes, row, kc);
+    if (g.w->scale) {
+      const float* srow = g.w->scale + (r / kFp8Block) * g.n_col_blocks;
+      for (int64_t k = 0; k < kc; ++k) row[k] *= srow[(k0 + k) / kFp8Block];
+    }
+    for (int64_t k = 0; k < kc; ++k) p[k * nr + j] = row[k];
+  }
+  for (int j = nrows; j < nr; ++j)
+    for (int64_t k = 0; k < kc; ++k) p[k * nr + j] = 0.0f;
+}
+
+// Panel path: for each panel of nr weight rows, dequantize kPanelK columns once and reuse them for all n rows.
+void run_panels(const Gemm& g, int64_t p0, int64_t p1) {
+  thread_local PanelScratch s;
+  const int nr = g.k->nr, mr = g.k->mr;
+  s.panel.resize(static_cast<size_t>(kPanelK * nr));
+  s.row.resize(static_cast<size_t>(kPanelK));
+  for (int64_t pi = p0; pi < p1; ++pi) {
+    int64_t r0 = pi * nr;
+    int nrows = static_cast<int>(std::min<int64_t>(nr, g.out - r0));
+    for (int64_t i = 0; i < g.n; ++i)
+      for (int j = 0; j < nrows; ++j) g.y[i * g.out + r0 + j] = g.bias ? g.bias[r0 + j] : 0.0f;
+    for (int64_t k0 = 0; k0 < g.in; k0 += kPanelK) {
+      int64_t kc = std::min(kPanelK, g.in - k0);
+      pack_panel(g, r0, nrows, k0, kc, s);
+      for (int64_t i0 = 0; i0 < g.n; i0 += mr) {
+        int m = static_cast<int>(std::min<int64_t>(mr, g.n - i0));
+        g.k->micro(g.x + i0 * g.in + k0, g.in, m, s.panel.data(), kc, g.y + i0 * g.out + r0, g.out, nrows);
+      }
+    }
+  }
+}
+
+void parallel(ThreadPool* pool, int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+  if (pool && pool->size() > 1) {
+    pool->parallel_for(n, grain, fn);
+  } else {
+    fn(0, n);
+  }
+}
+
+}  // namespace
+
+Status cpu_dense_gemm(const hal::OpContext& ctx, const TensorView& w, const TensorView& x, const TensorView* bias,
+                      const TensorView& y) {
+  CAI_TRY(validate(w, x, bias, y));
+  Gemm g{&kernels(), w.dtype, &w, x.as<const float>(), bias ? bias->as<const float>() : nullptr, y.as<float>(),
+         outer_rows(x), w.dim(1), w.dim(0), (w.dim(1) + kFp8Block - 1) / kFp8Block};
+  if (g.n == 0 || g.out == 0) return {};
+  if (g.in == 0) {
+    for (int64_t i = 0; i < g.n; ++i)
+      for (int64_t r = 0; r < g.out; ++r) g.y[i * g.out + r] = g.bias ? g.bias[r] : 0.0f;
+    return {};
+  }
+  if (g.n <= kFusedMaxRows) {
+    parallel(ctx.pool, g.out, kDecodeGrain, [&](int64_t r0, int64_t r1) { run_fused(g, r0, r1); });
+  } else {
+    int64_t n_panels = (g.out + g.k->nr - 1) / g.k->nr;
+    parallel(ctx.pool, n_panels, 1, [&](int64_t p0, int64_t p1) { run_panels(g, p0, p1); });
+  }
+  return {};
+}
+
+}  // namespace cai::hal::cpu

@@ -1,0 +1,36 @@
+// Per-ISA GEMM kernel tables used by gemm.cpp (scalar / AVX2 / AVX-512 implementations in gemm_*.cpp).
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace cai::hal::cpu {
+
+// Most activation rows one fused dot call handles.
+inline constexpr int kMaxDotRows = 4;
+
+// Fused dequant·dot of one weight row (`in` elements, whole blocks) with nx (1..kMaxDotRows) activation rows
+// x + j·ldx: out[j] = Σ_k w[k]·x[j·ldx + k].
+using RowDotFn = void (*)(const uint8_t* w, const float* x, int64_t ldx, int nx, int64_t in, float* out);
+// Decodes `in` elements (whole blocks) of one weight row to F32.
+using DequantFn = void (*)(const uint8_t* w, float* dst, int64_t in);
+// c[i·ldc + j] += Σ_k a[i·lda + k] · p[k·nr + j] for i < m (1..mr), j < n_valid (<= nr). p is a packed panel.
+using MicroFn = void (*)(const float* a, int64_t lda, int m, const float* p, int64_t kc, float* c, int64_t ldc,
+                         int n_valid);
+
+struct GemmKernels {
+  RowDotFn row_dot[static_cast<int>(DType::kCount)];  // null: no kernel for that weight dtype
+  DequantFn dequant[static_cast<int>(DType::kCount)];
+  MicroFn micro;
+  int nr;  // panel width (weight rows per packed panel)
+  int mr;  // most activation rows per micro call
+};
+
+const GemmKernels& gemm_kernels_scalar();
+#if defined(__x86_64__)
+const GemmKernels& gemm_kernels_avx2();
+const GemmKernels& gemm_kernels_avx512();
+#endif
+
+}  // namespace cai::hal::cpu

@@ -1,0 +1,24 @@
+// Declarations of the CPU backend's kernels (one function per OpTable entry) and their shared helpers.
+#pragma once
+
+#include <functional>
+
+#include "hal/op_table.h"
+
+namespace cai::hal::cpu {
+
+// Run fn over [0, n) on the context's pool (or inline without one).
+void parallel_rows(const OpContext& ctx, int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+void softmax_row(float* x, int64_t n);
+
+Status embed(const OpContext&, const TensorView& table, const int32_t* ids, int64_t n, const TensorView& out);
+Status rms_norm(const OpContext&, const TensorView& x, const TensorView& w, float eps, const TensorView& out);
+Status rope(const OpContext&, const TensorView& x, const int32_t* pos, const RopeParams& p);
+Status add(const OpContext&, const TensorView& a, const TensorView& b, const TensorView& out);
+Status swiglu(const OpContext&, const TensorView& gate, const TensorView& up, const TensorView& out);
+Status softmax(const OpContext&, const TensorView& x);
+Status kv_write(const OpContext&, const TensorView& src, const int32_t* slots, const TensorView& cache);
+Status attention_gqa(const OpContext&, const AttentionParams& p, const AttnSeq* seqs, int n_seqs, const TensorView& q,
+                     const TensorView& k_cache, const TensorView& v_cache, const TensorView& out);
+
+}  // namespace cai::hal::cpu

@@ -1,0 +1,126 @@
+// The Chip-Agnostic Interface: Registry → Backend → Device → Buffer / Stream / Event. Backends are plugins.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "hal/op_table.h"
+
+namespace cai::hal {
+
+class Device;
+
+enum class MemoryKind : uint8_t { kDevice, kHostPinned };
+
+// Owned memory on one device. Move-only; frees itself through its device.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Device* device, void* ptr, size_t size, MemoryKind kind) : device_(device), ptr_(ptr), size_(size), kind_(kind) {}
+  ~Buffer() { reset(); }
+  Buffer(Buffer&& o) noexcept { *this = std::move(o); }
+  Buffer& operator=(Buffer&& o) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  void* data() const { return ptr_; }
+  size_t size() const { return size_; }
+  Device* device() const { return device_; }
+  MemoryKind kind() const { return kind_; }
+  void reset();
+
+ private:
+  Device* device_ = nullptr;
+  void* ptr_ = nullptr;
+  size_t size_ = 0;
+  MemoryKind kind_ = MemoryKind::kDevice;
+};
+
+class Event {
+ public:
+  virtual ~Event() = default;
+  virtual Status wait() = 0;
+  virtual bool done() const = 0;
+};
+
+// Ordered asynchronous work on one device. The CPU backend runs everything eagerly.
+class Stream {
+ public:
+  virtual ~Stream() = default;
+  virtual Status copy_to_device(void* dst, const void* src, size_t n) = 0;
+  virtual Status copy_to_host(void* dst, const void* src, size_t n) = 0;
+  virtual Status synchronize() = 0;
+  virtual std::unique_ptr<Event> record() = 0;
+};
+
+struct MemoryInfo {
+  size_t total_bytes = 0;
+  size_t free_bytes = 0;
+};
+
+// What the vendor exposes; absent readings stay empty.
+struct Telemetry {
+  std::optional<float> temperature_c;
+  std::optional<float> clock_mhz;
+  std::optional<float> utilization;  // 0..1
+  std::optional<float> power_w;
+};
+
+enum class OpId : uint8_t { kEmbed, kRmsNorm, kRope, kDenseGemm, kAdd, kSwiglu, kSoftmax, kKvWrite, kAttentionGqa, kCount };
+const char* op_name(OpId op);
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual std::string name() const = 0;         // "cpu:0"
+  virtual std::string description() const = 0;  // "x86-64 AVX-512, 2 threads"
+  virtual MemoryInfo memory_info() const = 0;
+  virtual Telemetry telemetry() const = 0;
+  virtual const OpTable& ops() const = 0;
+  virtual Stream& default_stream() = 0;
+  virtual OpContext op_context() = 0;
+  // Host-addressable memory: kernels and loaders may use device pointers directly (CPU, unified memory).
+  virtual bool host_visible() const = 0;
+  virtual Result<Buffer> allocate(size_t n_bytes, MemoryKind kind = MemoryKind::kDevice) = 0;
+  virtual void free(void* ptr, MemoryKind kind) = 0;
+
+  bool supports(OpId op) const;
+  // dtype-aware check: e.g. dense_gemm with a weight dtype this backend has no kernel for.
+  virtual bool supports(OpId op, DType weight_dtype) const { return supports(op); }
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;  // "cpu", "cuda", "ascend"...
+  virtual std::vector<Device*> devices() = 0;
+};
+
+// Every backend the process knows: the built-in CPU backend plus plugins found at start-up.
+class Registry {
+ public:
+  static Registry& global();  // CPU backend registered on first use
+
+  void add(std::unique_ptr<Backend> backend);
+  const std::vector<std::unique_ptr<Backend>>& backends() const { return backends_; }
+  Backend* find_backend(const std::string& name) const;
+  // "cpu", "cpu:0", "cuda:1". Unknown name → not_found listing what exists.
+  Result<Device*> find_device(const std::string& spec) const;
+
+  // Load libcai-backend-<name>.so files from the directory of the running binary and from each entry of
+  // CAI_BACKEND_PATH (colon-separated). A plugin that fails to load is logged and skipped; returns how many loaded.
+  int load_plugins_from_default_paths();
+  // Load one plugin file; errors name the file and the reason (missing symbol, ABI mismatch, init failure).
+  Status load_plugin(const std::string& path);
+
+ private:
+  std::vector<std::unique_ptr<Backend>> backends_;
+  std::vector<void*> handles_;  // dlopen handles, kept open for the process lifetime
+};
+
+}  // namespace cai::hal

@@ -1,0 +1,89 @@
+// OpTable: one typed function pointer per op. A backend fills what it supports; null = unsupported.
+// Op parameter structs live here too: they describe maths, never models.
+#pragma once
+
+#include <cstdint>
+
+#include "core/status.h"
+#include "core/tensor_view.h"
+
+namespace cai {
+class ThreadPool;
+}
+
+namespace cai::hal {
+
+class Stream;
+
+// What a kernel may use to run: the backend's executor (CPU: a thread pool) and the stream to queue on.
+struct OpContext {
+  ThreadPool* pool = nullptr;
+  Stream* stream = nullptr;
+};
+
+enum class RopeStyle : uint8_t {
+  kNorm,  // pairs (x[2i], x[2i+1]) — GGUF llama, DeepSeek
+  kNeox,  // pairs (x[i], x[i + n_rot/2]) — HF rotate_half, Qwen2
+};
+
+struct RopeParams {
+  RopeStyle style = RopeStyle::kNorm;
+  int n_rot = 0;            // rotated dims per head (<= head_dim); the rest pass through
+  float freq_base = 10000.0f;
+  // Per-pair frequency divisor (Llama-3 scaling, GGUF rope_freqs), n_rot/2 floats, or null.
+  const float* freq_divisors = nullptr;
+  // YaRN (type yarn when yarn_factor > 1): see FORMATS.md §4.2.
+  float yarn_factor = 1.0f;
+  int yarn_orig_ctx = 0;
+  float yarn_beta_fast = 32.0f;
+  float yarn_beta_slow = 1.0f;
+  float mscale = 1.0f;      // multiplies cos and sin
+};
+
+// One sequence inside a batched attention call. Its queries are rows [q_begin, q_begin + n_q) of q; query j sits at
+// position pos0 + j and attends to cache positions 0 .. pos0 + j (causal). Cache position p lives in slot
+// block_table[p / block_size] * block_size + p % block_size of the paged cache.
+struct AttnSeq {
+  int32_t q_begin = 0;
+  int32_t n_q = 0;
+  int32_t pos0 = 0;
+  const int32_t* block_table = nullptr;
+};
+
+struct AttentionParams {
+  int n_head = 0;
+  int n_kv_head = 0;
+  int head_dim = 0;    // q/k width per head
+  int head_dim_v = 0;  // v width per head
+  float scale = 0.0f;  // softmax scale (usually head_dim^-0.5)
+  int block_size = 0;  // cache positions per block
+};
+
+struct OpTable {
+  // out[i, :] = table[ids[i], :] as F32.  table [n_vocab, dim] any dtype; out [n, dim] F32.
+  Status (*embed)(const OpContext&, const TensorView& table, const int32_t* ids, int64_t n,
+                  const TensorView& out) = nullptr;
+  // out = x / sqrt(mean(x^2) + eps) * w, per row. x, out [n, dim] F32; w [dim] F32.
+  Status (*rms_norm)(const OpContext&, const TensorView& x, const TensorView& w, float eps,
+                     const TensorView& out) = nullptr;
+  // In place on x [n_tok, n_head, head_dim] F32; token i at position pos[i].
+  Status (*rope)(const OpContext&, const TensorView& x, const int32_t* pos, const RopeParams& p) = nullptr;
+  // y[n, out] = x[n, in] · w[out, in]^T (+ bias[out]). w any dtype; x, y, bias F32. bias may be null.
+  Status (*dense_gemm)(const OpContext&, const TensorView& w, const TensorView& x, const TensorView* bias,
+                       const TensorView& y) = nullptr;
+  // out = a + b, elementwise F32, same shape.
+  Status (*add)(const OpContext&, const TensorView& a, const TensorView& b, const TensorView& out) = nullptr;
+  // out = silu(gate) * up, elementwise F32.
+  Status (*swiglu)(const OpContext&, const TensorView& gate, const TensorView& up, const TensorView& out) = nullptr;
+  // Softmax over the last dim, in place, F32.
+  Status (*softmax)(const OpContext&, const TensorView& x) = nullptr;
+  // Write src [n_tok, width] (F32) rows into cache [n_slots, width] at slots[i].
+  Status (*kv_write)(const OpContext&, const TensorView& src, const int32_t* slots, const TensorView& cache) = nullptr;
+  // Grouped-query attention over a paged cache. q [n_tok, n_head, head_dim]; k_cache [n_slots, n_kv_head, head_dim];
+  // v_cache [n_slots, n_kv_head, head_dim_v]; out [n_tok, n_head, head_dim_v]. All F32.
+  Status (*attention_gqa)(const OpContext&, const AttentionParams& p, const AttnSeq* seqs, int n_seqs,
+                          const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,
+                          const TensorView& out) = nullptr;
+};
+
+}  // namespace cai::hal

@@ -1,0 +1,123 @@
+// Registry: the built-in CPU backend, plugin discovery (next to the binary, CAI_BACKEND_PATH) and device lookup.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include "core/log.h"
+#include "hal/cpu/cpu_backend.h"
+#include "hal/hal.h"
+#include "hal/plugin_abi.h"
+
+namespace cai::hal {
+
+namespace fs = std::filesystem;
+
+Registry& Registry::global() {
+  static Registry* registry = [] {
+    auto* r = new Registry();
+    r->add(cpu::make_cpu_backend());
+    return r;
+  }();
+  return *registry;
+}
+
+void Registry::add(std::unique_ptr<Backend> backend) { backends_.push_back(std::move(backend)); }
+
+Backend* Registry::find_backend(const std::string& name) const {
+  for (const auto& b : backends_)
+    if (b->name() == name) return b.get();
+  return nullptr;
+}
+
+Result<Device*> Registry::find_device(const std::string& spec) const {
+  std::string name = spec;
+  int index = 0;
+  if (auto colon = spec.find(':'); colon != std::string::npos) {
+    name = spec.substr(0, colon);
+    char* end = nullptr;
+    long v = std::strtol(spec.c_str() + colon + 1, &end, 10);
+    if (end == spec.c_str() + colon + 1 || *end != '\0' || v < 0) return invalid_argument("bad device '{}'", spec);
+    index = static_cast<int>(v);
+  }
+  Backend* b = find_backend(name);
+  if (!b) {
+    std::string known;
+    for (const auto& x : backends_) known += (known.empty() ? "" : ", ") + x->name();
+    return not_found("no backend '{}' (available: {})", name, known);
+  }
+  auto devs = b->devices();
+  if (index >= static_cast<int>(devs.size()))
+    return not_found("backend '{}' has {} device(s), asked for index {}", name, devs.size(), index);
+  return devs[static_cast<size_t>(index)];
+}
+
+Status Registry::load_plugin(const std::string& path) {
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) return io_error("cannot load backend plugin {}: {}", path, dlerror());
+  auto entry_fn = reinterpret_cast<CaiBackendEntryFn>(dlsym(handle, CAI_BACKEND_ENTRY_SYMBOL));
+  if (!entry_fn) {
+    dlclose(handle);
+    return unsupported("{} is not a CAI backend plugin (no {} symbol)", path, CAI_BACKEND_ENTRY_SYMBOL);
+  }
+  const CaiBackendEntry* entry = entry_fn();
+  if (!entry || entry->abi_version != CAI_BACKEND_ABI_VERSION || !entry->create) {
+    dlclose(handle);
+    return unsupported("plugin {} has ABI version {}, this build needs {}", path, entry ? entry->abi_version : 0,
+                       CAI_BACKEND_ABI_VERSION);
+  }
+  if (find_backend(entry->name)) {
+    Status st = invalid_argument("plugin {} provides backend '{}', which is already registered", path, entry->name);
+    dlclose(handle);
+    return st;
+  }
+  const char* error = nullptr;
+  Backend* backend = entry->create(&error);
+  if (!backend) {
+    // Format before dlclose: both strings live in the plugin's memory.
+    Status st = internal_error("plugin {} ('{}') failed to start: {}", path, entry->name, error ? error : "no reason given");
+    dlclose(handle);
+    return st;
+  }
+  handles_.push_back(handle);
+  add(std::unique_ptr<Backend>(backend));
+  CAI_LOG_INFO("loaded backend plugin '{}' from {}", entry->name, path);
+  return {};
+}
+
+namespace {
+
+std::vector<fs::path> plugin_dirs() {
+  std::vector<fs::path> dirs;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) dirs.push_back(exe.parent_path());
+  if (const char* env = std::getenv("CAI_BACKEND_PATH")) {
+    std::stringstream ss(env);
+    std::string item;
+    while (std::getline(ss, item, ':'))
+      if (!item.empty()) dirs.emplace_back(item);
+  }
+  return dirs;
+}
+
+}  // namespace
+
+int Registry::load_plugins_from_default_paths() {
+  int n_loaded = 0;
+  for (const fs::path& dir : plugin_dirs()) {
+    std::error_code ec;
+    for (const auto& ent : fs::directory_iterator(dir, ec)) {
+      std::string fname = ent.path().filename().string();
+      if (fname.rfind("libcai-backend-", 0) != 0 || ent.path().extension() != ".so") continue;
+      Status st = load_plugin(ent.path().string());
+      if (st.ok()) ++n_loaded;
+      else CAI_LOG_WARN("{}", st.to_string());
+    }
+  }
+  return n_loaded;
+}
+
+}  // namespace cai::hal

@@ -1,0 +1,25 @@
+// Architecture registry: HF architecture / GGUF general.architecture → model factory. The one place to add an arch.
+#pragma once
+
+#include <memory>
+
+#include "model/model.h"
+#include "model/weights.h"
+
+namespace cai {
+
+using ModelFactory = Result<std::unique_ptr<Model>> (*)(const ModelConfig& cfg, WeightStore weights, hal::Device& device);
+
+struct ArchEntry {
+  const char* hf_architecture;  // "Qwen2ForCausalLM"
+  const char* model_type;       // HF model_type and GGUF general.architecture ("qwen2")
+  ModelFactory factory;
+};
+
+// Matches cfg.architecture or cfg.model_type; unknown → unsupported, listing the known ones.
+Result<const ArchEntry*> find_arch(const ModelConfig& cfg);
+
+// Factories (one per architecture file).
+Result<std::unique_ptr<Model>> make_llama_model(const ModelConfig& cfg, WeightStore weights, hal::Device& device);
+
+}  // namespace cai

@@ -1,0 +1,192 @@
+// Reading ModelConfig from HF config.json and from GGUF metadata, with clear errors for missing or bad fields.
+#include "model/config.h"
+
+#include <cmath>
+
+namespace cai {
+
+namespace {
+
+using nlohmann::json;
+
+Result<int> get_int(const json& obj, const std::string& key, const std::string& where) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return not_found("{}: missing required field '{}'", where, key);
+  if (it->is_array() && !it->empty()) {  // GGUF per-layer arrays: all layers must agree
+    const json& first = it->front();
+    for (const json& v : *it)
+      if (v != first) return unsupported("{}: '{}' differs per layer, which is not supported", where, key);
+    return get_int(json{{key, first}}, key, where);
+  }
+  if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > (1 << 30))
+    return invalid_argument("{}: field '{}' must be a non-negative integer, got {}", where, key, it->dump());
+  return static_cast<int>(it->get<int64_t>());
+}
+
+int opt_int(const json& obj, const std::string& key, int dflt) {
+  auto it = obj.find(key);
+  return (it != obj.end() && it->is_number_integer()) ? static_cast<int>(it->get<int64_t>()) : dflt;
+}
+
+float opt_float(const json& obj, const std::string& key, float dflt) {
+  auto it = obj.find(key);
+  return (it != obj.end() && it->is_number()) ? it->get<float>() : dflt;
+}
+
+bool opt_bool(const json& obj, const std::string& key, bool dflt) {
+  auto it = obj.find(key);
+  return (it != obj.end() && it->is_boolean()) ? it->get<bool>() : dflt;
+}
+
+Status finish(ModelConfig& c, const std::string& where) {
+  if (c.hidden_size <= 0 || c.num_hidden_layers <= 0 || c.num_attention_heads <= 0 || c.vocab_size <= 0)
+    return invalid_argument("{}: hidden_size, num_hidden_layers, num_attention_heads and vocab_size must be positive", where);
+  if (c.num_key_value_heads <= 0) c.num_key_value_heads = c.num_attention_heads;
+  if (c.num_attention_heads % c.num_key_value_heads)
+    return invalid_argument("{}: {} attention heads is not a multiple of {} KV heads", where, c.num_attention_heads,
+                            c.num_key_value_heads);
+  if (c.head_dim <= 0) c.head_dim = c.hidden_size / c.num_attention_heads;
+  if (c.rope_dim <= 0) c.rope_dim = c.head_dim;
+  if (c.rope_dim > c.head_dim || c.rope_dim % 2) return invalid_argument("{}: rope dims {} invalid", where, c.rope_dim);
+  if (c.max_position_embeddings <= 0) c.max_position_embeddings = 2048;
+  return {};
+}
+
+// rope_scaling of HF configs: llama3, linear, yarn (or null).
+Status read_hf_rope_scaling(const json& cfg, ModelConfig& c) {
+  auto it = cfg.find("rope_scaling");
+  if (it == cfg.end() || it->is_null()) return {};
+  if (!it->is_object()) return invalid_argument("config.json: rope_scaling must be an object or null");
+  const json& rs = *it;
+  std::string type = rs.value("rope_type", rs.value("type", std::string("default")));
+  const float factor = opt_float(rs, "factor", 1.0f);
+  if (type == "default") return {};
+  if (type == "linear") {
+    c.rope_freq_divisors.assign(static_cast<size_t>(c.rope_dim / 2), factor);
+  } else if (type == "llama3") {
+    c.rope_freq_divisors = llama3_rope_divisors(c.rope_dim, c.rope_theta, factor, opt_float(rs, "low_freq_factor", 1.0f),
+                                                opt_float(rs, "high_freq_factor", 4.0f),
+                                                opt_int(rs, "original_max_position_embeddings", 8192));
+  } else if (type == "yarn") {
+    c.yarn_factor = factor;
+    c.yarn_original_max_position_embeddings = opt_int(rs, "original_max_position_embeddings", c.max_position_embeddings);
+    c.yarn_beta_fast = opt_float(rs, "beta_fast", 32.0f);
+    c.yarn_beta_slow = opt_float(rs, "beta_slow", 1.0f);
+  } else {
+    return unsupported("config.json: rope_scaling type '{}' is not supported", type);
+  }
+  return {};
+}
+
+}  // namespace
+
+hal::RopeParams ModelConfig::rope_params() const {
+  hal::RopeParams p;
+  p.style = rope_style;
+  p.n_rot = rope_dim;
+  p.freq_base = rope_theta;
+  p.freq_divisors = rope_freq_divisors.empty() ? nullptr : rope_freq_divisors.data();
+  p.yarn_factor = yarn_factor;
+  p.yarn_orig_ctx = yarn_original_max_position_embeddings;
+  p.yarn_beta_fast = yarn_beta_fast;
+  p.yarn_beta_slow = yarn_beta_slow;
+  return p;
+}
+
+std::vector<float> llama3_rope_divisors(int rope_dim, float theta, float factor, float low_freq_factor,
+                                        float high_freq_factor, int original_ctx) {
+  std::vector<float> out;
+  const double low_wavelen = original_ctx / low_freq_factor, high_wavelen = original_ctx / high_freq_factor;
+  for (int i = 0; i < rope_dim / 2; ++i) {
+    const double freq = std::pow(static_cast<double>(theta), -2.0 * i / rope_dim);
+    const double wavelen = 2 * M_PI / freq;
+    double div = 1.0;
+    if (wavelen > low_wavelen) {
+      div = factor;
+    } else if (wavelen >= high_wavelen) {
+      const double t = (original_ctx / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+      div = 1.0 / ((1.0 - t) / factor + t);
+    }
+    out.push_back(static_cast<float>(div));
+  }
+  return out;
+}
+
+Result<ModelConfig> config_from_hf(const json& cfg) {
+  const std::string where = "config.json";
+  if (!cfg.is_object()) return corrupt("{}: not a JSON object", where);
+  ModelConfig c;
+  auto arch = cfg.find("architectures");
+  if (arch != cfg.end() && arch->is_array() && !arch->empty() && arch->front().is_string())
+    c.architecture = arch->front().get<std::string>();
+  c.model_type = cfg.value("model_type", std::string());
+  if (c.architecture.empty() && c.model_type.empty()) return not_found("{}: neither 'architectures' nor 'model_type'", where);
+  CAI_ASSIGN_OR_RETURN(c.hidden_size, get_int(cfg, "hidden_size", where));
+  CAI_ASSIGN_OR_RETURN(c.num_hidden_layers, get_int(cfg, "num_hidden_layers", where));
+  CAI_ASSIGN_OR_RETURN(c.num_attention_heads, get_int(cfg, "num_attention_heads", where));
+  CAI_ASSIGN_OR_RETURN(c.vocab_size, get_int(cfg, "vocab_size", where));
+  CAI_ASSIGN_OR_RETURN(c.intermediate_size, get_int(cfg, "intermediate_size", where));
+  c.num_key_value_heads = opt_int(cfg, "num_key_value_heads", c.num_attention_heads);
+  c.head_dim = opt_int(cfg, "head_dim", 0);
+  c.max_position_embeddings = opt_int(cfg, "max_position_embeddings", 0);
+  c.rms_norm_eps = opt_float(cfg, "rms_norm_eps", 1e-6f);
+  c.rope_theta = opt_float(cfg, "rope_theta", 10000.0f);
+  c.tie_word_embeddings = opt_bool(cfg, "tie_word_embeddings", false);
+  c.attention_bias = c.model_type == "qwen2" || opt_bool(cfg, "attention_bias", false);
+  c.rope_style = hal::RopeStyle::kNeox;  // HF checkpoints keep the half-split (rotate_half) layout
+  CAI_TRY(finish(c, where));
+  CAI_TRY(read_hf_rope_scaling(cfg, c));
+  return c;
+}
+
+Result<ModelConfig> config_from_gguf(const json& md) {
+  auto a = md.find("general.architecture");
+  if (a == md.end() || !a->is_string()) return not_found("GGUF: missing general.architecture");
+  const std::string arch = a->get<std::string>();
+  const std::string where = "GGUF " + arch;
+  auto key = [&](const char* k) { return arch + "." + k; };
+  ModelConfig c;
+  c.model_type = arch;
+  if (arch == "llama") c.architecture = "LlamaForCausalLM";
+  else if (arch == "qwen2") c.architecture = "Qwen2ForCausalLM";
+  else c.architecture = arch;
+  CAI_ASSIGN_OR_RETURN(c.hidden_size, get_int(md, key("embedding_length"), where));
+  CAI_ASSIGN_OR_RETURN(c.num_hidden_layers, get_int(md, key("block_count"), where));
+  CAI_ASSIGN_OR_RETURN(c.num_attention_heads, get_int(md, key("attention.head_count"), where));
+  if (md.contains(key("attention.head_count_kv"))) {
+    CAI_ASSIGN_OR_RETURN(c.num_key_value_heads, get_int(md, key("attention.head_count_kv"), where));
+  }
+  if (md.contains(key("feed_forward_length"))) {
+    CAI_ASSIGN_OR_RETURN(c.intermediate_size, get_int(md, key("feed_forward_length"), where));
+  }
+  c.vocab_size = opt_int(md, key("vocab_size"), 0);
+  if (c.vocab_size == 0) {
+    auto toks = md.find("tokenizer.ggml.tokens");
+    if (toks != md.end() && toks->is_array()) c.vocab_size = static_cast<int>(toks->size());
+  }
+  c.max_position_embeddings = opt_int(md, key("context_length"), 0);
+  c.rms_norm_eps = opt_float(md, key("attention.layer_norm_rms_epsilon"), 1e-5f);
+  c.rope_theta = opt_float(md, key("rope.freq_base"), 10000.0f);
+  c.rope_dim = opt_int(md, key("rope.dimension_count"), 0);
+  c.head_dim = opt_int(md, key("attention.key_length"), 0);
+  c.attention_bias = arch == "qwen2";
+  // GGUF llama rows were permuted to interleaved pairs at conversion; qwen2 keeps the half-split layout.
+  c.rope_style = arch == "qwen2" ? hal::RopeStyle::kNeox : hal::RopeStyle::kNorm;
+  CAI_TRY(finish(c, where));
+  const std::string scaling = md.value(key("rope.scaling.type"), std::string("none"));
+  const float factor = opt_float(md, key("rope.scaling.factor"), 1.0f);
+  if (scaling == "linear" && factor != 1.0f) {
+    c.rope_freq_divisors.assign(static_cast<size_t>(c.rope_dim / 2), factor);
+  } else if (scaling == "yarn") {
+    c.yarn_factor = factor;
+    c.yarn_original_max_position_embeddings =
+        opt_int(md, key("rope.scaling.original_context_length"), c.max_position_embeddings);
+    c.yarn_beta_fast = opt_float(md, key("rope.scaling.yarn_beta_fast"), 32.0f);
+    c.yarn_beta_slow = opt_float(md, key("rope.scaling.yarn_beta_slow"), 1.0f);
+  } else if (scaling != "none" && scaling != "linear") {
+    return unsupported("{}: rope scaling type '{}' is not supported", where, scaling);
+  }
+  return c;
+}
+
+}  // namespace cai

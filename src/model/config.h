@@ -1,0 +1,50 @@
+// ModelConfig: hyper-parameters under their Hugging Face names, read from config.json or GGUF metadata.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "hal/op_table.h"
+
+namespace cai {
+
+struct ModelConfig {
+  std::string architecture;  // HF class name, e.g. "Qwen2ForCausalLM"; GGUF files map to one
+  std::string model_type;    // "llama", "qwen2", "deepseek_v3"
+  int hidden_size = 0;
+  int num_hidden_layers = 0;
+  int num_attention_heads = 0;
+  int num_key_value_heads = 0;
+  int head_dim = 0;
+  int intermediate_size = 0;
+  int vocab_size = 0;
+  int max_position_embeddings = 0;
+  float rms_norm_eps = 1e-6f;
+  bool attention_bias = false;  // q/k/v biases (always on for qwen2)
+  bool tie_word_embeddings = false;
+
+  // RoPE: style depends on the weight layout (GGUF llama rows are permuted to interleaved pairs; HF is half-split).
+  float rope_theta = 10000.0f;
+  int rope_dim = 0;  // rotated dims per head (default head_dim)
+  hal::RopeStyle rope_style = hal::RopeStyle::kNeox;
+  std::vector<float> rope_freq_divisors;  // Llama-3 / linear scaling, one per pair; empty = none
+  float yarn_factor = 1.0f;
+  int yarn_original_max_position_embeddings = 0;
+  float yarn_beta_fast = 32.0f;
+  float yarn_beta_slow = 1.0f;
+
+  hal::RopeParams rope_params() const;
+};
+
+// From a Hugging Face config.json object (llama and qwen2 families). Missing required fields name the field.
+Result<ModelConfig> config_from_hf(const nlohmann::json& cfg);
+// From GGUF metadata (keys `<arch>.*`); the caller adds rope_freqs.weight divisors if the file has that tensor.
+Result<ModelConfig> config_from_gguf(const nlohmann::json& metadata);
+// Llama-3 rope_scaling → per-pair divisors (FORMATS.md §4.3).
+std::vector<float> llama3_rope_divisors(int rope_dim, float theta, float factor, float low_freq_factor,
+                                        float high_freq_factor, int original_ctx);
+
+}  // namespace cai

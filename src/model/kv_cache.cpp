@@ -1,0 +1,45 @@
+// KvCache allocation: one buffer per layer for K and one for V.
+#include "model/kv_cache.h"
+
+#include <cstring>
+#include <numeric>
+
+namespace cai {
+
+Result<KvCache> KvCache::create(hal::Device& device, const KvSpec& spec, int n_blocks, int block_size) {
+  if (n_blocks <= 0 || block_size <= 0) return invalid_argument("KV cache needs positive blocks and block size");
+  KvCache kv;
+  kv.spec_ = spec;
+  kv.n_blocks_ = n_blocks;
+  kv.block_size_ = block_size;
+  const int64_t n_slots = static_cast<int64_t>(n_blocks) * block_size;
+  for (int l = 0; l < spec.n_layers; ++l) {
+    for (int which = 0; which < 2; ++which) {
+      const int width = which == 0 ? spec.k_width : spec.v_width;
+      TensorView view = TensorView::make(nullptr, spec.dtype, {n_slots, width});
+      if (width > 0) {
+        CAI_ASSIGN_OR_RETURN(hal::Buffer buf, device.allocate(view.n_bytes()));
+        if (device.host_visible()) std::memset(buf.data(), 0, buf.size());
+        view.data = buf.data();
+        view.device = &device;
+        kv.buffers_.push_back(std::move(buf));
+      }
+      (which == 0 ? kv.k_ : kv.v_).push_back(view);
+    }
+  }
+  return kv;
+}
+
+size_t KvCache::total_bytes() const {
+  size_t n = 0;
+  for (const auto& b : buffers_) n += b.size();
+  return n;
+}
+
+std::vector<int32_t> identity_block_table(int n_blocks) {
+  std::vector<int32_t> t(static_cast<size_t>(n_blocks));
+  std::iota(t.begin(), t.end(), 0);
+  return t;
+}
+
+}  // namespace cai

@@ -1,0 +1,47 @@
+// KvSpec (what one token costs per layer) and KvCache (per-layer paged K/V storage on the device).
+#pragma once
+
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor_view.h"
+#include "hal/hal.h"
+
+namespace cai {
+
+// Per layer and token: k_width floats of keys and v_width floats of values (GQA: n_kv_head × head_dim each;
+// MLA: the latent c_kv + k_rope in k, nothing in v). The runtime only ever sees this.
+struct KvSpec {
+  int n_layers = 0;
+  int k_width = 0;
+  int v_width = 0;
+  DType dtype = DType::kF32;
+  size_t bytes_per_token() const { return static_cast<size_t>(n_layers) * (k_width + v_width) * row_bytes(dtype, 1); }
+};
+
+class KvCache {
+ public:
+  // n_blocks blocks of block_size token slots, for every layer.
+  static Result<KvCache> create(hal::Device& device, const KvSpec& spec, int n_blocks, int block_size);
+
+  const KvSpec& spec() const { return spec_; }
+  int n_blocks() const { return n_blocks_; }
+  int block_size() const { return block_size_; }
+  int n_slots() const { return n_blocks_ * block_size_; }
+  // [n_slots, k_width] / [n_slots, v_width] views of layer l.
+  TensorView k(int layer) const { return k_[static_cast<size_t>(layer)]; }
+  TensorView v(int layer) const { return v_[static_cast<size_t>(layer)]; }
+  size_t total_bytes() const;
+
+ private:
+  KvSpec spec_;
+  int n_blocks_ = 0;
+  int block_size_ = 0;
+  std::vector<hal::Buffer> buffers_;
+  std::vector<TensorView> k_, v_;
+};
+
+// The simplest block table: one sequence owning blocks 0, 1, 2, ... (CLI runs, eval, bench).
+std::vector<int32_t> identity_block_table(int n_blocks);
+
+}  // namespace cai

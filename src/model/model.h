@@ -1,0 +1,37 @@
+// Model: the interface every architecture implements; StepBatch is one forward step over many sequences.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/status.h"
+#include "hal/hal.h"
+#include "model/config.h"
+#include "model/kv_cache.h"
+
+namespace cai {
+
+// The tokens one forward step computes. Rows of `tokens` are grouped per sequence as described by `seqs`
+// (hal::AttnSeq: q_begin, n_q, pos0, block_table). `slots[i]` is the KV slot where token i's keys/values go.
+struct StepBatch {
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> positions;
+  std::vector<int32_t> slots;
+  std::vector<hal::AttnSeq> seqs;
+  std::vector<int32_t> logit_rows;  // token rows whose logits are wanted, in output order
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual const ModelConfig& config() const = 0;
+  virtual KvSpec kv_spec() const = 0;
+  virtual hal::Device& device() const = 0;
+  // Run one step; writes logits [batch.logit_rows.size(), vocab] as F32 to host memory `logits`.
+  virtual Status forward(const StepBatch& batch, KvCache& kv, float* logits) = 0;
+  virtual size_t weight_bytes() const = 0;
+  // Weight bytes one decode step must stream (the roofline numerator): all weights but unread embedding rows.
+  virtual size_t weight_bytes_per_token() const = 0;
+};
+
+}  // namespace cai

@@ -1,0 +1,76 @@
+// Model loading: detect the format, read config + weights + tokenizer, pick the architecture from the registry.
+#include "model/model_loader.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/log.h"
+#include "model/arch_registry.h"
+#include "model/loaders/gguf.h"
+#include "model/loaders/safetensors.h"
+
+namespace cai {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+Result<nlohmann::json> read_json_file(const fs::path& p) {
+  std::ifstream in(p);
+  if (!in) return io_error("cannot open {}", p.string());
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return corrupt("{} is not valid JSON", p.string());
+  return j;
+}
+
+Result<LoadedModel> load_gguf(const std::string& path, hal::Device& device) {
+  CAI_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::open(path));
+  CAI_ASSIGN_OR_RETURN(ModelConfig cfg, config_from_gguf(file->metadata()));
+  if (const GgufTensorInfo* rf = file->find("rope_freqs.weight")) {
+    if (rf->dtype != DType::kF32 || static_cast<int>(rf->n_bytes / 4) != cfg.rope_dim / 2)
+      return invalid_argument("{}: rope_freqs.weight must be F32 [{}]", path, cfg.rope_dim / 2);
+    const float* f = reinterpret_cast<const float*>(rf->data);
+    cfg.rope_freq_divisors.assign(f, f + cfg.rope_dim / 2);
+  }
+  LoadedModel out;
+  if (file->metadata().contains("tokenizer.ggml.model")) {
+    CAI_ASSIGN_OR_RETURN(out.tokenizer, Tokenizer::from_gguf_metadata(file->metadata()));
+  }
+  CAI_ASSIGN_OR_RETURN(const ArchEntry* arch, find_arch(cfg));
+  CAI_ASSIGN_OR_RETURN(WeightStore ws, WeightStore::from_gguf(std::move(file), device));
+  CAI_ASSIGN_OR_RETURN(out.model, arch->factory(cfg, std::move(ws), device));
+  out.format = "gguf";
+  return out;
+}
+
+Result<LoadedModel> load_hf_dir(const fs::path& dir, hal::Device& device) {
+  CAI_ASSIGN_OR_RETURN(nlohmann::json cfg_json, read_json_file(dir / "config.json"));
+  CAI_ASSIGN_OR_RETURN(ModelConfig cfg, config_from_hf(cfg_json));
+  CAI_ASSIGN_OR_RETURN(const ArchEntry* arch, find_arch(cfg));
+  LoadedModel out;
+  if (fs::exists(dir / "tokenizer.json")) {
+    CAI_ASSIGN_OR_RETURN(out.tokenizer, Tokenizer::from_hf_json((dir / "tokenizer.json").string(),
+                                                                (dir / "tokenizer_config.json").string()));
+  }
+  CAI_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsCheckpoint> ckpt, SafetensorsCheckpoint::open_dir(dir.string()));
+  CAI_ASSIGN_OR_RETURN(WeightStore ws, WeightStore::from_checkpoint(std::move(ckpt), device));
+  CAI_ASSIGN_OR_RETURN(out.model, arch->factory(cfg, std::move(ws), device));
+  out.format = "hf";
+  return out;
+}
+
+}  // namespace
+
+Result<LoadedModel> load_model(const std::string& path, hal::Device& device) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return not_found("model path '{}' does not exist", path);
+  Result<LoadedModel> r = fs::is_directory(path, ec) ? load_hf_dir(path, device) : load_gguf(path, device);
+  if (!r.ok()) return r.status();
+  r->source = path;
+  CAI_LOG_INFO("loaded {} model {} ({}, {} layers, {:.1f} MiB of weights) on {}", r->format, path,
+               r->model->config().architecture, r->model->config().num_hidden_layers,
+               static_cast<double>(r->model->weight_bytes()) / (1 << 20), device.name());
+  return r;
+}
+
+}  // namespace cai

@@ -1,0 +1,21 @@
+// load_model: a .gguf file or a Hugging Face directory → Model + Tokenizer (+ chat template), on one device.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace cai {
+
+struct LoadedModel {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;  // null when the checkpoint has none (e.g. test oracles)
+  std::string source;                    // path it came from
+  std::string format;                    // "gguf" or "hf"
+};
+
+Result<LoadedModel> load_model(const std::string& path, hal::Device& device);
+
+}  // namespace cai

@@ -1,0 +1,21 @@
+// Typed op entry points used by model code: each forwards to the device's OpTable or reports it unsupported.
+#pragma once
+
+#include <span>
+
+#include "hal/hal.h"
+
+namespace cai::ops {
+
+Status embed(hal::Device& d, const TensorView& table, std::span<const int32_t> ids, const TensorView& out);
+Status rms_norm(hal::Device& d, const TensorView& x, const TensorView& w, float eps, const TensorView& out);
+Status rope(hal::Device& d, const TensorView& x, std::span<const int32_t> pos, const hal::RopeParams& p);
+Status dense_gemm(hal::Device& d, const TensorView& w, const TensorView& x, const TensorView* bias, const TensorView& y);
+Status add(hal::Device& d, const TensorView& a, const TensorView& b, const TensorView& out);
+Status swiglu(hal::Device& d, const TensorView& gate, const TensorView& up, const TensorView& out);
+Status softmax(hal::Device& d, const TensorView& x);
+Status kv_write(hal::Device& d, const TensorView& src, std::span<const int32_t> slots, const TensorView& cache);
+Status attention_gqa(hal::Device& d, const hal::AttentionParams& p, std::span<const hal::AttnSeq> seqs,
+                     const TensorView& q, const TensorView& k_cache, const TensorView& v_cache, const TensorView& out);
+
+}  // namespace cai::ops

@@ -1,0 +1,266 @@
+// Tests for cpu_dense_gemm: every weight dtype × shapes × ISA (scalar/avx2/avx512) × bias × threads vs a double
+// reference over dequantize_row, FP8 block scales on ragged shapes, NaN codes and the error paths.
+#include "hal/cpu/kernels/gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/quant.h"
+#include "core/thread_pool.h"
+#include "hal/cpu/kernels/cpu_features.h"
+
+namespace cai::hal::cpu {
+namespace {
+
+struct Weights {
+  DType dtype;
+  int64_t out, in;
+  std::vector<uint8_t> bytes;
+  std::vector<float> scale;  // FP8 block scales, or empty
+  TensorView view() {
+    TensorView t = TensorView::make(bytes.data(), dtype, {out, in});
+    if (!scale.empty()) t.scale = scale.data();
+    return t;
+  }
+};
+
+std::vector<float> gaussian(int64_t n, std::mt19937& rng, float sd = 1.0f) {
+  std::normal_distribution<float> dist(0.0f, sd);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+Weights make_weights(DType t, int64_t out, int64_t in, bool scaled, std::mt19937& rng) {
+  Weights w{t, out, in, std::vector<uint8_t>(row_bytes(t, in) * static_cast<size_t>(out)), {}};
+  auto src = gaussian(out * in, rng, t == DType::kF8_E4M3 ? 100.0f : 1.0f);
+  for (int64_t r = 0; r < out; ++r) {
+    Status st = quantize_row(t, src.data() + r * in, w.bytes.data() + r * row_bytes(t, in), in);
+    EXPECT_TRUE(st.ok()) << st.to_string();
+  }
+  if (scaled) {
+    std::uniform_real_distribution<float> u(0.001f, 0.02f);
+    w.scale.resize(static_cast<size_t>(((out + 127) / 128) * ((in + 127) / 128)));
+    for (auto& s : w.scale) s = u(rng);
+  }
+  return w;
+}
+
+// y_ref = x · dequant(w)^T + bias in double; tol = 1e-5 · Σ|w·x| per element (+ a floor for tiny sums).
+void reference(Weights& w, const std::vector<float>& x, const float* bias, int64_t n, std::vector<double>* y,
+               std::vector<double>* tol) {
+  std::vector<float> row(static_cast<size_t>(w.in));
+  y->assign(static_cast<size_t>(n * w.out), 0.0);
+  tol->assign(y->size(), 0.0);
+  int64_t n_cb = (w.in + 127) / 128;
+  for (int64_t r = 0; r < w.out; ++r) {
+    dequantize_row(w.dtype, w.bytes.data() + r * row_bytes(w.dtype, w.in), row.data(), w.in);
+    if (!w.scale.empty())
+      for (int64_t c = 0; c < w.in; ++c) row[c] *= w.scale[(r / 128) * n_cb + c / 128];
+    for (int64_t i = 0; i < n; ++i) {
+      double s = bias ? bias[r] : 0.0, a = bias ? std::fabs(bias[r]) : 0.0;
+      for (int64_t c = 0; c < w.in; ++c) {
+        s += static_cast<double>(row[c]) * x[i * w.in + c];
+        a += std::fabs(static_cast<double>(row[c]) * x[i * w.in + c]);
+      }
+      (*y)[i * w.out + r] = s;
+      (*tol)[i * w.out + r] = 1e-5 * a + 1e-30;
+    }
+  }
+}
+
+// Runs the GEMM and checks it against the reference; returns the number of mismatching elements.
+int check(Weights& w, int64_t n, bool with_bias, ThreadPool* pool, std::mt19937& rng) {
+  auto x = gaussian(n * w.in, rng);
+  auto bias = gaussian(w.out, rng);
+  std::vector<float> y(static_cast<size_t>(n * w.out), NAN);
+  TensorView xv = TensorView::make(x.data(), DType::kF32, {n, w.in});
+  TensorView yv = TensorView::make(y.data(), DType::kF32, {n, w.out});
+  TensorView bv = TensorView::make(bias.data(), DType::kF32, {w.out});
+  OpContext ctx{pool, nullptr};
+  Status st = cpu_dense_gemm(ctx, w.view(), xv, with_bias ? &bv : nullptr, yv);
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  std::vector<double> ref, tol;
+  reference(w, x, with_bias ? bias.data() : nullptr, n, &ref, &tol);
+  int bad = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (!(std::fabs(y[i] - ref[i]) <= tol[i])) {
+      if (++bad <= 3) ADD_FAILURE() << "element " << i << ": got " << y[i] << " want " << ref[i] << " tol " << tol[i];
+    }
+  }
+  return bad;
+}
+
+std::vector<CpuIsa> available_isas() {
+  std::vector<CpuIsa> v;
+  for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512})
+    if (isa <= best_cpu_isa()) v.push_back(isa);
+  return v;
+}
+
+// Restores the detected ISA when a test that forces one ends.
+struct IsaGuard {
+  ~IsaGuard() { EXPECT_TRUE(set_active_cpu_isa(best_cpu_isa()).ok()); }
+};
+
+class GemmAllTypes : public ::testing::TestWithParam<CpuIsa> {};
+
+TEST_P(GemmAllTypes, MatchesDequantizedReference) {
+  IsaGuard guard;
+  ASSERT_TRUE(set_active_cpu_isa(GetParam()).ok());
+  ThreadPool pool(2);
+  std::mt19937 rng(1234);
+  const DType types[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,    DType::kQ4_0,
+                         DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kF8_E4M3};
+  struct Shape {
+    int64_t n, in, out;
+  };
+  // n = 1..8 take the fused path (groups of 4 rows + remainder), larger n the packed-panel path.
+  const Shape shapes[] = {{1, 256, 33}, {3, 512, 33}, {5, 256, 7}, {8, 768, 40},
+                          {17, 256, 33}, {64, 512, 65}, {9, 1280, 70}};
+  int case_no = 0;
+  for (DType t : types) {
+    for (const Shape& s : shapes) {
+      Weights w = make_weights(t, s.out, s.in, false, rng);
+      bool bias = (case_no % 2) == 0;
+      ThreadPool* p = (case_no % 3) == 0 ? nullptr : &pool;
+      ++case_no;
+      EXPECT_EQ(check(w, s.n, bias, p, rng), 0)
+          << dtype_name(t) << " n=" << s.n << " in=" << s.in << " out=" << s.out << " bias=" << bias;
+    }
+  }
+}
+
+TEST_P(GemmAllTypes, RaggedInnerDimForPlainAndBlock32Types) {
+  IsaGuard guard;
+  ASSERT_TRUE(set_active_cpu_isa(GetParam()).ok());
+  ThreadPool pool(2);
+  std::mt19937 rng(99);
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kF8_E4M3}) {
+    for (int64_t in : {1, 7, 33, 300}) {
+      Weights w = make_weights(t, 19, in, false, rng);
+      for (int64_t n : {1, 2, 12}) EXPECT_EQ(check(w, n, true, &pool, rng), 0) << dtype_name(t) << " in=" << in;
+    }
+  }
+  for (DType t : {DType::kQ8_0, DType::kQ4_0}) {
+    Weights w = make_weights(t, 21, 96, false, rng);
+    for (int64_t n : {1, 4, 13}) EXPECT_EQ(check(w, n, false, &pool, rng), 0) << dtype_name(t);
+  }
+}
+
+TEST_P(GemmAllTypes, Fp8BlockScalesOnPartialBlocks) {
+  IsaGuard guard;
+  ASSERT_TRUE(set_active_cpu_isa(GetParam()).ok());
+  ThreadPool pool(2);
+  std::mt19937 rng(7);
+  Weights w = make_weights(DType::kF8_E4M3, 200, 300, true, rng);
+  ASSERT_EQ(w.scale.size(), 2u * 3u);
+  for (int64_t n : {1, 3, 17}) {
+    EXPECT_EQ(check(w, n, n != 3, &pool, rng), 0) << "n=" << n;
+    EXPECT_EQ(check(w, n, false, nullptr, rng), 0) << "n=" << n;
+  }
+  Weights exact = make_weights(DType::kF8_E4M3, 128, 256, true, rng);
+  EXPECT_EQ(check(exact, 20, true, &pool, rng), 0);
+}
+
+TEST_P(GemmAllTypes, NanWeightCodePropagates) {
+  IsaGuard guard;
+  ASSERT_TRUE(set_active_cpu_isa(GetParam()).ok());
+  std::vector<uint8_t> w(2 * 64, 0x38);  // all 1.0
+  w[64 + 40] = 0x7F;                     // row 1 has a NaN
+  for (int64_t n : {1, 12}) {            // fused and panel paths
+    std::vector<float> x(static_cast<size_t>(n * 64), 1.0f), y(static_cast<size_t>(n * 2));
+    Status st = cpu_dense_gemm({}, TensorView::make(w.data(), DType::kF8_E4M3, {2, 64}),
+                               TensorView::make(x.data(), DType::kF32, {n, 64}), nullptr,
+                               TensorView::make(y.data(), DType::kF32, {n, 2}));
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    EXPECT_EQ(y[0], 64.0f) << n;
+    EXPECT_TRUE(std::isnan(y[static_cast<size_t>(2 * n - 1)])) << n;
+  }
+}
+
+// Row r holds finite code r (0x00..0x7E, 0x80..0xFE) in column r % 32 and zeros elsewhere; x is all ones, so
+// y[r] must equal the code's table value exactly, through the vector decoders of both paths.
+TEST_P(GemmAllTypes, EveryFp8CodeDecodesExactly) {
+  IsaGuard guard;
+  ASSERT_TRUE(set_active_cpu_isa(GetParam()).ok());
+  std::vector<uint8_t> codes;
+  for (int c = 0; c < 256; ++c)
+    if ((c & 0x7F) != 0x7F) codes.push_back(static_cast<uint8_t>(c));
+  int64_t out = static_cast<int64_t>(codes.size()), in = 64;
+  std::vector<uint8_t> w(static_cast<size_t>(out * in), 0x00);
+  for (int64_t r = 0; r < out; ++r) w[static_cast<size_t>(r * in + r % 32)] = codes[static_cast<size_t>(r)];
+  for (int64_t n : {1, 12}) {
+    std::vector<float> x(static_cast<size_t>(n * in), 1.0f), y(static_cast<size_t>(n * out));
+    ASSERT_TRUE(cpu_dense_gemm({}, TensorView::make(w.data(), DType::kF8_E4M3, {out, in}),
+                               TensorView::make(x.data(), DType::kF32, {n, in}), nullptr,
+                               TensorView::make(y.data(), DType::kF32, {n, out}))
+                    .ok());
+    for (int64_t r = 0; r < out; ++r)
+      EXPECT_EQ(y[static_cast<size_t>((n - 1) * out + r)], fp8_e4m3_to_f32(codes[static_cast<size_t>(r)]))
+          << "code " << int(codes[static_cast<size_t>(r)]) << " n=" << n;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, GemmAllTypes, ::testing::ValuesIn(available_isas()),
+                         [](const auto& info) { return std::string(cpu_isa_name(info.param)); });
+
+TEST(Gemm, RejectsBadInput) {
+  std::vector<float> buf(4096, 0.0f);
+  std::vector<int32_t> ibuf(64, 0);
+  auto f32 = [&](std::initializer_list<int64_t> d) { return TensorView::make(buf.data(), DType::kF32, d); };
+  TensorView w = f32({8, 32}), x = f32({2, 32}), y = f32({2, 8}), b = f32({8});
+  EXPECT_TRUE(cpu_dense_gemm({}, w, x, &b, y).ok());
+  EXPECT_EQ(cpu_dense_gemm({}, f32({8, 32, 1}), x, nullptr, y).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(cpu_dense_gemm({}, w, f32({2, 16}), nullptr, y).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(cpu_dense_gemm({}, w, x, nullptr, f32({2, 9})).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(cpu_dense_gemm({}, w, x, nullptr, f32({3, 8})).code(), StatusCode::kInvalidArgument);
+  TensorView b9 = f32({9});
+  EXPECT_EQ(cpu_dense_gemm({}, w, x, &b9, y).code(), StatusCode::kInvalidArgument);
+  TensorView wi = TensorView::make(ibuf.data(), DType::kI32, {2, 32});
+  Status st = cpu_dense_gemm({}, wi, x, nullptr, f32({2, 2}));
+  EXPECT_EQ(st.code(), StatusCode::kUnsupported);
+  EXPECT_NE(st.message().find("i32"), std::string::npos);
+  TensorView wq = TensorView::make(buf.data(), DType::kQ8_0, {8, 48});
+  st = cpu_dense_gemm({}, wq, f32({2, 48}), nullptr, y);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("q8_0"), std::string::npos);
+  TensorView ws = w;
+  ws.scale = buf.data();
+  EXPECT_EQ(cpu_dense_gemm({}, ws, x, nullptr, y).code(), StatusCode::kInvalidArgument);
+  TensorView xh = TensorView::make(buf.data(), DType::kF16, {2, 32});
+  EXPECT_EQ(cpu_dense_gemm({}, w, xh, nullptr, y).code(), StatusCode::kUnsupported);
+  TensorView wnull = TensorView::make(nullptr, DType::kF32, {8, 32});
+  EXPECT_EQ(cpu_dense_gemm({}, wnull, x, nullptr, y).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Gemm, EmptyBatchAndEmptyInnerDim) {
+  std::vector<float> bias = {1.5f, -2.0f}, y(6, NAN);
+  TensorView w = TensorView::make(nullptr, DType::kF32, {2, 0});
+  TensorView x = TensorView::make(nullptr, DType::kF32, {3, 0});
+  TensorView b = TensorView::make(bias.data(), DType::kF32, {2});
+  ASSERT_TRUE(cpu_dense_gemm({}, w, x, &b, TensorView::make(y.data(), DType::kF32, {3, 2})).ok());
+  EXPECT_EQ(y, (std::vector<float>{1.5f, -2.0f, 1.5f, -2.0f, 1.5f, -2.0f}));
+  TensorView w2 = TensorView::make(y.data(), DType::kF32, {2, 3});
+  TensorView x0 = TensorView::make(nullptr, DType::kF32, {0, 3});
+  EXPECT_TRUE(cpu_dense_gemm({}, w2, x0, nullptr, TensorView::make(nullptr, DType::kF32, {0, 2})).ok());
+}
+
+TEST(CpuFeatures, NamesAndOverride) {
+  EXPECT_EQ(cpu_isa_from_name("avx2"), CpuIsa::kAvx2);
+  EXPECT_EQ(cpu_isa_from_name("avx512"), CpuIsa::kAvx512);
+  EXPECT_EQ(cpu_isa_from_name("scalar"), CpuIsa::kScalar);
+  EXPECT_FALSE(cpu_isa_from_name("neon").has_value());
+  IsaGuard guard;
+  EXPECT_TRUE(set_active_cpu_isa(CpuIsa::kScalar).ok());
+  EXPECT_EQ(active_cpu_isa(), CpuIsa::kScalar);
+  if (best_cpu_isa() < CpuIsa::kAvx512) {
+    EXPECT_EQ(set_active_cpu_isa(CpuIsa::kAvx512).code(), StatusCode::kUnsupported);
+  }
+}
+
+}  // namespace
+}  // namespace cai::hal::cpu

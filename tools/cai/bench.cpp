@@ -1,0 +1,85 @@
+// `cai bench`: prompt-processing and generation tokens/s (like llama-bench), with the memory-bandwidth roofline ratio.
+#include <chrono>
+#include <iostream>
+#include <numeric>
+
+#include "core/membw.h"
+#include "runtime/single_sequence.h"
+#include "verbs.h"
+
+namespace cai::cli {
+
+namespace {
+
+struct BenchOptions {
+  CommonOptions common;
+  int n_prompt = 128;
+  int n_gen = 64;
+  int repeats = 3;
+  bool json = false;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+Status bench(const BenchOptions& o) {
+  CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common));
+  Model& model = *lm.model;
+  const int vocab = model.config().vocab_size;
+  std::vector<int32_t> prompt(static_cast<size_t>(std::max(1, o.n_prompt)));
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919 + 13) % static_cast<size_t>(vocab));
+  double best_pp = 0, best_tg = 0;
+  for (int r = 0; r < std::max(1, o.repeats); ++r) {
+    CAI_ASSIGN_OR_RETURN(SingleSequence seq, SingleSequence::create(model, static_cast<int>(prompt.size()) + o.n_gen + 1));
+    auto t0 = std::chrono::steady_clock::now();
+    CAI_TRY(seq.step(prompt, false).status());
+    best_pp = std::max(best_pp, static_cast<double>(prompt.size()) / seconds_since(t0));
+    t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < o.n_gen; ++i) {
+      const int32_t t = prompt[static_cast<size_t>(i) % prompt.size()];
+      CAI_TRY(seq.step(std::span<const int32_t>(&t, 1), false).status());
+    }
+    if (o.n_gen > 0) best_tg = std::max(best_tg, o.n_gen / seconds_since(t0));
+  }
+  const hal::OpContext ctx = model.device().op_context();
+  const double bw_gbps = measure_read_bandwidth_gbps(ctx.pool);
+  const double bytes_per_token = static_cast<double>(model.weight_bytes_per_token());
+  const double roofline_tg = bw_gbps * 1e9 / bytes_per_token;
+  nlohmann::json out = {{"model", o.common.model},
+                        {"device", model.device().description()},
+                        {"n_prompt", prompt.size()},
+                        {"n_gen", o.n_gen},
+                        {"pp_tokens_per_s", best_pp},
+                        {"tg_tokens_per_s", best_tg},
+                        {"weight_bytes", model.weight_bytes()},
+                        {"weight_bytes_per_token", model.weight_bytes_per_token()},
+                        {"mem_read_gbps", bw_gbps},
+                        {"tg_roofline_tokens_per_s", roofline_tg},
+                        {"tg_roofline_ratio", best_tg / roofline_tg}};
+  if (o.json) {
+    std::cout << out.dump() << "\n";
+  } else {
+    std::cout << fmt::format("pp{}: {:.1f} tok/s   tg{}: {:.1f} tok/s   roofline {:.1f} tok/s at {:.1f} GB/s ({:.0f}%)\n",
+                             prompt.size(), best_pp, o.n_gen, best_tg, roofline_tg, bw_gbps, 100 * best_tg / roofline_tg);
+  }
+  return {};
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* cmd = app.add_subcommand("bench", "prompt and generation throughput with the memory-bandwidth roofline");
+  add_common_options(*cmd, o->common);
+  cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens")->check(CLI::PositiveNumber);
+  cmd->add_option("-n,--n-gen", o->n_gen, "generated tokens")->check(CLI::NonNegativeNumber);
+  cmd->add_option("-r,--repeats", o->repeats, "repetitions; the best is reported")->check(CLI::PositiveNumber);
+  cmd->add_flag("--json", o->json, "print one JSON line");
+  cmd->callback([o, &exit_code] {
+    Status st = bench(*o);
+    if (!st.ok()) exit_code = fail(st);
+  });
+}
+
+}  // namespace cai::cli

@@ -1,0 +1,29 @@
+// Shared CLI plumbing: model/device/thread options and error printing.
+#include <cstdio>
+
+#include "core/log.h"
+#include "hal/cpu/cpu_backend.h"
+#include "verbs.h"
+
+namespace cai::cli {
+
+void add_common_options(CLI::App& cmd, CommonOptions& o) {
+  cmd.add_option("-m,--model", o.model, "a .gguf file or a Hugging Face model directory")->required();
+  cmd.add_option("--device", o.device, "device to run on: cpu, or a plugin backend such as cuda:0");
+  cmd.add_option("-t,--threads", o.threads, "CPU threads (0 = all)");
+}
+
+int fail(const Status& st) {
+  std::fprintf(stderr, "error: %s\n", st.to_string().c_str());
+  return 1;
+}
+
+Result<LoadedModel> open_model(const CommonOptions& o) {
+  hal::Registry& reg = hal::Registry::global();
+  if (o.device.rfind("cpu", 0) != 0) reg.load_plugins_from_default_paths();
+  hal::cpu::set_cpu_threads(o.threads);
+  CAI_ASSIGN_OR_RETURN(hal::Device * dev, reg.find_device(o.device));
+  return load_model(o.model, *dev);
+}
+
+}  // namespace cai::cli

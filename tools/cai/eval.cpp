@@ -1,0 +1,99 @@
+// `cai eval`: run given token ids as one prompt (F32 activations), dump logits, then decode greedily with the KV cache.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "runtime/sampler.h"
+#include "runtime/single_sequence.h"
+#include "verbs.h"
+
+namespace cai::cli {
+
+namespace {
+
+struct EvalOptions {
+  CommonOptions common;
+  std::string tokens;
+  std::string logits_path;
+  std::string gen_logits_path;
+  int greedy = 0;
+  bool json = false;
+};
+
+Result<std::vector<int32_t>> parse_tokens(const std::string& s, int n_vocab) {
+  std::vector<int32_t> ids;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0') return invalid_argument("--tokens: '{}' is not an integer", item);
+    if (v < 0 || v >= n_vocab) return invalid_argument("--tokens: id {} is outside the vocabulary of {}", v, n_vocab);
+    ids.push_back(static_cast<int32_t>(v));
+  }
+  if (ids.empty()) return invalid_argument("--tokens: no token ids given");
+  return ids;
+}
+
+Status write_f32(const std::string& path, const std::vector<float>& v) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
+  if (!out) return io_error("cannot write {}", path);
+  return {};
+}
+
+Status eval(const EvalOptions& o) {
+  CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common));
+  const ModelConfig& cfg = lm.model->config();
+  CAI_ASSIGN_OR_RETURN(std::vector<int32_t> ids, parse_tokens(o.tokens, cfg.vocab_size));
+  const int n_ctx = static_cast<int>(ids.size()) + o.greedy + 1;
+  CAI_ASSIGN_OR_RETURN(SingleSequence seq, SingleSequence::create(*lm.model, n_ctx));
+  CAI_ASSIGN_OR_RETURN(std::vector<float> logits, seq.step(ids, /*all_logits=*/true));
+  if (!o.logits_path.empty()) CAI_TRY(write_f32(o.logits_path, logits));
+  const size_t vocab = static_cast<size_t>(cfg.vocab_size);
+  std::vector<float> last(logits.end() - static_cast<ptrdiff_t>(vocab), logits.end());
+  std::vector<int32_t> greedy;
+  std::vector<float> gen_logits;
+  for (int i = 0; i < o.greedy; ++i) {
+    gen_logits.insert(gen_logits.end(), last.begin(), last.end());
+    const int32_t next = argmax(last);
+    greedy.push_back(next);
+    if (i + 1 < o.greedy) {
+      CAI_ASSIGN_OR_RETURN(last, seq.step(std::span<const int32_t>(&next, 1), false));
+    }
+  }
+  if (!o.gen_logits_path.empty()) CAI_TRY(write_f32(o.gen_logits_path, gen_logits));
+  nlohmann::json out = {{"greedy", greedy},
+                        {"n_vocab", cfg.vocab_size},
+                        {"n_tokens", ids.size()},
+                        {"architecture", cfg.architecture},
+                        {"kv_bytes_per_token", lm.model->kv_spec().bytes_per_token()}};
+  if (o.json) {
+    std::cout << out.dump() << "\n";
+  } else {
+    std::cout << "greedy:";
+    for (int32_t t : greedy) std::cout << " " << t;
+    std::cout << "\n";
+  }
+  return {};
+}
+
+}  // namespace
+
+void register_eval(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<EvalOptions>();
+  CLI::App* cmd = app.add_subcommand("eval", "logits of a token prompt and greedy continuation (for tests)");
+  add_common_options(*cmd, o->common);
+  cmd->add_option("--tokens", o->tokens, "comma-separated token ids, e.g. 0,5,7")->required();
+  cmd->add_option("--logits", o->logits_path, "write prompt logits here: float32 LE [n_tokens, vocab]");
+  cmd->add_option("--gen-logits", o->gen_logits_path, "write the logits that chose each greedy token: [greedy, vocab]");
+  cmd->add_option("--greedy", o->greedy, "greedy tokens to decode one step at a time")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--json", o->json, "print a JSON summary line");
+  cmd->callback([o, &exit_code] {
+    Status st = eval(*o);
+    if (!st.ok()) exit_code = fail(st);
+  });
+}
+
+}  // namespace cai::cli

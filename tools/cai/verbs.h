@@ -1,0 +1,30 @@
+// The `cai` verbs: each registers its subcommand and options; the callback sets the process exit code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "hal/hal.h"
+#include "model/model_loader.h"
+
+namespace cai::cli {
+
+// Options every model-running verb shares.
+struct CommonOptions {
+  std::string model;
+  std::string device = "cpu";
+  int threads = 0;  // 0 = all hardware threads
+};
+void add_common_options(CLI::App& cmd, CommonOptions& o);
+// Resolve the device (loading plugins) and load the model; errors are printed as "error: ..." to stderr.
+Result<LoadedModel> open_model(const CommonOptions& o);
+// Print a Status to stderr and return exit code 1.
+int fail(const Status& st);
+
+void register_run(CLI::App& app, int& exit_code);
+void register_tokenize(CLI::App& app, int& exit_code);
+void register_eval(CLI::App& app, int& exit_code);
+void register_bench(CLI::App& app, int& exit_code);
+
+}  // namespace cai::cli

@@ -1,0 +1,37 @@
+// Writing a ModelSpec to disk: a GGUF file, or a Hugging Face directory (config, safetensors, tokenizer files).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/dtype.h"
+#include "core/status.h"
+#include "core/thread_pool.h"
+#include "model_spec.h"
+#include "vocab.h"
+
+namespace cai::mkmodel {
+
+struct EmitOptions {
+  DType dtype = DType::kF32;      // requested weight type (GGUF: the matrices; HF: every tensor)
+  std::string name;               // general.name
+  uint64_t max_shard_bytes = 0;   // HF: 0 = one model.safetensors, else shards + index
+  ThreadPool* pool = nullptr;     // generates and quantizes rows in parallel
+};
+
+struct EmitStats {
+  int64_t n_tensors = 0;
+  uint64_t n_bytes = 0;  // tensor data bytes written
+};
+
+// The type a GGUF tensor of `role` gets when `requested` is asked for and its rows hold `cols` elements.
+DType gguf_tensor_dtype(GgufRole role, DType requested, int64_t cols);
+// general.file_type for a requested type (FORMATS.md §1.5; q4_K/q5_K are the _M mixes).
+uint32_t gguf_file_type(DType requested);
+
+Result<EmitStats> write_gguf(const ModelSpec& m, const SyntheticVocab& v, const EmitOptions& o,
+                             const std::string& path);
+// Creates `dir` if needed. Weight types: F32, F16, BF16.
+Result<EmitStats> write_hf(const ModelSpec& m, const SyntheticVocab& v, const EmitOptions& o, const std::string& dir);
+
+}  // namespace cai::mkmodel

@@ -1,0 +1,145 @@
+// cai-mkmodel: writes random-weight models (GGUF or HF directory) of a chosen architecture and shape.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <string_view>
+
+#include "core/thread_pool.h"
+#include "emit.h"
+#include "model_spec.h"
+#include "vocab.h"
+
+namespace cai::mkmodel {
+namespace {
+
+// The single place that names architectures: adding one = one builder file + one row here.
+struct ArchEntry {
+  std::string_view name;
+  Result<ModelSpec> (*build)(const ModelShape&, uint64_t seed);
+  float rope_theta;
+  float rms_eps;
+  bool tied;  // for presets that do not fix it
+};
+constexpr std::array kArchs = {
+    ArchEntry{"qwen2", build_llama_family, 1000000.0f, 1e-6f, true},
+    ArchEntry{"llama", build_llama_family, 500000.0f, 1e-5f, false},
+};
+
+struct Preset {
+  std::string_view name;
+  int64_t hidden, n_layers, n_heads, n_kv_heads, ffn, vocab, ctx;
+  std::optional<bool> tied;
+};
+constexpr std::array kPresets = {
+    Preset{"qwen2-0.5b", 896, 24, 14, 2, 4864, 151936, 32768, true},
+    Preset{"qwen2-1.5b", 1536, 28, 12, 2, 8960, 151936, 32768, true},
+    // Small enough for unit tests, rows long enough (256) for the K-quants.
+    Preset{"tiny", 256, 2, 4, 2, 512, 300, 256, std::nullopt},
+};
+
+struct Args {
+  std::string arch = "qwen2";
+  std::string preset = "tiny";
+  std::optional<int64_t> hidden, n_layers, n_heads, n_kv_heads, ffn, vocab, ctx;
+  std::optional<bool> tied;
+  std::optional<float> rope_theta;
+  std::string format = "gguf";
+  std::string dtype = "f32";
+  uint64_t seed = 0;
+  std::string out;
+  int n_threads = 0;
+  double shard_mb = 0;
+};
+
+Result<ModelShape> resolve_shape(const Args& a, const ArchEntry& arch) {
+  const Preset* p = nullptr;
+  for (const Preset& x : kPresets) {
+    if (x.name == a.preset) p = &x;
+  }
+  if (!p) return invalid_argument("unknown preset '{}' (qwen2-0.5b, qwen2-1.5b, tiny)", a.preset);
+  ModelShape s;
+  s.arch = std::string(arch.name);
+  s.hidden = a.hidden.value_or(p->hidden);
+  s.n_layers = a.n_layers.value_or(p->n_layers);
+  s.n_heads = a.n_heads.value_or(p->n_heads);
+  s.n_kv_heads = a.n_kv_heads.value_or(p->n_kv_heads);
+  s.ffn = a.ffn.value_or(p->ffn);
+  s.vocab = a.vocab.value_or(p->vocab);
+  s.ctx = a.ctx.value_or(p->ctx);
+  s.tied = a.tied.value_or(p->tied.value_or(arch.tied));
+  s.rope_theta = a.rope_theta.value_or(arch.rope_theta);
+  s.rms_eps = arch.rms_eps;
+  return s;
+}
+
+Status run(const Args& a) {
+  const ArchEntry* arch = nullptr;
+  for (const ArchEntry& x : kArchs) {
+    if (x.name == a.arch) arch = &x;
+  }
+  if (!arch) return invalid_argument("unknown architecture '{}' (qwen2, llama)", a.arch);
+  const std::optional<DType> dtype = dtype_from_name(a.dtype);
+  if (!dtype) return invalid_argument("unknown dtype '{}'", a.dtype);
+  CAI_ASSIGN_OR_RETURN(ModelShape shape, resolve_shape(a, *arch));
+  CAI_ASSIGN_OR_RETURN(ModelSpec spec, arch->build(shape, a.seed));
+  CAI_ASSIGN_OR_RETURN(SyntheticVocab vocab, make_vocab(shape.vocab));
+
+  ThreadPool pool(a.n_threads);
+  EmitOptions o;
+  o.dtype = *dtype;
+  o.name = fmt::format("cai-mkmodel {} {} seed {}", a.arch, a.preset, a.seed);
+  o.max_shard_bytes = static_cast<uint64_t>(a.shard_mb * 1024.0 * 1024.0);
+  o.pool = &pool;
+  const auto t0 = std::chrono::steady_clock::now();
+  EmitStats stats;
+  if (a.format == "gguf") {
+    CAI_ASSIGN_OR_RETURN(stats, write_gguf(spec, vocab, o, a.out));
+  } else if (a.format == "hf") {
+    CAI_ASSIGN_OR_RETURN(stats, write_hf(spec, vocab, o, a.out));
+  } else {
+    return invalid_argument("unknown format '{}' (gguf, hf)", a.format);
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  fmt::print("wrote {} ({} {}, {} {}): {} tensors, {:.1f} MiB of tensor data in {:.1f} s with {} threads\n", a.out,
+             a.arch, a.format, a.preset, a.dtype, stats.n_tensors, static_cast<double>(stats.n_bytes) / (1 << 20),
+             secs, pool.size());
+  return Status::ok_status();
+}
+
+}  // namespace
+}  // namespace cai::mkmodel
+
+int main(int argc, char** argv) {
+  cai::mkmodel::Args a;
+  CLI::App app{"cai-mkmodel: write a random-weight model (GGUF file or Hugging Face directory)"};
+  app.add_option("--arch", a.arch, "architecture: qwen2 | llama")->capture_default_str();
+  app.add_option("--preset", a.preset, "shape: qwen2-0.5b | qwen2-1.5b | tiny")->capture_default_str();
+  app.add_option("--hidden", a.hidden, "hidden_size");
+  app.add_option("--layers", a.n_layers, "num_hidden_layers");
+  app.add_option("--heads", a.n_heads, "num_attention_heads");
+  app.add_option("--kv-heads", a.n_kv_heads, "num_key_value_heads");
+  app.add_option("--ffn", a.ffn, "intermediate_size");
+  app.add_option("--vocab", a.vocab, "vocab_size (>= 259)");
+  app.add_option("--ctx", a.ctx, "max_position_embeddings");
+  app.add_option("--tie-embeddings", a.tied, "share token_embd and output (default: preset / architecture)");
+  app.add_option("--rope-theta", a.rope_theta, "rope_theta (default: architecture)");
+  app.add_option("--format", a.format, "gguf | hf")->capture_default_str();
+  app.add_option("--dtype", a.dtype, "f32|f16|bf16|q8_0|q4_0|q4_K|q5_K|q6_K (hf: f32|f16|bf16)")->capture_default_str();
+  app.add_option("--seed", a.seed, "weight seed")->capture_default_str();
+  app.add_option("-o,--output", a.out, "GGUF file, or HF directory")->required();
+  app.add_option("--threads", a.n_threads, "worker threads (0 = all cores)")->capture_default_str();
+  app.add_option("--shard-mb", a.shard_mb, "hf: shard size in MiB (0 = one model.safetensors)")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  const cai::Status st = cai::mkmodel::run(a);
+  if (!st.ok()) {
+    std::fprintf(stderr, "cai-mkmodel: %s\n", st.to_string().c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,90 @@
+// ModelSpec: a random-weight model described independently of any file format (weights, GGUF view, configs).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "model/loaders/gguf_writer.h"
+
+namespace cai::mkmodel {
+
+// Hyper-parameters of a decoder-only transformer, HF names in comments.
+struct ModelShape {
+  std::string arch = "qwen2";  // GGUF general.architecture
+  int64_t hidden = 0;          // hidden_size
+  int64_t n_layers = 0;        // num_hidden_layers
+  int64_t n_heads = 0;         // num_attention_heads
+  int64_t n_kv_heads = 0;      // num_key_value_heads
+  int64_t ffn = 0;             // intermediate_size
+  int64_t vocab = 0;           // vocab_size
+  int64_t ctx = 0;             // max_position_embeddings
+  bool tied = true;            // tie_word_embeddings
+  float rope_theta = 10000.0f;
+  float rms_eps = 1e-6f;
+  int64_t head_dim() const { return n_heads > 0 ? hidden / n_heads : 0; }
+};
+
+enum class Init {
+  kNormal,      // N(0, 0.02²)-like
+  kNormWeight,  // 1 + N(0, 0.02²)-like (RMSNorm gains)
+};
+
+// A weight as the Hugging Face checkpoint stores it. Its values are a pure function of (seed, name, element index),
+// so any file layout (permuted, stacked, split, transposed) can rebuild any element without holding the tensor.
+struct WeightSpec {
+  std::string name;            // HF name, e.g. "model.layers.0.self_attn.q_proj.weight"
+  std::vector<int64_t> shape;  // PyTorch order
+  Init init = Init::kNormal;
+};
+
+// How the GGUF emitter picks a tensor's type from the requested one.
+enum class GgufRole {
+  kMatrix,  // the requested type (falls back to Q8_0/F16 when the row length does not fit its block)
+  kOutput,  // the logits matrix (output.weight, or token_embd when tied): Q6_K when a 4/5-bit type is requested
+  kF32,     // norms, biases: always F32
+};
+
+using RowMaker = std::function<void(int64_t row, float* dst)>;  // writes one row (shape.back() floats)
+
+struct GgufTensorSpec {
+  std::string name;            // GGUF name, e.g. "blk.0.attn_q.weight"
+  std::vector<int64_t> shape;  // PyTorch order (the writer stores ne reversed)
+  GgufRole role = GgufRole::kMatrix;
+  RowMaker make_row;
+};
+
+struct ModelSpec {
+  ModelShape shape;
+  uint64_t seed = 0;                         // weight values: WeightValues(weight, seed)
+  std::vector<WeightSpec> weights;           // HF checkpoint, in file order
+  std::vector<GgufTensorSpec> gguf_tensors;  // GGUF file, in file order
+  nlohmann::json hf_config;                  // config.json without torch_dtype and token ids (the emitter adds them)
+  std::function<void(GgufWriter&)> gguf_metadata;  // general.architecture and the <arch>.* keys
+  std::string tokenizer_pre;                 // tokenizer.ggml.pre, e.g. "qwen2"
+  bool add_bos = false;                      // tokenizer.ggml.add_bos_token
+};
+
+// Deterministic values of a weight (counter-based: no state, any element in any order, any thread).
+class WeightValues {
+ public:
+  WeightValues(const WeightSpec& w, uint64_t seed);
+  float at(int64_t index) const;
+  void row(int64_t r, float* dst) const;  // elements [r·cols, (r+1)·cols)
+  int64_t cols() const { return cols_; }
+
+ private:
+  uint64_t key_;
+  Init init_;
+  int64_t cols_;
+};
+
+// Builders, one per architecture file. Each fills weights, gguf_tensors, hf_config and gguf_metadata.
+Result<ModelSpec> build_llama_family(const ModelShape& shape, uint64_t seed);  // "llama" and "qwen2"
+
+}  // namespace cai::mkmodel

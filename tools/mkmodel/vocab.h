@@ -1,0 +1,39 @@
+// Synthetic byte-level BPE vocabulary for random models: GGUF tokenizer keys and HF tokenizer files from one source.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "model/loaders/gguf_writer.h"
+
+namespace cai::mkmodel {
+
+// GGUF token types (FORMATS.md §5).
+enum TokenType : int32_t { kTokenNormal = 1, kTokenControl = 3, kTokenUnused = 5 };
+
+struct SyntheticVocab {
+  std::vector<std::string> tokens;  // id → text in GPT-2 byte-mapped form (specials raw)
+  std::vector<int32_t> types;       // id → TokenType
+  std::vector<std::string> merges;  // "left right", rank = index
+  int32_t bos_id = -1;              // <|endoftext|>
+  int32_t eos_id = -1;              // <|endoftext|>
+  int32_t im_start_id = -1;         // <|im_start|>
+  int32_t im_end_id = -1;           // <|im_end|>
+};
+
+// ids 0..255: the 256 byte tokens; then merges learnt from a built-in English text (each merge adds its result);
+// then filler tokens "<tok_N>" (unused) up to n_vocab − 3; the last three ids are the control tokens
+// <|endoftext|>, <|im_start|>, <|im_end|>. n_vocab must be at least 259.
+Result<SyntheticVocab> make_vocab(int64_t n_vocab);
+
+// tokenizer.* keys: model "gpt2", pre, tokens, token_type, merges, bos/eos/padding ids, add_bos, ChatML template.
+void add_gguf_tokenizer(const SyntheticVocab& v, const std::string& pre, bool add_bos, GgufWriter& w);
+// tokenizer.json (HF byte-level BPE) and tokenizer_config.json for the same vocabulary.
+nlohmann::ordered_json hf_tokenizer_json(const SyntheticVocab& v, const std::string& pre);
+nlohmann::ordered_json hf_tokenizer_config(const SyntheticVocab& v, bool add_bos);
+
+}  // namespace cai::mkmodel
