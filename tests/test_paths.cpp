@@ -1,6 +1,10 @@
 // Test data and binary locations, baked in at configure time.
 #include "test_paths.h"
 
+#include <sys/wait.h>
+
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -16,6 +20,33 @@ std::string read_file(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::vector<float> read_f32(const std::string& path) {
+  std::string bytes = read_file(path);
+  std::vector<float> v(bytes.size() / sizeof(float));
+  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
+  return v;
+}
+
+std::string make_temp_dir(const std::string& tag) {
+  std::string tmpl = std::filesystem::temp_directory_path().string() + "/cai-" + tag + "-XXXXXX";
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  return tmpl;
+}
+
+CommandResult run_command(const std::string& cmd) {
+  const std::string err_path = make_temp_dir("cmd") + "/stderr";
+  CommandResult r;
+  FILE* p = popen((cmd + " 2>" + err_path).c_str(), "r");
+  if (!p) throw std::runtime_error("popen failed: " + cmd);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.err = read_file(err_path);
+  return r;
 }
 
 }  // namespace cai::test

@@ -2,9 +2,21 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace cai::test {
 std::string data_path(const std::string& rel);  // <source>/tests/data/<rel>
 std::string binary_path(const std::string& name);  // <build>/<name>
 std::string read_file(const std::string& path);
+std::vector<float> read_f32(const std::string& path);
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;  // stdout only; stderr is captured separately into err
+  std::string err;
+};
+// Runs a shell command line and captures its stdout and stderr.
+CommandResult run_command(const std::string& cmd);
+// A fresh temporary directory (removed by the OS tmp cleaner, not by the test).
+std::string make_temp_dir(const std::string& tag);
 }  // namespace cai::test

@@ -148,7 +148,9 @@ TEST(JinjaErrors, SyntaxErrorsNameLineAndColumn) {
   EXPECT_NE(error_of("{% break %}").find("outside of a loop"), std::string::npos);
   EXPECT_NE(error_of("{{ 'open }}").find("unterminated string"), std::string::npos);
   EXPECT_NE(error_of("{# no end").find("comment"), std::string::npos);
-  EXPECT_NE(error_of(std::string(500, '(')).find("nesting deeper"), std::string::npos);
+  EXPECT_NE(error_of("{{ " + std::string(500, '(') + "1" + std::string(500, ')') + " }}").find("nesting deeper"),
+            std::string::npos);
+  EXPECT_EQ(render("{{ " + std::string(50, '(') + "1" + std::string(50, ')') + " }}"), "1");
 }
 
 TEST(JinjaErrors, RaiseExceptionIsARenderError) {

@@ -14,7 +14,7 @@ Result<Body> Parser::parse_body(std::initializer_list<std::string_view> ends, st
     const Token& t = cur();
     if (t.type == TokenType::kEof) {
       if (ends.size() == 0) return body;
-      return error(fmt::format("unexpected end of template, expected '{{% {} %}}'", *ends.begin()));
+      return error(fmt::format("unexpected end of template, expected '{{% {} %}}'", *(ends.end() - 1)));
     }
     if (t.type == TokenType::kText) {
       auto s = std::make_unique<Stmt>();

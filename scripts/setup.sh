@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs CAI's build dependencies (Debian packages) when missing, then builds it into build/ (Release).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake pkg-config git python3 clang libclang-rt-14-dev
+  libpcre2-dev libutf8proc-dev nlohmann-json3-dev libfmt-dev libspdlog-dev libcli11-dev libyaml-cpp-dev
+  libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+jobs=$(nproc)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$jobs"

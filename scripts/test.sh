@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The whole test suite: Release build + ctest, the same under ASan+UBSan, then each libFuzzer target briefly.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+fuzz_seconds=${CAI_FUZZ_SECONDS:-20}
+
+bash scripts/setup.sh
+echo "== tests (Release)"
+ctest --test-dir build --output-on-failure -j"$jobs"
+
+echo "== tests (ASan + UBSan)"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCAI_SANITIZE=ON -DCAI_BENCH=OFF >/dev/null
+cmake --build build-asan -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j"$jobs"
+
+echo "== fuzzing (${fuzz_seconds}s per target)"
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCAI_FUZZ=ON -DCAI_TESTS=OFF \
+  -DCAI_BENCH=OFF >/dev/null
+cmake --build build-fuzz -j"$jobs" --target $(cd tests/fuzz && ls fuzz_*.cpp | sed 's/\.cpp$//' | tr '\n' ' ')
+n_fuzz=0
+for src in tests/fuzz/fuzz_*.cpp; do
+  name=$(basename "$src" .cpp)
+  corpus=$(mktemp -d)
+  seeds="tests/fuzz/seeds/${name#fuzz_}"
+  [ -d "$seeds" ] && cp -r "$seeds"/. "$corpus"/
+  log=$(mktemp)
+  if ! ./build-fuzz/"$name" -max_total_time="$fuzz_seconds" -max_len=65536 -rss_limit_mb=2048 -print_final_stats=1 \
+      -artifact_prefix="$corpus/" "$corpus" >"$log" 2>&1; then
+    tail -n 40 "$log"
+    echo "fuzz: $name crashed" >&2
+    exit 1
+  fi
+  echo "-- $name: $(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | cut -d' ' -f2) inputs, no crash"
+  rm -f "$log"
+  n_fuzz=$((n_fuzz + 1))
+  rm -rf "$corpus"
+done
+echo "fuzz: $n_fuzz targets ran without a crash"

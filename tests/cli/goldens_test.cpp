@@ -1,0 +1,78 @@
+// The `cai` command against published goldens: real trained models (run) and the Qwen2 oracle (eval).
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+#include "test_paths.h"
+
+namespace cai {
+namespace {
+
+std::string cai_bin() { return test::binary_path("cai"); }
+std::string model(const std::string& name) { return test::data_path("models/" + name); }
+
+std::string run_greedy(const std::string& model_path, const std::string& prompt, int n) {
+  test::CommandResult r =
+      test::run_command(cai_bin() + " run -m '" + model_path + "' -p '" + prompt + "' -n " + std::to_string(n) + " --temp 0");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.out;
+}
+
+// tests/data/models/README.md: llama2.c's 64 positions = BOS + 4 prompt tokens + 60 generated.
+TEST(Goldens, Stories260K) {
+  EXPECT_EQ(run_greedy(model("stories260K.gguf"), "Once upon a time", 60),
+            ", there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red "
+            "ball. She wanted to play with it, but it was too high.\nLily");
+}
+
+TEST(Goldens, TinyStoriesQ8_0) {
+  EXPECT_EQ(run_greedy(model("TinyStories-656K-Q8_0.gguf"), "Once upon a time", 32),
+            ", a little girl named Lily lived in a small house. She loved to eat yummy food. One day, she saw a small "
+            "bird on the ground. The bird was sad because it could not eat it.\nLily wanted to help the bird. She tried "
+            "to eat the food and ");
+  EXPECT_EQ(run_greedy(model("TinyStories-656K-Q8_0.gguf"), "Hello", 16),
+            " and a girl were walking in the park. One day she saw a small bird flying in the sk");
+}
+
+const char* kTinyStoriesFloat =
+    ", a little girl named Lily lived in a small house with her mom, dad, and her dog, Spot, Spot, loved to play all "
+    "day. One day, Lily saw a small bird on the ground. She picked it up and tried to reach";
+
+TEST(Goldens, TinyStoriesF16) {
+  EXPECT_EQ(run_greedy(model("TinyStories-656K.f16.gguf"), "Once upon a time", 32), kTinyStoriesFloat);
+  EXPECT_EQ(run_greedy(model("TinyStories-656K.f16.gguf"), "Hello", 16),
+            " and a girl were walking in the park. One day she saw a small bird flying in the sk");
+}
+
+TEST(Goldens, TinyStoriesHuggingFaceDirectory) {
+  EXPECT_EQ(run_greedy(model("TinyStories-656K-hf"), "Once upon a time", 32), kTinyStoriesFloat);
+}
+
+// tests/data/oracle/qwen2_tiny: logits within 1e-3 and the 8 greedy tokens, for every prompt.
+TEST(Goldens, Qwen2OracleEval) {
+  const std::string dir = test::data_path("oracle/qwen2_tiny");
+  const nlohmann::json spec = nlohmann::json::parse(test::read_file(dir + "/tokens.json"));
+  const std::string tmp = test::make_temp_dir("eval");
+  for (const auto& p : spec["prompts"]) {
+    std::string toks;
+    for (const auto& t : p["input_ids"]) toks += (toks.empty() ? "" : ",") + std::to_string(t.get<int>());
+    const std::string logits = tmp + "/logits.f32", gen = tmp + "/gen.f32";
+    test::CommandResult r = test::run_command(cai_bin() + " eval -m " + dir + " --tokens " + toks +
+                                              " --greedy 8 --logits " + logits + " --gen-logits " + gen + " --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json out = nlohmann::json::parse(r.out.substr(r.out.rfind('{')));
+    EXPECT_EQ(out["greedy"], p["greedy_next_tokens"]) << p["name"];
+    EXPECT_EQ(out["n_vocab"], 512);
+    for (const auto& [mine, theirs] : {std::pair{logits, p["logits_file"]}, std::pair{gen, p["gen_logits_file"]}}) {
+      std::vector<float> a = test::read_f32(mine), b = test::read_f32(dir + "/" + theirs.get<std::string>());
+      ASSERT_EQ(a.size(), b.size()) << theirs;
+      float max_diff = 0;
+      for (size_t i = 0; i < a.size(); ++i) max_diff = std::max(max_diff, std::fabs(a[i] - b[i]));
+      EXPECT_LE(max_diff, 1e-3f) << p["name"] << " " << theirs;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cai
