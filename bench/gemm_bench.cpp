@@ -1,4 +1,4 @@
-// Google Benchmark for cpu_dense_gemm: decode (n=1) / prefill (n=64) at Qwen2-1.5B shapes, weight GB/s, pool and 1 thread.
+// Google Benchmark for cpu_dense_gemm: decode (n=1) / prefill (n=64) at Qwen2-1.5B shapes, weight GB/s.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -79,7 +79,8 @@ const bool g_registered = [] {
     for (int64_t n : {1, 64})
       for (DType t : types)
         for (int64_t out : outs) {
-          std::string name = fmt::format("gemm/{}/{}x1536/n{}/{}", cai::dtype_name(t), out, n, threaded ? "pool" : "t1");
+          std::string name =
+              fmt::format("gemm/{}/{}x1536/n{}/{}", cai::dtype_name(t), out, n, threaded ? "pool" : "t1");
           benchmark::RegisterBenchmark(name.c_str(), bm_gemm, t, out, int64_t{1536}, n, threaded)
               ->Unit(benchmark::kMicrosecond)
               ->UseRealTime();

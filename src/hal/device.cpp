@@ -32,8 +32,12 @@ const char* op_name(OpId op) {
     case OpId::kAdd: return "add";
     case OpId::kSwiglu: return "swiglu";
     case OpId::kSoftmax: return "softmax";
+    case OpId::kCopyCols: return "copy_cols";
     case OpId::kKvWrite: return "kv_write";
     case OpId::kAttentionGqa: return "attention_gqa";
+    case OpId::kMoeGate: return "moe_gate";
+    case OpId::kSparseMoe: return "sparse_moe";
+    case OpId::kAttentionMla: return "attention_mla";
     case OpId::kCount: break;
   }
   return "?";
@@ -49,8 +53,12 @@ bool Device::supports(OpId op) const {
     case OpId::kAdd: return t.add != nullptr;
     case OpId::kSwiglu: return t.swiglu != nullptr;
     case OpId::kSoftmax: return t.softmax != nullptr;
+    case OpId::kCopyCols: return t.copy_cols != nullptr;
     case OpId::kKvWrite: return t.kv_write != nullptr;
     case OpId::kAttentionGqa: return t.attention_gqa != nullptr;
+    case OpId::kMoeGate: return t.moe_gate != nullptr;
+    case OpId::kSparseMoe: return t.sparse_moe != nullptr;
+    case OpId::kAttentionMla: return t.attention_mla != nullptr;
     case OpId::kCount: break;
   }
   return false;

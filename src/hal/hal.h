@@ -71,7 +71,8 @@ struct Telemetry {
   std::optional<float> power_w;
 };
 
-enum class OpId : uint8_t { kEmbed, kRmsNorm, kRope, kDenseGemm, kAdd, kSwiglu, kSoftmax, kKvWrite, kAttentionGqa, kCount };
+enum class OpId : uint8_t { kEmbed, kRmsNorm, kRope, kDenseGemm, kAdd, kSwiglu, kSoftmax, kCopyCols, kKvWrite, kAttentionGqa, kMoeGate, kSparseMoe,
+                            kAttentionMla, kCount };
 const char* op_name(OpId op);
 
 class Device {

@@ -7,9 +7,12 @@ namespace cai {
 
 namespace {
 
-constexpr std::array<ArchEntry, 2> kArchs = {{
+constexpr std::array<ArchEntry, 5> kArchs = {{
     {"LlamaForCausalLM", "llama", make_llama_model},
     {"Qwen2ForCausalLM", "qwen2", make_llama_model},
+    {"DeepseekV3ForCausalLM", "deepseek_v3", make_deepseek_model},
+    {"DeepseekV2ForCausalLM", "deepseek_v2", make_deepseek_model},
+    {"DeepseekV3ForCausalLM", "deepseek2", make_deepseek_model},  // GGUF general.architecture
 }};
 
 }  // namespace

@@ -21,5 +21,6 @@ Result<const ArchEntry*> find_arch(const ModelConfig& cfg);
 
 // Factories (one per architecture file).
 Result<std::unique_ptr<Model>> make_llama_model(const ModelConfig& cfg, WeightStore weights, hal::Device& device);
+Result<std::unique_ptr<Model>> make_deepseek_model(const ModelConfig& cfg, WeightStore weights, hal::Device& device);
 
 }  // namespace cai

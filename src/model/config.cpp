@@ -1,6 +1,7 @@
 // Reading ModelConfig from HF config.json and from GGUF metadata, with clear errors for missing or bad fields.
 #include "model/config.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace cai {
@@ -69,6 +70,8 @@ Status read_hf_rope_scaling(const json& cfg, ModelConfig& c) {
                                                 opt_int(rs, "original_max_position_embeddings", 8192));
   } else if (type == "yarn") {
     c.yarn_factor = factor;
+    c.yarn_mscale = opt_float(rs, "mscale", 1.0f);
+    c.yarn_mscale_all_dim = opt_float(rs, "mscale_all_dim", 0.0f);
     c.yarn_original_max_position_embeddings = opt_int(rs, "original_max_position_embeddings", c.max_position_embeddings);
     c.yarn_beta_fast = opt_float(rs, "beta_fast", 32.0f);
     c.yarn_beta_slow = opt_float(rs, "beta_slow", 1.0f);
@@ -78,7 +81,42 @@ Status read_hf_rope_scaling(const json& cfg, ModelConfig& c) {
   return {};
 }
 
+// DeepSeek V2/V3 fields (absent elsewhere). DeepSeek checkpoints are natively interleaved: NORM RoPE on the rope dims.
+Status read_hf_mla_moe(const json& cfg, ModelConfig& c, const std::string& where) {
+  if (!cfg.contains("kv_lora_rank")) return {};
+  CAI_ASSIGN_OR_RETURN(c.kv_lora_rank, get_int(cfg, "kv_lora_rank", where));
+  CAI_ASSIGN_OR_RETURN(c.qk_nope_head_dim, get_int(cfg, "qk_nope_head_dim", where));
+  CAI_ASSIGN_OR_RETURN(c.qk_rope_head_dim, get_int(cfg, "qk_rope_head_dim", where));
+  CAI_ASSIGN_OR_RETURN(c.v_head_dim, get_int(cfg, "v_head_dim", where));
+  c.q_lora_rank = opt_int(cfg, "q_lora_rank", 0);  // null → 0
+  c.head_dim = c.qk_nope_head_dim + c.qk_rope_head_dim;
+  c.rope_dim = c.qk_rope_head_dim;
+  c.rope_style = hal::RopeStyle::kNorm;
+  c.n_routed_experts = opt_int(cfg, "n_routed_experts", 0);
+  if (c.n_routed_experts > 0) {
+    CAI_ASSIGN_OR_RETURN(c.moe_intermediate_size, get_int(cfg, "moe_intermediate_size", where));
+    CAI_ASSIGN_OR_RETURN(c.num_experts_per_tok, get_int(cfg, "num_experts_per_tok", where));
+    c.first_k_dense_replace = opt_int(cfg, "first_k_dense_replace", 0);
+    c.n_shared_experts = opt_int(cfg, "n_shared_experts", 0);
+    c.n_group = std::max(1, opt_int(cfg, "n_group", 1));
+    c.topk_group = std::max(1, opt_int(cfg, "topk_group", 1));
+    c.norm_topk_prob = opt_bool(cfg, "norm_topk_prob", false);
+    c.routed_scaling_factor = opt_float(cfg, "routed_scaling_factor", 1.0f);
+    c.scoring_func = cfg.value("scoring_func", std::string("softmax"));
+    if (c.scoring_func != "softmax" && c.scoring_func != "sigmoid")
+      return unsupported("{}: scoring_func '{}' is not supported", where, c.scoring_func);
+    if (c.num_experts_per_tok > c.n_routed_experts || c.n_routed_experts % c.n_group || c.topk_group > c.n_group)
+      return invalid_argument("{}: inconsistent expert routing ({} experts, top-{}, {} groups, top-{} groups)", where,
+                              c.n_routed_experts, c.num_experts_per_tok, c.n_group, c.topk_group);
+  }
+  return {};
+}
+
 }  // namespace
+
+float yarn_get_mscale(float factor, float k) {
+  return factor <= 1.0f ? 1.0f : 0.1f * k * std::log(factor) + 1.0f;
+}
 
 hal::RopeParams ModelConfig::rope_params() const {
   hal::RopeParams p;
@@ -134,6 +172,7 @@ Result<ModelConfig> config_from_hf(const json& cfg) {
   c.tie_word_embeddings = opt_bool(cfg, "tie_word_embeddings", false);
   c.attention_bias = c.model_type == "qwen2" || opt_bool(cfg, "attention_bias", false);
   c.rope_style = hal::RopeStyle::kNeox;  // HF checkpoints keep the half-split (rotate_half) layout
+  CAI_TRY(read_hf_mla_moe(cfg, c, where));
   CAI_TRY(finish(c, where));
   CAI_TRY(read_hf_rope_scaling(cfg, c));
   return c;

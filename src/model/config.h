@@ -36,8 +36,33 @@ struct ModelConfig {
   float yarn_beta_fast = 32.0f;
   float yarn_beta_slow = 1.0f;
 
+  // Multi-head Latent Attention (DeepSeek V2/V3/R1); kv_lora_rank == 0 means plain GQA.
+  int q_lora_rank = 0;  // 0 = q_proj directly (V2-Lite)
+  int kv_lora_rank = 0;
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+  float yarn_mscale = 1.0f;          // rope_scaling.mscale
+  float yarn_mscale_all_dim = 0.0f;  // rope_scaling.mscale_all_dim
+
+  // Mixture of experts; n_routed_experts == 0 means every layer is dense.
+  int first_k_dense_replace = 0;
+  int moe_intermediate_size = 0;
+  int n_routed_experts = 0;
+  int n_shared_experts = 0;
+  int num_experts_per_tok = 0;
+  int n_group = 1;
+  int topk_group = 1;
+  bool norm_topk_prob = false;
+  float routed_scaling_factor = 1.0f;
+  std::string scoring_func = "softmax";  // or "sigmoid" (V3/R1)
+
   hal::RopeParams rope_params() const;
+  bool is_mla() const { return kv_lora_rank > 0; }
 };
+
+// YaRN magnitude factor get_m(s, k) = 0.1 k ln s + 1 (1 when s <= 1). FORMATS.md §4.2.
+float yarn_get_mscale(float factor, float k);
 
 // From a Hugging Face config.json object (llama and qwen2 families). Missing required fields name the field.
 Result<ModelConfig> config_from_hf(const nlohmann::json& cfg);

@@ -3,7 +3,9 @@
 
 #include <regex>
 
+#include "core/log.h"
 #include "core/quant.h"
+#include "core/weight_row.h"
 #include "model/loaders/gguf.h"
 #include "model/loaders/safetensors.h"
 
@@ -26,19 +28,39 @@ const std::vector<std::pair<std::string, std::string>>& layer_suffix_map() {
       {"mlp.gate_proj.weight", "ffn_gate.weight"},
       {"mlp.up_proj.weight", "ffn_up.weight"},
       {"mlp.down_proj.weight", "ffn_down.weight"},
+      // DeepSeek V2/V3: multi-head latent attention and the MoE router / shared experts.
+      {"self_attn.q_a_proj.weight", "attn_q_a.weight"},
+      {"self_attn.q_a_layernorm.weight", "attn_q_a_norm.weight"},
+      {"self_attn.q_b_proj.weight", "attn_q_b.weight"},
+      {"self_attn.kv_a_proj_with_mqa.weight", "attn_kv_a_mqa.weight"},
+      {"self_attn.kv_a_layernorm.weight", "attn_kv_a_norm.weight"},
+      {"self_attn.kv_b_proj.weight", "attn_kv_b.weight"},
+      {"mlp.gate.weight", "ffn_gate_inp.weight"},
+      {"mlp.gate.e_score_correction_bias", "exp_probs_b.bias"},
+      {"mlp.shared_experts.gate_proj.weight", "ffn_gate_shexp.weight"},
+      {"mlp.shared_experts.up_proj.weight", "ffn_up_shexp.weight"},
+      {"mlp.shared_experts.down_proj.weight", "ffn_down_shexp.weight"},
   };
   return m;
 }
 
 }  // namespace
 
+std::string expert_name(int layer, const std::string& proj, int expert) {
+  return "blk." + std::to_string(layer) + ".ffn_" + proj + "_exps." + std::to_string(expert) + ".weight";
+}
+
 std::optional<std::string> canonical_name_from_hf(const std::string& hf) {
   if (hf == "model.embed_tokens.weight") return "token_embd.weight";
   if (hf == "model.norm.weight") return "output_norm.weight";
   if (hf == "lm_head.weight") return "output.weight";
   static const std::regex layer_re(R"(model\.layers\.(\d+)\.(.+))");
+  static const std::regex expert_re(R"(mlp\.experts\.(\d+)\.(gate|up|down)_proj\.weight)");
   std::smatch m;
   if (!std::regex_match(hf, m, layer_re)) return std::nullopt;
+  const std::string rest = m[2];
+  std::smatch em;
+  if (std::regex_match(rest, em, expert_re)) return expert_name(std::stoi(m[1]), em[2].str(), std::stoi(em[1]));
   for (const auto& [from, to] : layer_suffix_map())
     if (m[2] == from) return "blk." + m[1].str() + "." + to;
   return std::nullopt;
@@ -67,9 +89,20 @@ Result<TensorView> WeightStore::place(const TensorView& host_view) {
 Result<WeightStore> WeightStore::from_gguf(std::unique_ptr<GgufFile> file, hal::Device& device) {
   WeightStore ws;
   ws.device_ = &device;
+  static const std::regex exps_re(R"(blk\.(\d+)\.ffn_(gate|up|down)_exps\.weight)");
   for (const GgufTensorInfo& t : file->tensors()) {
     CAI_ASSIGN_OR_RETURN(TensorView v, ws.place(t.view()));
     ws.tensors_[t.name] = v;
+    std::smatch m;
+    if (v.n_dims == 3 && std::regex_match(t.name, m, exps_re)) {
+      // Stacked experts [n_expert, out, in]: expert e is a contiguous slab.
+      for (int64_t e = 0; e < v.dim(0); ++e) {
+        TensorView ev = TensorView::make(static_cast<uint8_t*>(v.data) + e * v.dim(1) * v.row_bytes(), v.dtype,
+                                         {v.dim(1), v.dim(2)});
+        ev.device = v.device;
+        ws.tensors_[expert_name(std::stoi(m[1]), m[2], static_cast<int>(e))] = ev;
+      }
+    }
   }
   ws.gguf_ = std::move(file);
   return ws;
@@ -87,8 +120,34 @@ Result<WeightStore> WeightStore::from_checkpoint(std::unique_ptr<SafetensorsChec
     CAI_ASSIGN_OR_RETURN(TensorView v, ws.place(host));
     ws.tensors_[*canon] = v;
   }
+  CAI_TRY(ws.attach_block_scales(*ckpt));
   ws.ckpt_ = std::move(ckpt);
   return ws;
+}
+
+// DeepSeek FP8: `X.weight` (F8_E4M3) has a sibling `X.weight_scale_inv` (F32 [ceil(out/128), ceil(in/128)]).
+Status WeightStore::attach_block_scales(const SafetensorsCheckpoint& ckpt) {
+  static const std::string kSuffix = "_scale_inv";
+  for (const std::string& name : ckpt.names()) {
+    if (name.size() <= kSuffix.size() || name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) continue;
+    const std::string weight = name.substr(0, name.size() - kSuffix.size());
+    std::optional<std::string> canon = canonical_name_from_hf(weight);
+    if (!canon || !tensors_.count(*canon)) continue;
+    TensorView& w = tensors_[*canon];
+    const SafetensorsTensor* s = ckpt.find(name);
+    const int64_t want_rows = (w.rows() + kFp8ScaleBlock - 1) / kFp8ScaleBlock;
+    const int64_t want_cols = (w.cols() + kFp8ScaleBlock - 1) / kFp8ScaleBlock;
+    if (w.dtype != DType::kF8_E4M3) return invalid_argument("'{}' has block scales but dtype {}", weight, dtype_name(w.dtype));
+    if (s->dtype != DType::kF32 || s->shape.size() != 2 || s->shape[0] != want_rows || s->shape[1] != want_cols)
+      return invalid_argument("'{}' must be F32 [{}, {}] for weight {}", name, want_rows, want_cols, w.shape_string());
+    CAI_ASSIGN_OR_RETURN(TensorView sv, s->view());
+    CAI_ASSIGN_OR_RETURN(TensorView placed, place(sv));
+    w.scale = placed.as<const float>();
+  }
+  for (const auto& [name, w] : tensors_)
+    if (w.dtype == DType::kF8_E4M3 && !w.scale && w.n_dims >= 2)
+      CAI_LOG_WARN("FP8 weight '{}' has no weight_scale_inv; using unscaled e4m3 values", name);
+  return {};
 }
 
 Result<TensorView> WeightStore::get(const std::string& name, std::initializer_list<int64_t> shape) {
@@ -110,7 +169,7 @@ Result<TensorView> WeightStore::get_f32(const std::string& name, std::initialize
   if (!device_->host_visible()) return unsupported("'{}': F32 conversion on a non-host device", name);
   CAI_ASSIGN_OR_RETURN(hal::Buffer buf, device_->allocate(static_cast<size_t>(v.n_elements()) * sizeof(float)));
   for (int64_t r = 0; r < v.rows(); ++r)
-    dequantize_row(v.dtype, v.row(r), static_cast<float*>(buf.data()) + r * v.cols(), v.cols());
+    dequantize_weight_row(v, r, static_cast<float*>(buf.data()) + r * v.cols());
   TensorView f = v;
   f.data = buf.data();
   f.dtype = DType::kF32;

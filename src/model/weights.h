@@ -16,6 +16,8 @@ namespace cai {
 class GgufFile;
 class SafetensorsCheckpoint;
 
+// Canonical name of one routed expert's projection: "blk.<layer>.ffn_<proj>_exps.<expert>.weight".
+std::string expert_name(int layer, const std::string& proj, int expert);
 // HF parameter name → canonical name ("model.layers.3.mlp.up_proj.weight" → "blk.3.ffn_up.weight"), or nullopt.
 std::optional<std::string> canonical_name_from_hf(const std::string& hf_name);
 
@@ -38,7 +40,8 @@ class WeightStore {
   size_t total_bytes() const;
 
  private:
-  Result<TensorView> place(const TensorView& host_view);  // in place if the device sees host memory, else upload
+  Result<TensorView> place(const TensorView& host_view);
+  Status attach_block_scales(const SafetensorsCheckpoint& ckpt);  // in place if the device sees host memory, else upload
 
   hal::Device* device_ = nullptr;
   std::map<std::string, TensorView> tensors_;

@@ -35,6 +35,10 @@ Status swiglu(hal::Device& d, const TensorView& gate, const TensorView& up, cons
   return dispatch(d, &hal::OpTable::swiglu, hal::OpId::kSwiglu, gate, up, out);
 }
 Status softmax(hal::Device& d, const TensorView& x) { return dispatch(d, &hal::OpTable::softmax, hal::OpId::kSoftmax, x); }
+Status copy_cols(hal::Device& d, const TensorView& src, int64_t src_col, const TensorView& dst, int64_t dst_col,
+                 int64_t n_cols) {
+  return dispatch(d, &hal::OpTable::copy_cols, hal::OpId::kCopyCols, src, src_col, dst, dst_col, n_cols);
+}
 Status kv_write(hal::Device& d, const TensorView& src, std::span<const int32_t> slots, const TensorView& cache) {
   if (static_cast<int64_t>(slots.size()) != src.rows()) return invalid_argument("kv_write: {} slots for {} rows", slots.size(), src.rows());
   return dispatch(d, &hal::OpTable::kv_write, hal::OpId::kKvWrite, src, slots.data(), cache);
@@ -43,6 +47,20 @@ Status attention_gqa(hal::Device& d, const hal::AttentionParams& p, std::span<co
                      const TensorView& q, const TensorView& k_cache, const TensorView& v_cache, const TensorView& out) {
   return dispatch(d, &hal::OpTable::attention_gqa, hal::OpId::kAttentionGqa, p, seqs.data(), static_cast<int>(seqs.size()),
                   q, k_cache, v_cache, out);
+}
+
+Status moe_gate(hal::Device& d, const hal::MoeGateParams& p, const TensorView& logits, const TensorView* bias,
+                const TensorView& ids, const TensorView& weights) {
+  return dispatch(d, &hal::OpTable::moe_gate, hal::OpId::kMoeGate, p, logits, bias, ids, weights);
+}
+Status sparse_moe(hal::Device& d, const hal::ExpertWeights& w, const TensorView& x, const TensorView& ids,
+                  const TensorView& weights, const TensorView& out) {
+  return dispatch(d, &hal::OpTable::sparse_moe, hal::OpId::kSparseMoe, w, x, ids, weights, out);
+}
+Status attention_mla(hal::Device& d, const hal::MlaParams& p, std::span<const hal::AttnSeq> seqs, const TensorView& q,
+                     const TensorView& kv_b, const TensorView& latent, const TensorView& out) {
+  return dispatch(d, &hal::OpTable::attention_mla, hal::OpId::kAttentionMla, p, seqs.data(),
+                  static_cast<int>(seqs.size()), q, kv_b, latent, out);
 }
 
 }  // namespace cai::ops

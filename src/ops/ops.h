@@ -14,8 +14,17 @@ Status dense_gemm(hal::Device& d, const TensorView& w, const TensorView& x, cons
 Status add(hal::Device& d, const TensorView& a, const TensorView& b, const TensorView& out);
 Status swiglu(hal::Device& d, const TensorView& gate, const TensorView& up, const TensorView& out);
 Status softmax(hal::Device& d, const TensorView& x);
+Status copy_cols(hal::Device& d, const TensorView& src, int64_t src_col, const TensorView& dst, int64_t dst_col,
+                 int64_t n_cols);
 Status kv_write(hal::Device& d, const TensorView& src, std::span<const int32_t> slots, const TensorView& cache);
 Status attention_gqa(hal::Device& d, const hal::AttentionParams& p, std::span<const hal::AttnSeq> seqs,
                      const TensorView& q, const TensorView& k_cache, const TensorView& v_cache, const TensorView& out);
+
+Status moe_gate(hal::Device& d, const hal::MoeGateParams& p, const TensorView& logits, const TensorView* bias,
+                const TensorView& ids, const TensorView& weights);
+Status sparse_moe(hal::Device& d, const hal::ExpertWeights& w, const TensorView& x, const TensorView& ids,
+                  const TensorView& weights, const TensorView& out);
+Status attention_mla(hal::Device& d, const hal::MlaParams& p, std::span<const hal::AttnSeq> seqs, const TensorView& q,
+                     const TensorView& kv_b, const TensorView& latent, const TensorView& out);
 
 }  // namespace cai::ops

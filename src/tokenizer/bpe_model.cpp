@@ -31,6 +31,28 @@ struct Candidate {
 BpeModel::BpeModel(std::shared_ptr<const Vocab> vocab, BpeOptions options)
     : vocab_(std::move(vocab)), options_(options), byte_ids_(vocab_->byte_token_ids()) {}
 
+size_t BpeModel::slot_of(uint64_t key) const {
+  uint64_t h = key;  // splitmix64 finalizer: every key bit reaches the low bits used as the index
+  h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+  h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+  h ^= h >> 31;
+  const size_t mask = merges_.size() - 1;
+  size_t i = static_cast<size_t>(h) & mask;
+  while (merges_[i].key != kEmpty && merges_[i].key != key) i = (i + 1) & mask;
+  return i;
+}
+
+void BpeModel::grow() {
+  std::vector<Merge> old = std::move(merges_);
+  merges_.assign(old.empty() ? 1024 : old.size() * 2, Merge{});
+  for (const Merge& m : old)
+    if (m.key != kEmpty) merges_[slot_of(m.key)] = m;
+}
+
+void BpeModel::reserve(size_t n_merges) {
+  while (2 * n_merges > merges_.size()) grow();
+}
+
 bool BpeModel::add_merge(std::string_view left, std::string_view right) {
   const int32_t rank = n_ranks_++;
   const auto l = vocab_->find(left), r = vocab_->find(right);
@@ -40,13 +62,18 @@ bool BpeModel::add_merge(std::string_view left, std::string_view right) {
   joined.append(left).append(right);
   const auto m = vocab_->find(joined);
   if (!m) return false;
-  merges_.emplace(pair_key(*l, *r), Merge{rank, *m});
+  if (2 * (n_merges_ + 1) > merges_.size()) grow();
+  Merge& slot = merges_[slot_of(pair_key(*l, *r))];
+  if (slot.key != kEmpty) return true;  // a repeated pair keeps its first rank
+  slot = {pair_key(*l, *r), rank, *m};
+  ++n_merges_;
   return true;
 }
 
 const BpeModel::Merge* BpeModel::find_merge(int32_t left, int32_t right) const {
-  auto it = merges_.find(pair_key(left, right));
-  return it == merges_.end() ? nullptr : &it->second;
+  if (merges_.empty()) return nullptr;
+  const Merge& m = merges_[slot_of(pair_key(left, right))];
+  return m.key == kEmpty ? nullptr : &m;
 }
 
 void BpeModel::encode(std::string_view piece, std::vector<int32_t>& out) const {

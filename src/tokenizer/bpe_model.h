@@ -4,7 +4,7 @@
 #include <array>
 #include <memory>
 #include <string_view>
-#include <unordered_map>
+#include <vector>
 
 #include "tokenizer/token_model.h"
 #include "tokenizer/vocab.h"
@@ -25,24 +25,30 @@ class BpeModel final : public TokenModel {
   // Adds the next merge (rank = number of merges added before). Returns false, adding nothing, when a part or
   // their concatenation is not a token; a repeated pair keeps its first rank.
   bool add_merge(std::string_view left, std::string_view right);
-  size_t n_merges() const { return merges_.size(); }
+  void reserve(size_t n_merges);
 
   void encode(std::string_view piece, std::vector<int32_t>& out) const override;
 
  private:
+  // Open-addressing table keyed by the (left, right) id pair.
   struct Merge {
-    int32_t rank;
-    int32_t merged_id;
+    uint64_t key = kEmpty;
+    int32_t rank = 0;
+    int32_t merged_id = 0;
   };
+  static constexpr uint64_t kEmpty = ~0ull;
   static uint64_t pair_key(int32_t left, int32_t right) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
   }
+  size_t slot_of(uint64_t key) const;
   const Merge* find_merge(int32_t left, int32_t right) const;
+  void grow();
 
   std::shared_ptr<const Vocab> vocab_;
   BpeOptions options_;
   std::array<int32_t, 256> byte_ids_;
-  std::unordered_map<uint64_t, Merge> merges_;
+  std::vector<Merge> merges_;  // power-of-two size, at most half full
+  size_t n_merges_ = 0;
   int32_t n_ranks_ = 0;
 };
 

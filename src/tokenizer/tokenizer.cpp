@@ -55,17 +55,17 @@ void Tokenizer::encode_segment(std::string_view text, bool first_segment, bool p
 
 bool Tokenizer::is_special(int32_t id) const {
   if (id < 0 || id >= vocab_->size()) return false;
-  const TokenKind kind = vocab_->kinds[static_cast<size_t>(id)];
+  const TokenKind kind = vocab_->kind(id);
   return kind == TokenKind::kControl || kind == TokenKind::kUnknown || kind == TokenKind::kUnused;
 }
 
 bool Tokenizer::append_token_bytes(int32_t id, bool first, bool skip_special, std::string& out) const {
   if (id < 0 || id >= vocab_->size()) return false;
-  const std::string& text = vocab_->texts[static_cast<size_t>(id)];
+  const std::string& text = vocab_->text(id);
   if (is_special(id)) {
     if (skip_special) return false;
     out += text;
-  } else if (vocab_->kinds[static_cast<size_t>(id)] == TokenKind::kUserDefined) {
+  } else if (vocab_->kind(id) == TokenKind::kUserDefined) {
     out += text;  // added / user-defined tokens are stored as raw text
   } else {
     decoder_.decode_token(text, first, out);
@@ -99,7 +99,7 @@ void Tokenizer::collect_eog(std::initializer_list<int32_t> extra_ids) {
     if (id >= 0 && id < vocab_->size()) eog_ids_.push_back(id);
   for (const char* text : kEndTexts) {
     const auto id = vocab_->find(text);
-    if (id && vocab_->kinds[static_cast<size_t>(*id)] != TokenKind::kNormal) eog_ids_.push_back(*id);
+    if (id && vocab_->kind(*id) != TokenKind::kNormal) eog_ids_.push_back(*id);
   }
   std::sort(eog_ids_.begin(), eog_ids_.end());
   eog_ids_.erase(std::unique(eog_ids_.begin(), eog_ids_.end()), eog_ids_.end());

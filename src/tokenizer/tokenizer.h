@@ -19,6 +19,7 @@
 namespace cai {
 
 namespace tok {
+struct HfJsonDocument;
 class Normalizer;
 class PreTokenizer;
 class TokenModel;
@@ -82,7 +83,7 @@ class Tokenizer {
 
  private:
   Tokenizer();
-  static Result<std::unique_ptr<Tokenizer>> build_from_hf(const nlohmann::json& tokenizer, const nlohmann::json& config);
+  static Result<std::unique_ptr<Tokenizer>> build_from_hf(tok::HfJsonDocument& doc, const nlohmann::json& config);
   // Appends the bytes of one token; `first` = nothing was output before it. False (nothing appended) for a token
   // skipped as special or an id out of range.
   bool append_token_bytes(int32_t id, bool first, bool skip_special, std::string& out) const;

@@ -104,7 +104,7 @@ Status load_vocab(const json& md, tok::Vocab& vocab, tok::AddedTokenMatcher& add
   const bool has_types = types != md.end();
   if (has_types && (!types->is_array() || types->size() != tokens->size()))
     return corrupt("GGUF tokenizer.ggml.token_type does not match tokenizer.ggml.tokens");
-  vocab.texts.reserve(tokens->size());
+  vocab.reserve(tokens->size());
   for (size_t i = 0; i < tokens->size(); ++i) {
     const json& text = (*tokens)[i];
     if (!text.is_string()) return corrupt("GGUF tokenizer.ggml.tokens[{}] is not a string", i);
@@ -117,7 +117,7 @@ Status load_vocab(const json& md, tok::Vocab& vocab, tok::AddedTokenMatcher& add
     const auto id = vocab.add(text.get<std::string>(), kind);
     // Control and unknown tokens match in text only with special parsing; user-defined ones always, raw.
     if (kind == TokenKind::kControl || kind == TokenKind::kUnknown || kind == TokenKind::kUserDefined)
-      added.add({.content = vocab.texts.back(), .id = id, .special = kind != TokenKind::kUserDefined});
+      added.add({.content = vocab.text(id), .id = id, .special = kind != TokenKind::kUserDefined});
   }
   return Status::ok_status();
 }

@@ -1,4 +1,5 @@
 // Tokenizer::from_hf_json*: builds a Tokenizer from HF tokenizer.json (+ tokenizer_config.json).
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -6,6 +7,7 @@
 
 #include "core/log.h"
 #include "tokenizer/bpe_model.h"
+#include "tokenizer/hf_json_reader.h"
 #include "tokenizer/normalizer.h"
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/tokenizer.h"
@@ -34,32 +36,29 @@ Status check_id(const json& id, const char* what) {
   return Status::ok_status();
 }
 
-void set_token(tok::Vocab& vocab, int32_t id, std::string text, TokenKind kind) {
-  if (id >= vocab.size()) {
-    vocab.texts.resize(static_cast<size_t>(id) + 1);
-    vocab.kinds.resize(static_cast<size_t>(id) + 1, TokenKind::kUnused);
-  }
-  vocab.ids.insert_or_assign(text, id);
-  vocab.texts[static_cast<size_t>(id)] = std::move(text);
-  vocab.kinds[static_cast<size_t>(id)] = kind;
-}
-
 // BPE: "vocab" is {text: id}; "<0xXX>" entries are byte tokens.
-Status load_bpe_vocab(const json& model, tok::Vocab& vocab) {
-  const json& v = model.at("vocab");
-  if (!v.is_object()) return corrupt("tokenizer.json: BPE model.vocab must be an object");
-  for (const auto& [text, id] : v.items()) {
-    CAI_TRY(check_id(id, "model.vocab entry"));
-    const bool is_byte = text.size() == 6 && text.starts_with("<0x") && text.back() == '>';
-    set_token(vocab, id.get<int32_t>(), text, is_byte ? TokenKind::kByte : TokenKind::kNormal);
+Status load_bpe_vocab(tok::HfJsonDocument& doc, tok::Vocab& vocab) {
+  if (!doc.has_vocab_object) return corrupt("tokenizer.json: BPE model.vocab must be an object");
+  int64_t max_id = -1;
+  for (const auto& [text, id] : doc.vocab) {
+    if (id < 0 || id >= kMaxVocab) return corrupt("tokenizer.json: model.vocab entry '{}' has a bad id {}", text, id);
+    max_id = std::max(max_id, id);
   }
+  vocab.reserve(static_cast<size_t>(max_id + 1) + 1024);
+  for (auto& [text, id] : doc.vocab) {
+    const bool is_byte = text.size() == 6 && text.starts_with("<0x") && text.back() == '>';
+    vocab.set(static_cast<int32_t>(id), std::move(text), is_byte ? TokenKind::kByte : TokenKind::kNormal);
+  }
+  doc.vocab = {};
   return Status::ok_status();
 }
 
-Result<std::unique_ptr<tok::TokenModel>> make_bpe(const json& model, std::shared_ptr<const tok::Vocab> vocab) {
+Result<std::unique_ptr<tok::TokenModel>> make_bpe(const json& model, const tok::HfJsonDocument& doc,
+                                                  std::shared_ptr<const tok::Vocab> vocab) {
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
     if (model.contains(key) && model[key].is_string() && !model[key].get<std::string>().empty())
       return unsupported("tokenizer.json: BPE with {} is not supported", key);
+  if (!doc.has_merges) return corrupt("tokenizer.json: BPE model has no merges array");
   tok::BpeOptions options;
   options.ignore_merges = model.value("ignore_merges", false);
   options.byte_fallback = model.value("byte_fallback", false);
@@ -67,18 +66,9 @@ Result<std::unique_ptr<tok::TokenModel>> make_bpe(const json& model, std::shared
   if (model.contains("unk_token") && model["unk_token"].is_string())
     options.unk_id = vocab->find(model["unk_token"].get<std::string>()).value_or(-1);
   auto bpe = std::make_unique<tok::BpeModel>(vocab, options);
+  bpe->reserve(doc.merges.size());
   size_t n_skipped = 0;
-  for (const json& m : model.at("merges")) {
-    if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      n_skipped += !bpe->add_merge(m[0].get_ref<const std::string&>(), m[1].get_ref<const std::string&>());
-      continue;
-    }
-    if (!m.is_string()) return corrupt("tokenizer.json: a merge must be \"a b\" or [\"a\", \"b\"]");
-    const std::string& s = m.get_ref<const std::string&>();
-    const size_t space = s.find(' ', 1);
-    if (space == std::string::npos) return corrupt("tokenizer.json: merge '{}' has no space", s);
-    n_skipped += !bpe->add_merge(std::string_view(s).substr(0, space), std::string_view(s).substr(space + 1));
-  }
+  for (const auto& [left, right] : doc.merges) n_skipped += !bpe->add_merge(left, right);
   if (n_skipped > 0) CAI_LOG_WARN("tokenizer.json: {} merges name tokens missing from the vocab; skipped", n_skipped);
   return std::unique_ptr<tok::TokenModel>(std::move(bpe));
 }
@@ -112,7 +102,7 @@ Status load_added_tokens(const json& added, tok::Vocab& vocab, tok::AddedTokenMa
     t.lstrip = a.value("lstrip", false);
     t.rstrip = a.value("rstrip", false);
     t.single_word = a.value("single_word", false);
-    set_token(vocab, t.id, t.content, t.special ? TokenKind::kControl : TokenKind::kUserDefined);
+    vocab.set(t.id, t.content, t.special ? TokenKind::kControl : TokenKind::kUserDefined);
     matcher.add(std::move(t));
   }
   return Status::ok_status();
@@ -171,26 +161,27 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_hf_json(const std::string& to
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_hf_json_text(std::string_view json_text, std::string_view config_text) {
   try {
-    const json tokenizer = json::parse(json_text);
+    CAI_ASSIGN_OR_RETURN(tok::HfJsonDocument doc, tok::read_hf_tokenizer_json(json_text));
     const json config = config_text.empty() ? json::object() : json::parse(config_text);
-    if (!tokenizer.is_object()) return corrupt("tokenizer.json: the top level must be an object");
-    return build_from_hf(tokenizer, config.is_object() ? config : json::object());
+    if (!doc.dom.is_object()) return corrupt("tokenizer.json: the top level must be an object");
+    return build_from_hf(doc, config.is_object() ? config : json::object());
   } catch (const json::exception& e) {
     return corrupt("tokenizer.json: {}", e.what());
   }
 }
 
-Result<std::unique_ptr<Tokenizer>> Tokenizer::build_from_hf(const json& j, const json& config) {
+Result<std::unique_ptr<Tokenizer>> Tokenizer::build_from_hf(tok::HfJsonDocument& doc, const json& config) {
+  const json& j = doc.dom;
   if (!j.contains("model") || !j["model"].is_object()) return corrupt("tokenizer.json: no \"model\" section");
   const json& model = j["model"];
   std::string type = model.value("type", std::string());
-  if (type.empty()) type = model.contains("merges") ? "BPE" : "Unigram";  // untagged older files
+  if (type.empty()) type = doc.has_merges ? "BPE" : "Unigram";  // untagged older files
   if (type != "BPE" && type != "Unigram") return unsupported("tokenizer.json: model type '{}' is not supported", type);
 
   std::unique_ptr<Tokenizer> t(new Tokenizer());
   std::vector<float> scores;
   if (type == "BPE") {
-    CAI_TRY(load_bpe_vocab(model, *t->vocab_));
+    CAI_TRY(load_bpe_vocab(doc, *t->vocab_));
   } else {
     CAI_ASSIGN_OR_RETURN(scores, load_unigram_vocab(model, *t->vocab_));
   }
@@ -198,7 +189,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::build_from_hf(const json& j, const
   if (t->vocab_->size() == 0) return corrupt("tokenizer.json: the vocabulary is empty");
 
   if (type == "BPE") {
-    CAI_ASSIGN_OR_RETURN(t->model_, make_bpe(model, t->vocab_));
+    CAI_ASSIGN_OR_RETURN(t->model_, make_bpe(model, doc, t->vocab_));
   } else {
     int32_t unk_id = -1;
     if (model.contains("unk_id") && model["unk_id"].is_number_integer()) unk_id = model["unk_id"].get<int32_t>();

@@ -27,7 +27,7 @@ UnigramModel::UnigramModel(std::shared_ptr<const Vocab> vocab, std::vector<float
   float min_score = 0.0f;
   for (float s : scores_) min_score = std::min(min_score, s);
   unk_score_ = min_score - kUnkPenalty;
-  for (const std::string& t : vocab_->texts) max_piece_bytes_ = std::max(max_piece_bytes_, t.size());
+  for (const std::string& t : vocab_->texts()) max_piece_bytes_ = std::max(max_piece_bytes_, t.size());
 }
 
 void UnigramModel::encode(std::string_view piece, std::vector<int32_t>& out) const {

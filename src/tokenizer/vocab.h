@@ -1,4 +1,4 @@
-// Vocab: token id ↔ text, token kinds (GGUF token_type numbering) and the byte-token table shared by the models.
+// Vocab: token id ↔ text (open-addressing index), token kinds (GGUF token_type numbering), byte-token table.
 #pragma once
 
 #include <array>
@@ -6,7 +6,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace cai::tok {
@@ -14,40 +13,38 @@ namespace cai::tok {
 // Same numbers as GGUF tokenizer.ggml.token_type.
 enum class TokenKind : uint8_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
 
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
+class Vocab {
+ public:
+  int32_t size() const { return static_cast<int32_t>(texts_.size()); }
+  // Text as stored (byte-level form for BPE, ▁ form for SentencePiece); `id` must be in range.
+  const std::string& text(int32_t id) const { return texts_[static_cast<size_t>(id)]; }
+  TokenKind kind(int32_t id) const { return kinds_[static_cast<size_t>(id)]; }
+  const std::vector<std::string>& texts() const { return texts_; }
 
-struct Vocab {
-  std::vector<std::string> texts;  // id → text as stored (byte-level form for BPE, ▁ form for SentencePiece)
-  std::vector<TokenKind> kinds;
-  std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> ids;  // text → id (first id wins)
+  std::optional<int32_t> find(std::string_view text) const;
+  // Appends a token; if its text is already present, lookups keep finding the earlier id.
+  int32_t add(std::string text, TokenKind kind);
+  // Sets token `id` (growing the vocab, gaps become empty kUnused tokens); its text now finds `id`.
+  void set(int32_t id, std::string text, TokenKind kind);
+  void reserve(size_t n_tokens);
 
-  int32_t size() const { return static_cast<int32_t>(texts.size()); }
-  std::optional<int32_t> find(std::string_view text) const {
-    auto it = ids.find(text);
-    if (it == ids.end()) return std::nullopt;
-    return it->second;
-  }
-  // Adds `text` as the next id.
-  int32_t add(std::string text, TokenKind kind) {
-    const auto id = static_cast<int32_t>(texts.size());
-    ids.emplace(text, id);
-    texts.push_back(std::move(text));
-    kinds.push_back(kind);
-    return id;
-  }
   // id of the `<0xXX>` token of each byte, -1 where the vocabulary has none.
-  std::array<int32_t, 256> byte_token_ids() const {
-    std::array<int32_t, 256> out;
-    static const char kHex[] = "0123456789ABCDEF";
-    for (int b = 0; b < 256; ++b) {
-      const char text[] = {'<', '0', 'x', kHex[b >> 4], kHex[b & 15], '>', 0};
-      out[b] = find(text).value_or(-1);
-    }
-    return out;
-  }
+  std::array<int32_t, 256> byte_token_ids() const;
+
+ private:
+  struct Slot {
+    uint32_t hash = 0;
+    int32_t id = -1;  // -1: empty
+  };
+  // Index of the slot holding `text`, or of the empty slot where it would go.
+  size_t probe(std::string_view text, uint32_t hash) const;
+  void index(int32_t id, bool replace);
+  void grow();
+
+  std::vector<std::string> texts_;
+  std::vector<TokenKind> kinds_;
+  std::vector<Slot> slots_;  // power-of-two size, at most half full
+  size_t n_indexed_ = 0;
 };
 
 }  // namespace cai::tok

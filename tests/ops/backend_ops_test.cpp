@@ -64,7 +64,8 @@ std::vector<OpCase> op_cases() {
                          std::vector<int32_t> pos = {0, 7, 300};
                          hal::RopeParams p;
                          p.style = style;
-                         p.n_rot = 12;  // partial rotation: dims 12..15 pass through
+                         p.n_rot = 10;  // partial rotation: dims 0..1 and 12..15 pass through
+                         p.rot_offset = 2;
                          p.yarn_factor = yarn;
                          p.yarn_orig_ctx = 256;
                          p.mscale = yarn > 1 ? 1.1f : 1.0f;
@@ -86,6 +87,11 @@ std::vector<OpCase> op_cases() {
                      EXPECT_TRUE(t.swiglu(c, view(a, {1000}), view(s, {1000}), view(g, {1000})).ok());
                      s.insert(s.end(), g.begin(), g.end());
                      return s;
+                   }});
+  cases.push_back({"copy_cols", 0.0f, [](const hal::OpTable& t, const hal::OpContext& c) {
+                     std::vector<float> src = random_floats(3 * 10, 21), dst(3 * 7, 0.5f);
+                     EXPECT_TRUE(t.copy_cols(c, view(src, {3, 10}), 4, view(dst, {3, 7}), 2, 5).ok());
+                     return dst;
                    }});
   cases.push_back({"softmax", 1e-6f, [](const hal::OpTable& t, const hal::OpContext& c) {
                      std::vector<float> x = random_floats(4 * 50, 10, 5.0f);
@@ -111,6 +117,67 @@ std::vector<OpCase> op_cases() {
                                                  view(vc, {n_slots, nkv, hd}), view(out, {7, nh, hd})).ok());
                      return out;
                    }});
+  for (bool sigmoid : {true, false}) {
+    cases.push_back({sigmoid ? "moe_gate_sigmoid_groups_bias" : "moe_gate_softmax", 1e-6f,
+                     [sigmoid](const hal::OpTable& t, const hal::OpContext& c) {
+                       const int n = 6, n_e = 16, k = 4;
+                       std::vector<float> logits = random_floats(n * n_e, 14, 2.0f), bias = random_floats(n_e, 15, 0.3f);
+                       std::vector<int32_t> ids(n * k);
+                       std::vector<float> w(n * k);
+                       hal::MoeGateParams p{n_e, k, sigmoid ? 4 : 1, sigmoid ? 2 : 1, sigmoid, true, 2.5f};
+                       TensorView bv = view(bias, {n_e});
+                       EXPECT_TRUE(t.moe_gate(c, p, view(logits, {n, n_e}), sigmoid ? &bv : nullptr,
+                                              TensorView::make(ids.data(), DType::kI32, {n, k}), view(w, {n, k})).ok());
+                       for (int32_t id : ids) w.push_back(static_cast<float>(id));
+                       return w;
+                     }});
+  }
+  cases.push_back({"sparse_moe_q8_0", 2e-5f, [](const hal::OpTable& t, const hal::OpContext& c) {
+                     const int n_e = 5, hidden = 64, ffn = 32, n = 7, k = 2;
+                     std::vector<std::vector<uint8_t>> store;
+                     std::vector<TensorView> gate, up, down;
+                     for (int e = 0; e < n_e; ++e) {
+                       for (auto [rows, cols, list] : {std::tuple{ffn, hidden, &gate}, std::tuple{ffn, hidden, &up},
+                                                       std::tuple{hidden, ffn, &down}}) {
+                         std::vector<float> f = random_floats(static_cast<size_t>(rows * cols), 100 + store.size(), 0.2f);
+                         store.emplace_back(row_bytes(DType::kQ8_0, cols) * rows);
+                         EXPECT_TRUE(quantize_row(DType::kQ8_0, f.data(), store.back().data(), rows * cols).ok());
+                         list->push_back(TensorView::make(store.back().data(), DType::kQ8_0, {rows, cols}));
+                       }
+                     }
+                     std::vector<float> x = random_floats(n * hidden, 16), w = random_floats(n * k, 17), out(n * hidden);
+                     std::vector<int32_t> ids = {0, 3, 3, 1, 4, 0, 2, 3, 1, 4, 0, 1, 3, 2};
+                     hal::ExpertWeights ew{gate.data(), up.data(), down.data(), n_e};
+                     EXPECT_TRUE(t.sparse_moe(c, ew, view(x, {n, hidden}), TensorView::make(ids.data(), DType::kI32, {n, k}),
+                                              view(w, {n, k}), view(out, {n, hidden})).ok());
+                     return out;
+                   }});
+  for (bool fp8 : {false, true}) {
+    cases.push_back({fp8 ? "attention_mla_fp8_kv_b" : "attention_mla_f32", 5e-5f,
+                     [fp8](const hal::OpTable& t, const hal::OpContext& c) {
+                       // The reference is the naive (expanded) form; backends use the absorbed one.
+                       const int nh = 3, nope = 8, rope = 4, vd = 6, lora = 16, bs = 4, n_slots = 16;
+                       std::vector<float> kvb = random_floats(nh * (nope + vd) * lora, 18, 0.5f);
+                       std::vector<uint8_t> codes(kvb.size());
+                       std::vector<float> scale = {0.02f};
+                       TensorView kv_b = view(kvb, {nh * (nope + vd), lora});
+                       if (fp8) {
+                         std::vector<float> unscaled(kvb.size());
+                         for (size_t i = 0; i < kvb.size(); ++i) unscaled[i] = kvb[i] / scale[0];
+                         EXPECT_TRUE(quantize_row(DType::kF8_E4M3, unscaled.data(), codes.data(), static_cast<int64_t>(codes.size())).ok());
+                         kv_b = TensorView::make(codes.data(), DType::kF8_E4M3, {nh * (nope + vd), lora});
+                         kv_b.scale = scale.data();
+                       }
+                       std::vector<float> lat = random_floats(n_slots * (lora + rope), 19);
+                       std::vector<int32_t> bt0 = {2, 0}, bt1 = {3};
+                       std::vector<float> q = random_floats(4 * nh * (nope + rope), 20), out(4 * nh * vd);
+                       hal::AttnSeq seqs[2] = {{0, 1, 6, bt0.data()}, {1, 3, 0, bt1.data()}};
+                       hal::MlaParams p{nh, nope, rope, vd, lora, 0.3f, bs};
+                       EXPECT_TRUE(t.attention_mla(c, p, seqs, 2, view(q, {4, nh, nope + rope}), kv_b,
+                                                   view(lat, {n_slots, lora + rope}), view(out, {4, nh * vd})).ok());
+                       return out;
+                     }});
+  }
   return cases;
 }
 

@@ -190,7 +190,7 @@ TEST(Metadata, SpecialTokensAndTemplates) {
   EXPECT_TRUE(ds.is_eog(1));
   EXPECT_EQ(ds.eos_text(), "<｜end▁of▁sentence｜>");
   EXPECT_FALSE(ds.chat_template().empty());
-  EXPECT_EQ(ds.n_vocab(), 129280);
+  EXPECT_EQ(ds.n_vocab(), 128815);  // 128000 BPE tokens + added tokens up to id 128814
 
   const Tokenizer& qwen = hf_tokenizer("qwen2");
   EXPECT_EQ(qwen.bos_id(), -1);

@@ -151,6 +151,9 @@ TEST(JinjaErrors, SyntaxErrorsNameLineAndColumn) {
   EXPECT_NE(error_of("{{ " + std::string(500, '(') + "1" + std::string(500, ')') + " }}").find("nesting deeper"),
             std::string::npos);
   EXPECT_EQ(render("{{ " + std::string(50, '(') + "1" + std::string(50, ')') + " }}"), "1");
+  std::string chain = "{{ 1";
+  for (int i = 0; i < 5000; ++i) chain += " + 1";
+  EXPECT_NE(error_of(chain + " }}").find("nested deeper"), std::string::npos);
 }
 
 TEST(JinjaErrors, RaiseExceptionIsARenderError) {

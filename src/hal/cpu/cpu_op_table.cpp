@@ -15,8 +15,12 @@ const OpTable& cpu_op_table() {
     t.add = add;
     t.swiglu = swiglu;
     t.softmax = softmax;
+    t.copy_cols = copy_cols;
     t.kv_write = kv_write;
     t.attention_gqa = attention_gqa;
+    t.moe_gate = moe_gate;
+    t.sparse_moe = sparse_moe;
+    t.attention_mla = attention_mla;
     return t;
   }();
   return table;

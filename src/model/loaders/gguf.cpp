@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstring>
 #include <limits>
+#include <new>
 
 namespace cai {
 
@@ -206,7 +207,11 @@ Status GgufFile::parse_metadata(GgufCursor& cur, uint64_t n_kv) {
     CAI_TRY(cur.read(&type, "metadata value type"));
     if (metadata_.contains(key)) return corrupt("{}: duplicate metadata key '{}'", source_name_, key);
     nlohmann::json value;
-    CAI_TRY(type == kArray ? read_array(cur, key, &value) : read_scalar(cur, type, key, &value));
+    try {  // counts are bounded by the file size, but a huge file can still claim more memory than we have
+      CAI_TRY(type == kArray ? read_array(cur, key, &value) : read_scalar(cur, type, key, &value));
+    } catch (const std::bad_alloc&) {
+      return out_of_memory("{}: no memory for the value of metadata key '{}'", source_name_, key);
+    }
     metadata_[key] = std::move(value);
   }
   auto it = metadata_.find("general.alignment");

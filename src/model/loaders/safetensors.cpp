@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <new>
 #include <set>
 #include <sstream>
 
@@ -72,6 +73,8 @@ Result<json> parse_header_json(std::string_view text, const std::string& source)
     j = json::parse(text.begin(), text.end(), on_event);
   } catch (const json::exception& e) {
     return corrupt("{}: header is not valid JSON: {}", source, e.what());
+  } catch (const std::bad_alloc&) {
+    return out_of_memory("{}: no memory to parse a {}-byte header", source, text.size());
   }
   if (!duplicate.empty()) return corrupt("{}: header has duplicate key '{}'", source, duplicate);
   if (!j.is_object()) return corrupt("{}: header is not a JSON object", source);

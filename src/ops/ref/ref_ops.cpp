@@ -1,11 +1,13 @@
 // Reference implementations of the ops, written for clarity: the definition each backend must match.
 #include "ops/ref/ref_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "core/quant.h"
+#include "core/weight_row.h"
 #include "hal/rope_freqs.h"
 
 namespace cai::ops::ref {
@@ -16,7 +18,7 @@ using hal::OpContext;
 
 std::vector<float> dequant(const TensorView& t, int64_t r) {
   std::vector<float> v(static_cast<size_t>(t.cols()));
-  dequantize_row(t.dtype, t.row(r), v.data(), t.cols());
+  dequantize_weight_row(t, r, v.data());
   return v;
 }
 
@@ -45,7 +47,7 @@ Status rope(const OpContext&, const TensorView& x, const int32_t* pos, const hal
   const int half = p.n_rot / 2;
   for (int64_t t = 0; t < n_tok; ++t)
     for (int64_t h = 0; h < n_head; ++h) {
-      float* v = x.as<float>() + (t * n_head + h) * hd;
+      float* v = x.as<float>() + (t * n_head + h) * hd + p.rot_offset;
       for (int i = 0; i < half; ++i) {
         const double angle = static_cast<double>(pos[t]) * inv_freq[static_cast<size_t>(i)];
         const double c = std::cos(angle) * p.mscale, s = std::sin(angle) * p.mscale;
@@ -64,10 +66,6 @@ Status dense_gemm(const OpContext&, const TensorView& w, const TensorView& x, co
     return invalid_argument("dense_gemm: w {} x {} y {}", w.shape_string(), x.shape_string(), y.shape_string());
   for (int64_t o = 0; o < w.rows(); ++o) {
     std::vector<float> wr = dequant(w, o);
-    if (w.scale) {
-      const int64_t n_col_blocks = (w.cols() + 127) / 128;
-      for (int64_t c = 0; c < w.cols(); ++c) wr[static_cast<size_t>(c)] *= w.scale[(o / 128) * n_col_blocks + c / 128];
-    }
     for (int64_t n = 0; n < x.rows(); ++n) {
       double acc = bias ? bias->as<float>()[o] : 0.0;
       for (int64_t c = 0; c < w.cols(); ++c) acc += static_cast<double>(wr[static_cast<size_t>(c)]) * x.row<float>(n)[c];
@@ -98,6 +96,13 @@ Status softmax(const OpContext&, const TensorView& x) {
     for (int64_t i = 0; i < x.cols(); ++i) sum += std::exp(v[i] - mx);
     for (int64_t i = 0; i < x.cols(); ++i) v[i] = static_cast<float>(std::exp(v[i] - mx) / sum);
   }
+  return {};
+}
+
+Status copy_cols(const OpContext&, const TensorView& src, int64_t src_col, const TensorView& dst, int64_t dst_col,
+                 int64_t n_cols) {
+  for (int64_t r = 0; r < src.rows(); ++r)
+    for (int64_t j = 0; j < n_cols; ++j) dst.row<float>(r)[dst_col + j] = src.row<float>(r)[src_col + j];
   return {};
 }
 
@@ -139,6 +144,125 @@ Status attention_gqa(const OpContext&, const hal::AttentionParams& p, const hal:
   return {};
 }
 
+// Sorting everything: the plain statement of the DeepSeek gate.
+Status moe_gate(const OpContext&, const hal::MoeGateParams& p, const TensorView& logits, const TensorView* bias,
+                const TensorView& ids, const TensorView& weights) {
+  const int n_e = p.n_experts, per_group = n_e / p.n_group;
+  for (int64_t t = 0; t < logits.rows(); ++t) {
+    const float* l = logits.row<float>(t);
+    std::vector<double> score(static_cast<size_t>(n_e)), biased(static_cast<size_t>(n_e));
+    double mx = -INFINITY, sum = 0;
+    for (int e = 0; e < n_e; ++e) mx = std::max(mx, static_cast<double>(l[e]));
+    for (int e = 0; e < n_e; ++e) sum += std::exp(l[e] - mx);
+    for (int e = 0; e < n_e; ++e) {
+      score[static_cast<size_t>(e)] = p.sigmoid ? 1.0 / (1.0 + std::exp(-static_cast<double>(l[e]))) : std::exp(l[e] - mx) / sum;
+      biased[static_cast<size_t>(e)] = score[static_cast<size_t>(e)] + (bias ? bias->as<float>()[e] : 0.0f);
+    }
+    auto better = [](const std::vector<double>& v) {
+      return [&v](int a, int b) { return v[static_cast<size_t>(a)] > v[static_cast<size_t>(b)] || (v[static_cast<size_t>(a)] == v[static_cast<size_t>(b)] && a < b); };
+    };
+    std::vector<double> gscore(static_cast<size_t>(p.n_group));
+    for (int g = 0; g < p.n_group; ++g) {
+      std::vector<double> m(biased.begin() + g * per_group, biased.begin() + (g + 1) * per_group);
+      std::sort(m.rbegin(), m.rend());
+      gscore[static_cast<size_t>(g)] = bias && m.size() >= 2 ? m[0] + m[1] : m[0];
+    }
+    std::vector<int> order(static_cast<size_t>(p.n_group));
+    for (int g = 0; g < p.n_group; ++g) order[static_cast<size_t>(g)] = g;
+    std::sort(order.begin(), order.end(), better(gscore));
+    std::vector<int> eligible;
+    for (int i = 0; i < p.topk_group; ++i)
+      for (int e = 0; e < per_group; ++e) eligible.push_back(order[static_cast<size_t>(i)] * per_group + e);
+    std::sort(eligible.begin(), eligible.end(), better(biased));
+    double wsum = 0;
+    for (int k = 0; k < p.top_k; ++k) wsum += score[static_cast<size_t>(eligible[static_cast<size_t>(k)])];
+    for (int k = 0; k < p.top_k; ++k) {
+      const int e = eligible[static_cast<size_t>(k)];
+      ids.as<int32_t>()[t * p.top_k + k] = e;
+      weights.as<float>()[t * p.top_k + k] =
+          static_cast<float>(score[static_cast<size_t>(e)] / (p.norm_topk_prob ? wsum : 1.0) * p.routed_scaling);
+    }
+  }
+  return {};
+}
+
+// Token by token, expert by expert: no grouping.
+Status sparse_moe(const OpContext&, const hal::ExpertWeights& w, const TensorView& x, const TensorView& ids,
+                  const TensorView& weights, const TensorView& out) {
+  const int64_t hidden = x.cols(), top_k = ids.cols();
+  for (int64_t t = 0; t < x.rows(); ++t) {
+    std::vector<double> acc(static_cast<size_t>(hidden), 0.0);
+    for (int64_t k = 0; k < top_k; ++k) {
+      const int e = ids.as<int32_t>()[t * top_k + k];
+      const double wt = weights.as<float>()[t * top_k + k];
+      const int64_t ffn = w.gate[e].rows();
+      std::vector<double> act(static_cast<size_t>(ffn));
+      for (int64_t f = 0; f < ffn; ++f) {
+        std::vector<float> g = dequant(w.gate[e], f), u = dequant(w.up[e], f);
+        double gs = 0, us = 0;
+        for (int64_t c = 0; c < hidden; ++c) {
+          gs += static_cast<double>(g[static_cast<size_t>(c)]) * x.row<float>(t)[c];
+          us += static_cast<double>(u[static_cast<size_t>(c)]) * x.row<float>(t)[c];
+        }
+        act[static_cast<size_t>(f)] = gs / (1.0 + std::exp(-gs)) * us;
+      }
+      for (int64_t c = 0; c < hidden; ++c) {
+        std::vector<float> d = dequant(w.down[e], c);
+        double s = 0;
+        for (int64_t f = 0; f < ffn; ++f) s += d[static_cast<size_t>(f)] * act[static_cast<size_t>(f)];
+        acc[static_cast<size_t>(c)] += wt * s;
+      }
+    }
+    for (int64_t c = 0; c < hidden; ++c) out.row<float>(t)[c] = static_cast<float>(acc[static_cast<size_t>(c)]);
+  }
+  return {};
+}
+
+// The naive (non-absorbed) form: expand every cached latent into per-head k_nope and v with kv_b, then attend.
+Status attention_mla(const OpContext&, const hal::MlaParams& p, const hal::AttnSeq* seqs, int n_seqs, const TensorView& q,
+                     const TensorView& kv_b, const TensorView& latent, const TensorView& out) {
+  const int qk = p.qk_nope + p.qk_rope, per_head = p.qk_nope + p.v_head_dim;
+  for (int s = 0; s < n_seqs; ++s) {
+    const hal::AttnSeq& sq = seqs[s];
+    for (int h = 0; h < p.n_head; ++h) {
+      std::vector<std::vector<float>> w(static_cast<size_t>(per_head));
+      for (int r = 0; r < per_head; ++r) w[static_cast<size_t>(r)] = dequant(kv_b, static_cast<int64_t>(h) * per_head + r);
+      for (int j = 0; j < sq.n_q; ++j) {
+        const float* qh = q.as<float>() + ((sq.q_begin + j) * p.n_head + h) * qk;
+        const int n_ctx = sq.pos0 + j + 1;
+        std::vector<double> sc(static_cast<size_t>(n_ctx));
+        std::vector<std::vector<double>> v(static_cast<size_t>(n_ctx), std::vector<double>(static_cast<size_t>(p.v_head_dim)));
+        double mx = -INFINITY;
+        for (int t = 0; t < n_ctx; ++t) {
+          const int64_t slot = static_cast<int64_t>(sq.block_table[t / p.block_size]) * p.block_size + t % p.block_size;
+          const float* lat = latent.row<float>(slot);
+          double dot = 0;
+          for (int i = 0; i < p.qk_nope; ++i) {
+            double k_nope = 0;
+            for (int c = 0; c < p.kv_lora; ++c) k_nope += static_cast<double>(w[static_cast<size_t>(i)][static_cast<size_t>(c)]) * lat[c];
+            dot += qh[i] * k_nope;
+          }
+          for (int r = 0; r < p.qk_rope; ++r) dot += static_cast<double>(qh[p.qk_nope + r]) * lat[p.kv_lora + r];
+          for (int i = 0; i < p.v_head_dim; ++i)
+            for (int c = 0; c < p.kv_lora; ++c)
+              v[static_cast<size_t>(t)][static_cast<size_t>(i)] += static_cast<double>(w[static_cast<size_t>(p.qk_nope + i)][static_cast<size_t>(c)]) * lat[c];
+          sc[static_cast<size_t>(t)] = dot * p.scale;
+          mx = std::max(mx, sc[static_cast<size_t>(t)]);
+        }
+        double sum = 0;
+        for (double& x : sc) sum += (x = std::exp(x - mx));
+        float* o = out.as<float>() + ((sq.q_begin + j) * p.n_head + h) * p.v_head_dim;
+        for (int i = 0; i < p.v_head_dim; ++i) {
+          double acc = 0;
+          for (int t = 0; t < n_ctx; ++t) acc += sc[static_cast<size_t>(t)] * v[static_cast<size_t>(t)][static_cast<size_t>(i)];
+          o[i] = static_cast<float>(acc / sum);
+        }
+      }
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 const hal::OpTable& op_table() {
@@ -151,8 +275,12 @@ const hal::OpTable& op_table() {
     t.add = add;
     t.swiglu = swiglu;
     t.softmax = softmax;
+    t.copy_cols = copy_cols;
     t.kv_write = kv_write;
     t.attention_gqa = attention_gqa;
+    t.moe_gate = moe_gate;
+    t.sparse_moe = sparse_moe;
+    t.attention_mla = attention_mla;
     return t;
   }();
   return table;

@@ -35,8 +35,14 @@ struct Expr {
   std::vector<std::unique_ptr<Expr>> args;
   std::vector<std::string> names;
   bool negate = false;
+  int height = 1;  // 1 + tallest child; bounded by the parser so evaluation and destruction recurse safely
 };
 using ExprPtr = std::unique_ptr<Expr>;
+
+inline void add_child(Expr& parent, std::unique_ptr<Expr> child) {
+  if (child && child->height + 1 > parent.height) parent.height = child->height + 1;
+  parent.args.push_back(std::move(child));
+}
 
 struct Stmt;
 using StmtPtr = std::unique_ptr<Stmt>;

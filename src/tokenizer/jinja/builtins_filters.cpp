@@ -1,6 +1,7 @@
 // Jinja filters (`x | trim`, `x | tojson`, `xs | selectattr(...)`, ...) with jinja2's (and transformers') behaviour.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "tokenizer/jinja/builtins.h"
@@ -18,6 +19,9 @@ Result<std::optional<std::string>> opt_string(const ArgReader& r, std::size_t po
   if (!v.is_string()) return invalid_argument("{}() argument '{}' must be a string", r.func, name);
   return std::optional<std::string>(v.as_string());
 }
+
+// str(v), cut short past the output limit (the caller's size checks then fail instead of building it whole).
+std::string text_of(Evaluator& ev, const Value& v) { return to_str(v, ev.limits().max_output_bytes); }
 
 Result<std::int64_t> length_of(const Value& v) {
   switch (v.kind()) {
@@ -175,6 +179,7 @@ Result<Value> filter_tojson(Evaluator& ev, const Value& v, const ArgReader& r) {
     style.key_sep = seps[1].as_string();
   }
   style.sort_keys = truthy(sort_keys);
+  style.max_bytes = ev.limits().max_output_bytes;
   CAI_ASSIGN_OR_RETURN(std::string text, to_json(v, style));
   CAI_TRY(ev.check_size(text.size()));
   return Value(std::move(text));
@@ -187,7 +192,7 @@ Result<Value> filter_indent(Evaluator& ev, const Value& v, const ArgReader& r) {
   std::string pad = width.is_string() ? width.as_string()
                     : width.kind() == Kind::kInt ? std::string(static_cast<std::size_t>(std::clamp<std::int64_t>(width.as_int(), 0, 256)), ' ')
                                                  : std::string();
-  std::vector<std::string> lines = py_splitlines(to_str(v) + "\n");
+  std::vector<std::string> lines = py_splitlines(text_of(ev, v) + "\n");
   std::string out;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     if (i > 0) out += "\n" + ((truthy(blank) || !lines[i].empty()) ? pad : std::string());
@@ -231,14 +236,20 @@ Result<Value> filter_round(Evaluator&, const Value& v, const ArgReader& r) {
   CAI_ASSIGN_OR_RETURN(Value precision, r.get(0, "precision", 0));
   CAI_ASSIGN_OR_RETURN(Value method, r.get(1, "method", "common"));
   if (!v.is_number() || precision.kind() != Kind::kInt || !method.is_string()) return invalid_argument("round() needs a number");
-  double scale = std::pow(10.0, static_cast<double>(std::clamp<std::int64_t>(precision.as_int(), -300, 300)));
-  double x = v.as_float() * scale;
+  std::int64_t digits = std::clamp<std::int64_t>(precision.as_int(), -300, 300);
   const std::string& m = method.as_string();
+  if (m == "common" && v.kind() != Kind::kFloat) return Value(v.as_int());
+  if (m == "common" && digits >= 0) {  // Python rounds the exact binary value, half to even, like printf
+    char buf[400];
+    std::snprintf(buf, sizeof(buf), "%.*f", static_cast<int>(digits), v.as_float());
+    return Value(std::strtod(buf, nullptr));
+  }
+  double scale = std::pow(10.0, static_cast<double>(digits));
+  double x = v.as_float() * scale;
   if (m == "common") x = std::nearbyint(x);
   else if (m == "ceil") x = std::ceil(x);
   else if (m == "floor") x = std::floor(x);
   else return invalid_argument("method must be common, ceil or floor");
-  if (m == "common" && v.kind() != Kind::kFloat) return Value(v.as_int());
   return Value(x / scale);
 }
 
@@ -247,14 +258,14 @@ Result<Value> filter_join(Evaluator& ev, const Value& v, const ArgReader& r) {
   CAI_ASSIGN_OR_RETURN(Value attribute, r.get(1, "attribute", Value::none()));
   CAI_ASSIGN_OR_RETURN(std::vector<Value> items, ev.iterate(v));
   std::string out;
-  std::string sep_s = to_str(sep);
+  std::string sep_s = text_of(ev, sep);
   for (std::size_t i = 0; i < items.size(); ++i) {
     Value item = items[i];
     if (!attribute.is_none()) {
       CAI_ASSIGN_OR_RETURN(item, attribute_of(ev, items[i], attribute));
     }
     if (i) out += sep_s;
-    out += to_str(item);
+    out += to_str(item, ev.limits().max_output_bytes);
     CAI_TRY(ev.check_size(out.size()));
   }
   return Value(std::move(out));
@@ -311,14 +322,14 @@ Result<Value> filter_replace(Evaluator& ev, const Value& v, const ArgReader& r) 
   CAI_ASSIGN_OR_RETURN(Value count, r.get(2, "count", Value::none()));
   std::int64_t n = count.kind() == Kind::kInt ? count.as_int() : -1;
   std::optional<std::string> out =
-      py_replace(to_str(v), to_str(old_s), to_str(new_s), n, ev.limits().max_output_bytes);
+      py_replace(text_of(ev, v), text_of(ev, old_s), text_of(ev, new_s), n, ev.limits().max_output_bytes);
   if (!out) return invalid_argument("replace() result exceeds {} bytes", ev.limits().max_output_bytes);
   return Value(std::move(*out));
 }
 
-Result<Value> filter_escape(Evaluator&, const Value& v, const ArgReader&) {
+Result<Value> filter_escape(Evaluator& ev, const Value& v, const ArgReader&) {
   std::string out;
-  for (char c : to_str(v)) {
+  for (char c : text_of(ev, v)) {
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
@@ -351,7 +362,9 @@ Result<Value> filter_sum(Evaluator& ev, const Value& v, const ArgReader& r) {
   return total;
 }
 
-Result<Value> string_filter(const Value& v, std::string (*fn)(std::string_view)) { return Value(fn(to_str(v))); }
+Result<Value> string_filter(Evaluator& ev, const Value& v, std::string (*fn)(std::string_view)) {
+  return Value(fn(text_of(ev, v)));
+}
 
 struct FilterEntry {
   const char* name;
@@ -370,7 +383,7 @@ const FilterEntry kFilters[] = {
        if (!name.is_string()) return invalid_argument("attr() needs a string name");
        return ev.get_attr(v, name.as_string());
      }},
-    {"capitalize", [](Evaluator&, const Value& v, const ArgReader&) { return string_filter(v, py_capitalize); }},
+    {"capitalize", [](Evaluator& ev, const Value& v, const ArgReader&) { return string_filter(ev, v, py_capitalize); }},
     {"count", [](Evaluator&, const Value& v, const ArgReader&) -> Result<Value> {
        CAI_ASSIGN_OR_RETURN(std::int64_t n, length_of(v));
        return Value(n);
@@ -395,7 +408,7 @@ const FilterEntry kFilters[] = {
        CAI_ASSIGN_OR_RETURN(std::vector<Value> items, ev.iterate(v));
        return Value::list(std::move(items));
      }},
-    {"lower", [](Evaluator&, const Value& v, const ArgReader&) { return string_filter(v, py_lower); }},
+    {"lower", [](Evaluator& ev, const Value& v, const ArgReader&) { return string_filter(ev, v, py_lower); }},
     {"map", filter_map},
     {"max", [](Evaluator& ev, const Value& v, const ArgReader& r) { return filter_min_max(ev, v, r, true); }},
     {"min", [](Evaluator& ev, const Value& v, const ArgReader& r) { return filter_min_max(ev, v, r, false); }},
@@ -416,16 +429,20 @@ const FilterEntry kFilters[] = {
     {"select", [](Evaluator& ev, const Value& v, const ArgReader& r) { return filter_select(ev, v, r, false, true); }},
     {"selectattr", [](Evaluator& ev, const Value& v, const ArgReader& r) { return filter_select(ev, v, r, true, true); }},
     {"sort", filter_sort},
-    {"string", [](Evaluator&, const Value& v, const ArgReader&) -> Result<Value> { return Value(to_str(v)); }},
+    {"string", [](Evaluator& ev, const Value& v, const ArgReader&) -> Result<Value> {
+       std::string s = to_str(v, ev.limits().max_output_bytes);
+       CAI_TRY(ev.check_size(s.size()));
+       return Value(std::move(s));
+     }},
     {"sum", filter_sum},
-    {"title", [](Evaluator&, const Value& v, const ArgReader&) { return string_filter(v, py_title); }},
+    {"title", [](Evaluator& ev, const Value& v, const ArgReader&) { return string_filter(ev, v, py_title); }},
     {"tojson", filter_tojson},
-    {"trim", [](Evaluator&, const Value& v, const ArgReader& r) -> Result<Value> {
+    {"trim", [](Evaluator& ev, const Value& v, const ArgReader& r) -> Result<Value> {
        CAI_ASSIGN_OR_RETURN(std::optional<std::string> chars, opt_string(r, 0, "chars"));
-       return Value(py_strip(to_str(v), chars, StripSide::kBoth));
+       return Value(py_strip(text_of(ev, v), chars, StripSide::kBoth));
      }},
     {"unique", filter_unique},
-    {"upper", [](Evaluator&, const Value& v, const ArgReader&) { return string_filter(v, py_upper); }},
+    {"upper", [](Evaluator& ev, const Value& v, const ArgReader&) { return string_filter(ev, v, py_upper); }},
 };
 
 const char* canonical_filter(std::string_view name) {

@@ -245,7 +245,8 @@ void install_globals(Evaluator& ev) {
   }));
   ev.set_global("range", Value::callable("range", range_fn));
   ev.set_global("raise_exception", Value::callable("raise_exception", [](Evaluator&, CallArgs& args) -> Result<Value> {
-    std::string msg = args.positional.empty() ? std::string("raise_exception() called") : to_str(args.positional[0]);
+    std::string msg = args.positional.empty() ? std::string("raise_exception() called")
+                                              : to_str(args.positional[0], 4096).substr(0, 4096);
     return invalid_argument("{}", msg);
   }));
   ev.set_global("strftime_now", Value::callable("strftime_now", strftime_fn));

@@ -24,9 +24,9 @@ Status ArgReader::check_max(std::size_t n_positional, std::initializer_list<cons
   if (args.positional.size() > n_positional) {
     return invalid_argument("{}() takes at most {} arguments ({} given)", func, n_positional, args.positional.size());
   }
-  for (const auto& [n, v] : args.named) {
-    bool known = std::any_of(names.begin(), names.end(), [&](const char* k) { return n == k; });
-    if (!known) return invalid_argument("{}() got an unexpected keyword argument '{}'", func, n);
+  for (const auto& named : args.named) {
+    bool known = std::any_of(names.begin(), names.end(), [&](const char* k) { return named.first == k; });
+    if (!known) return invalid_argument("{}() got an unexpected keyword argument '{}'", func, named.first);
   }
   return Status();
 }

@@ -81,7 +81,7 @@ Status Evaluator::exec(const Stmt& s) {
       case StmtKind::kText: st = emit(s.text); break;
       case StmtKind::kOutput: {
         Result<Value> v = eval(*s.expr);
-        st = v.ok() ? emit(to_str(*v)) : v.status();
+        st = v.ok() ? emit(to_str(*v, limits_.max_output_bytes)) : v.status();
         break;
       }
       case StmtKind::kIf: st = exec_if(s); break;
@@ -204,7 +204,7 @@ Status Evaluator::exec_filter_block(const Stmt& s) {
     CAI_ASSIGN_OR_RETURN(CallArgs args, eval_args(**it, 1));
     CAI_ASSIGN_OR_RETURN(v, filter((*it)->name, v, args));
   }
-  return emit(to_str(v));
+  return emit(to_str(v, limits_.max_output_bytes));
 }
 
 // Runs `body` with its output captured instead of emitted.

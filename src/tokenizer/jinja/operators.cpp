@@ -204,7 +204,8 @@ static Result<Value> float_op(const std::string& op, double x, double y) {
 
 Result<Value> binary_op(Evaluator& ev, const std::string& op, const Value& a, const Value& b) {
   if (op == "~") {
-    std::string s = to_str(a) + to_str(b);
+    std::size_t limit = ev.limits().max_output_bytes;
+    std::string s = to_str(a, limit) + to_str(b, limit);
     CAI_TRY(ev.check_size(s.size()));
     return Value(std::move(s));
   }

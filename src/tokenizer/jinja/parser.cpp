@@ -205,8 +205,9 @@ Result<StmtPtr> Parser::parse_filter_block(int line) {
     CAI_ASSIGN_OR_RETURN(std::string name, parse_dotted_name());
     if (!has_filter(name)) return error(fmt::format("no filter named '{}'", name));
     ExprPtr f = node(ExprKind::kFilter, line, std::move(name));
-    f->args.push_back(std::move(chain));
+    add_child(*f, std::move(chain));
     if (is_op("(")) CAI_TRY(parse_call_args(*f));
+    CAI_TRY(check_height(*f));
     chain = std::move(f);
   } while (skip_op("|"));
   s->expr = std::move(chain);

@@ -9,7 +9,7 @@
 
 namespace cai::jinja {
 
-inline constexpr int kMaxSyntaxDepth = 100;  // nested tags/brackets; deeper templates are rejected
+inline constexpr int kMaxSyntaxDepth = 200;  // nested tags/brackets and expression height; deeper is rejected
 
 // Syntax errors come back as invalid_argument naming line and column.
 Result<std::shared_ptr<const Template>> parse_template(std::string_view source);

@@ -12,12 +12,12 @@ Result<ExprPtr> Parser::parse_tuple(bool with_condexpr) {
   CAI_ASSIGN_OR_RETURN(ExprPtr first, parse_expression(with_condexpr));
   if (!is_op(",")) return first;
   ExprPtr tuple = node(ExprKind::kTuple, line);
-  tuple->args.push_back(std::move(first));
+  add_child(*tuple, std::move(first));
   while (skip_op(",")) {
     TokenType t = cur().type;
     if (t == TokenType::kBlockEnd || t == TokenType::kVarEnd || is_op(")") || is_name("if")) break;
     CAI_ASSIGN_OR_RETURN(ExprPtr item, parse_expression(with_condexpr));
-    tuple->args.push_back(std::move(item));
+    add_child(*tuple, std::move(item));
   }
   return tuple;
 }
@@ -38,9 +38,10 @@ Result<ExprPtr> Parser::parse_condexpr() {
     if (skip_name("else")) {
       CAI_ASSIGN_OR_RETURN(otherwise, parse_condexpr());
     }
-    c->args.push_back(std::move(cond));
-    c->args.push_back(std::move(value));
-    c->args.push_back(std::move(otherwise));
+    add_child(*c, std::move(cond));
+    add_child(*c, std::move(value));
+    add_child(*c, std::move(otherwise));
+    CAI_TRY(check_height(*c));
     value = std::move(c);
   }
   return value;
@@ -53,8 +54,9 @@ Result<ExprPtr> Parser::parse_or() {
     advance();
     CAI_ASSIGN_OR_RETURN(ExprPtr right, parse_and());
     ExprPtr b = node(ExprKind::kBinary, line, "or");
-    b->args.push_back(std::move(left));
-    b->args.push_back(std::move(right));
+    add_child(*b, std::move(left));
+    add_child(*b, std::move(right));
+    CAI_TRY(check_height(*b));
     left = std::move(b);
   }
   return left;
@@ -67,8 +69,9 @@ Result<ExprPtr> Parser::parse_and() {
     advance();
     CAI_ASSIGN_OR_RETURN(ExprPtr right, parse_not());
     ExprPtr b = node(ExprKind::kBinary, line, "and");
-    b->args.push_back(std::move(left));
-    b->args.push_back(std::move(right));
+    add_child(*b, std::move(left));
+    add_child(*b, std::move(right));
+    CAI_TRY(check_height(*b));
     left = std::move(b);
   }
   return left;
@@ -81,7 +84,7 @@ Result<ExprPtr> Parser::parse_not() {
   ExprPtr u = node(ExprKind::kUnary, cur().line, "not");
   advance();
   CAI_ASSIGN_OR_RETURN(ExprPtr operand, parse_not());
-  u->args.push_back(std::move(operand));
+  add_child(*u, std::move(operand));
   return u;
 }
 
@@ -108,11 +111,12 @@ Result<ExprPtr> Parser::parse_compare() {
     }
     if (!cmp) {
       cmp = node(ExprKind::kCompare, line);
-      cmp->args.push_back(std::move(first));
+      add_child(*cmp, std::move(first));
     }
     CAI_ASSIGN_OR_RETURN(ExprPtr rhs, parse_binary_level(0));
     cmp->names.push_back(std::move(op));
-    cmp->args.push_back(std::move(rhs));
+    add_child(*cmp, std::move(rhs));
+    CAI_TRY(check_height(*cmp));
   }
   return cmp ? std::move(cmp) : std::move(first);
 }
@@ -132,8 +136,9 @@ Result<ExprPtr> Parser::parse_binary_level(int level) {
     advance();
     CAI_ASSIGN_OR_RETURN(ExprPtr right, operand());
     ExprPtr b = node(ExprKind::kBinary, line, op);
-    b->args.push_back(std::move(left));
-    b->args.push_back(std::move(right));
+    add_child(*b, std::move(left));
+    add_child(*b, std::move(right));
+    CAI_TRY(check_height(*b));
     left = std::move(b);
   }
 }
@@ -146,7 +151,7 @@ Result<ExprPtr> Parser::parse_unary(bool with_filter) {
     e = node(ExprKind::kUnary, cur().line, cur().text);
     advance();
     CAI_ASSIGN_OR_RETURN(ExprPtr operand, parse_unary(false));
-    e->args.push_back(std::move(operand));
+    add_child(*e, std::move(operand));
   } else {
     CAI_ASSIGN_OR_RETURN(e, parse_primary());
   }
@@ -212,11 +217,11 @@ Result<ExprPtr> Parser::parse_collection(ExprKind kind, std::string_view close) 
       if (skip_op(close)) break;
     }
     CAI_ASSIGN_OR_RETURN(ExprPtr item, parse_expression());
-    c->args.push_back(std::move(item));
+    add_child(*c, std::move(item));
     if (kind == ExprKind::kDict) {
       CAI_TRY(expect_op(":"));
       CAI_ASSIGN_OR_RETURN(ExprPtr value, parse_expression());
-      c->args.push_back(std::move(value));
+      add_child(*c, std::move(value));
     }
   }
   return c;
@@ -229,21 +234,24 @@ Result<ExprPtr> Parser::parse_postfix(ExprPtr e) {
       if (cur().type == TokenType::kInt) {  // foo.0 is foo[0]
         CAI_ASSIGN_OR_RETURN(ExprPtr idx, parse_primary());
         ExprPtr g = node(ExprKind::kGetItem, line);
-        g->args.push_back(std::move(e));
-        g->args.push_back(std::move(idx));
+        add_child(*g, std::move(e));
+        add_child(*g, std::move(idx));
+        CAI_TRY(check_height(*g));
         e = std::move(g);
         continue;
       }
       CAI_ASSIGN_OR_RETURN(std::string attr, expect_name());
       ExprPtr g = node(ExprKind::kGetAttr, line, std::move(attr));
-      g->args.push_back(std::move(e));
+      add_child(*g, std::move(e));
+      CAI_TRY(check_height(*g));
       e = std::move(g);
     } else if (skip_op("[")) {
       CAI_ASSIGN_OR_RETURN(e, parse_subscript(std::move(e)));
     } else if (is_op("(")) {
       ExprPtr call = node(ExprKind::kCall, line);
-      call->args.push_back(std::move(e));
+      add_child(*call, std::move(e));
       CAI_TRY(parse_call_args(*call));
+      CAI_TRY(check_height(*call));
       e = std::move(call);
     } else {
       return e;
@@ -258,8 +266,8 @@ Result<ExprPtr> Parser::parse_subscript(ExprPtr e) {
     CAI_ASSIGN_OR_RETURN(parts[0], parse_expression());
     if (skip_op("]")) {
       ExprPtr g = node(ExprKind::kGetItem, line);
-      g->args.push_back(std::move(e));
-      g->args.push_back(std::move(parts[0]));
+      add_child(*g, std::move(e));
+      add_child(*g, std::move(parts[0]));
       return g;
     }
   }
@@ -272,8 +280,8 @@ Result<ExprPtr> Parser::parse_subscript(ExprPtr e) {
   }
   CAI_TRY(expect_op("]"));
   ExprPtr s = node(ExprKind::kSlice, line);
-  s->args.push_back(std::move(e));
-  for (ExprPtr& p : parts) s->args.push_back(std::move(p));
+  add_child(*s, std::move(e));
+  for (ExprPtr& p : parts) add_child(*s, std::move(p));
   return s;
 }
 
@@ -294,8 +302,9 @@ Result<ExprPtr> Parser::parse_filter_expr(ExprPtr e) {
       CAI_ASSIGN_OR_RETURN(std::string name, parse_dotted_name());
       if (!has_filter(name)) return error(fmt::format("no filter named '{}'", name));
       ExprPtr f = node(ExprKind::kFilter, line, std::move(name));
-      f->args.push_back(std::move(e));
+      add_child(*f, std::move(e));
       if (is_op("(")) CAI_TRY(parse_call_args(*f));
+      CAI_TRY(check_height(*f));
       e = std::move(f);
     } else if (skip_name("is")) {
       bool negate = skip_name("not");
@@ -303,7 +312,7 @@ Result<ExprPtr> Parser::parse_filter_expr(ExprPtr e) {
       if (!has_test(name)) return error(fmt::format("no test named '{}'", name));
       ExprPtr t = node(ExprKind::kTest, line, std::move(name));
       t->negate = negate;
-      t->args.push_back(std::move(e));
+      add_child(*t, std::move(e));
       TokenType ty = cur().type;
       if (is_op("(")) {
         CAI_TRY(parse_call_args(*t));
@@ -313,13 +322,15 @@ Result<ExprPtr> Parser::parse_filter_expr(ExprPtr e) {
         if (is_name("is")) return error("cannot chain multiple tests with 'is'");
         CAI_ASSIGN_OR_RETURN(ExprPtr arg, parse_primary());
         CAI_ASSIGN_OR_RETURN(arg, parse_postfix(std::move(arg)));
-        t->args.push_back(std::move(arg));
+        add_child(*t, std::move(arg));
       }
+      CAI_TRY(check_height(*t));
       e = std::move(t);
     } else if (is_op("(")) {
       ExprPtr call = node(ExprKind::kCall, line);
-      call->args.push_back(std::move(e));
+      add_child(*call, std::move(e));
       CAI_TRY(parse_call_args(*call));
+      CAI_TRY(check_height(*call));
       e = std::move(call);
     } else {
       return e;
@@ -345,7 +356,7 @@ Status Parser::parse_call_args(Expr& call) {
       return error("positional argument follows keyword argument");
     }
     CAI_ASSIGN_OR_RETURN(ExprPtr arg, parse_expression());
-    call.args.push_back(std::move(arg));
+    add_child(call, std::move(arg));
   }
   return Status();
 }

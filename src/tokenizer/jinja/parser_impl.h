@@ -83,6 +83,10 @@ class Parser {
     ~DepthGuard() { --depth; }
     int& depth;
   };
+  Status check_height(const Expr& e) const {
+    return e.height > kMaxSyntaxDepth ? error(fmt::format("expression nested deeper than {} levels", kMaxSyntaxDepth))
+                                      : Status();
+  }
   Status check_depth() const {
     return depth_ > kMaxSyntaxDepth ? error(fmt::format("nesting deeper than {} levels", kMaxSyntaxDepth)) : Status();
   }

@@ -106,17 +106,17 @@ bool truthy(const Value& v) {
   }
 }
 
-static std::string repr_list(const ValueList& l) {
+static std::string repr_list(const ValueList& l, std::size_t limit) {
   std::string out = l.is_tuple ? "(" : "[";
-  for (std::size_t i = 0; i < l.items.size(); ++i) {
+  for (std::size_t i = 0; i < l.items.size() && out.size() <= limit; ++i) {
     if (i) out += ", ";
-    out += repr(l.items[i]);
+    out += repr(l.items[i], limit - std::min(limit, out.size()));
   }
   if (l.is_tuple && l.items.size() == 1) out += ",";
   return out + (l.is_tuple ? ")" : "]");
 }
 
-std::string to_str(const Value& v) {
+std::string to_str(const Value& v, std::size_t limit) {
   switch (v.kind()) {
     case Kind::kUndefined: return "";
     case Kind::kNone: return "None";
@@ -124,14 +124,15 @@ std::string to_str(const Value& v) {
     case Kind::kInt: return std::to_string(v.as_int());
     case Kind::kFloat: return py_repr_float(v.as_float());
     case Kind::kString: return v.as_string();
-    case Kind::kList: return repr_list(v.as_list());
+    case Kind::kList: return repr_list(v.as_list(), limit);
     case Kind::kDict: {
       std::string out = "{";
       bool first = true;
       for (const auto& [k, x] : v.as_dict().items()) {
+        if (out.size() > limit) break;
         if (!first) out += ", ";
         first = false;
-        out += repr(k) + ": " + repr(x);
+        out += repr(k) + ": " + repr(x, limit - std::min(limit, out.size()));
       }
       return out + "}";
     }
@@ -141,10 +142,10 @@ std::string to_str(const Value& v) {
   return "";
 }
 
-std::string repr(const Value& v) {
+std::string repr(const Value& v, std::size_t limit) {
   if (v.is_string()) return py_repr_string(v.as_string());
   if (v.is_undefined()) return "Undefined";
-  return to_str(v);
+  return to_str(v, limit);
 }
 
 bool equals(const Value& a, const Value& b) {
@@ -303,6 +304,7 @@ static Result<std::string> json_container(const Value& v, const JsonStyle& style
   std::string item_sep = !style.item_sep.empty() ? style.item_sep : pretty ? "," : ", ";
   std::string out = open;
   for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (out.size() > style.max_bytes) return invalid_argument("tojson output exceeds {} bytes", style.max_bytes);
     if (i) out += item_sep;
     if (pretty) out += json_newline(style, level + 1);
     if (!is_list) out += json_quote(entries[i].first) + style.key_sep;

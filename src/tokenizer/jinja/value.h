@@ -113,8 +113,10 @@ struct Callable {
 };
 
 bool truthy(const Value& v);
-std::string to_str(const Value& v);  // Python str(): None, True, 1.0, ['a', 1], {'k': 'v'}
-std::string repr(const Value& v);
+// Python str(): None, True, 1.0, ['a', 1], {'k': 'v'}. Containers stop printing once past `limit` bytes,
+// so a caller that rejects results over its limit never builds a huge string first.
+std::string to_str(const Value& v, std::size_t limit = SIZE_MAX);
+std::string repr(const Value& v, std::size_t limit = SIZE_MAX);
 bool equals(const Value& a, const Value& b);
 Result<int> compare(const Value& a, const Value& b);  // <0, 0, >0; error where Python raises TypeError
 std::string type_name(const Value& v);                 // "str object", "dict object", ... for messages
@@ -124,6 +126,7 @@ Result<Value> from_json(const nlohmann::json& j);
 Result<Value> from_json(const nlohmann::ordered_json& j);
 // json.dumps(v, ensure_ascii=False, indent=indent, separators=..., sort_keys=...); indent < 0 = none.
 struct JsonStyle {
+  std::size_t max_bytes = SIZE_MAX;  // longer output is an error
   int indent = -1;
   std::string item_sep;  // "" = Python's default for the indent
   std::string key_sep = ": ";

@@ -87,6 +87,19 @@ Status softmax(const OpContext& ctx, const TensorView& x) {
   return {};
 }
 
+Status copy_cols(const OpContext& ctx, const TensorView& src, int64_t src_col, const TensorView& dst, int64_t dst_col,
+                 int64_t n_cols) {
+  if (src.rows() != dst.rows() || src_col < 0 || dst_col < 0 || n_cols < 0 || src_col + n_cols > src.cols() ||
+      dst_col + n_cols > dst.cols() || src.dtype != DType::kF32 || dst.dtype != DType::kF32)
+    return invalid_argument("copy_cols: {} cols from {}@{} to {}@{}", n_cols, src.shape_string(), src_col,
+                            dst.shape_string(), dst_col);
+  parallel_rows(ctx, src.rows(), 64, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r)
+      std::memmove(dst.row<float>(r) + dst_col, src.row<const float>(r) + src_col, static_cast<size_t>(n_cols) * sizeof(float));
+  });
+  return {};
+}
+
 Status kv_write(const OpContext& ctx, const TensorView& src, const int32_t* slots, const TensorView& cache) {
   const int64_t width = src.cols();
   if (cache.n_elements() / cache.dim(0) != width || src.dtype != DType::kF32 || cache.dtype != DType::kF32)

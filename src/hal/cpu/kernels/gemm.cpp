@@ -2,8 +2,7 @@
 #include "hal/cpu/kernels/gemm.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <memory>
+#include <functional>
 #include <vector>
 
 #include "core/thread_pool.h"

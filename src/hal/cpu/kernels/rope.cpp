@@ -10,7 +10,7 @@ namespace cai::hal::cpu {
 Status rope(const OpContext& ctx, const TensorView& x, const int32_t* pos, const RopeParams& p) {
   if (x.n_dims != 3 || x.dtype != DType::kF32) return invalid_argument("rope: x must be F32 [n_tok, n_head, head_dim]");
   const int64_t n_tok = x.dim(0), n_head = x.dim(1), head_dim = x.dim(2);
-  if (p.n_rot <= 0 || p.n_rot > head_dim || p.n_rot % 2)
+  if (p.n_rot <= 0 || p.rot_offset < 0 || p.rot_offset + p.n_rot > head_dim || p.n_rot % 2)
     return invalid_argument("rope: n_rot {} invalid for head_dim {}", p.n_rot, head_dim);
   const std::vector<float> inv_freq = rope_inv_freqs(p);
   const int half = p.n_rot / 2;
@@ -23,7 +23,7 @@ Status rope(const OpContext& ctx, const TensorView& x, const int32_t* pos, const
         sin_t[static_cast<size_t>(i)] = std::sin(angle) * p.mscale;
       }
       for (int64_t h = 0; h < n_head; ++h) {
-        float* v = x.as<float>() + (t * n_head + h) * head_dim;
+        float* v = x.as<float>() + (t * n_head + h) * head_dim + p.rot_offset;
         for (int i = 0; i < half; ++i) {
           const int i0 = p.style == RopeStyle::kNorm ? 2 * i : i;
           const int i1 = p.style == RopeStyle::kNorm ? 2 * i + 1 : i + half;

@@ -1,0 +1,126 @@
+// CPU mixture-of-experts kernels: the DeepSeek gate (group-limited top-k) and sparse_moe grouped by expert.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "hal/cpu/kernels/gemm.h"
+#include "hal/cpu/kernels/kernels.h"
+
+namespace cai::hal::cpu {
+
+namespace {
+
+// Indices of the k largest values (ties → lower index), in descending order of value.
+void top_k_indices(const std::vector<float>& v, int k, std::vector<int>& out) {
+  out.resize(v.size());
+  std::iota(out.begin(), out.end(), 0);
+  std::partial_sort(out.begin(), out.begin() + k, out.end(), [&](int a, int b) {
+    return v[static_cast<size_t>(a)] > v[static_cast<size_t>(b)] || (v[static_cast<size_t>(a)] == v[static_cast<size_t>(b)] && a < b);
+  });
+  out.resize(static_cast<size_t>(k));
+}
+
+void gate_one_token(const MoeGateParams& p, const float* logits, const float* bias, int32_t* ids, float* weights) {
+  const int n_e = p.n_experts, per_group = n_e / p.n_group;
+  std::vector<float> score(static_cast<size_t>(n_e)), biased(static_cast<size_t>(n_e));
+  if (p.sigmoid) {
+    for (int e = 0; e < n_e; ++e) score[static_cast<size_t>(e)] = 1.0f / (1.0f + std::exp(-logits[e]));
+  } else {
+    const float mx = *std::max_element(logits, logits + n_e);
+    float sum = 0;
+    for (int e = 0; e < n_e; ++e) sum += score[static_cast<size_t>(e)] = std::exp(logits[e] - mx);
+    for (float& s : score) s /= sum;
+  }
+  for (int e = 0; e < n_e; ++e) biased[static_cast<size_t>(e)] = score[static_cast<size_t>(e)] + (bias ? bias[e] : 0.0f);
+  std::vector<int> picked;
+  if (p.n_group > 1 && p.topk_group < p.n_group) {
+    // Group score: sum of the two best biased scores (with a correction bias, V3) or the best score (V2).
+    std::vector<float> group_score(static_cast<size_t>(p.n_group));
+    for (int g = 0; g < p.n_group; ++g) {
+      std::vector<float> members(biased.begin() + g * per_group, biased.begin() + (g + 1) * per_group);
+      std::sort(members.begin(), members.end(), std::greater<float>());
+      group_score[static_cast<size_t>(g)] = bias && per_group >= 2 ? members[0] + members[1] : members[0];
+    }
+    std::vector<int> groups;
+    top_k_indices(group_score, p.topk_group, groups);
+    std::vector<float> masked(static_cast<size_t>(n_e), -INFINITY);
+    for (int g : groups)
+      for (int e = g * per_group; e < (g + 1) * per_group; ++e) masked[static_cast<size_t>(e)] = biased[static_cast<size_t>(e)];
+    top_k_indices(masked, p.top_k, picked);
+  } else {
+    top_k_indices(biased, p.top_k, picked);
+  }
+  float sum = 0;
+  for (int k = 0; k < p.top_k; ++k) sum += score[static_cast<size_t>(picked[static_cast<size_t>(k)])];
+  for (int k = 0; k < p.top_k; ++k) {
+    const int e = picked[static_cast<size_t>(k)];
+    ids[k] = e;
+    weights[k] = score[static_cast<size_t>(e)] / (p.norm_topk_prob ? sum : 1.0f) * p.routed_scaling;
+  }
+}
+
+}  // namespace
+
+Status moe_gate(const OpContext& ctx, const MoeGateParams& p, const TensorView& logits, const TensorView* bias,
+                const TensorView& ids, const TensorView& weights) {
+  const int64_t n = logits.rows();
+  if (p.n_experts <= 0 || logits.cols() != p.n_experts || p.n_group <= 0 || p.n_experts % p.n_group ||
+      p.top_k <= 0 || p.topk_group <= 0 || p.topk_group > p.n_group ||
+      p.top_k > p.topk_group * (p.n_experts / p.n_group))
+    return invalid_argument("moe_gate: {} experts, top-{}, {} groups keeping {}: inconsistent", p.n_experts, p.top_k,
+                            p.n_group, p.topk_group);
+  if (ids.n_elements() != n * p.top_k || weights.n_elements() != n * p.top_k || ids.dtype != DType::kI32)
+    return invalid_argument("moe_gate: ids/weights must be [{}, {}]", n, p.top_k);
+  if (bias && bias->n_elements() != p.n_experts) return invalid_argument("moe_gate: bias must have {} values", p.n_experts);
+  parallel_rows(ctx, n, 4, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t)
+      gate_one_token(p, logits.row<const float>(t), bias ? bias->as<const float>() : nullptr,
+                     ids.as<int32_t>() + t * p.top_k, weights.as<float>() + t * p.top_k);
+  });
+  return {};
+}
+
+Status sparse_moe(const OpContext& ctx, const ExpertWeights& w, const TensorView& x, const TensorView& ids,
+                  const TensorView& weights, const TensorView& out) {
+  const int64_t n = x.rows(), hidden = x.cols(), top_k = ids.cols();
+  if (out.rows() != n || out.cols() != hidden || ids.rows() != n || weights.n_elements() != ids.n_elements())
+    return invalid_argument("sparse_moe: x {} ids {} weights {} out {}", x.shape_string(), ids.shape_string(),
+                            weights.shape_string(), out.shape_string());
+  // Bucket (token, weight) pairs by expert so each selected expert runs once over all of its tokens.
+  std::vector<std::vector<std::pair<int64_t, float>>> buckets(static_cast<size_t>(w.n_experts));
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t k = 0; k < top_k; ++k) {
+      const int32_t e = ids.as<const int32_t>()[t * top_k + k];
+      if (e < 0 || e >= w.n_experts) return invalid_argument("sparse_moe: expert id {} outside {}", e, w.n_experts);
+      buckets[static_cast<size_t>(e)].push_back({t, weights.as<const float>()[t * top_k + k]});
+    }
+  std::fill(out.as<float>(), out.as<float>() + n * hidden, 0.0f);
+  std::vector<float> xs, gate, up, down;
+  for (int e = 0; e < w.n_experts; ++e) {
+    const auto& bucket = buckets[static_cast<size_t>(e)];
+    if (bucket.empty()) continue;
+    const int64_t m = static_cast<int64_t>(bucket.size()), ffn = w.gate[e].rows();
+    xs.resize(static_cast<size_t>(m * hidden));
+    gate.resize(static_cast<size_t>(m * ffn));
+    up.resize(static_cast<size_t>(m * ffn));
+    down.resize(static_cast<size_t>(m * hidden));
+    for (int64_t i = 0; i < m; ++i) std::copy_n(x.row<const float>(bucket[static_cast<size_t>(i)].first), hidden, &xs[static_cast<size_t>(i * hidden)]);
+    const TensorView xv = TensorView::make(xs.data(), DType::kF32, {m, hidden});
+    const TensorView gv = TensorView::make(gate.data(), DType::kF32, {m, ffn});
+    const TensorView uv = TensorView::make(up.data(), DType::kF32, {m, ffn});
+    const TensorView dv = TensorView::make(down.data(), DType::kF32, {m, hidden});
+    CAI_TRY(cpu_dense_gemm(ctx, w.gate[e], xv, nullptr, gv));
+    CAI_TRY(cpu_dense_gemm(ctx, w.up[e], xv, nullptr, uv));
+    CAI_TRY(swiglu(ctx, gv, uv, gv));
+    CAI_TRY(cpu_dense_gemm(ctx, w.down[e], gv, nullptr, dv));
+    for (int64_t i = 0; i < m; ++i) {
+      float* o = out.row<float>(bucket[static_cast<size_t>(i)].first);
+      const float wt = bucket[static_cast<size_t>(i)].second;
+      for (int64_t c = 0; c < hidden; ++c) o[c] += wt * down[static_cast<size_t>(i * hidden + c)];
+    }
+  }
+  return {};
+}
+
+}  // namespace cai::hal::cpu

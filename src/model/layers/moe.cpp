@@ -1,0 +1,49 @@
+// MoeFfn forward: router logits in F32 → moe_gate → sparse_moe over the selected experts → + shared experts.
+#include "model/layers/moe.h"
+
+#include "ops/ops.h"
+
+namespace cai {
+
+Result<MoeFfn> MoeFfn::load(WeightStore& w, const ModelConfig& cfg, int layer) {
+  MoeFfn m;
+  const int64_t hidden = cfg.hidden_size, n_e = cfg.n_routed_experts, ffn = cfg.moe_intermediate_size;
+  const std::string p = "blk." + std::to_string(layer) + ".";
+  m.gate_params_ = {cfg.n_routed_experts,    cfg.num_experts_per_tok,      cfg.n_group,
+                    cfg.topk_group,          cfg.scoring_func == "sigmoid", cfg.norm_topk_prob,
+                    cfg.routed_scaling_factor};
+  CAI_ASSIGN_OR_RETURN(m.router_, w.get(p + "ffn_gate_inp.weight", {n_e, hidden}));
+  if (w.has(p + "exp_probs_b.bias")) {
+    CAI_ASSIGN_OR_RETURN(m.bias_, w.get_f32(p + "exp_probs_b.bias", {n_e}));
+  }
+  for (int e = 0; e < n_e; ++e) {
+    CAI_ASSIGN_OR_RETURN(TensorView g, w.get(expert_name(layer, "gate", e), {ffn, hidden}));
+    CAI_ASSIGN_OR_RETURN(TensorView u, w.get(expert_name(layer, "up", e), {ffn, hidden}));
+    CAI_ASSIGN_OR_RETURN(TensorView dn, w.get(expert_name(layer, "down", e), {hidden, ffn}));
+    m.gate_.push_back(g);
+    m.up_.push_back(u);
+    m.down_.push_back(dn);
+  }
+  if (cfg.n_shared_experts > 0) {
+    CAI_ASSIGN_OR_RETURN(m.shared_, DenseMlp::load(w, p, "_shexp.weight", hidden, ffn * cfg.n_shared_experts));
+  }
+  return m;
+}
+
+Status MoeFfn::forward(hal::Device& d, Workspace& ws, const TensorView& x, const TensorView& out) const {
+  const int64_t n = x.rows(), k = gate_params_.top_k;
+  CAI_ASSIGN_OR_RETURN(TensorView logits, ws.f32("moe.logits", {n, gate_params_.n_experts}));
+  CAI_ASSIGN_OR_RETURN(TensorView weights, ws.f32("moe.weights", {n, k}));
+  CAI_ASSIGN_OR_RETURN(TensorView ids_f, ws.f32("moe.ids", {n, k}));  // same width as I32
+  const TensorView ids = TensorView::make(ids_f.data, DType::kI32, {n, k});
+  CAI_TRY(ops::dense_gemm(d, router_, x, nullptr, logits));
+  CAI_TRY(ops::moe_gate(d, gate_params_, logits, bias_ ? &*bias_ : nullptr, ids, weights));
+  const hal::ExpertWeights experts{gate_.data(), up_.data(), down_.data(), static_cast<int>(gate_.size())};
+  CAI_TRY(ops::sparse_moe(d, experts, x, ids, weights, out));
+  if (!shared_) return {};
+  CAI_ASSIGN_OR_RETURN(TensorView sh, ws.f32("moe.shared", {n, x.cols()}));
+  CAI_TRY(shared_->forward(d, ws, x, sh));
+  return ops::add(d, out, sh, out);
+}
+
+}  // namespace cai

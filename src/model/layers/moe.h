@@ -1,0 +1,28 @@
+// MoeFfn: DeepSeek mixture of experts: router (sigmoid/softmax, group-limited top-k), routed experts, shared experts.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "model/config.h"
+#include "model/layers/mlp.h"
+#include "model/weights.h"
+#include "model/workspace.h"
+
+namespace cai {
+
+class MoeFfn {
+ public:
+  static Result<MoeFfn> load(WeightStore& w, const ModelConfig& cfg, int layer);
+  // x [n_tok, hidden] (normed input) → out [n_tok, hidden].
+  Status forward(hal::Device& d, Workspace& ws, const TensorView& x, const TensorView& out) const;
+
+ private:
+  hal::MoeGateParams gate_params_;
+  TensorView router_;                  // [n_experts, hidden]
+  std::optional<TensorView> bias_;     // [n_experts] e_score_correction_bias (selection only)
+  std::vector<TensorView> gate_, up_, down_;  // per expert: [ffn, hidden], [ffn, hidden], [hidden, ffn]
+  std::optional<DenseMlp> shared_;     // n_shared_experts fused into one MLP of width n_shared * ffn
+};
+
+}  // namespace cai
