@@ -14,6 +14,9 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kUnsupported: return "unsupported";
     case StatusCode::kOutOfMemory: return "out of memory";
     case StatusCode::kIo: return "i/o error";
+    case StatusCode::kResourceExhausted: return "resource exhausted";
+    case StatusCode::kUnavailable: return "unavailable";
+    case StatusCode::kCancelled: return "cancelled";
     case StatusCode::kInternal: return "internal error";
   }
   return "unknown";

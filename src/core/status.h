@@ -18,6 +18,9 @@ enum class StatusCode {
   kUnsupported,      // a valid thing this build cannot do (dtype, architecture, op on a backend)
   kOutOfMemory,      // host or device allocation failed
   kIo,               // the OS refused (open, mmap, read)
+  kResourceExhausted,  // a queue or pool is full right now (HTTP 429)
+  kUnavailable,      // not ready yet / shutting down (HTTP 503)
+  kCancelled,        // the caller cancelled
   kInternal,         // a bug
 };
 
@@ -55,6 +58,9 @@ CAI_STATUS_FACTORY(corrupt, StatusCode::kCorrupt)
 CAI_STATUS_FACTORY(unsupported, StatusCode::kUnsupported)
 CAI_STATUS_FACTORY(out_of_memory, StatusCode::kOutOfMemory)
 CAI_STATUS_FACTORY(io_error, StatusCode::kIo)
+CAI_STATUS_FACTORY(resource_exhausted, StatusCode::kResourceExhausted)
+CAI_STATUS_FACTORY(unavailable, StatusCode::kUnavailable)
+CAI_STATUS_FACTORY(cancelled, StatusCode::kCancelled)
 CAI_STATUS_FACTORY(internal_error, StatusCode::kInternal)
 #undef CAI_STATUS_FACTORY
 

@@ -28,7 +28,7 @@ struct TensorView {
   int64_t dim(int i) const { return shape[static_cast<size_t>(i < 0 ? n_dims + i : i)]; }
   int64_t n_elements() const;
   int64_t cols() const { return n_dims == 0 ? 1 : dim(-1); }  // innermost
-  int64_t rows() const { return n_elements() / cols(); }     // everything else
+  int64_t rows() const { return cols() == 0 ? 0 : n_elements() / cols(); }  // everything else
   size_t row_bytes() const { return cai::row_bytes(dtype, cols()); }
   size_t n_bytes() const { return row_bytes() * static_cast<size_t>(rows()); }
   template <class T = void>

@@ -90,6 +90,9 @@ class Device {
   virtual Result<Buffer> allocate(size_t n_bytes, MemoryKind kind = MemoryKind::kDevice) = 0;
   virtual void free(void* ptr, MemoryKind kind) = 0;
 
+  // See OpContext::batch_invariant; backends that are invariant anyway may ignore it.
+  virtual void set_batch_invariant(bool on) = 0;
+
   bool supports(OpId op) const;
   // dtype-aware check: e.g. dense_gemm with a weight dtype this backend has no kernel for.
   virtual bool supports(OpId op, DType weight_dtype) const { return supports(op); }

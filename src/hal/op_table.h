@@ -19,6 +19,9 @@ class Stream;
 struct OpContext {
   ThreadPool* pool = nullptr;
   Stream* stream = nullptr;
+  // Every row of a result must be bit-identical whatever else is in the batch (serving: a request's tokens must not
+  // depend on its batch-mates). Kernels then use one accumulation order for all batch sizes.
+  bool batch_invariant = false;
 };
 
 enum class RopeStyle : uint8_t {

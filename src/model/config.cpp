@@ -112,6 +112,38 @@ Status read_hf_mla_moe(const json& cfg, ModelConfig& c, const std::string& where
   return {};
 }
 
+// GGUF deepseek2 (llama.cpp converters, ik and mainline flavours; FORMATS.md §1.6 and §3).
+Status read_gguf_mla_moe(const json& md, const std::string& arch, ModelConfig& c) {
+  auto key = [&](const char* k) { return arch + "." + k; };
+  const std::string where = "GGUF " + arch;
+  c.architecture = "DeepseekV3ForCausalLM";
+  c.q_lora_rank = opt_int(md, key("attention.q_lora_rank"), 0);
+  CAI_ASSIGN_OR_RETURN(c.kv_lora_rank, get_int(md, key("attention.kv_lora_rank"), where));
+  c.qk_rope_head_dim = c.rope_dim;
+  const bool mainline = md.contains(key("attention.key_length_mla"));
+  CAI_ASSIGN_OR_RETURN(int key_len, get_int(md, key(mainline ? "attention.key_length_mla" : "attention.key_length"), where));
+  CAI_ASSIGN_OR_RETURN(c.v_head_dim, get_int(md, key(mainline ? "attention.value_length_mla" : "attention.value_length"), where));
+  c.qk_nope_head_dim = key_len - c.qk_rope_head_dim;
+  if (c.qk_nope_head_dim <= 0) return invalid_argument("{}: key length {} <= rope dims {}", where, key_len, c.qk_rope_head_dim);
+  c.head_dim = key_len;
+  c.num_key_value_heads = c.num_attention_heads;  // MLA: every head reads the shared latent
+  c.rope_style = hal::RopeStyle::kNorm;
+  c.attention_bias = false;
+  c.n_routed_experts = opt_int(md, key("expert_count"), 0);
+  if (c.n_routed_experts > 0) {
+    CAI_ASSIGN_OR_RETURN(c.num_experts_per_tok, get_int(md, key("expert_used_count"), where));
+    CAI_ASSIGN_OR_RETURN(c.moe_intermediate_size, get_int(md, key("expert_feed_forward_length"), where));
+    c.first_k_dense_replace = opt_int(md, key("leading_dense_block_count"), 0);
+    c.n_shared_experts = opt_int(md, key("expert_shared_count"), 0);
+    c.routed_scaling_factor = opt_float(md, key("expert_weights_scale"), 1.0f);
+    c.norm_topk_prob = opt_bool(md, key("expert_weights_norm"), false);
+    c.scoring_func = opt_int(md, key("expert_gating_func"), 1) == 2 ? "sigmoid" : "softmax";
+    c.n_group = std::max(1, opt_int(md, key("expert_group_count"), 1));
+    c.topk_group = std::max(1, opt_int(md, key("expert_group_used_count"), c.n_group));
+  }
+  return {};
+}
+
 }  // namespace
 
 float yarn_get_mscale(float factor, float k) {
@@ -212,6 +244,7 @@ Result<ModelConfig> config_from_gguf(const json& md) {
   // GGUF llama rows were permuted to interleaved pairs at conversion; qwen2 keeps the half-split layout.
   c.rope_style = arch == "qwen2" ? hal::RopeStyle::kNeox : hal::RopeStyle::kNorm;
   CAI_TRY(finish(c, where));
+  if (arch == "deepseek2") CAI_TRY(read_gguf_mla_moe(md, arch, c));
   const std::string scaling = md.value(key("rope.scaling.type"), std::string("none"));
   const float factor = opt_float(md, key("rope.scaling.factor"), 1.0f);
   if (scaling == "linear" && factor != 1.0f) {
@@ -222,6 +255,9 @@ Result<ModelConfig> config_from_gguf(const json& md) {
         opt_int(md, key("rope.scaling.original_context_length"), c.max_position_embeddings);
     c.yarn_beta_fast = opt_float(md, key("rope.scaling.yarn_beta_fast"), 32.0f);
     c.yarn_beta_slow = opt_float(md, key("rope.scaling.yarn_beta_slow"), 1.0f);
+    // GGUF stores 0.1 × mscale_all_dim; converters assume mscale == mscale_all_dim (true for V2-Lite, V3, R1).
+    const float log_mult = opt_float(md, key("rope.scaling.yarn_log_multiplier"), 0.0f);
+    if (c.is_mla() && log_mult > 0.0f) c.yarn_mscale = c.yarn_mscale_all_dim = log_mult / 0.1f;
   } else if (scaling != "none" && scaling != "linear") {
     return unsupported("{}: rope scaling type '{}' is not supported", where, scaling);
   }

@@ -70,7 +70,7 @@ class StripNormalizer final : public Normalizer {
   StripNormalizer(bool left, bool right) : left_(left), right_(right) {}
   void apply(std::string& text) const override {
     static const Pattern kLeft = Pattern::regex("^\\s+").value();
-    static const Pattern kRight = Pattern::regex("\\s+$").value();
+    static const Pattern kRight = Pattern::regex("\\s+\\z").value();
     if (right_) text = kRight.replace_all(text, "");
     if (left_) text = kLeft.replace_all(text, "");
   }

@@ -49,9 +49,12 @@ TEST(Goldens, TinyStoriesHuggingFaceDirectory) {
   EXPECT_EQ(run_greedy(model("TinyStories-656K-hf"), "Once upon a time", 32), kTinyStoriesFloat);
 }
 
-// tests/data/oracle/qwen2_tiny: logits within 1e-3 and the 8 greedy tokens, for every prompt.
-TEST(Goldens, Qwen2OracleEval) {
-  const std::string dir = test::data_path("oracle/qwen2_tiny");
+// tests/data/oracle/*: logits within 1e-4 (the issues ask 1e-3) and the 8 greedy tokens, for every prompt; decode runs
+// one token per step through the KV cache (the latent cache for DeepSeek).
+class OracleEval : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OracleEval, MatchesReferenceLogitsAndGreedyTokens) {
+  const std::string dir = test::data_path("oracle/" + GetParam());
   const nlohmann::json spec = nlohmann::json::parse(test::read_file(dir + "/tokens.json"));
   const std::string tmp = test::make_temp_dir("eval");
   for (const auto& p : spec["prompts"]) {
@@ -69,9 +72,26 @@ TEST(Goldens, Qwen2OracleEval) {
       ASSERT_EQ(a.size(), b.size()) << theirs;
       float max_diff = 0;
       for (size_t i = 0; i < a.size(); ++i) max_diff = std::max(max_diff, std::fabs(a[i] - b[i]));
-      EXPECT_LE(max_diff, 1e-3f) << p["name"] << " " << theirs;
+      EXPECT_LE(max_diff, 1e-4f) << p["name"] << " " << theirs;
     }
   }
+}
+
+INSTANTIATE_TEST_SUITE_P(Oracles, OracleEval,
+                         ::testing::Values("qwen2_tiny", "deepseek_v3_tiny", "deepseek_v3_tiny/fp8",
+                                           "deepseek_v3_tiny/q_lora_none"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n) if (c == '/') c = '_';
+                           return n;
+                         });
+
+// MLA caches only [c_kv | k_rope] per token and layer: (kv_lora_rank + qk_rope_head_dim) × 4 layers × 4 bytes (F32).
+TEST(Goldens, DeepSeekKvBytesPerTokenFollowsMlaFormula) {
+  test::CommandResult r = test::run_command(cai_bin() + " eval -m " + test::data_path("oracle/deepseek_v3_tiny") +
+                                            " --tokens 0 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["kv_bytes_per_token"], (32 + 8) * 4 * 4);
 }
 
 }  // namespace

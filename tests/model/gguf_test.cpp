@@ -398,7 +398,10 @@ TEST(GgufTest, BadAlignmentAndDuplicateKeys) {
   }
   GgufWriter neg;
   neg.kv("general.alignment", 5).raw<int32_t>(32);  // an i32 is not a u32
-  expect_error(neg.finish(3, 32, {}), StatusCode::kCorrupt, "general.alignment");
+  expect_error(neg.finish(3, 32, {}), StatusCode::kCorrupt, "power-of-two u32, got a number");
+  GgufWriter str;
+  str.kv("general.alignment", 8).str("\xff");  // must not reach json::dump, which throws on invalid UTF-8
+  expect_error(str.finish(3, 32, {}), StatusCode::kCorrupt, "got a string");
   GgufWriter w;
   w.kv("general.alignment", 4).raw<uint32_t>(64);
   w.tensor("t", {8}, 0, 32);  // fine for the default 32, not for 64

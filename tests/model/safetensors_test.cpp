@@ -32,11 +32,11 @@ Bytes load_bytes(const std::string& rel) {
 // A safetensors file from header text and buffer; pads the header with spaces to a multiple of 8 when asked.
 Bytes st_file(std::string header, const Bytes& buffer, bool pad = true) {
   if (pad) header.resize((header.size() + 7) / 8 * 8, ' ');
-  Bytes out(8);
+  Bytes out(8 + header.size() + buffer.size());
   uint64_t n = header.size();
   std::memcpy(out.data(), &n, 8);
-  out.insert(out.end(), header.begin(), header.end());
-  out.insert(out.end(), buffer.begin(), buffer.end());
+  std::copy(header.begin(), header.end(), out.begin() + 8);
+  std::copy(buffer.begin(), buffer.end(), out.begin() + 8 + static_cast<std::ptrdiff_t>(n));
   return out;
 }
 

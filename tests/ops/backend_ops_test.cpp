@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <vector>
@@ -210,6 +211,34 @@ TEST(BackendOps, CpuRejectsBadInput) {
   std::vector<float> cache(4 * 8), src(8);
   std::vector<int32_t> slot = {9};
   EXPECT_FALSE(t.kv_write(cpu->op_context(), view(src, {1, 8}), slot.data(), view(cache, {4, 8})).ok());
+}
+
+}  // namespace
+}  // namespace cai
+
+namespace cai {
+namespace {
+
+// With OpContext::batch_invariant, a row's GEMM result is bit-identical alone and inside a batch of 16.
+TEST(BackendOps, DenseGemmBatchInvariance) {
+  hal::Device* cpu = hal::Registry::global().find_device("cpu").value();
+  hal::OpContext ctx = cpu->op_context();
+  ctx.batch_invariant = true;
+  for (DType dt : {DType::kF32, DType::kQ8_0, DType::kQ4_K, DType::kBF16}) {
+    const int64_t out = 40, in = 256, n = 16;
+    std::vector<float> wf = random_floats(out * in, 30);
+    std::vector<uint8_t> w(row_bytes(dt, in) * out);
+    ASSERT_TRUE(quantize_row(dt, wf.data(), w.data(), out * in).ok() || dt == DType::kF32);
+    if (dt == DType::kF32) std::memcpy(w.data(), wf.data(), w.size());
+    const TensorView wv = TensorView::make(w.data(), dt, {out, in});
+    std::vector<float> x = random_floats(n * in, 31), y(n * out), y1(out);
+    ASSERT_TRUE(cpu->ops().dense_gemm(ctx, wv, view(x, {n, in}), nullptr, view(y, {n, out})).ok());
+    for (int64_t i = 0; i < n; ++i) {
+      std::vector<float> xi(x.begin() + i * in, x.begin() + (i + 1) * in);
+      ASSERT_TRUE(cpu->ops().dense_gemm(ctx, wv, view(xi, {1, in}), nullptr, view(y1, {1, out})).ok());
+      EXPECT_EQ(0, std::memcmp(y1.data(), &y[static_cast<size_t>(i * out)], out * sizeof(float))) << dtype_name(dt) << " row " << i;
+    }
+  }
 }
 
 }  // namespace

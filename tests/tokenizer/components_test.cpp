@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tokenizer/byte_level.h"
+#include "tokenizer/normalizer.h"
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_test_util.h"
@@ -133,6 +134,19 @@ TEST(Bpe, MergesByteFallbackAndStrippedAddedToken) {
   EXPECT_EQ(ids, (Ids{4, 6, 7}));
   EXPECT_EQ(tok.decode(ids), "é");
   EXPECT_EQ(tok.decode(Ids{8, 8}), "ab ab");
+}
+
+TEST(Normalizer, StripNfkcReplaceSequence) {
+  const nlohmann::json j = {{"type", "Sequence"},
+                            {"normalizers",
+                             {{{"type", "Strip"}, {"left", true}, {"right", true}},
+                              {{"type", "NFKC"}},
+                              {{"type", "Replace"}, {"pattern", {{"Regex", " +"}}}, {"content", "_"}}}}};
+  auto norm = tok::normalizer_from_json(j);
+  ASSERT_TRUE(norm.ok()) << norm.status().to_string();
+  std::string text = " \t\xEF\xBC\xA8\xEF\xBD\x89\xC2\xA0there  you \n";  // fullwidth "Ｈｉ", NBSP
+  (*norm)->apply(text);
+  EXPECT_EQ(text, "Hi_there_you");
 }
 
 TEST(Normalizer, Qwen2AppliesNfc) {

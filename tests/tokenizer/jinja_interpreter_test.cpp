@@ -42,6 +42,7 @@ TEST(JinjaWhitespace, MinusAndPlusMarkers) {
   EXPECT_EQ(render("x \n {{- 1 -}} \n y"), "x1y");
   EXPECT_EQ(render("  {%+ if true %}x{% endif %}"), "  x");
   EXPECT_EQ(render("  {#- comment -#}  x  {# c2 #}\n  y"), "x    y");
+  EXPECT_EQ(render("{% raw %}\n{{ q }}{% endraw %}\n"), "\n{{ q }}");  // trim_blocks spares the raw opener
 }
 
 TEST(JinjaStatements, LoopVariablesElseAndFilter) {
@@ -117,6 +118,8 @@ TEST(JinjaFilters, CommonFilters) {
                                                    {"role": "user", "content": "c"}])")}}),
             "a, c");
   EXPECT_EQ(render("{{ 'a\\nb' | indent(2) }}|{{ 'a\\nb' | indent(2, true) }}"), "a\n  b|  a\n  b");
+  EXPECT_EQ(render("{{ 2.675 | round(2) }} {{ 2.5 | round }} {{ 7 | round }} {{ ' a b '.split(none, 1) }}"),
+            "2.67 2.0 7 ['a', 'b ']");
 }
 
 TEST(JinjaFilters, TojsonKeepsNonAsciiAndOrder) {

@@ -1,6 +1,9 @@
 // Reference token ids: HF cases.jsonl (DeepSeek-V3, Qwen2, Llama 3) and llama.cpp gguf-vocab .inp/.out pairs.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <iostream>
+
 #include "test_paths.h"
 #include "tokenizer/tokenizer_test_util.h"
 #include "tokenizer/unicode.h"
@@ -76,6 +79,24 @@ INSTANTIATE_TEST_SUITE_P(Vocabs, GgufVocab,
                            for (char& c : name) c = c == '-' ? '_' : c;
                            return name;
                          });
+
+// A long mixed text (English prose, markdown, ids, CJK, emoji) round-trips; prints the encode speed.
+TEST(LongText, RoundTripsAndReportsSpeed) {
+  std::string base = read_file(data_path("models/README.md")) + read_file(data_path("tokenizer/README.md"));
+  for (const TokenCase& c : read_jsonl_cases(data_path("tokenizer/deepseek-v3/cases.jsonl"))) base += c.text;
+  std::string text;
+  for (int i = 0; i < 20; ++i) text += base;
+  for (const char* name : {"deepseek-v3", "qwen2", "llama3"}) {
+    const Tokenizer& tok = hf_tokenizer(name);
+    const auto start = std::chrono::steady_clock::now();
+    const auto ids = tok.encode(text, false);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cout << name << ": " << text.size() << " bytes -> " << ids.size() << " tokens, "
+              << static_cast<int64_t>(static_cast<double>(ids.size()) / seconds) << " tokens/s\n";
+    EXPECT_GT(ids.size(), text.size() / 8);
+    EXPECT_EQ(tok.decode(ids), text) << name;
+  }
+}
 
 }  // namespace
 }  // namespace cai::test

@@ -62,7 +62,8 @@ class CpuDevice final : public Device {
   }
   const OpTable& ops() const override { return cpu_op_table(); }
   Stream& default_stream() override { return stream_; }
-  OpContext op_context() override { return {pool_.get(), &stream_}; }
+  OpContext op_context() override { return {pool_.get(), &stream_, batch_invariant_}; }
+  void set_batch_invariant(bool on) override { batch_invariant_ = on; }
   bool host_visible() const override { return true; }
   Result<Buffer> allocate(size_t n_bytes, MemoryKind kind) override {
     size_t rounded = (n_bytes + 63) / 64 * 64;
@@ -76,6 +77,7 @@ class CpuDevice final : public Device {
  private:
   std::unique_ptr<ThreadPool> pool_;
   CpuStream stream_;
+  bool batch_invariant_ = false;
 };
 
 class CpuBackend final : public Backend {

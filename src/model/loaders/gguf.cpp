@@ -216,10 +216,13 @@ Status GgufFile::parse_metadata(GgufCursor& cur, uint64_t n_kv) {
   }
   auto it = metadata_.find("general.alignment");
   if (it != metadata_.end()) {
-    // Only a u32 is valid; other integer widths would parse here, so check the range and power of two.
-    if (!it->is_number_unsigned() || it->get<uint64_t>() == 0 || it->get<uint64_t>() > 0xFFFFFFFFu ||
-        !std::has_single_bit(it->get<uint64_t>()))
-      return corrupt("{}: general.alignment must be a power-of-two u32, got {}", source_name_, it->dump());
+    // Writers use u32; accept any unsigned width that holds a power of two up to 2^31. (No dump(): strings in
+    // GGUF may be invalid UTF-8, which dump() throws on.)
+    if (!it->is_number_unsigned())
+      return corrupt("{}: general.alignment must be a power-of-two u32, got a {}", source_name_, it->type_name());
+    if (it->get<uint64_t>() > 0xFFFFFFFFu || !std::has_single_bit(it->get<uint64_t>()))
+      return corrupt("{}: general.alignment must be a power-of-two u32, got {}", source_name_,
+                     it->get<uint64_t>());
     alignment_ = static_cast<size_t>(it->get<uint64_t>());
   }
   return {};

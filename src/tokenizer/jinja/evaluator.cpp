@@ -3,8 +3,6 @@
 
 #include <algorithm>
 
-#include "tokenizer/jinja/pystr.h"
-
 namespace cai::jinja {
 namespace {
 

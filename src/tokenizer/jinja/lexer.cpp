@@ -126,19 +126,20 @@ class Lexer {
   bool is_raw(std::size_t body) const { return match_keyword_tag(body, "raw") != std::string::npos; }
 
   // If src_[body..] is `\s*word\s*[-+]?%}`, returns the index just past `%}`, else npos.
+  // jinja2 accepts no `+%}` on `{% raw %}` itself (then it is an unknown tag).
   std::size_t match_keyword_tag(std::size_t body, std::string_view word) const {
     std::size_t p = body;
     while (p < src_.size() && is_tag_space(src_[p])) ++p;
     if (src_.compare(p, word.size(), word) != 0) return std::string::npos;
     p += word.size();
     while (p < src_.size() && is_tag_space(src_[p])) ++p;
-    if (p < src_.size() && (src_[p] == '-' || src_[p] == '+')) ++p;
+    if (p < src_.size() && (src_[p] == '-' || (src_[p] == '+' && word != "raw"))) ++p;
     return src_.compare(p, 2, "%}") == 0 ? p + 2 : std::string::npos;
   }
 
   Result<std::size_t> lex_raw(std::size_t tag, std::size_t body) {
     std::size_t open_end = match_keyword_tag(body, "raw");
-    std::size_t data = post_strip(open_end, src_[open_end - 3], true);
+    std::size_t data = post_strip(open_end, src_[open_end - 3], false);  // trim_blocks skips `{% raw %}`
     for (std::size_t p = src_.find("{%", data); p != std::string::npos; p = src_.find("{%", p + 1)) {
       char marker = p + 2 < src_.size() ? src_[p + 2] : '\0';
       std::size_t inner = p + 2 + (marker == '-' || marker == '+' ? 1 : 0);

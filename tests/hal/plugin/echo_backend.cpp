@@ -30,6 +30,7 @@ class EchoDevice final : public Device {
   const OpTable& ops() const override { return table_; }
   Stream& default_stream() override { return stream_; }
   OpContext op_context() override { return {nullptr, &stream_}; }
+  void set_batch_invariant(bool) override {}
   bool host_visible() const override { return true; }
   Result<Buffer> allocate(size_t n, MemoryKind kind) override {
     void* p = std::malloc(n ? n : 1);

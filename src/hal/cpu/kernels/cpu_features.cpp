@@ -2,6 +2,9 @@
 #include "hal/cpu/kernels/cpu_features.h"
 
 #include <atomic>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <cstdlib>
 
 #include "core/log.h"
@@ -13,10 +16,18 @@ namespace {
 constexpr int kUnset = -1;
 std::atomic<int> g_active{kUnset};
 
+#if defined(__x86_64__)
+// F16C (CPUID leaf 1, ECX bit 29): clang's __builtin_cpu_supports does not know the name.
+bool has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
+}
+#endif
+
 CpuIsa detect() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
-  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
   bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   if (avx512) return CpuIsa::kAvx512;

@@ -1,0 +1,92 @@
+// The serving engine's public API: submit token prompts, receive streamed text events, cancel, read stats.
+// One engine thread runs schedule → forward(batch) → sample → emit over a paged KV cache (continuous batching).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "model/model_loader.h"
+#include "runtime/sampler.h"
+
+namespace cai {
+
+struct EngineOptions {
+  int max_batch = 16;            // most sequences in one step
+  int max_tokens_per_step = 512; // token budget per step (chunked prefill falls out of it)
+  int block_size = 16;           // KV cache positions per block
+  int n_kv_blocks = 0;           // 0 = derive from kv_memory_bytes
+  size_t kv_memory_bytes = size_t(256) << 20;
+  int ctx_size = 0;              // most tokens per sequence (prompt + generated); 0 = the model's context
+  int max_queue = 256;           // waiting requests beyond which submit() fails with kResourceExhausted
+  bool prefix_caching = true;
+};
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;
+  SamplingParams sampling;
+  int max_tokens = 256;                // generated tokens at most
+  std::vector<std::string> stop;       // stop strings (not included in the output)
+  bool ignore_eos = false;
+  int top_logprobs = -1;               // -1: no logprobs; 0..20: logprob of the chosen token + this many alternatives
+};
+
+struct TokenLogprob {
+  int32_t token = 0;
+  std::string text;
+  float logprob = 0.0f;
+  std::vector<std::pair<std::string, float>> top;  // alternatives, best first
+};
+
+enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };
+const char* finish_reason_name(FinishReason r);  // "stop", "length", "cancelled", "error"
+
+// What the engine reports for a request, in order, from the engine thread. The last event has finish != kNone.
+struct StreamEvent {
+  std::string text;                     // new text since the previous event (UTF-8 complete; may be empty)
+  std::vector<TokenLogprob> logprobs;   // one per token this event covers, when requested
+  FinishReason finish = FinishReason::kNone;
+  std::string error;                    // when finish == kError
+  int n_prompt_tokens = 0;
+  int n_cached_prompt_tokens = 0;       // prompt tokens served from the prefix cache
+  int n_generated_tokens = 0;
+};
+
+using EventCallback = std::function<void(const StreamEvent&)>;
+
+struct EngineStats {
+  int n_running = 0;
+  int n_waiting = 0;
+  int kv_blocks_total = 0;
+  int kv_blocks_used = 0;
+  uint64_t prompt_tokens = 0;         // prompt tokens received
+  uint64_t prefix_hit_tokens = 0;     // prompt tokens not recomputed thanks to the prefix cache
+  uint64_t computed_prompt_tokens = 0;
+  uint64_t generated_tokens = 0;
+  uint64_t preemptions = 0;
+  uint64_t steps = 0;
+};
+
+class Engine {
+ public:
+  // Takes ownership of the loaded model; starts the engine thread.
+  static Result<std::unique_ptr<Engine>> create(LoadedModel model, const EngineOptions& options);
+  virtual ~Engine() = default;
+
+  // Queue a request. Errors: invalid_argument (empty prompt, prompt + max_tokens > ctx, bad sampling values),
+  // resource_exhausted (waiting queue full), unavailable (shutting down). `on_event` must be quick and thread-safe.
+  virtual Result<uint64_t> submit(GenerationRequest request, EventCallback on_event) = 0;
+  // Stop a request at the next step boundary and free its KV blocks; its callback gets a final kCancelled event.
+  virtual void cancel(uint64_t request_id) = 0;
+  virtual EngineStats stats() const = 0;
+  virtual const LoadedModel& model() const = 0;
+  virtual int ctx_size() const = 0;
+  // Stop accepting work, cancel everything, join the engine thread.
+  virtual void shutdown() = 0;
+};
+
+}  // namespace cai

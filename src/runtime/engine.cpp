@@ -1,0 +1,316 @@
+// EngineImpl: the engine thread. Each step: take new requests and cancels → Scheduler::schedule() → one batched
+// Model::forward over every scheduled sequence → sample → detokenize / stop strings → events → Scheduler::update().
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "cai/engine.h"
+#include "core/log.h"
+#include "runtime/logprobs.h"
+#include "runtime/request_state.h"
+#include "runtime/sched/scheduler.h"
+
+namespace cai {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kError: return "error";
+    case FinishReason::kNone: break;
+  }
+  return "none";
+}
+
+namespace {
+
+FinishReason reason_of(RequestStatus s) {
+  switch (s) {
+    case RequestStatus::kFinishedStop: return FinishReason::kStop;
+    case RequestStatus::kFinishedLength: return FinishReason::kLength;
+    case RequestStatus::kFinishedCancelled: return FinishReason::kCancelled;
+    default: return FinishReason::kError;
+  }
+}
+
+Status validate(const GenerationRequest& r, int n_vocab, int ctx_size) {
+  if (r.prompt.empty()) return invalid_argument("the prompt is empty");
+  for (int32_t t : r.prompt)
+    if (t < 0 || t >= n_vocab) return invalid_argument("token id {} is outside the vocabulary of {}", t, n_vocab);
+  if (r.max_tokens < 1) return invalid_argument("max_tokens must be at least 1, got {}", r.max_tokens);
+  if (static_cast<int64_t>(r.prompt.size()) + r.max_tokens > ctx_size)
+    return invalid_argument("prompt of {} tokens plus max_tokens {} exceeds the context size {}", r.prompt.size(),
+                            r.max_tokens, ctx_size);
+  const SamplingParams& s = r.sampling;
+  if (!(s.temperature >= 0) || !(s.top_p > 0 && s.top_p <= 1) || !(s.min_p >= 0 && s.min_p <= 1) || s.top_k < 0 ||
+      !(s.repetition_penalty > 0) || !std::isfinite(s.presence_penalty) || !std::isfinite(s.frequency_penalty))
+    return invalid_argument("sampling parameters out of range");
+  if (r.top_logprobs > 20) return invalid_argument("top_logprobs must be at most 20");
+  return {};
+}
+
+struct Pending {
+  uint64_t id;
+  GenerationRequest request;
+  EventCallback on_event;
+};
+
+class EngineImpl final : public Engine {
+ public:
+  EngineImpl(LoadedModel lm, const EngineOptions& o, KvCache kv, Scheduler sched, int ctx)
+      : lm_(std::move(lm)), opt_(o), kv_(std::move(kv)), sched_(std::move(sched)), ctx_size_(ctx) {
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~EngineImpl() override { shutdown(); }
+
+  Result<uint64_t> submit(GenerationRequest request, EventCallback on_event) override {
+    CAI_TRY(validate(request, lm_.model->config().vocab_size, ctx_size_));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return unavailable("the engine is shutting down");
+    if (static_cast<int>(incoming_.size()) + n_waiting_.load() >= opt_.max_queue)
+      return resource_exhausted("{} requests are already waiting (max_queue {})", opt_.max_queue, opt_.max_queue);
+    const uint64_t id = next_id_++;
+    incoming_.push_back({id, std::move(request), std::move(on_event)});
+    cv_.notify_one();
+    return id;
+  }
+
+  void cancel(uint64_t id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancels_.push_back(id);
+    cv_.notify_one();
+  }
+
+  EngineStats stats() const override {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    return stats_;
+  }
+  const LoadedModel& model() const override { return lm_; }
+  int ctx_size() const override { return ctx_size_; }
+
+  void shutdown() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return;
+      stop_ = true;
+    }
+    cv_.notify_one();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void loop();
+  void take_new_work(std::deque<Pending>& incoming, std::vector<uint64_t>& cancels);
+  void run_step();
+  Status sample_and_emit(const SchedulerOutput& out, const std::vector<float>& logits);
+  void fail_step(const SchedulerOutput& out, const Status& st);
+  void end_request(uint64_t id, FinishReason reason, const std::string& error = {});
+  StreamEvent base_event(uint64_t id) const;
+  void publish_stats();
+
+  LoadedModel lm_;
+  EngineOptions opt_;
+  KvCache kv_;
+  Scheduler sched_;
+  int ctx_size_;
+  std::thread thread_;
+
+  std::mutex mu_;  // guards incoming_, cancels_, stop_
+  std::condition_variable cv_;
+  std::deque<Pending> incoming_;
+  std::vector<uint64_t> cancels_;
+  bool stop_ = false;
+  uint64_t next_id_ = 1;
+  std::atomic<int> n_waiting_{0};
+
+  std::unordered_map<uint64_t, RequestState> live_;  // engine thread only
+  mutable std::mutex stats_mu_;
+  EngineStats stats_;
+  uint64_t prompt_tokens_ = 0, generated_tokens_ = 0;
+};
+
+void EngineImpl::loop() {
+  for (;;) {
+    std::deque<Pending> incoming;
+    std::vector<uint64_t> cancels;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !incoming_.empty() || !cancels_.empty() || sched_.has_work(); });
+      if (stop_) break;
+      incoming.swap(incoming_);
+      cancels.swap(cancels_);
+    }
+    take_new_work(incoming, cancels);
+    if (sched_.has_work()) run_step();
+    publish_stats();
+  }
+  // Shutting down: everything still queued or running ends as cancelled.
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Pending& p : incoming_) {
+    StreamEvent ev;
+    ev.finish = FinishReason::kCancelled;
+    p.on_event(ev);
+  }
+  incoming_.clear();
+  std::vector<uint64_t> ids;
+  for (const auto& [id, st] : live_) ids.push_back(id);
+  for (uint64_t id : ids) {
+    (void)sched_.cancel(id);
+    end_request(id, FinishReason::kCancelled);
+  }
+}
+
+void EngineImpl::take_new_work(std::deque<Pending>& incoming, std::vector<uint64_t>& cancels) {
+  for (Pending& p : incoming) {
+    const int n_prompt = static_cast<int>(p.request.prompt.size());
+    Status st = sched_.add(p.id, p.request.prompt, p.request.max_tokens);
+    prompt_tokens_ += static_cast<uint64_t>(n_prompt);
+    live_.emplace(p.id, RequestState(std::move(p.request), std::move(p.on_event), lm_.tokenizer.get()));
+    if (!st.ok()) end_request(p.id, FinishReason::kError, st.message());
+  }
+  for (uint64_t id : cancels) {
+    if (!live_.count(id)) continue;  // already finished
+    (void)sched_.cancel(id);
+    end_request(id, FinishReason::kCancelled);
+  }
+  n_waiting_ = sched_.n_waiting();
+}
+
+StreamEvent EngineImpl::base_event(uint64_t id) const {
+  StreamEvent ev;
+  if (const SchedRequest* r = sched_.request(id)) {
+    ev.n_prompt_tokens = r->n_prompt;
+    ev.n_cached_prompt_tokens = r->n_cached_prompt_tokens;
+    ev.n_generated_tokens = r->n_generated();
+  }
+  return ev;
+}
+
+void EngineImpl::end_request(uint64_t id, FinishReason reason, const std::string& error) {
+  auto it = live_.find(id);
+  if (it == live_.end()) return;
+  StreamEvent ev = base_event(id);
+  ev.finish = reason;
+  ev.error = error;
+  it->second.emit(ev);
+  live_.erase(it);
+}
+
+void EngineImpl::run_step() {
+  SchedulerOutput out = sched_.schedule();
+  if (out.requests.empty()) return;
+  StepBatch batch;
+  for (const ScheduledRequest& r : out.requests) {
+    const int32_t q_begin = static_cast<int32_t>(batch.tokens.size());
+    for (int i = 0; i < r.n_new; ++i) {
+      batch.tokens.push_back(r.tokens[static_cast<size_t>(i)]);
+      batch.positions.push_back(r.start + i);
+      batch.slots.push_back(static_cast<int32_t>(kv_slot(r.block_table, kv_.block_size(), r.start + i)));
+    }
+    batch.seqs.push_back({q_begin, r.n_new, r.start, r.block_table.data()});
+    if (r.sample) batch.logit_rows.push_back(q_begin + r.n_new - 1);
+  }
+  std::vector<float> logits(batch.logit_rows.size() * static_cast<size_t>(lm_.model->config().vocab_size));
+  Status st = lm_.model->forward(batch, kv_, logits.data());
+  if (st.ok()) st = sample_and_emit(out, logits);
+  if (!st.ok()) fail_step(out, st);
+}
+
+Status EngineImpl::sample_and_emit(const SchedulerOutput& out, const std::vector<float>& logits) {
+  const size_t vocab = static_cast<size_t>(lm_.model->config().vocab_size);
+  std::vector<SampledToken> sampled;
+  std::unordered_map<uint64_t, StreamEvent> events;
+  size_t row = 0;
+  for (const ScheduledRequest& r : out.requests) {
+    if (!r.sample) continue;
+    RequestState& rs = live_.at(r.id);
+    std::span<const float> raw(&logits[row++ * vocab], vocab);
+    std::vector<float> work(raw.begin(), raw.end());
+    const SchedRequest* sr = sched_.request(r.id);
+    const int32_t token = rs.sampler().sample(work, sr->tokens);
+    StreamEvent& ev = events[r.id];
+    if (rs.request().top_logprobs >= 0 && lm_.tokenizer)
+      ev.logprobs.push_back(token_logprobs(raw, token, rs.request().top_logprobs, *lm_.tokenizer));
+    const bool eos = !rs.request().ignore_eos && lm_.tokenizer && lm_.tokenizer->is_eog(token);
+    bool stop_hit = false;
+    if (!eos) ev.text = rs.push_token(token, stop_hit);
+    sampled.push_back({r.id, token, eos || stop_hit});
+    ++generated_tokens_;
+  }
+  CAI_ASSIGN_OR_RETURN(std::vector<FinishedRequest> finished, sched_.update(out, sampled));
+  for (auto& [id, ev] : events) {
+    const StreamEvent counts = base_event(id);
+    ev.n_prompt_tokens = counts.n_prompt_tokens;
+    ev.n_cached_prompt_tokens = counts.n_cached_prompt_tokens;
+    ev.n_generated_tokens = counts.n_generated_tokens;
+  }
+  for (const FinishedRequest& f : finished) {
+    auto it = live_.find(f.id);
+    if (it == live_.end()) continue;
+    StreamEvent& ev = events[f.id];
+    ev.text += it->second.finish_text();
+    ev.finish = reason_of(f.status);
+    ev.n_generated_tokens = f.n_generated;
+  }
+  for (auto& [id, ev] : events) {
+    auto it = live_.find(id);
+    if (it == live_.end()) continue;
+    it->second.emit(ev);
+    if (ev.finish != FinishReason::kNone) live_.erase(it);
+  }
+  return {};
+}
+
+void EngineImpl::fail_step(const SchedulerOutput& out, const Status& st) {
+  CAI_LOG_ERROR("engine step failed: {}", st.to_string());
+  for (const ScheduledRequest& r : out.requests) {
+    (void)sched_.finish(r.id, RequestStatus::kFinishedError);
+    end_request(r.id, FinishReason::kError, st.to_string());
+  }
+}
+
+void EngineImpl::publish_stats() {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  const SchedulerCounters& c = sched_.counters();
+  stats_.n_running = sched_.n_running();
+  stats_.n_waiting = sched_.n_waiting();
+  n_waiting_ = stats_.n_waiting;
+  stats_.kv_blocks_total = sched_.kv().pool().n_total();
+  stats_.kv_blocks_used = sched_.kv().pool().n_used();
+  stats_.prompt_tokens = prompt_tokens_;
+  stats_.prefix_hit_tokens = c.prefix_hit_tokens;
+  stats_.computed_prompt_tokens = c.computed_tokens;
+  stats_.generated_tokens = generated_tokens_;
+  stats_.preemptions = c.preemptions;
+  stats_.steps = c.steps;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> Engine::create(LoadedModel lm, const EngineOptions& o) {
+  if (!lm.model) return invalid_argument("Engine::create: no model");
+  if (o.block_size <= 0 || o.max_batch <= 0 || o.max_tokens_per_step <= 0 || o.max_queue <= 0)
+    return invalid_argument("engine options must be positive (block size, batch, step budget, queue)");
+  const Model& m = *lm.model;
+  const KvSpec spec = m.kv_spec();
+  const size_t block_bytes = spec.bytes_per_token() * static_cast<size_t>(o.block_size);
+  const int n_blocks = o.n_kv_blocks > 0 ? o.n_kv_blocks : static_cast<int>(o.kv_memory_bytes / std::max<size_t>(1, block_bytes));
+  if (n_blocks < 1) return invalid_argument("KV memory {} bytes holds no block of {} bytes", o.kv_memory_bytes, block_bytes);
+  const int model_ctx = m.config().max_position_embeddings;
+  const int ctx = std::min(o.ctx_size > 0 ? o.ctx_size : model_ctx, n_blocks * o.block_size);
+  CAI_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(lm.model->device(), spec, n_blocks, o.block_size));
+  SchedulerOptions so{o.max_batch, o.max_tokens_per_step, o.block_size, n_blocks, o.prefix_caching};
+  CAI_ASSIGN_OR_RETURN(Scheduler sched, Scheduler::create(so));
+  lm.model->device().set_batch_invariant(true);  // a request's tokens must not depend on its batch-mates
+  CAI_LOG_INFO("engine: {} KV blocks × {} tokens ({:.1f} MiB), context {}, batch {}, step budget {}", n_blocks,
+               o.block_size, static_cast<double>(kv.total_bytes()) / (1 << 20), ctx, o.max_batch, o.max_tokens_per_step);
+  return std::unique_ptr<Engine>(std::make_unique<EngineImpl>(std::move(lm), o, std::move(kv), std::move(sched), ctx));
+}
+
+}  // namespace cai

@@ -1,0 +1,47 @@
+// RequestState: detokenization and stop strings for one request.
+#include "runtime/request_state.h"
+
+#include <algorithm>
+
+namespace cai {
+
+RequestState::RequestState(GenerationRequest request, EventCallback on_event, const Tokenizer* tokenizer)
+    : request_(std::move(request)), on_event_(std::move(on_event)), sampler_(request_.sampling) {
+  if (tokenizer)
+    decoder_ = std::make_unique<Tokenizer::StreamingDecoder>(*tokenizer, /*skip_special=*/true, /*continues_text=*/true);
+  for (const std::string& s : request_.stop) max_stop_len_ = std::max(max_stop_len_, s.size());
+}
+
+std::string RequestState::push_token(int32_t token, bool& stop_hit) {
+  stop_hit = false;
+  if (stopped_ || !decoder_) return {};
+  held_ += decoder_->push(token);
+  // The earliest stop string wins; text before it is released, the rest dropped.
+  size_t cut = std::string::npos;
+  for (const std::string& s : request_.stop)
+    if (!s.empty()) cut = std::min(cut, held_.find(s));
+  if (cut != std::string::npos) {
+    std::string out = held_.substr(0, cut);
+    held_.clear();
+    stopped_ = stop_hit = true;
+    return out;
+  }
+  // Keep the last max_stop_len - 1 bytes (a stop string may be starting), without splitting a UTF-8 sequence.
+  if (max_stop_len_ <= 1 || held_.size() < max_stop_len_) {
+    if (max_stop_len_ > 1) return {};
+    return std::exchange(held_, {});
+  }
+  size_t release = held_.size() - (max_stop_len_ - 1);
+  while (release > 0 && (static_cast<unsigned char>(held_[release]) & 0xC0) == 0x80) --release;
+  std::string out = held_.substr(0, release);
+  held_.erase(0, release);
+  return out;
+}
+
+std::string RequestState::finish_text() {
+  if (stopped_ || !decoder_) return {};
+  held_ += decoder_->flush();
+  return std::exchange(held_, {});
+}
+
+}  // namespace cai

@@ -1,0 +1,13 @@
+// Bearer-token auth for --api-key: which routes need it and whether a request's Authorization header matches.
+#pragma once
+
+#include <string_view>
+
+namespace cai::server {
+
+// Whether `path` is an API route that --api-key protects (/v1/...); the page, /health and /metrics stay open.
+bool path_needs_auth(std::string_view path);
+// Whether `authorization` is "Bearer <key>" (scheme case-insensitive); compared in time independent of where it differs.
+bool bearer_matches(std::string_view authorization, std::string_view key);
+
+}  // namespace cai::server

@@ -1,0 +1,154 @@
+// The generation routes (/v1/chat/completions, /v1/completions): validate, build the prompt, submit, respond.
+#include <httplib.h>
+
+#include <fmt/format.h>
+
+#include <ctime>
+#include <mutex>
+#include <random>
+
+#include "server/generation.h"
+#include "server/http_server.h"
+#include "server/response_writer.h"
+#include "server/sse.h"
+
+namespace cai::server {
+
+namespace {
+
+// The HTTP answer to an Engine::submit failure.
+ApiError submit_error(const Status& st) {
+  ApiError e;
+  e.message = st.message();
+  switch (st.code()) {
+    case StatusCode::kInvalidArgument:
+      break;
+    case StatusCode::kResourceExhausted:
+      e.http_status = 429;
+      e.type = "rate_limit_error";
+      e.code = "rate_limit_exceeded";
+      e.message = "the server is busy (waiting queue full): " + st.message();
+      break;
+    case StatusCode::kUnavailable:
+      e.http_status = 503;
+      e.type = "server_error";
+      e.code = "unavailable";
+      break;
+    default:
+      e.http_status = 500;
+      e.type = "server_error";
+      e.message = st.to_string();
+  }
+  return e;
+}
+
+ApiError context_error(std::string message, ApiKind kind) {
+  ApiError e = bad_request(std::move(message), kind == ApiKind::kChat ? "messages" : "prompt");
+  e.code = "context_length_exceeded";
+  return e;
+}
+
+uint64_t random_seed() {
+  static std::mutex mu;
+  static std::mt19937_64 rng{std::random_device{}()};
+  std::lock_guard lock(mu);
+  return rng();
+}
+
+}  // namespace
+
+bool HttpServer::prepare(const ApiRequest& api, BuiltPrompt& prompt, GenerationRequest& gen, ApiError& error) const {
+  Result<BuiltPrompt> built = api.kind == ApiKind::kChat ? prompts_->chat(api.messages)
+                              : api.prompt_is_tokens     ? prompts_->completion_tokens(api.prompt_tokens)
+                                                         : prompts_->completion_text(api.prompt_text);
+  if (!built.ok()) {
+    error = bad_request(built.status().message(), api.kind == ApiKind::kChat ? "messages" : "prompt");
+    return false;
+  }
+  prompt = std::move(built).value();
+  const int n_prompt = static_cast<int>(prompt.tokens.size());
+  const int n_ctx = engine_->ctx_size();
+  if (n_prompt == 0) {
+    error = bad_request("the prompt is empty", api.kind == ApiKind::kChat ? "messages" : "prompt");
+    return false;
+  }
+  if (n_prompt >= n_ctx) {
+    error = context_error(fmt::format("the prompt has {} tokens but the model's context holds {}: nothing is left to "
+                                      "generate", n_prompt, n_ctx), api.kind);
+    return false;
+  }
+  const int room = n_ctx - n_prompt;
+  if (api.max_tokens && *api.max_tokens > room) {
+    error = context_error(fmt::format("this model's maximum context length is {} tokens; the request asks for {} "
+                                      "({} in the prompt, {} to generate)", n_ctx, n_prompt + *api.max_tokens,
+                                      n_prompt, *api.max_tokens), api.kind);
+    return false;
+  }
+  // Defaults as OpenAI: completions stop after 16 tokens, chat runs until the model ends or the context is full.
+  gen.max_tokens = api.max_tokens ? *api.max_tokens : api.kind == ApiKind::kChat ? room : std::min(16, room);
+  gen.prompt = prompt.tokens;
+  gen.sampling = api.sampling;
+  if (!api.seed_given) gen.sampling.seed = random_seed();
+  gen.stop = api.stop;
+  gen.ignore_eos = api.ignore_eos;
+  gen.top_logprobs = api.top_logprobs;
+  return true;
+}
+
+void HttpServer::handle_generate(ApiKind kind, const httplib::Request& req, httplib::Response& res) {
+  const Clock::time_point arrival = Clock::now();
+  Engine* eng = engine();
+  if (!eng) return send_error(res, loading_error());
+  ApiError error;
+  std::optional<ApiRequest> api = parse_api_request(kind, req.body, error);
+  if (!api) return send_error(res, error);
+  if (!api->model.empty() && api->model != options_.model_name) {
+    error = bad_request("the model '" + api->model + "' does not exist; this server serves '" + options_.model_name +
+                        "'", "model");
+    error.http_status = 404;
+    error.code = "model_not_found";
+    return send_error(res, error);
+  }
+  BuiltPrompt prompt;
+  GenerationRequest gen_request;
+  if (!prepare(*api, prompt, gen_request, error)) return send_error(res, error);
+  Result<std::shared_ptr<Generation>> gen = Generation::submit(*eng, metrics_, std::move(gen_request), arrival);
+  if (!gen.ok()) return send_error(res, submit_error(gen.status()));
+  ResponseMeta meta{new_response_id(kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-"),
+                    static_cast<int64_t>(std::time(nullptr)), options_.model_name};
+  auto writer = std::make_shared<ResponseWriter>(*api, std::move(meta), prompt.opens_think);
+  if (api->stream) return respond_stream(std::move(gen).value(), std::move(writer), res);
+  respond_full(std::move(gen).value(), *writer, res);
+}
+
+void HttpServer::respond_full(std::shared_ptr<Generation> gen, ResponseWriter& writer, httplib::Response& res) {
+  while (!gen->finished())
+    for (const StreamEvent& ev : gen->next(options_.keep_alive)) writer.collect(ev);
+  ApiError error;
+  if (writer.failed(&error)) return send_error(res, error);
+  res.set_content(json_text(writer.result(gen->usage())), "application/json");
+}
+
+void HttpServer::respond_stream(std::shared_ptr<Generation> gen, std::shared_ptr<ResponseWriter> writer,
+                                httplib::Response& res) {
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  const std::chrono::milliseconds keep_alive = options_.keep_alive;
+  // A failed write means the client is gone: cancel at once so the engine frees the sequence's KV blocks.
+  auto provider = [gen, writer, keep_alive](size_t, httplib::DataSink& sink) {
+    const std::vector<StreamEvent> events = gen->next(keep_alive);
+    std::string out = events.empty() ? std::string(kSseKeepAlive) : std::string();
+    for (const StreamEvent& ev : events) out += writer->stream(ev, gen->usage());
+    if (!out.empty() && !sink.write(out.data(), out.size())) {
+      gen->cancel();
+      return false;
+    }
+    if (gen->finished()) sink.done();
+    return true;
+  };
+  res.set_chunked_content_provider("text/event-stream", std::move(provider), [gen](bool success) {
+    if (!success) gen->cancel();
+  });
+}
+
+}  // namespace cai::server

@@ -1,0 +1,64 @@
+// One submitted request as the HTTP side sees it: the event queue the engine thread fills, timing, cancellation.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "cai/engine.h"
+#include "server/metrics.h"
+#include "server/openai_response.h"
+
+namespace cai::server {
+
+using Clock = std::chrono::steady_clock;
+
+// Events from the engine thread, handed to one HTTP thread. push() never blocks for long.
+class EventChannel {
+ public:
+  void push(const StreamEvent& ev);
+  // Every queued event, waiting up to `timeout` for the first; empty on timeout.
+  std::vector<StreamEvent> wait(std::chrono::milliseconds timeout);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<StreamEvent> events_;
+};
+
+class Generation {
+ public:
+  // Submits to `engine`; the engine's errors come back unchanged (the caller maps them to HTTP statuses).
+  static Result<std::shared_ptr<Generation>> submit(Engine& engine, ServerMetrics& metrics, GenerationRequest request,
+                                                    Clock::time_point arrival);
+  ~Generation();
+
+  // The next events (waiting up to `timeout`); records TTFT / time-per-token / latency metrics as they pass.
+  std::vector<StreamEvent> next(std::chrono::milliseconds timeout);
+  // Cancels the engine request unless it already finished (e.g. the client went away). Idempotent.
+  void cancel();
+  bool finished() const { return finished_; }
+  Usage usage() const { return usage_; }
+
+ private:
+  Generation(Engine& engine, ServerMetrics& metrics, Clock::time_point arrival)
+      : engine_(engine), metrics_(metrics), arrival_(arrival) {}
+  void account(const StreamEvent& ev, Clock::time_point now);
+
+  Engine& engine_;
+  ServerMetrics& metrics_;
+  std::shared_ptr<EventChannel> channel_ = std::make_shared<EventChannel>();
+  uint64_t id_ = 0;
+  Clock::time_point arrival_;
+  Clock::time_point last_token_time_{};
+  int n_generated_seen_ = 0;
+  bool finished_ = false;
+  bool cancelled_ = false;
+  Usage usage_;
+};
+
+}  // namespace cai::server

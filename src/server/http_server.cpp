@@ -1,0 +1,188 @@
+// HttpServer: lifecycle, auth, error objects for every failure, and the info routes (/, /health, /metrics, models).
+#include "server/http_server.h"
+
+#include <httplib.h>
+
+#include <csignal>
+#include <ctime>
+
+#include "core/log.h"
+#include "server/auth.h"
+#include "server/sse.h"
+#include "server/web/chat_page.h"
+
+namespace cai::server {
+
+using nlohmann::json;
+
+void send_error(httplib::Response& res, const ApiError& error) {
+  res.status = error.http_status;
+  res.set_content(json_text(error_json(error)), "application/json");
+}
+
+ApiError loading_error() {
+  ApiError e;
+  e.http_status = 503;
+  e.type = "server_error";
+  e.code = "model_loading";
+  e.message = "the model is still loading; retry when /health answers 200";
+  return e;
+}
+
+namespace {
+
+// The error object for a failure httplib detected itself (no route, body too large, unparsable request).
+ApiError transport_error(const httplib::Request& req, int status, size_t max_body) {
+  ApiError e;
+  e.http_status = status;
+  if (status == 404) {
+    e.code = "not_found";
+    e.message = "no route " + req.method + " " + req.path;
+  } else if (status == 413) {
+    e.code = "request_too_large";
+    e.message = "the request body is larger than the limit of " + std::to_string(max_body) + " bytes";
+  } else if (status >= 500) {
+    e.type = "server_error";
+    e.message = "internal server error";
+  } else {
+    e.message = "bad request (HTTP " + std::to_string(status) + ")";
+  }
+  return e;
+}
+
+// The endpoint label metrics count requests under (a fixed set, so unknown paths cannot grow the series).
+std::string endpoint_label(const std::string& path) {
+  for (const char* known : {"/", "/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions"})
+    if (path == known) return path;
+  if (path.starts_with("/v1/models/")) return "/v1/models";
+  return "other";
+}
+
+}  // namespace
+
+HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)), http_(new httplib::Server) {
+  http_->set_payload_max_length(options_.max_body_bytes);
+  const int n_threads = std::max(2, options_.n_http_threads);
+  http_->new_task_queue = [n_threads] { return new httplib::ThreadPool(static_cast<size_t>(n_threads)); };
+  install_routes();
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+Status HttpServer::start() {
+  std::signal(SIGPIPE, SIG_IGN);  // a client that vanished must fail a write, not kill the server
+  if (options_.port == 0) {
+    port_ = http_->bind_to_any_port(options_.host);
+    if (port_ <= 0) return io_error("cannot bind {} to a free port", options_.host);
+  } else {
+    if (!http_->bind_to_port(options_.host, options_.port))
+      return io_error("cannot listen on {}:{} (in use, or not an address of this machine)", options_.host,
+                      options_.port);
+    port_ = options_.port;
+  }
+  thread_ = std::thread([this] { http_->listen_after_bind(); });
+  return {};
+}
+
+Status HttpServer::attach(std::unique_ptr<Engine> engine) {
+  if (engine_) return internal_error("HttpServer::attach called twice");
+  const Tokenizer* tok = engine->model().tokenizer.get();
+  if (!tok) return unsupported("model {} has no tokenizer; the server needs one", engine->model().source);
+  const std::string& source = options_.chat_template.empty() ? tok->chat_template() : options_.chat_template;
+  CAI_ASSIGN_OR_RETURN(PromptBuilder prompts, PromptBuilder::create(*tok, source));
+  if (!prompts.has_template())
+    CAI_LOG_WARN("the model has no chat template: chat messages are joined as plain text (contents separated by a "
+                 "blank line)");
+  prompts_.emplace(std::move(prompts));
+  engine_ = std::move(engine);
+  ready_.store(true, std::memory_order_release);
+  return {};
+}
+
+void HttpServer::stop() {
+  if (stopped_.exchange(true)) return;
+  if (engine_) engine_->shutdown();  // every running request gets its final event, so handlers return
+  http_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void HttpServer::install_routes() {
+  http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (options_.api_key.empty() || !path_needs_auth(req.path)) return httplib::Server::HandlerResponse::Unhandled;
+    if (bearer_matches(req.get_header_value("Authorization"), options_.api_key))
+      return httplib::Server::HandlerResponse::Unhandled;
+    ApiError e;
+    e.http_status = 401;
+    e.code = "invalid_api_key";
+    e.message = "missing or incorrect API key: send \"Authorization: Bearer <key>\"";
+    send_error(res, e);
+    res.set_header("WWW-Authenticate", "Bearer");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  http_->set_error_handler(httplib::Server::HandlerWithResponse(
+      [this](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        send_error(res, transport_error(req, res.status, options_.max_body_bytes));
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  http_->set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown exception";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    CAI_LOG_ERROR("{} {}: {}", req.method, req.path, what);
+    ApiError e;
+    e.http_status = 500;
+    e.type = "server_error";
+    e.message = "internal server error: " + what;
+    send_error(res, e);
+  });
+  http_->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    metrics_.count_request(endpoint_label(req.path), res.status);
+    CAI_LOG_DEBUG("{} {} → {}", req.method, req.path, res.status);
+  });
+
+  http_->Get("/", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(std::string(chat_page_html()), "text/html; charset=utf-8");
+  });
+  http_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    const bool ready = engine() != nullptr;
+    res.status = ready ? 200 : 503;
+    res.set_content(json_text({{"status", ready ? "ok" : "loading"}}), "application/json");
+  });
+  http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    std::optional<EngineStats> stats;
+    if (Engine* e = engine()) stats = e->stats();
+    res.set_content(metrics_.render(stats), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  auto model_json = [this] {
+    json m = {{"id", options_.model_name}, {"object", "model"}, {"created", std::time(nullptr)}, {"owned_by", "cai"}};
+    if (Engine* e = engine()) m["max_model_len"] = e->ctx_size();
+    return m;
+  };
+  http_->Get("/v1/models", [this, model_json](const httplib::Request&, httplib::Response& res) {
+    if (!engine()) return send_error(res, loading_error());
+    res.set_content(json_text({{"object", "list"}, {"data", json::array({model_json()})}}), "application/json");
+  });
+  http_->Get("/v1/models/(.+)", [this, model_json](const httplib::Request& req, httplib::Response& res) {
+    if (!engine()) return send_error(res, loading_error());
+    if (req.matches[1] != options_.model_name) {
+      ApiError e = bad_request("the model '" + req.matches[1].str() + "' does not exist", "model");
+      e.http_status = 404;
+      e.code = "model_not_found";
+      return send_error(res, e);
+    }
+    res.set_content(json_text(model_json()), "application/json");
+  });
+  http_->Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_generate(ApiKind::kChat, req, res);
+  });
+  http_->Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_generate(ApiKind::kCompletion, req, res);
+  });
+}
+
+}  // namespace cai::server

@@ -1,0 +1,94 @@
+// Server metrics: Prometheus text exposition of request counters, latency histograms and engine stats.
+#include "server/metrics.h"
+
+#include <fmt/format.h>
+
+namespace cai::server {
+
+Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double value, uint64_t n) {
+  size_t i = 0;
+  while (i < bounds_.size() && value > bounds_[i]) ++i;
+  counts_[i] += n;
+  sum_ += value * double(n);
+  count_ += n;
+}
+
+void Histogram::render(std::string& out, const std::string& name, const std::string& help) const {
+  out += fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    cumulative += counts_[i];
+    out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, bounds_[i], cumulative);
+  }
+  out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n{}_sum {}\n{}_count {}\n", name, count_, name, sum_, name, count_);
+}
+
+ServerMetrics::ServerMetrics()
+    : ttft_({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}),
+      tpot_({0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5}),
+      e2e_({0.1, 0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480}) {}
+
+void ServerMetrics::count_request(const std::string& endpoint, int status) {
+  std::lock_guard lock(mu_);
+  ++requests_[{endpoint, status}];
+}
+
+void ServerMetrics::observe_ttft(double seconds) {
+  std::lock_guard lock(mu_);
+  ttft_.observe(seconds);
+}
+
+void ServerMetrics::observe_tpot(double seconds_each, uint64_t n) {
+  std::lock_guard lock(mu_);
+  tpot_.observe(seconds_each, n);
+}
+
+void ServerMetrics::observe_e2e(double seconds) {
+  std::lock_guard lock(mu_);
+  e2e_.observe(seconds);
+}
+
+namespace {
+
+void scalar(std::string& out, const char* name, const char* type, const char* help, double value) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name, type, name, value);
+}
+
+void engine_metrics(std::string& out, const EngineStats& s) {
+  scalar(out, "cai_num_requests_running", "gauge", "Requests in the running batch.", s.n_running);
+  scalar(out, "cai_num_requests_waiting", "gauge", "Requests waiting to be scheduled.", s.n_waiting);
+  scalar(out, "cai_kv_blocks_total", "gauge", "KV cache blocks in the pool.", s.kv_blocks_total);
+  scalar(out, "cai_kv_blocks_used", "gauge", "KV cache blocks in use.", s.kv_blocks_used);
+  scalar(out, "cai_kv_blocks_free", "gauge", "KV cache blocks free.", s.kv_blocks_total - s.kv_blocks_used);
+  scalar(out, "cai_prompt_tokens_total", "counter", "Prompt tokens received.", double(s.prompt_tokens));
+  scalar(out, "cai_generation_tokens_total", "counter", "Tokens generated.", double(s.generated_tokens));
+  scalar(out, "cai_prefix_cache_hit_tokens_total", "counter", "Prompt tokens served from the prefix cache.",
+         double(s.prefix_hit_tokens));
+  scalar(out, "cai_computed_prompt_tokens_total", "counter", "Prompt tokens computed.",
+         double(s.computed_prompt_tokens));
+  scalar(out, "cai_preemptions_total", "counter", "Requests preempted for lack of KV blocks.", double(s.preemptions));
+  scalar(out, "cai_engine_steps_total", "counter", "Engine steps run.", double(s.steps));
+}
+
+}  // namespace
+
+std::string ServerMetrics::render(const std::optional<EngineStats>& stats) const {
+  std::string out;
+  scalar(out, "cai_model_loaded", "gauge", "1 once the model is loaded and the engine is serving.", stats ? 1 : 0);
+  {
+    std::lock_guard lock(mu_);
+    out += "# HELP cai_http_requests_total HTTP requests by endpoint and status code.\n"
+           "# TYPE cai_http_requests_total counter\n";
+    for (const auto& [key, n] : requests_)
+      out += fmt::format("cai_http_requests_total{{endpoint=\"{}\",status=\"{}\"}} {}\n", key.first, key.second, n);
+    ttft_.render(out, "cai_time_to_first_token_seconds", "Time from request arrival to the first generated token.");
+    tpot_.render(out, "cai_time_per_output_token_seconds", "Time between generated tokens.");
+    e2e_.render(out, "cai_e2e_request_latency_seconds", "Time from request arrival to its last token.");
+  }
+  if (stats) engine_metrics(out, *stats);
+  return out;
+}
+
+}  // namespace cai::server

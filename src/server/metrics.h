@@ -1,0 +1,49 @@
+// Server metrics: request counters and latency histograms, rendered with Engine::stats() as Prometheus text.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cai/engine.h"
+
+namespace cai::server {
+
+// A cumulative Prometheus histogram with fixed upper bounds (seconds); not thread-safe on its own.
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void observe(double value, uint64_t n = 1);
+  // "# HELP", "# TYPE", the _bucket lines (le="…" and "+Inf"), _sum and _count.
+  void render(std::string& out, const std::string& name, const std::string& help) const;
+  uint64_t count() const { return count_; }
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_;  // per bound, non-cumulative; the last entry is +Inf
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+class ServerMetrics {
+ public:
+  ServerMetrics();
+  void count_request(const std::string& endpoint, int status);
+  void observe_ttft(double seconds);
+  // `n` output tokens that took `seconds_each` each.
+  void observe_tpot(double seconds_each, uint64_t n);
+  void observe_e2e(double seconds);
+  // All metrics as Prometheus text exposition; engine gauges/counters when `stats` is given (model loaded).
+  std::string render(const std::optional<EngineStats>& stats) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, int>, uint64_t> requests_;  // (endpoint, status) → count
+  Histogram ttft_, tpot_, e2e_;
+};
+
+}  // namespace cai::server

@@ -1,0 +1,53 @@
+// OpenAI response schema: completion objects, streaming chunks, usage and logprobs as JSON.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cai/engine.h"
+
+namespace cai::server {
+
+// What every response object of one request shares.
+struct ResponseMeta {
+  std::string id;      // "chatcmpl-…" / "cmpl-…"
+  int64_t created = 0; // unix seconds
+  std::string model;
+};
+
+struct Usage {
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+  int cached_tokens = 0;
+};
+
+// A fresh id with `prefix` ("chatcmpl-" or "cmpl-") and 24 random hex digits.
+std::string new_response_id(const char* prefix);
+nlohmann::json usage_json(const Usage& u);
+// "stop" / "length"; null otherwise (running, or cancelled/error, which are reported as errors).
+nlohmann::json finish_reason_json(FinishReason r);
+
+// Chat: {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}]}.
+nlohmann::json chat_logprobs_json(const std::vector<TokenLogprob>& lps);
+// Completions: {"tokens", "token_logprobs", "top_logprobs", "text_offset"}; offsets start at `text_offset0`.
+nlohmann::json completion_logprobs_json(const std::vector<TokenLogprob>& lps, size_t text_offset0);
+
+// A whole chat.completion. `reasoning` empty → no reasoning_content field.
+nlohmann::json chat_completion_json(const ResponseMeta& meta, const std::string& reasoning, const std::string& content,
+                                    FinishReason finish, const Usage& usage, const nlohmann::json& logprobs);
+// One chat.completion.chunk with `delta` (e.g. {"content": "…"}).
+nlohmann::json chat_chunk_json(const ResponseMeta& meta, nlohmann::json delta, FinishReason finish,
+                               const nlohmann::json& logprobs);
+// A whole text_completion.
+nlohmann::json completion_json(const ResponseMeta& meta, const std::string& text, FinishReason finish,
+                               const Usage& usage, const nlohmann::json& logprobs);
+// One streamed text_completion.
+nlohmann::json completion_chunk_json(const ResponseMeta& meta, const std::string& text, FinishReason finish,
+                                     const nlohmann::json& logprobs);
+// The last chunk when stream_options.include_usage is set: no choices, only usage.
+nlohmann::json usage_chunk_json(const ResponseMeta& meta, bool chat, const Usage& usage);
+
+}  // namespace cai::server

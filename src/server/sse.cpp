@@ -1,0 +1,17 @@
+// Server-sent events framing: "data: <json>\n\n" events.
+#include "server/sse.h"
+
+namespace cai::server {
+
+std::string json_text(const nlohmann::json& j) {
+  return j.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string sse_data(const nlohmann::json& j) {
+  std::string out = "data: ";
+  out += json_text(j);
+  out += "\n\n";
+  return out;
+}
+
+}  // namespace cai::server

@@ -1,0 +1,56 @@
+// Starts a real `cai serve` on a free loopback port for the e2e tests and stops it afterwards.
+import { spawn } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+// The `cai` binary under test: $CAI_BIN, or build/cai.
+export const caiBin = process.env.CAI_BIN ?? join(repoRoot, "build", "cai");
+export const defaultModel = join(repoRoot, "data", "models", "TinyStories-656K-Q8_0.gguf");
+
+// A chat template that opens <think> in the prompt, as the DeepSeek-R1 distills' templates do.
+export function thinkTemplateFile() {
+  const dir = mkdtempSync(join(tmpdir(), "cai-e2e-"));
+  const path = join(dir, "think.jinja");
+  writeFileSync(path, "{% for m in messages %}{{ m['content'] }}\n{% endfor %}{% if add_generation_prompt %}<think>\n{% endif %}");
+  return path;
+}
+
+// Spawns `cai serve --port 0 ...extraArgs`, reads the bound address from its "chat page:" log line and waits until
+// /health answers 200. Returns { baseURL, origin, stop(), stderr() }.
+export async function startServer(extraArgs = [], { timeoutMs = 120_000 } = {}) {
+  const args = ["serve", "-m", defaultModel, "--host", "127.0.0.1", "--port", "0", "--ctx-size", "256", ...extraArgs];
+  const proc = spawn(caiBin, args, { stdio: ["ignore", "ignore", "pipe"] });
+  let log = "";
+  const origin = await new Promise((resolveOrigin, reject) => {
+    const timer = setTimeout(() => reject(new Error(`cai serve did not log its address:\n${log}`)), timeoutMs);
+    proc.stderr.setEncoding("utf8");
+    proc.stderr.on("data", (text) => {
+      log += text;
+      const m = log.match(/chat page: (http:\/\/[0-9.]+:\d+)\//);
+      if (m) { clearTimeout(timer); resolveOrigin(m[1]); }
+    });
+    proc.on("exit", (code) => { clearTimeout(timer); reject(new Error(`cai serve exited with ${code}:\n${log}`)); });
+    proc.on("error", (err) => { clearTimeout(timer); reject(err); });
+  });
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await fetch(`${origin}/health`).catch(() => null);
+    if (r && r.status === 200) break;
+    if (r && r.status !== 503) throw new Error(`/health answered ${r.status}`);
+    if (Date.now() > deadline) throw new Error(`cai serve did not become healthy:\n${log}`);
+    await new Promise((ok) => setTimeout(ok, 100));
+  }
+  return {
+    origin,
+    baseURL: `${origin}/v1`,
+    stderr: () => log,
+    stop: () => new Promise((ok) => {
+      if (proc.exitCode !== null) return ok(proc.exitCode);
+      proc.on("exit", (code) => ok(code));
+      proc.kill("SIGTERM");
+    }),
+  };
+}

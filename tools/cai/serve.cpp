@@ -1,0 +1,146 @@
+// `cai serve`: the OpenAI-compatible HTTP server (listens at once, loads the model, then serves); options from flags
+// or a YAML --config file (flags win).
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "cai/engine.h"
+#include "core/log.h"
+#include "server/config_file.h"
+#include "server/http_server.h"
+#include "verbs.h"
+
+namespace cai::cli {
+
+namespace {
+
+struct ServeOptions {
+  CommonOptions common;
+  server::ServerOptions http;
+  EngineOptions engine;
+  std::string kv_memory;          // "512MiB" etc.; empty = the engine default
+  std::string chat_template_file;
+};
+
+// Lets CLI11 read `cai serve --config file.yaml`: each top-level key is a long option name.
+class YamlConfig : public CLI::Config {
+ public:
+  std::string to_config(const CLI::App*, bool, bool, std::string) const override { return {}; }
+  std::vector<CLI::ConfigItem> from_config(std::istream& in) const override {
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    Result<std::vector<server::ConfigEntry>> entries = server::parse_config_yaml(text);
+    if (!entries.ok()) throw CLI::ConfigError(entries.status().message());
+    std::vector<CLI::ConfigItem> items;
+    for (server::ConfigEntry& e : entries.value()) items.push_back({{}, std::move(e.name), std::move(e.values)});
+    return items;
+  }
+};
+
+// Completes the options: template file, model id, KV memory, HTTP threads.
+Status finish_options(ServeOptions& o) {
+  if (!o.chat_template_file.empty()) {
+    std::ifstream in(o.chat_template_file, std::ios::binary);
+    if (!in) return io_error("cannot read chat template file {}", o.chat_template_file);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    o.http.chat_template = ss.str();
+  }
+  if (o.http.model_name.empty()) {
+    std::filesystem::path p(o.common.model);
+    if (!p.has_filename()) p = p.parent_path();
+    o.http.model_name = p.extension() == ".gguf" ? p.stem().string() : p.filename().string();
+  }
+  if (!o.kv_memory.empty()) CAI_ASSIGN_OR_RETURN(o.engine.kv_memory_bytes, server::parse_byte_size(o.kv_memory));
+  o.http.n_http_threads = o.engine.max_batch + std::min(o.engine.max_queue, 64) + 4;
+  return {};
+}
+
+Status serve(ServeOptions o) {
+  CAI_TRY(finish_options(o));
+  // Signals are taken by sigwait below; every thread created from here on inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int s : {SIGINT, SIGTERM, SIGUSR1}) sigaddset(&signals, s);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  server::HttpServer http(o.http);
+  CAI_TRY(http.start());
+  CAI_LOG_INFO("chat page: http://{}:{}/", o.http.host, http.port());
+  CAI_LOG_INFO("loading {} (GET /health answers 503 until ready)", o.common.model);
+  std::mutex mu;
+  Status load_status;
+  bool loaded = false;
+  std::thread loader([&] {
+    Status st = [&]() -> Status {
+      CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common));
+      CAI_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::create(std::move(lm), o.engine));
+      CAI_LOG_INFO("engine ready: context {} tokens, max batch {}", engine->ctx_size(), o.engine.max_batch);
+      return http.attach(std::move(engine));
+    }();
+    std::lock_guard lock(mu);
+    load_status = st;
+    loaded = true;
+    if (!st.ok()) kill(getpid(), SIGUSR1);  // wake the main thread
+  });
+  int sig = 0;
+  sigwait(&signals, &sig);
+  std::unique_lock lock(mu);
+  if (!loaded) {  // interrupted while loading: nothing to drain
+    CAI_LOG_INFO("interrupted while loading");
+    std::fflush(stderr);
+    std::_Exit(130);
+  }
+  lock.unlock();
+  loader.join();
+  if (!load_status.ok()) {
+    http.stop();
+    return load_status;
+  }
+  CAI_LOG_INFO("shutting down");
+  http.stop();
+  return {};
+}
+
+}  // namespace
+
+void register_serve(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<ServeOptions>();
+  o->http.model_name.clear();  // default: derived from the model path
+  CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server with a chat page at /");
+  add_common_options(*cmd, o->common);
+  cmd->config_formatter(std::make_shared<YamlConfig>());
+  cmd->set_config("--config", "", "YAML file of options (long option names as keys); flags override it");
+  cmd->allow_config_extras(false);
+  cmd->add_option("--host", o->http.host, "address to bind (default 127.0.0.1: this machine only)");
+  cmd->add_option("--port", o->http.port, "TCP port; 0 = any free port (logged)")->check(CLI::Range(0, 65535));
+  cmd->add_option("--api-key", o->http.api_key, "require \"Authorization: Bearer KEY\" on /v1/*")
+      ->envname("CAI_API_KEY");
+  cmd->add_option("--model-name", o->http.model_name, "model id clients use (default: the file/directory name)");
+  cmd->add_option("--chat-template", o->chat_template_file, "Jinja chat template file replacing the model's");
+  cmd->add_option("--max-body", o->http.max_body_bytes, "largest request body in bytes (larger: 413)");
+  cmd->add_option("--max-batch", o->engine.max_batch, "most sequences per step")->check(CLI::PositiveNumber);
+  cmd->add_option("--max-tokens-per-step", o->engine.max_tokens_per_step, "token budget per step")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--kv-blocks", o->engine.n_kv_blocks, "KV cache blocks (0 = from --kv-memory)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--kv-memory", o->kv_memory, "KV cache size: bytes or with a unit, e.g. 512MiB, 4GiB");
+  cmd->add_option("--block-size", o->engine.block_size, "KV positions per block")->check(CLI::PositiveNumber);
+  cmd->add_option("-c,--ctx-size", o->engine.ctx_size, "tokens per sequence (0 = the model's context)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-queue", o->engine.max_queue, "waiting requests before 429")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--prefix-caching", o->engine.prefix_caching, "reuse KV blocks of shared prompt prefixes");
+  cmd->callback([o, &exit_code] {
+    Status st = serve(*o);
+    if (!st.ok()) exit_code = fail(st);
+  });
+}
+
+}  // namespace cai::cli
