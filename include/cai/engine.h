@@ -48,6 +48,7 @@ const char* finish_reason_name(FinishReason r);  // "stop", "length", "cancelled
 // What the engine reports for a request, in order, from the engine thread. The last event has finish != kNone.
 struct StreamEvent {
   std::string text;                     // new text since the previous event (UTF-8 complete; may be empty)
+  std::vector<int32_t> tokens;          // token ids generated since the previous event
   std::vector<TokenLogprob> logprobs;   // one per token this event covers, when requested
   FinishReason finish = FinishReason::kNone;
   std::string error;                    // when finish == kError

@@ -160,10 +160,7 @@ void EngineImpl::loop() {
   incoming_.clear();
   std::vector<uint64_t> ids;
   for (const auto& [id, st] : live_) ids.push_back(id);
-  for (uint64_t id : ids) {
-    (void)sched_.cancel(id);
-    end_request(id, FinishReason::kCancelled);
-  }
+  for (uint64_t id : ids) end_request(id, FinishReason::kCancelled);
 }
 
 void EngineImpl::take_new_work(std::deque<Pending>& incoming, std::vector<uint64_t>& cancels) {
@@ -175,9 +172,7 @@ void EngineImpl::take_new_work(std::deque<Pending>& incoming, std::vector<uint64
     if (!st.ok()) end_request(p.id, FinishReason::kError, st.message());
   }
   for (uint64_t id : cancels) {
-    if (!live_.count(id)) continue;  // already finished
-    (void)sched_.cancel(id);
-    end_request(id, FinishReason::kCancelled);
+    end_request(id, FinishReason::kCancelled);  // no-op when it already finished
   }
   n_waiting_ = sched_.n_waiting();
 }
@@ -196,6 +191,9 @@ void EngineImpl::end_request(uint64_t id, FinishReason reason, const std::string
   auto it = live_.find(id);
   if (it == live_.end()) return;
   StreamEvent ev = base_event(id);
+  if (sched_.request(id))  // still queued or running: free its blocks now
+    (void)sched_.finish(id, reason == FinishReason::kCancelled ? RequestStatus::kFinishedCancelled : RequestStatus::kFinishedError);
+  publish_stats();
   ev.finish = reason;
   ev.error = error;
   it->second.emit(ev);
@@ -235,6 +233,7 @@ Status EngineImpl::sample_and_emit(const SchedulerOutput& out, const std::vector
     const SchedRequest* sr = sched_.request(r.id);
     const int32_t token = rs.sampler().sample(work, sr->tokens);
     StreamEvent& ev = events[r.id];
+    ev.tokens.push_back(token);
     if (rs.request().top_logprobs >= 0 && lm_.tokenizer)
       ev.logprobs.push_back(token_logprobs(raw, token, rs.request().top_logprobs, *lm_.tokenizer));
     const bool eos = !rs.request().ignore_eos && lm_.tokenizer && lm_.tokenizer->is_eog(token);
@@ -243,13 +242,13 @@ Status EngineImpl::sample_and_emit(const SchedulerOutput& out, const std::vector
     sampled.push_back({r.id, token, eos || stop_hit});
     ++generated_tokens_;
   }
-  CAI_ASSIGN_OR_RETURN(std::vector<FinishedRequest> finished, sched_.update(out, sampled));
-  for (auto& [id, ev] : events) {
+  for (auto& [id, ev] : events) {  // counts before update(): a finished request is gone from the scheduler after it
     const StreamEvent counts = base_event(id);
     ev.n_prompt_tokens = counts.n_prompt_tokens;
     ev.n_cached_prompt_tokens = counts.n_cached_prompt_tokens;
-    ev.n_generated_tokens = counts.n_generated_tokens;
+    ev.n_generated_tokens = counts.n_generated_tokens + 1;
   }
+  CAI_ASSIGN_OR_RETURN(std::vector<FinishedRequest> finished, sched_.update(out, sampled));
   for (const FinishedRequest& f : finished) {
     auto it = live_.find(f.id);
     if (it == live_.end()) continue;
@@ -258,6 +257,7 @@ Status EngineImpl::sample_and_emit(const SchedulerOutput& out, const std::vector
     ev.finish = reason_of(f.status);
     ev.n_generated_tokens = f.n_generated;
   }
+  publish_stats();  // a client reading stats after its final event sees this step
   for (auto& [id, ev] : events) {
     auto it = live_.find(id);
     if (it == live_.end()) continue;
@@ -269,10 +269,7 @@ Status EngineImpl::sample_and_emit(const SchedulerOutput& out, const std::vector
 
 void EngineImpl::fail_step(const SchedulerOutput& out, const Status& st) {
   CAI_LOG_ERROR("engine step failed: {}", st.to_string());
-  for (const ScheduledRequest& r : out.requests) {
-    (void)sched_.finish(r.id, RequestStatus::kFinishedError);
-    end_request(r.id, FinishReason::kError, st.to_string());
-  }
+  for (const ScheduledRequest& r : out.requests) end_request(r.id, FinishReason::kError, st.to_string());
 }
 
 void EngineImpl::publish_stats() {

@@ -160,11 +160,16 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_hf_json(const std::string& to
 }
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_hf_json_text(std::string_view json_text, std::string_view config_text) {
+  json config = json::object();
+  if (!config_text.empty()) {
+    config = json::parse(config_text, nullptr, /*allow_exceptions=*/false);
+    if (config.is_discarded()) return corrupt("tokenizer_config.json: not valid JSON");
+    if (!config.is_object()) config = json::object();
+  }
   try {
     CAI_ASSIGN_OR_RETURN(tok::HfJsonDocument doc, tok::read_hf_tokenizer_json(json_text));
-    const json config = config_text.empty() ? json::object() : json::parse(config_text);
     if (!doc.dom.is_object()) return corrupt("tokenizer.json: the top level must be an object");
-    return build_from_hf(doc, config.is_object() ? config : json::object());
+    return build_from_hf(doc, config);
   } catch (const json::exception& e) {
     return corrupt("tokenizer.json: {}", e.what());
   }

@@ -252,6 +252,9 @@ TEST(BadInput, TokenizerJsonErrorsAreStatuses) {
   auto missing = Tokenizer::from_hf_json(data_path("tokenizer/nope/tokenizer.json"), "");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  auto bad_config = Tokenizer::from_hf_json_text(kBpeJson, "{\"bos_token\": ");
+  ASSERT_FALSE(bad_config.ok());
+  EXPECT_NE(bad_config.status().message().find("tokenizer_config.json"), std::string::npos);
   auto no_model = Tokenizer::from_hf_json_text("{}");
   EXPECT_NE(no_model.status().message().find("model"), std::string::npos);
 }

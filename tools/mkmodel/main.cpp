@@ -5,7 +5,6 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <optional>
 #include <string_view>
 

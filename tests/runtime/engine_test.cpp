@@ -1,0 +1,185 @@
+// The serving engine on a real model: batch invariance, prefix reuse, preemption and cancellation lose nothing.
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <future>
+#include <mutex>
+
+#include "cai/engine.h"
+#include "hal/hal.h"
+#include "test_paths.h"
+
+namespace cai {
+namespace {
+
+LoadedModel load(const std::string& rel) {
+  hal::Device* cpu = hal::Registry::global().find_device("cpu").value();
+  Result<LoadedModel> m = load_model(test::data_path(rel), *cpu);
+  EXPECT_TRUE(m.ok()) << m.status().to_string();
+  return std::move(m).value();
+}
+
+// Collects one request's events; wait() returns when the final one arrived.
+struct Collector {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<int32_t> tokens;
+  std::string text;
+  StreamEvent last;
+  bool done = false;
+
+  EventCallback callback() {
+    return [this](const StreamEvent& ev) {
+      std::lock_guard<std::mutex> lock(mu);
+      tokens.insert(tokens.end(), ev.tokens.begin(), ev.tokens.end());
+      text += ev.text;
+      if (ev.finish != FinishReason::kNone) {
+        last = ev;
+        done = true;
+        cv.notify_all();
+      }
+    };
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(120), [&] { return done; }));
+  }
+};
+
+GenerationRequest greedy(std::vector<int32_t> prompt, int max_tokens) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.sampling.temperature = 0;
+  r.max_tokens = max_tokens;
+  r.ignore_eos = true;
+  return r;
+}
+
+std::vector<int32_t> prompt_for(int i, int len) {
+  std::vector<int32_t> p = {1};
+  for (int j = 0; j < len; ++j) p.push_back(static_cast<int32_t>((i * 131 + j * 17 + 5) % 2000 + 3));
+  return p;
+}
+
+std::vector<int32_t> run_alone(Engine& e, const GenerationRequest& r) {
+  Collector c;
+  EXPECT_TRUE(e.submit(r, c.callback()).ok());
+  c.wait();
+  return c.tokens;
+}
+
+TEST(Engine, SixteenConcurrentRequestsMatchTheirSoloRuns) {
+  EngineOptions o;
+  o.max_batch = 16;
+  o.max_tokens_per_step = 256;
+  auto engine = Engine::create(load("models/TinyStories-656K-Q8_0.gguf"), o);
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  Engine& e = **engine;
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < 16; ++i) reqs.push_back(greedy(prompt_for(i, 5 + i * 3), 24));
+  std::vector<std::vector<int32_t>> solo;
+  for (const auto& r : reqs) solo.push_back(run_alone(e, r));
+  std::vector<Collector> together(16);
+  for (int i = 0; i < 16; ++i) ASSERT_TRUE(e.submit(reqs[static_cast<size_t>(i)], together[static_cast<size_t>(i)].callback()).ok());
+  for (int i = 0; i < 16; ++i) {
+    together[static_cast<size_t>(i)].wait();
+    EXPECT_EQ(together[static_cast<size_t>(i)].tokens, solo[static_cast<size_t>(i)]) << "request " << i;
+    EXPECT_EQ(together[static_cast<size_t>(i)].last.finish, FinishReason::kLength);
+    EXPECT_EQ(together[static_cast<size_t>(i)].tokens.size(), 24u);
+  }
+  EXPECT_GT(e.stats().steps, 0u);
+}
+
+TEST(Engine, SharedPrefixIsComputedOnce) {
+  EngineOptions o;
+  o.block_size = 16;
+  auto engine = Engine::create(load("models/TinyStories-656K-Q8_0.gguf"), o);
+  ASSERT_TRUE(engine.ok());
+  Engine& e = **engine;
+  std::vector<int32_t> system = prompt_for(99, 200);
+  std::vector<int32_t> a = system, b = system;
+  a.insert(a.end(), {10, 11, 12});
+  b.insert(b.end(), {20, 21, 22, 23});
+  run_alone(e, greedy(a, 4));
+  const EngineStats before = e.stats();
+  Collector c;
+  ASSERT_TRUE(e.submit(greedy(b, 4), c.callback()).ok());
+  c.wait();
+  const EngineStats after = e.stats();
+  // The 201-token shared prefix holds 12 full blocks of 16: 192 tokens are reused, only the rest is computed.
+  EXPECT_EQ(c.last.n_cached_prompt_tokens, 192);
+  EXPECT_EQ(after.prefix_hit_tokens - before.prefix_hit_tokens, 192u);
+  EXPECT_EQ(after.computed_prompt_tokens - before.computed_prompt_tokens, b.size() - 192 + 3);  // + 3 decode steps
+}
+
+TEST(Engine, TinyKvCachePreemptsButLosesNoRequest) {
+  EngineOptions o;
+  o.block_size = 4;
+  o.n_kv_blocks = 24;  // 96 slots for 6 requests of up to ~40 tokens each
+  o.max_batch = 6;
+  auto engine = Engine::create(load("models/TinyStories-656K-Q8_0.gguf"), o);
+  ASSERT_TRUE(engine.ok());
+  Engine& e = **engine;
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < 6; ++i) reqs.push_back(greedy(prompt_for(i, 10 + i), 30));
+  std::vector<std::vector<int32_t>> solo;
+  for (const auto& r : reqs) solo.push_back(run_alone(e, r));
+  std::vector<Collector> together(6);
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(e.submit(reqs[static_cast<size_t>(i)], together[static_cast<size_t>(i)].callback()).ok());
+  for (int i = 0; i < 6; ++i) {
+    together[static_cast<size_t>(i)].wait();
+    EXPECT_EQ(together[static_cast<size_t>(i)].tokens, solo[static_cast<size_t>(i)]) << "request " << i;
+  }
+  EXPECT_GT(e.stats().preemptions, 0u);
+  EXPECT_EQ(e.stats().kv_blocks_used, 0);
+}
+
+TEST(Engine, CancelEndsTheRequestAndFreesItsBlocks) {
+  auto engine = Engine::create(load("models/TinyStories-656K-Q8_0.gguf"), EngineOptions{});
+  ASSERT_TRUE(engine.ok());
+  Engine& e = **engine;
+  Collector c;
+  auto id = e.submit(greedy(prompt_for(1, 20), 400), c.callback());
+  ASSERT_TRUE(id.ok());
+  e.cancel(*id);
+  c.wait();
+  EXPECT_EQ(c.last.finish, FinishReason::kCancelled);
+  EXPECT_LT(c.tokens.size(), 400u);
+  EXPECT_EQ(e.stats().kv_blocks_used, 0);
+}
+
+TEST(Engine, RejectsBadRequests) {
+  EngineOptions o;
+  o.max_queue = 1;
+  auto engine = Engine::create(load("models/TinyStories-656K-Q8_0.gguf"), o);
+  ASSERT_TRUE(engine.ok());
+  Engine& e = **engine;
+  Collector c;
+  EXPECT_EQ(e.submit(greedy({}, 4), c.callback()).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(e.submit(greedy({1, 5000}, 4), c.callback()).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(e.submit(greedy(prompt_for(1, 10), 100000), c.callback()).status().code(), StatusCode::kInvalidArgument);
+  GenerationRequest bad = greedy({1, 2}, 4);
+  bad.sampling.top_p = 0;
+  EXPECT_EQ(e.submit(bad, c.callback()).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Engine, StopStringsEndTheText) {
+  auto engine = Engine::create(load("models/TinyStories-656K-Q8_0.gguf"), EngineOptions{});
+  ASSERT_TRUE(engine.ok());
+  Engine& e = **engine;
+  const std::vector<int32_t> prompt = {1, 80, 147, 201, 282, 57};  // "Once upon a time"
+  Collector full;
+  ASSERT_TRUE(e.submit(greedy(prompt, 32), full.callback()).ok());
+  full.wait();
+  ASSERT_NE(full.text.find("Lily"), std::string::npos) << full.text;
+  GenerationRequest r = greedy(prompt, 32);
+  r.stop = {"Lily"};
+  Collector c;
+  ASSERT_TRUE(e.submit(r, c.callback()).ok());
+  c.wait();
+  EXPECT_EQ(c.text, full.text.substr(0, full.text.find("Lily")));
+  EXPECT_EQ(c.last.finish, FinishReason::kStop);
+}
+
+}  // namespace
+}  // namespace cai
