@@ -1,6 +1,7 @@
 // DecoderModel: loading of the shared parts and the forward pass over a StepBatch.
 #include "model/decoder.h"
 
+#include "core/profile.h"
 #include "ops/ops.h"
 
 namespace cai {
@@ -40,16 +41,30 @@ Status DecoderModel::forward(const StepBatch& batch, KvCache& kv, float* logits)
   CAI_ASSIGN_OR_RETURN(TensorView x, ws_.f32("x", {n, hidden}));
   CAI_ASSIGN_OR_RETURN(TensorView h, ws_.f32("h", {n, hidden}));
   CAI_ASSIGN_OR_RETURN(TensorView y, ws_.f32("y", {n, hidden}));
-  CAI_TRY(ops::embed(d, tok_embd_, batch.tokens, x));
+  {
+    profile::Scope scope("embed");
+    CAI_TRY(ops::embed(d, tok_embd_, batch.tokens, x));
+  }
   for (const DecoderBlock& b : blocks_) {
-    CAI_TRY(ops::rms_norm(d, x, b.attn_norm, cfg_.rms_norm_eps, h));
-    CAI_TRY(std::visit([&](const auto& attn) { return attn.forward(d, ws_, batch, h, kv, y); }, b.attn));
-    CAI_TRY(ops::add(d, x, y, x));
-    CAI_TRY(ops::rms_norm(d, x, b.ffn_norm, cfg_.rms_norm_eps, h));
-    CAI_TRY(std::visit([&](const auto& ffn) { return ffn.forward(d, ws_, h, y); }, b.ffn));
+    {
+      profile::Scope scope("norm_residual");
+      CAI_TRY(ops::rms_norm(d, x, b.attn_norm, cfg_.rms_norm_eps, h));
+    }
+    {
+      profile::Scope scope("attention");
+      CAI_TRY(std::visit([&](const auto& attn) { return attn.forward(d, ws_, batch, h, kv, y); }, b.attn));
+    }
+    {
+      profile::Scope scope("norm_residual");
+      CAI_TRY(ops::add(d, x, y, x));
+      CAI_TRY(ops::rms_norm(d, x, b.ffn_norm, cfg_.rms_norm_eps, h));
+    }
+    CAI_TRY(std::visit([&](const auto& ffn) { return ffn.forward(d, ws_, h, y); }, b.ffn));  // profiled inside
+    profile::Scope scope("norm_residual");
     CAI_TRY(ops::add(d, x, y, x));
   }
   if (m == 0) return {};
+  profile::Scope scope("lm_head");
   CAI_ASSIGN_OR_RETURN(TensorView sel, ws_.f32("sel", {m, hidden}));
   CAI_ASSIGN_OR_RETURN(TensorView seln, ws_.f32("sel_norm", {m, hidden}));
   CAI_ASSIGN_OR_RETURN(TensorView out, ws_.f32("logits", {m, static_cast<int64_t>(cfg_.vocab_size)}));

@@ -35,6 +35,7 @@ class DecoderModel final : public Model {
   KvSpec kv_spec() const override { return kv_spec_; }
   size_t weight_bytes() const override { return weights_.total_bytes(); }
   size_t weight_bytes_per_token() const override;
+  size_t prewarm_experts() const override { return weights_.prewarm("_exps."); }
   Status forward(const StepBatch& batch, KvCache& kv, float* logits) override;
 
  private:

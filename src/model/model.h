@@ -32,6 +32,8 @@ class Model {
   virtual size_t weight_bytes() const = 0;
   // Weight bytes one decode step must stream (the roofline numerator): all weights but unread embedding rows.
   virtual size_t weight_bytes_per_token() const = 0;
+  // Fault in the routed experts' weight pages now (mmapped weights); returns the bytes touched.
+  virtual size_t prewarm_experts() const = 0;
 };
 
 }  // namespace cai

@@ -1,6 +1,7 @@
 // Model loading: detect the format, read config + weights + tokenizer, pick the architecture from the registry.
 #include "model/model_loader.h"
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -61,15 +62,24 @@ Result<LoadedModel> load_hf_dir(const fs::path& dir, hal::Device& device) {
 
 }  // namespace
 
-Result<LoadedModel> load_model(const std::string& path, hal::Device& device) {
+Result<LoadedModel> load_model(const std::string& path, hal::Device& device, const LoadOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
   std::error_code ec;
   if (!fs::exists(path, ec)) return not_found("model path '{}' does not exist", path);
   Result<LoadedModel> r = fs::is_directory(path, ec) ? load_hf_dir(path, device) : load_gguf(path, device);
   if (!r.ok()) return r.status();
   r->source = path;
-  CAI_LOG_INFO("loaded {} model {} ({}, {} layers, {:.1f} MiB of weights) on {}", r->format, path,
+  const auto t1 = std::chrono::steady_clock::now();
+  r->load_seconds = std::chrono::duration<double>(t1 - t0).count();
+  if (options.prewarm_experts) {
+    const size_t bytes = r->model->prewarm_experts();
+    r->prewarm_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+    CAI_LOG_INFO("pre-warmed {:.1f} MiB of expert weights in {:.2f}s", static_cast<double>(bytes) / (1 << 20),
+                 r->prewarm_seconds);
+  }
+  CAI_LOG_INFO("loaded {} model {} ({}, {} layers, {:.1f} MiB of weights) on {} in {:.2f}s", r->format, path,
                r->model->config().architecture, r->model->config().num_hidden_layers,
-               static_cast<double>(r->model->weight_bytes()) / (1 << 20), device.name());
+               static_cast<double>(r->model->weight_bytes()) / (1 << 20), device.name(), r->load_seconds);
   return r;
 }
 

@@ -14,8 +14,14 @@ struct LoadedModel {
   std::unique_ptr<Tokenizer> tokenizer;  // null when the checkpoint has none (e.g. test oracles)
   std::string source;                    // path it came from
   std::string format;                    // "gguf" or "hf"
+  double load_seconds = 0;
+  double prewarm_seconds = 0;
 };
 
-Result<LoadedModel> load_model(const std::string& path, hal::Device& device);
+struct LoadOptions {
+  bool prewarm_experts = false;  // touch every expert page at load (see Model::prewarm_experts)
+};
+
+Result<LoadedModel> load_model(const std::string& path, hal::Device& device, const LoadOptions& options = {});
 
 }  // namespace cai

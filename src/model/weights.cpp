@@ -178,6 +178,20 @@ Result<TensorView> WeightStore::get_f32(const std::string& name, std::initialize
   return f;
 }
 
+size_t WeightStore::prewarm(const std::string& substring) const {
+  if (!device_->host_visible()) return 0;  // device copies are resident already
+  constexpr size_t kPage = 4096;
+  size_t n = 0;
+  volatile uint8_t sink = 0;
+  for (const auto& [name, v] : tensors_) {
+    if (name.find(substring) == std::string::npos) continue;
+    const uint8_t* p = static_cast<const uint8_t*>(v.data);
+    for (size_t off = 0; off < v.n_bytes(); off += kPage) sink = static_cast<uint8_t>(sink + p[off]);
+    n += v.n_bytes();
+  }
+  return n;
+}
+
 size_t WeightStore::total_bytes() const {
   size_t n = 0;
   for (const auto& [name, v] : tensors_) n += v.n_bytes();

@@ -38,6 +38,9 @@ class WeightStore {
   Result<TensorView> get_f32(const std::string& name, std::initializer_list<int64_t> shape);
   const std::map<std::string, TensorView>& all() const { return tensors_; }
   size_t total_bytes() const;
+  // Touch every page of the tensors whose canonical name contains `substring` (e.g. "_exps.") so the first request
+  // does not fault them in from disk. Returns the bytes touched.
+  size_t prewarm(const std::string& substring) const;
 
  private:
   Result<TensorView> place(const TensorView& host_view);

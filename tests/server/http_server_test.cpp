@@ -188,7 +188,7 @@ TEST_F(ServerTest, ReasoningContentSplit) {
 
 TEST_F(ServerTest, TemplateOpenedThinkAndUnclosedReasoning) {
   ServerOptions o;
-  o.chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}<think>\n";
+  o.chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}{{ '<think>\\n' }}";  // as R1 distills
   start(o);
   engine_->script.pieces = {"Hmm, a greeting.", "</think>", "Hi there"};
   json msg = json::parse(post("/v1/chat/completions", kChat)->body)["choices"][0]["message"];

@@ -1,9 +1,11 @@
 // `cai bench`: prompt-processing and generation tokens/s (like llama-bench), with the memory-bandwidth roofline ratio.
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <numeric>
 
 #include "core/membw.h"
+#include "core/profile.h"
 #include "runtime/single_sequence.h"
 #include "verbs.h"
 
@@ -30,23 +32,38 @@ Status bench(const BenchOptions& o) {
   std::vector<int32_t> prompt(static_cast<size_t>(std::max(1, o.n_prompt)));
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919 + 13) % static_cast<size_t>(vocab));
   double best_pp = 0, best_tg = 0;
+  std::map<std::string, double> tg_phases;
   for (int r = 0; r < std::max(1, o.repeats); ++r) {
     CAI_ASSIGN_OR_RETURN(SingleSequence seq, SingleSequence::create(model, static_cast<int>(prompt.size()) + o.n_gen + 1));
     auto t0 = std::chrono::steady_clock::now();
     CAI_TRY(seq.step(prompt, false).status());
     best_pp = std::max(best_pp, static_cast<double>(prompt.size()) / seconds_since(t0));
+    profile::reset();
+    profile::set_enabled(true);
     t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < o.n_gen; ++i) {
       const int32_t t = prompt[static_cast<size_t>(i) % prompt.size()];
       CAI_TRY(seq.step(std::span<const int32_t>(&t, 1), false).status());
     }
-    if (o.n_gen > 0) best_tg = std::max(best_tg, o.n_gen / seconds_since(t0));
+    const double tg = o.n_gen > 0 ? o.n_gen / seconds_since(t0) : 0.0;
+    profile::set_enabled(false);
+    if (tg > best_tg) {
+      best_tg = tg;
+      tg_phases = profile::snapshot();
+    }
   }
   const hal::OpContext ctx = model.device().op_context();
   const double bw_gbps = measure_read_bandwidth_gbps(ctx.pool);
   const double bytes_per_token = static_cast<double>(model.weight_bytes_per_token());
   const double roofline_tg = bw_gbps * 1e9 / bytes_per_token;
+  double phase_total = 0;
+  for (const auto& [phase, sec] : tg_phases) phase_total += sec;
+  nlohmann::json shares = nlohmann::json::object();
+  for (const auto& [phase, sec] : tg_phases) shares[phase] = phase_total > 0 ? sec / phase_total : 0.0;
   nlohmann::json out = {{"model", o.common.model},
+                        {"load_seconds", lm.load_seconds},
+                        {"prewarm_seconds", lm.prewarm_seconds},
+                        {"tg_time_share", shares},
                         {"device", model.device().description()},
                         {"n_prompt", prompt.size()},
                         {"n_gen", o.n_gen},
@@ -62,6 +79,7 @@ Status bench(const BenchOptions& o) {
   } else {
     std::cout << fmt::format("pp{}: {:.1f} tok/s   tg{}: {:.1f} tok/s   roofline {:.1f} tok/s at {:.1f} GB/s ({:.0f}%)\n",
                              prompt.size(), best_pp, o.n_gen, best_tg, roofline_tg, bw_gbps, 100 * best_tg / roofline_tg);
+    for (const auto& [phase, share] : shares.items()) std::cout << fmt::format("  {:<16} {:5.1f}%\n", phase, 100 * share.get<double>());
   }
   return {};
 }

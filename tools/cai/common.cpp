@@ -11,6 +11,7 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("-m,--model", o.model, "a .gguf file or a Hugging Face model directory")->required();
   cmd.add_option("--device", o.device, "device to run on: cpu, or a plugin backend such as cuda:0");
   cmd.add_option("-t,--threads", o.threads, "CPU threads (0 = all)");
+  cmd.add_flag("--prewarm-experts", o.prewarm_experts, "touch every MoE expert's weight pages at load");
 }
 
 int fail(const Status& st) {
@@ -23,7 +24,7 @@ Result<LoadedModel> open_model(const CommonOptions& o) {
   if (o.device.rfind("cpu", 0) != 0) reg.load_plugins_from_default_paths();
   hal::cpu::set_cpu_threads(o.threads);
   CAI_ASSIGN_OR_RETURN(hal::Device * dev, reg.find_device(o.device));
-  return load_model(o.model, *dev);
+  return load_model(o.model, *dev, LoadOptions{o.prewarm_experts});
 }
 
 }  // namespace cai::cli

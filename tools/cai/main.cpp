@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   cai::cli::register_tokenize(app, exit_code);
   cai::cli::register_eval(app, exit_code);
   cai::cli::register_bench(app, exit_code);
+  cai::cli::register_serve(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

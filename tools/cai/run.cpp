@@ -5,6 +5,7 @@
 #include "core/log.h"
 #include "runtime/sampler.h"
 #include "runtime/single_sequence.h"
+#include "server/prompt_builder.h"
 #include "verbs.h"
 
 namespace cai::cli {
@@ -16,14 +17,29 @@ struct RunOptions {
   std::string prompt;
   int n_predict = 128;
   int ctx_size = 0;  // 0 = the model's context length
+  bool chat = false;
+  std::string system;
   SamplingParams sampling;
 };
+
+// The prompt as token ids: raw text (BOS per the model), or one chat turn through the model's chat template.
+Result<std::vector<int32_t>> prompt_ids(const RunOptions& o, const Tokenizer& tok) {
+  if (!o.chat) return tok.encode(o.prompt, tok.add_bos_default(), /*parse_special=*/true);
+  if (tok.chat_template().empty()) return invalid_argument("--chat: model {} has no chat template", o.common.model);
+  CAI_ASSIGN_OR_RETURN(server::PromptBuilder builder, server::PromptBuilder::create(tok, tok.chat_template()));
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  if (!o.system.empty()) messages.push_back({{"role", "system"}, {"content", o.system}});
+  messages.push_back({{"role", "user"}, {"content", o.prompt}});
+  CAI_ASSIGN_OR_RETURN(server::BuiltPrompt built, builder.chat(messages));
+  return built.tokens;
+}
 
 Status run(const RunOptions& o) {
   CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common));
   if (!lm.tokenizer) return not_found("model {} has no tokenizer; `cai run` needs one", o.common.model);
   const Tokenizer& tok = *lm.tokenizer;
-  std::vector<int32_t> ids = tok.encode(o.prompt, tok.add_bos_default(), /*parse_special=*/true);
+  CAI_ASSIGN_OR_RETURN(std::vector<int32_t> ids, prompt_ids(o, tok));
+  const size_t n_prompt = ids.size();
   if (ids.empty()) return invalid_argument("the prompt encodes to no tokens");
   const int n_ctx = o.ctx_size > 0 ? o.ctx_size : lm.model->config().max_position_embeddings;
   if (static_cast<int>(ids.size()) >= n_ctx)
@@ -53,7 +69,7 @@ Status run(const RunOptions& o) {
   std::fflush(stdout);
   const auto t2 = std::chrono::steady_clock::now();
   const double pp_s = std::chrono::duration<double>(t1 - t0).count(), tg_s = std::chrono::duration<double>(t2 - t1).count();
-  CAI_LOG_INFO("prompt {} tokens in {:.3f}s; generated {} tokens in {:.3f}s ({:.1f} tok/s)", seq.n_past() - n_gen, pp_s,
+  CAI_LOG_INFO("prompt {} tokens in {:.3f}s; generated {} tokens in {:.3f}s ({:.1f} tok/s)", n_prompt, pp_s,
                n_gen, tg_s, tg_s > 0 ? n_gen / tg_s : 0.0);
   return {};
 }
@@ -64,7 +80,9 @@ void register_run(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "generate a continuation of a prompt");
   add_common_options(*cmd, o->common);
-  cmd->add_option("-p,--prompt", o->prompt, "prompt text")->required();
+  cmd->add_option("-p,--prompt", o->prompt, "prompt text (with --chat: the user message)")->required();
+  cmd->add_flag("--chat", o->chat, "wrap the prompt in the model's chat template as one user turn");
+  cmd->add_option("--system", o->system, "with --chat: a system message");
   cmd->add_option("-n,--n-predict", o->n_predict, "tokens to generate")->check(CLI::NonNegativeNumber);
   cmd->add_option("-c,--ctx-size", o->ctx_size, "context size (default: the model's)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--temp", o->sampling.temperature, "temperature; 0 = greedy")->check(CLI::NonNegativeNumber);

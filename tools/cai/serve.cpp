@@ -58,7 +58,9 @@ Status finish_options(ServeOptions& o) {
     if (!p.has_filename()) p = p.parent_path();
     o.http.model_name = p.extension() == ".gguf" ? p.stem().string() : p.filename().string();
   }
-  if (!o.kv_memory.empty()) CAI_ASSIGN_OR_RETURN(o.engine.kv_memory_bytes, server::parse_byte_size(o.kv_memory));
+  if (!o.kv_memory.empty()) {
+    CAI_ASSIGN_OR_RETURN(o.engine.kv_memory_bytes, server::parse_byte_size(o.kv_memory));
+  }
   o.http.n_http_threads = o.engine.max_batch + std::min(o.engine.max_queue, 64) + 4;
   return {};
 }

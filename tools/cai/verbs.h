@@ -15,6 +15,7 @@ struct CommonOptions {
   std::string model;
   std::string device = "cpu";
   int threads = 0;  // 0 = all hardware threads
+  bool prewarm_experts = false;
 };
 void add_common_options(CLI::App& cmd, CommonOptions& o);
 // Resolve the device (loading plugins) and load the model; errors are printed as "error: ..." to stderr.
@@ -26,5 +27,6 @@ void register_run(CLI::App& app, int& exit_code);
 void register_tokenize(CLI::App& app, int& exit_code);
 void register_eval(CLI::App& app, int& exit_code);
 void register_bench(CLI::App& app, int& exit_code);
+void register_serve(CLI::App& app, int& exit_code);
 
 }  // namespace cai::cli

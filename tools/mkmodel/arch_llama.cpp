@@ -20,14 +20,6 @@ Status check_shape(const ModelShape& s) {
   return Status::ok_status();
 }
 
-// GGUF row r of a llama q/k weight holds HF row p(r): within each head of d rows, GGUF 2i ← HF i and
-// GGUF 2i+1 ← HF i + d/2 (FORMATS.md §3), turning HF's half-split RoPE order into interleaved pairs.
-int64_t llama_permuted_row(int64_t r, int64_t head_dim) {
-  const int64_t head = r / head_dim;
-  const int64_t j = r % head_dim;
-  return head * head_dim + j / 2 + (j % 2) * (head_dim / 2);
-}
-
 nlohmann::json hf_config(const ModelShape& s) {
   const bool qwen2 = s.arch == "qwen2";
   nlohmann::json c = {
@@ -62,25 +54,13 @@ nlohmann::json hf_config(const ModelShape& s) {
   return c;
 }
 
-void gguf_keys(const ModelShape& s, GgufWriter& w) {
-  const std::string& a = s.arch;
-  w.set_string("general.architecture", a);
-  w.set_u32(a + ".context_length", static_cast<uint32_t>(s.ctx));
-  w.set_u32(a + ".embedding_length", static_cast<uint32_t>(s.hidden));
-  w.set_u32(a + ".block_count", static_cast<uint32_t>(s.n_layers));
-  w.set_u32(a + ".feed_forward_length", static_cast<uint32_t>(s.ffn));
-  w.set_u32(a + ".attention.head_count", static_cast<uint32_t>(s.n_heads));
-  w.set_u32(a + ".attention.head_count_kv", static_cast<uint32_t>(s.n_kv_heads));
-  w.set_f32(a + ".attention.layer_norm_rms_epsilon", s.rms_eps);
-  w.set_f32(a + ".rope.freq_base", s.rope_theta);
-  w.set_u32(a + ".rope.dimension_count", static_cast<uint32_t>(s.head_dim()));
-  w.set_u32(a + ".vocab_size", static_cast<uint32_t>(s.vocab));
-}
-
 // Adds HF weight `hf` and its GGUF counterpart `gguf`. permute_head_dim > 0 applies the llama Q/K row order.
 void add(ModelSpec& m, uint64_t seed, std::string hf, std::string gguf, std::vector<int64_t> shape, Init init,
          GgufRole role, int64_t permute_head_dim = 0) {
-  WeightSpec w{std::move(hf), shape, init};
+  const HfRole hf_role = role == GgufRole::kF32 || hf == "model.embed_tokens.weight" || hf == "lm_head.weight"
+                             ? HfRole::kPlain
+                             : HfRole::kProjection;
+  WeightSpec w{std::move(hf), shape, init, hf_role};
   WeightValues values(w, seed);
   RowMaker make_row = [values](int64_t r, float* dst) { values.row(r, dst); };
   if (permute_head_dim > 0) {
@@ -93,6 +73,38 @@ void add(ModelSpec& m, uint64_t seed, std::string hf, std::string gguf, std::vec
 }
 
 }  // namespace
+
+// Within each head of d rows, GGUF 2i ← HF i and GGUF 2i+1 ← HF i + d/2, turning HF's half-split RoPE order into
+// interleaved pairs.
+int64_t llama_permuted_row(int64_t r, int64_t head_dim) {
+  const int64_t head = r / head_dim;
+  const int64_t j = r % head_dim;
+  return head * head_dim + j / 2 + (j % 2) * (head_dim / 2);
+}
+
+void common_gguf_keys(const ModelShape& s, int64_t rope_dims, GgufWriter& w) {
+  const std::string& a = s.arch;
+  w.set_string("general.architecture", a);
+  w.set_u32(a + ".context_length", static_cast<uint32_t>(s.ctx));
+  w.set_u32(a + ".embedding_length", static_cast<uint32_t>(s.hidden));
+  w.set_u32(a + ".block_count", static_cast<uint32_t>(s.n_layers));
+  w.set_u32(a + ".feed_forward_length", static_cast<uint32_t>(s.ffn));
+  w.set_u32(a + ".attention.head_count", static_cast<uint32_t>(s.n_heads));
+  w.set_u32(a + ".attention.head_count_kv", static_cast<uint32_t>(s.n_kv_heads));
+  w.set_f32(a + ".attention.layer_norm_rms_epsilon", s.rms_eps);
+  w.set_f32(a + ".rope.freq_base", s.rope_theta);
+  w.set_u32(a + ".rope.dimension_count", static_cast<uint32_t>(rope_dims));
+  w.set_u32(a + ".vocab_size", static_cast<uint32_t>(s.vocab));
+  if (s.yarn_factor > 1.0f) {
+    w.set_string(a + ".rope.scaling.type", "yarn");
+    w.set_f32(a + ".rope.scaling.factor", s.yarn_factor);
+    w.set_u32(a + ".rope.scaling.original_context_length", static_cast<uint32_t>(s.yarn_original_ctx));
+    w.set_f32(a + ".rope.scaling.yarn_beta_fast", s.yarn_beta_fast);
+    w.set_f32(a + ".rope.scaling.yarn_beta_slow", s.yarn_beta_slow);
+  }
+}
+
+void llama_family_gguf_keys(const ModelShape& s, GgufWriter& w) { common_gguf_keys(s, s.head_dim(), w); }
 
 Result<ModelSpec> build_llama_family(const ModelShape& s, uint64_t seed) {
   if (s.arch != "llama" && s.arch != "qwen2") return unsupported("architecture '{}' is not llama or qwen2", s.arch);
@@ -139,7 +151,7 @@ Result<ModelSpec> build_llama_family(const ModelShape& s, uint64_t seed) {
   if (!s.tied) {
     add(m, seed, "lm_head.weight", "output.weight", {s.vocab, s.hidden}, Init::kNormal, GgufRole::kOutput);
   }
-  m.gguf_metadata = [s](GgufWriter& w) { gguf_keys(s, w); };
+  m.gguf_metadata = [s](GgufWriter& w) { llama_family_gguf_keys(s, w); };
   m.hf_config = hf_config(s);
   return m;
 }

@@ -14,6 +14,25 @@
 
 namespace cai::mkmodel {
 
+// DeepSeek V2/V3 multi-head latent attention and mixture of experts (HF config.json names in comments).
+struct MlaMoeShape {
+  int64_t q_lora_rank = 0;            // q_lora_rank (0 = null: q_proj, as in V2-Lite)
+  int64_t kv_lora_rank = 0;           // kv_lora_rank
+  int64_t qk_nope_head_dim = 0;       // qk_nope_head_dim
+  int64_t qk_rope_head_dim = 0;       // qk_rope_head_dim
+  int64_t v_head_dim = 0;             // v_head_dim
+  int64_t first_k_dense_replace = 0;  // first_k_dense_replace (dense layers use ModelShape::ffn)
+  int64_t n_routed_experts = 0;       // n_routed_experts
+  int64_t moe_ffn = 0;                // moe_intermediate_size
+  int64_t n_shared_experts = 0;       // n_shared_experts
+  int64_t top_k = 0;                  // num_experts_per_tok
+  int64_t n_group = 1;                // n_group
+  int64_t topk_group = 1;             // topk_group
+  bool sigmoid = false;               // scoring_func sigmoid + e_score_correction_bias (V3), else softmax (V2)
+  bool norm_topk_prob = false;        // norm_topk_prob
+  float routed_scaling_factor = 1.0f; // routed_scaling_factor
+};
+
 // Hyper-parameters of a decoder-only transformer, HF names in comments.
 struct ModelShape {
   std::string arch = "qwen2";  // GGUF general.architecture
@@ -27,6 +46,14 @@ struct ModelShape {
   bool tied = true;            // tie_word_embeddings
   float rope_theta = 10000.0f;
   float rms_eps = 1e-6f;
+  // rope_scaling type yarn (factor 0 = no scaling); mscale / mscale_all_dim only matter for DeepSeek.
+  float yarn_factor = 0.0f;
+  int64_t yarn_original_ctx = 0;  // original_max_position_embeddings
+  float yarn_beta_fast = 32.0f;
+  float yarn_beta_slow = 1.0f;
+  float yarn_mscale = 1.0f;
+  float yarn_mscale_all_dim = 0.0f;
+  MlaMoeShape mla;  // deepseek2 only
   int64_t head_dim() const { return n_heads > 0 ? hidden / n_heads : 0; }
 };
 
@@ -35,12 +62,20 @@ enum class Init {
   kNormWeight,  // 1 + N(0, 0.02²)-like (RMSNorm gains)
 };
 
+// How the HF emitter picks a weight's type from the requested one.
+enum class HfRole {
+  kProjection,  // a linear layer's weight: the requested type; FP8 = F8_E4M3 + `<name>_scale_inv` block scales
+  kPlain,       // embeddings, lm_head, norms, router: the requested type; BF16 when FP8 is requested
+  kF32,         // e_score_correction_bias: always F32
+};
+
 // A weight as the Hugging Face checkpoint stores it. Its values are a pure function of (seed, name, element index),
 // so any file layout (permuted, stacked, split, transposed) can rebuild any element without holding the tensor.
 struct WeightSpec {
   std::string name;            // HF name, e.g. "model.layers.0.self_attn.q_proj.weight"
   std::vector<int64_t> shape;  // PyTorch order
   Init init = Init::kNormal;
+  HfRole hf_role = HfRole::kPlain;
 };
 
 // How the GGUF emitter picks a tensor's type from the requested one.
@@ -86,5 +121,14 @@ class WeightValues {
 
 // Builders, one per architecture file. Each fills weights, gguf_tensors, hf_config and gguf_metadata.
 Result<ModelSpec> build_llama_family(const ModelShape& shape, uint64_t seed);  // "llama" and "qwen2"
+Result<ModelSpec> build_deepseek2(const ModelShape& shape, uint64_t seed);     // "deepseek2" (HF deepseek_v3)
+
+// GGUF metadata from a shape; the random builders and the HF converter share them (FORMATS.md §1.6).
+// Keys every architecture has (<arch>.context_length ... vocab_size) plus YaRN keys when yarn_factor > 1.
+void common_gguf_keys(const ModelShape& s, int64_t rope_dims, GgufWriter& w);
+void llama_family_gguf_keys(const ModelShape& s, GgufWriter& w);
+void deepseek2_gguf_keys(const ModelShape& s, GgufWriter& w);
+// GGUF row r of a llama q/k weight (or bias) holds HF row llama_permuted_row(r, head_dim) (FORMATS.md §3).
+int64_t llama_permuted_row(int64_t r, int64_t head_dim);
 
 }  // namespace cai::mkmodel

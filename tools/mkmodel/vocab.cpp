@@ -21,14 +21,6 @@ constexpr std::string_view kChatTemplate =
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + "
     "'<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
 
-// Pre-tokenizer regexes (tokenizer data, FORMATS.md §5 Q1 and L1 in HF's case-insensitive spelling).
-constexpr std::string_view kQwen2Regex =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
-    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-constexpr std::string_view kLlama3Regex =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
-    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-
 // Training text for the merges: plain English, so that common words become tokens as in a real vocabulary.
 constexpr std::string_view kCorpus =
     "The little robot woke up early in the morning and looked out of the window. The sun was bright and the "

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -13,7 +14,16 @@
 namespace cai::mkmodel {
 
 // GGUF token types (FORMATS.md §5).
-enum TokenType : int32_t { kTokenNormal = 1, kTokenControl = 3, kTokenUnused = 5 };
+enum TokenType : int32_t { kTokenNormal = 1, kTokenControl = 3, kTokenUserDefined = 4, kTokenUnused = 5 };
+
+// Pre-tokenizer regexes of tokenizer.json Split steps (tokenizer data, FORMATS.md §5 Q1 and L1 in HF's
+// case-insensitive spelling): GGUF tokenizer.ggml.pre "qwen2" and "llama-bpe".
+inline constexpr std::string_view kQwen2Regex =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+inline constexpr std::string_view kLlama3Regex =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 struct SyntheticVocab {
   std::vector<std::string> tokens;  // id → text in GPT-2 byte-mapped form (specials raw)

@@ -1,6 +1,7 @@
 // DenseMlp forward.
 #include "model/layers/mlp.h"
 
+#include "core/profile.h"
 #include "ops/ops.h"
 
 namespace cai {
@@ -9,6 +10,7 @@ Result<DenseMlp> DenseMlp::load(WeightStore& w, const std::string& prefix, const
                                 int64_t ffn) {
   DenseMlp m;
   m.ffn_ = ffn;
+  m.phase_ = suffix == ".weight" ? "mlp" : "shared_experts";
   CAI_ASSIGN_OR_RETURN(m.gate_, w.get(prefix + "ffn_gate" + suffix, {ffn, hidden}));
   CAI_ASSIGN_OR_RETURN(m.up_, w.get(prefix + "ffn_up" + suffix, {ffn, hidden}));
   CAI_ASSIGN_OR_RETURN(m.down_, w.get(prefix + "ffn_down" + suffix, {hidden, ffn}));
@@ -16,6 +18,7 @@ Result<DenseMlp> DenseMlp::load(WeightStore& w, const std::string& prefix, const
 }
 
 Status DenseMlp::forward(hal::Device& d, Workspace& ws, const TensorView& x, const TensorView& out) const {
+  profile::Scope scope(phase_);
   const int64_t n = x.rows();
   CAI_ASSIGN_OR_RETURN(TensorView g, ws.f32("mlp.gate", {n, ffn_}));
   CAI_ASSIGN_OR_RETURN(TensorView u, ws.f32("mlp.up", {n, ffn_}));

@@ -17,6 +17,7 @@ class DenseMlp {
 
  private:
   int64_t ffn_ = 0;
+  const char* phase_ = "mlp";  // profile phase: "mlp" (dense layers) or "shared_experts"
   TensorView gate_, up_, down_;
 };
 

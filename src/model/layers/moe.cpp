@@ -1,6 +1,7 @@
 // MoeFfn forward: router logits in F32 → moe_gate → sparse_moe over the selected experts → + shared experts.
 #include "model/layers/moe.h"
 
+#include "core/profile.h"
 #include "ops/ops.h"
 
 namespace cai {
@@ -36,13 +37,20 @@ Status MoeFfn::forward(hal::Device& d, Workspace& ws, const TensorView& x, const
   CAI_ASSIGN_OR_RETURN(TensorView weights, ws.f32("moe.weights", {n, k}));
   CAI_ASSIGN_OR_RETURN(TensorView ids_f, ws.f32("moe.ids", {n, k}));  // same width as I32
   const TensorView ids = TensorView::make(ids_f.data, DType::kI32, {n, k});
-  CAI_TRY(ops::dense_gemm(d, router_, x, nullptr, logits));
-  CAI_TRY(ops::moe_gate(d, gate_params_, logits, bias_ ? &*bias_ : nullptr, ids, weights));
-  const hal::ExpertWeights experts{gate_.data(), up_.data(), down_.data(), static_cast<int>(gate_.size())};
-  CAI_TRY(ops::sparse_moe(d, experts, x, ids, weights, out));
+  {
+    profile::Scope scope("moe_gate");
+    CAI_TRY(ops::dense_gemm(d, router_, x, nullptr, logits));
+    CAI_TRY(ops::moe_gate(d, gate_params_, logits, bias_ ? &*bias_ : nullptr, ids, weights));
+  }
+  {
+    profile::Scope scope("routed_experts");
+    const hal::ExpertWeights experts{gate_.data(), up_.data(), down_.data(), static_cast<int>(gate_.size())};
+    CAI_TRY(ops::sparse_moe(d, experts, x, ids, weights, out));
+  }
   if (!shared_) return {};
   CAI_ASSIGN_OR_RETURN(TensorView sh, ws.f32("moe.shared", {n, x.cols()}));
   CAI_TRY(shared_->forward(d, ws, x, sh));
+  profile::Scope scope("shared_experts");
   return ops::add(d, out, sh, out);
 }
 

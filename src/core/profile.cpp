@@ -1,0 +1,36 @@
+// Phase profile storage (a mutex-guarded map; phases are coarse, so contention is irrelevant).
+#include "core/profile.h"
+
+#include <atomic>
+#include <mutex>
+
+namespace cai::profile {
+
+namespace {
+std::atomic<bool> g_enabled{false};
+std::mutex g_mu;
+std::map<std::string, double>& totals() {
+  static std::map<std::string, double> m;
+  return m;
+}
+}  // namespace
+
+void set_enabled(bool on) { g_enabled = on; }
+bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
+
+void reset() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  totals().clear();
+}
+
+std::map<std::string, double> snapshot() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return totals();
+}
+
+void add(const char* phase, double seconds) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  totals()[phase] += seconds;
+}
+
+}  // namespace cai::profile

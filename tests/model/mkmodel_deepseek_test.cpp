@@ -1,0 +1,293 @@
+// cai-mkmodel deepseek2: random DeepSeek models (GGUF, HF BF16/FP8) load and run; the HF→GGUF converter is exact.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "core/quant.h"
+#include "core/weight_row.h"
+#include "hal/hal.h"
+#include "model/kv_cache.h"
+#include "model/loaders/gguf.h"
+#include "model/loaders/safetensors.h"
+#include "model/model_loader.h"
+#include "test_paths.h"
+
+namespace cai {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class TempDir {
+ public:
+  TempDir() : path_(fs::temp_directory_path() / fmt::format("cai_mkmodel_ds_{}_{}", ::getpid(), counter_++)) {
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path path_;
+};
+
+void mkmodel(const std::string& args) {
+  const test::CommandResult r = test::run_command(test::binary_path("cai-mkmodel") + " " + args);
+  ASSERT_EQ(r.exit_code, 0) << args << "\n" << r.out << r.err;
+}
+
+const std::vector<int32_t> kTokens = {297, 5, 17, 120, 42, 260, 3, 77, 150, 201, 9, 64};
+
+// Loads the model and returns the logits of every position of kTokens (one prefill step).
+std::vector<float> forward_logits(const std::string& path) {
+  hal::Device* cpu = hal::Registry::global().find_device("cpu").value();
+  Result<LoadedModel> lm = load_model(path, *cpu);
+  EXPECT_TRUE(lm.ok()) << path << ": " << lm.status().to_string();
+  if (!lm.ok()) return {};
+  Model& m = *lm->model;
+  const int n = static_cast<int>(kTokens.size());
+  Result<KvCache> kv = KvCache::create(*cpu, m.kv_spec(), 1, n);
+  EXPECT_TRUE(kv.ok());
+  const std::vector<int32_t> table = identity_block_table(1);
+  StepBatch b;
+  b.tokens = kTokens;
+  for (int i = 0; i < n; ++i) {
+    b.positions.push_back(i);
+    b.slots.push_back(i);
+    b.logit_rows.push_back(i);
+  }
+  b.seqs.push_back({0, n, 0, table.data()});
+  std::vector<float> logits(static_cast<size_t>(n) * m.config().vocab_size);
+  const Status st = m.forward(b, *kv, logits.data());
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  return logits;
+}
+
+float max_abs(const std::vector<float>& v) {
+  float m = 0;
+  for (float x : v) m = std::max(m, std::fabs(x));
+  return m;
+}
+
+float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  float m = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+
+bool all_finite(const std::vector<float>& v) {
+  return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+}
+
+std::vector<float> row_f32(const TensorView& v, int64_t r) {
+  std::vector<float> out(static_cast<size_t>(v.cols()));
+  dequantize_weight_row(v, r, out.data());
+  return out;
+}
+
+// The tiny preset in every format, one seed: all load and run; same weights give the same logits; BF16 and FP8
+// stay close to the float model.
+TEST(MkmodelDeepseek, TinyPresetLoadsAndRunsInEveryFormat) {
+  TempDir dir;
+  const std::string common = "--arch deepseek2 --preset tiny --seed 11 ";
+  mkmodel(common + "-o " + dir / "f32.gguf");
+  mkmodel(common + "--dtype q8_0 -o " + dir / "q8.gguf");
+  mkmodel(common + "--format hf -o " + dir / "hf32");
+  mkmodel(common + "--format hf --dtype bf16 -o " + dir / "hfbf16");
+  mkmodel(common + "--format hf --dtype fp8 --shard-mb 1 -o " + dir / "hffp8");
+  mkmodel("--from " + dir / "hffp8" + " --dtype f32 -o " + dir / "fp8conv.gguf");
+
+  const std::vector<float> ref = forward_logits(dir / "f32.gguf");
+  ASSERT_EQ(ref.size(), kTokens.size() * 300);
+  ASSERT_TRUE(all_finite(ref));
+  const float scale = max_abs(ref);
+  ASSERT_GT(scale, 0.05f);  // a model whose logits say something
+  const std::vector<float> hf32 = forward_logits(dir / "hf32");
+  EXPECT_LE(max_abs_diff(hf32, ref), 1e-5f * std::max(1.0f, scale));
+  const std::vector<float> fp8 = forward_logits(dir / "hffp8");
+  ASSERT_TRUE(all_finite(fp8));
+  EXPECT_LE(max_abs_diff(forward_logits(dir / "fp8conv.gguf"), fp8), 1e-5f * std::max(1.0f, scale));
+  // Rounded weights: the logits move, but stay near the float model's.
+  for (const std::string& name : {"q8.gguf", "hfbf16", "hffp8"}) {
+    const std::vector<float> got = name == "hffp8" ? fp8 : forward_logits(dir / name);
+    ASSERT_TRUE(all_finite(got)) << name;
+    const float d = max_abs_diff(got, ref);
+    EXPECT_GT(d, 0.0f) << name;
+    EXPECT_LE(d, (name == "hffp8" ? 0.15f : 0.05f) * scale) << name;
+  }
+}
+
+// GGUF: deepseek2 keys per FORMATS.md §1.6, kv_b kept, experts stacked [n_expert, out, in] holding the HF experts.
+TEST(MkmodelDeepseek, GgufHasDeepseek2KeysAndStackedExperts) {
+  TempDir dir;
+  mkmodel("--arch deepseek2 --preset tiny --seed 4 -o " + dir / "m.gguf");
+  mkmodel("--arch deepseek2 --preset tiny --seed 4 --format hf --dtype f32 -o " + dir / "hf");
+  auto g = GgufFile::open(dir / "m.gguf");
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  const json& md = (*g)->metadata();
+  EXPECT_EQ(md["general.architecture"], "deepseek2");
+  EXPECT_EQ(md["deepseek2.expert_gating_func"], 2);
+  EXPECT_EQ(md["deepseek2.expert_group_count"], 4);
+  EXPECT_EQ(md["deepseek2.expert_group_used_count"], 2);
+  EXPECT_EQ(md["deepseek2.expert_used_count"], 4);
+  EXPECT_EQ(md["deepseek2.leading_dense_block_count"], 1);
+  EXPECT_EQ(md["deepseek2.attention.q_lora_rank"], 160);
+  EXPECT_EQ(md["deepseek2.attention.key_length"], 48);
+  EXPECT_EQ(md["deepseek2.attention.value_length"], 32);
+  EXPECT_EQ(md["deepseek2.rope.dimension_count"], 16);
+  EXPECT_NEAR(md["deepseek2.rope.scaling.yarn_log_multiplier"].get<double>(), 0.1, 1e-7);
+  EXPECT_EQ(md["deepseek2.expert_weights_norm"], true);
+  const GgufTensorInfo* kv_b = (*g)->find("blk.0.attn_kv_b.weight");
+  ASSERT_TRUE(kv_b);
+  EXPECT_EQ(kv_b->ne, (std::vector<int64_t>{64, 4 * (32 + 32)}));
+  EXPECT_EQ((*g)->find("blk.1.ffn_gate_inp.weight")->dtype, DType::kF32);
+  EXPECT_EQ((*g)->find("blk.1.exp_probs_b.bias")->dtype, DType::kF32);
+  EXPECT_FALSE((*g)->find("blk.0.ffn_gate_inp.weight"));  // layer 0 is dense
+  const GgufTensorInfo* up = (*g)->find("blk.2.ffn_up_exps.weight");
+  ASSERT_TRUE(up);
+  ASSERT_EQ(up->ne, (std::vector<int64_t>{256, 64, 16}));
+  auto hf = SafetensorsCheckpoint::open_dir(dir / "hf");
+  ASSERT_TRUE(hf.ok());
+  for (int e : {0, 9, 15}) {
+    auto ev = (*hf)->find(fmt::format("model.layers.2.mlp.experts.{}.up_proj.weight", e))->view();
+    ASSERT_TRUE(ev.ok());
+    EXPECT_EQ(std::memcmp(up->data + static_cast<size_t>(e) * 64 * 256 * 4, ev->data, 64 * 256 * 4), 0) << e;
+  }
+}
+
+// FP8 checkpoints look like the official one (FORMATS.md §7): F8_E4M3 projections with F32 [ceil(out/128),
+// ceil(in/128)] scales where each block's largest |w| codes to 448; embeddings, norms and router BF16, bias F32.
+TEST(MkmodelDeepseek, Fp8CheckpointHasBlockScales) {
+  TempDir dir;
+  mkmodel("--arch deepseek2 --preset tiny --seed 4 --format hf --dtype fp8 -o " + dir / "fp8");
+  mkmodel("--arch deepseek2 --preset tiny --seed 4 --format hf --dtype f32 -o " + dir / "f32");
+  auto c8 = SafetensorsCheckpoint::open_dir(dir / "fp8");
+  auto c32 = SafetensorsCheckpoint::open_dir(dir / "f32");
+  ASSERT_TRUE(c8.ok() && c32.ok());
+  const json cfg = json::parse(test::read_file(dir / "fp8/config.json"));
+  EXPECT_EQ(cfg["quantization_config"]["weight_block_size"], json::array({128, 128}));
+  EXPECT_EQ(cfg["quantization_config"]["quant_method"], "fp8");
+  EXPECT_EQ(cfg["model_type"], "deepseek_v3");
+  EXPECT_EQ((*c8)->find("model.embed_tokens.weight")->dtype_name, "BF16");
+  EXPECT_EQ((*c8)->find("model.layers.1.mlp.gate.weight")->dtype_name, "BF16");
+  EXPECT_EQ((*c8)->find("model.layers.1.mlp.gate.e_score_correction_bias")->dtype_name, "F32");
+  EXPECT_EQ((*c8)->find("model.layers.0.input_layernorm.weight")->dtype_name, "BF16");
+  EXPECT_FALSE((*c8)->find("model.layers.0.input_layernorm.weight_scale_inv"));
+  // q_b_proj [4·48 = 192, 160]: 2 × 2 blocks, partial at both edges.
+  const std::string w = "model.layers.0.self_attn.q_b_proj.weight";
+  const SafetensorsTensor* t = (*c8)->find(w);
+  const SafetensorsTensor* s = (*c8)->find(w + "_scale_inv");
+  ASSERT_TRUE(t && s);
+  EXPECT_EQ(t->dtype_name, "F8_E4M3");
+  EXPECT_EQ(s->shape, (std::vector<int64_t>{2, 2}));
+  TensorView v = t->view().value();
+  v.scale = reinterpret_cast<const float*>(s->data);
+  const TensorView ref = (*c32)->find(w)->view().value();
+  float block_max[2][2] = {};
+  for (int64_t r = 0; r < 192; ++r) {
+    const std::vector<float> got = row_f32(v, r), want = row_f32(ref, r);
+    for (int64_t c = 0; c < 160; ++c) {
+      const float sc = reinterpret_cast<const float*>(s->data)[(r / 128) * 2 + c / 128];
+      block_max[r / 128][c / 128] = std::max(block_max[r / 128][c / 128], std::fabs(fp8_e4m3_to_f32(t->data[r * 160 + c])));
+      EXPECT_LE(std::fabs(got[c] - want[c]), std::fabs(want[c]) / 16 + sc / 512) << r << "," << c;  // e4m3: 3 bits
+    }
+  }
+  for (auto& row : block_max)
+    for (float m : row) EXPECT_EQ(m, 448.0f);
+}
+
+// The router is random, so tokens spread over the experts: over the vocabulary's embeddings (a stand-in for the
+// MoE input) every expert is in some token's top-4, and none takes more than a quarter of the picks.
+TEST(MkmodelDeepseek, RoutingIsSpreadOverExperts) {
+  TempDir dir;
+  mkmodel("--arch deepseek2 --preset tiny --seed 5 -o " + dir / "m.gguf");
+  auto g = GgufFile::open(dir / "m.gguf");
+  ASSERT_TRUE(g.ok());
+  const TensorView emb = (*g)->find("token_embd.weight")->view();
+  const TensorView router = (*g)->find("blk.1.ffn_gate_inp.weight")->view();
+  const float* bias = reinterpret_cast<const float*>((*g)->find("blk.1.exp_probs_b.bias")->data);
+  std::vector<int> picks(16);
+  for (int64_t t = 0; t < emb.rows(); ++t) {
+    std::vector<float> x = row_f32(emb, t);
+    double ss = 0;
+    for (float v : x) ss += v * v;
+    for (float& v : x) v /= static_cast<float>(std::sqrt(ss / x.size()));
+    std::vector<std::pair<float, int>> score;
+    for (int e = 0; e < 16; ++e) {
+      const std::vector<float> w = row_f32(router, e);
+      double dot = 0;
+      for (size_t i = 0; i < x.size(); ++i) dot += w[i] * x[i];
+      score.push_back({static_cast<float>(1 / (1 + std::exp(-dot))) + bias[e], e});
+    }
+    std::partial_sort(score.begin(), score.begin() + 4, score.end(), std::greater<>());
+    for (int k = 0; k < 4; ++k) ++picks[static_cast<size_t>(score[static_cast<size_t>(k)].second)];
+  }
+  const int total = static_cast<int>(emb.rows()) * 4;
+  for (int e = 0; e < 16; ++e) {
+    EXPECT_GT(picks[static_cast<size_t>(e)], 0) << e;
+    EXPECT_LT(picks[static_cast<size_t>(e)], total / 4) << e;
+  }
+}
+
+// The converter maps every HF name, stacks experts and keys the config exactly as the generator does: converting the
+// generator's HF F32 output gives the generator's GGUF F32 tensors bit for bit, and the same tokenizer.
+TEST(MkmodelDeepseek, ConvertedHfEqualsGeneratedGguf) {
+  TempDir dir;
+  for (const std::string arch : {"deepseek2", "llama", "qwen2"}) {
+    SCOPED_TRACE(arch);
+    const std::string common = "--arch " + arch + " --preset tiny --seed 8 ";
+    mkmodel(common + "-o " + dir / arch + ".gguf");
+    mkmodel(common + "--format hf --shard-mb 1 -o " + dir / arch);
+    mkmodel("--from " + dir / arch + " -o " + dir / arch + "_conv.gguf");
+    auto a = GgufFile::open(dir / arch + ".gguf");
+    auto b = GgufFile::open(dir / arch + "_conv.gguf");
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_EQ((*a)->tensors().size(), (*b)->tensors().size());
+    for (const GgufTensorInfo& t : (*a)->tensors()) {
+      const GgufTensorInfo* u = (*b)->find(t.name);
+      ASSERT_TRUE(u) << t.name;
+      EXPECT_EQ(u->ne, t.ne) << t.name;
+      EXPECT_EQ(u->dtype, t.dtype) << t.name;
+      EXPECT_TRUE(u->n_bytes == t.n_bytes && std::memcmp(u->data, t.data, t.n_bytes) == 0) << t.name;
+    }
+    const json& ma = (*a)->metadata();
+    const json& mb = (*b)->metadata();
+    for (const auto& [key, value] : ma.items()) {
+      if (key == "general.name" || key == "tokenizer.ggml.token_type" || key == "tokenizer.ggml.eot_token_id") {
+        continue;  // the name differs; HF files do not mark unused fillers or ChatML's end-of-turn
+      }
+      EXPECT_EQ(mb.value(key, json()), value) << key;
+    }
+  }
+}
+
+// Llama: the converter's Q/K permutation matches llama.cpp's own conversion of TinyStories-656K (F16) bit for bit.
+TEST(MkmodelDeepseek, LlamaConversionMatchesLlamaCppF16) {
+  TempDir dir;
+  mkmodel("--from " + test::data_path("models/TinyStories-656K-hf") + " --dtype f16 -o " + dir / "m.gguf");
+  auto mine = GgufFile::open(dir / "m.gguf");
+  auto ref = GgufFile::open(test::data_path("models/TinyStories-656K.f16.gguf"));
+  ASSERT_TRUE(mine.ok() && ref.ok());
+  int n_compared = 0;
+  for (const GgufTensorInfo& t : (*ref)->tensors()) {
+    const GgufTensorInfo* u = (*mine)->find(t.name);
+    ASSERT_TRUE(u) << t.name;
+    ASSERT_EQ(u->ne, t.ne) << t.name;
+    ASSERT_EQ(u->dtype, t.dtype) << t.name;
+    EXPECT_EQ(std::memcmp(u->data, t.data, t.n_bytes), 0) << t.name;
+    ++n_compared;
+  }
+  EXPECT_GE(n_compared, 2 * 9 + 2);
+  EXPECT_EQ((*mine)->metadata()["llama.rope.dimension_count"], (*ref)->metadata()["llama.rope.dimension_count"]);
+  EXPECT_EQ((*mine)->metadata()["llama.attention.head_count_kv"], 4);
+}
+
+}  // namespace
+}  // namespace cai
