@@ -24,6 +24,9 @@ struct EngineOptions {
   int ctx_size = 0;              // most tokens per sequence (prompt + generated); 0 = the model's context
   int max_queue = 256;           // waiting requests beyond which submit() fails with kResourceExhausted
   bool prefix_caching = true;
+  // Thermal-aware batching: when the device reports at least this temperature the per-step token budget is halved
+  // (repeatedly, down to max_batch), and doubled back once it is 5 °C cooler. 0 = off.
+  float thermal_limit_c = 0.0f;
 };
 
 struct GenerationRequest {
@@ -70,6 +73,7 @@ struct EngineStats {
   uint64_t generated_tokens = 0;
   uint64_t preemptions = 0;
   uint64_t steps = 0;
+  int token_budget = 0;  // per-step budget now in force (lowered while the device is hot)
 };
 
 class Engine {

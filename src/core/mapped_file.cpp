@@ -1,4 +1,4 @@
-// MappedFile: open + read-only private mmap of a whole file, with page prefetch.
+// MappedFile: open + read-only private mmap of a whole file.
 #include "core/mapped_file.h"
 
 #include <fcntl.h>
@@ -39,8 +39,8 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) {
       if (err == ENOMEM) return out_of_memory("{}: cannot map {} bytes", path, file->size_);
       return io_error("{}: cannot mmap {} bytes: {}", path, file->size_, std::strerror(err));
     }
-    // Weights are read mostly front to back once, then randomly per layer: ask for read-ahead, no more.
-    ::madvise(p, file->size_, MADV_WILLNEED);
+    // No read-ahead of the whole file: a 700 GB checkpoint must not be pulled into memory at open. Pages fault in
+    // on first use (or through WeightStore::prewarm), so RSS grows only with the weights actually touched.
     file->data_ = static_cast<const uint8_t*>(p);
   }
   ::close(fd);  // the mapping keeps the file alive
@@ -49,19 +49,6 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) {
 
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
-}
-
-void MappedFile::prefetch(size_t offset, size_t n) const {
-  if (offset >= size_ || n == 0) return;
-  if (n > size_ - offset) n = size_ - offset;
-  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  // madvise wants a page-aligned start; round down.
-  size_t start = offset / page * page;
-  ::madvise(const_cast<uint8_t*>(data_ + start), offset + n - start, MADV_WILLNEED);
-  // Read one byte per page so the pages are resident when this returns.
-  volatile uint8_t sink = 0;
-  for (size_t i = start; i < offset + n; i += page) sink = sink + data_[i];
-  (void)sink;
 }
 
 }  // namespace cai

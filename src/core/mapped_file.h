@@ -20,8 +20,6 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
-  // Touch every page of [offset, offset + n) so later reads do not fault (expert pre-warm).
-  void prefetch(size_t offset, size_t n) const;
 
  private:
   MappedFile() = default;

@@ -113,6 +113,7 @@ class EngineImpl final : public Engine {
   void end_request(uint64_t id, FinishReason reason, const std::string& error = {});
   StreamEvent base_event(uint64_t id) const;
   void publish_stats();
+  void adapt_to_temperature();
 
   LoadedModel lm_;
   EngineOptions opt_;
@@ -147,7 +148,10 @@ void EngineImpl::loop() {
       cancels.swap(cancels_);
     }
     take_new_work(incoming, cancels);
-    if (sched_.has_work()) run_step();
+    if (sched_.has_work()) {
+      adapt_to_temperature();
+      run_step();
+    }
     publish_stats();
   }
   // Shutting down: everything still queued or running ends as cancelled.
@@ -272,6 +276,20 @@ void EngineImpl::fail_step(const SchedulerOutput& out, const Status& st) {
   for (const ScheduledRequest& r : out.requests) end_request(r.id, FinishReason::kError, st.to_string());
 }
 
+void EngineImpl::adapt_to_temperature() {
+  if (opt_.thermal_limit_c <= 0 || sched_.counters().steps % 8 != 0) return;
+  const std::optional<float> temp = lm_.model->device().telemetry().temperature_c;
+  if (!temp) return;
+  const int budget = sched_.token_budget();
+  if (*temp >= opt_.thermal_limit_c) {
+    const int lowered = sched_.set_token_budget(budget / 2);
+    if (lowered != budget) CAI_LOG_WARN("device at {:.0f} °C: step budget {} → {} tokens", *temp, budget, lowered);
+  } else if (*temp <= opt_.thermal_limit_c - 5 && budget < opt_.max_tokens_per_step) {
+    const int raised = sched_.set_token_budget(budget * 2);
+    CAI_LOG_INFO("device cooled to {:.0f} °C: step budget {} → {} tokens", *temp, budget, raised);
+  }
+}
+
 void EngineImpl::publish_stats() {
   std::lock_guard<std::mutex> lock(stats_mu_);
   const SchedulerCounters& c = sched_.counters();
@@ -286,6 +304,7 @@ void EngineImpl::publish_stats() {
   stats_.generated_tokens = generated_tokens_;
   stats_.preemptions = c.preemptions;
   stats_.steps = c.steps;
+  stats_.token_budget = sched_.token_budget();
 }
 
 }  // namespace
