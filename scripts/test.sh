@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: Release build + ctest, the same under ASan+UBSan, then each libFuzzer target briefly.
+# The whole test suite: Release build + ctest, the same tests under clang ASan+UBSan, then each libFuzzer target briefly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -9,15 +9,14 @@ bash scripts/setup.sh
 echo "== tests (Release)"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
-echo "== tests (ASan + UBSan)"
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCAI_SANITIZE=ON -DCAI_BENCH=OFF >/dev/null
+echo "== tests (clang, ASan + UBSan) and fuzz targets"
+# One sanitizer build serves both: the tests run under ASan + UBSan, the libFuzzer targets link the same objects.
+CC=clang CXX=clang++ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCAI_SANITIZE=ON -DCAI_FUZZ=ON \
+  -DCAI_BENCH=OFF >/dev/null
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j"$jobs"
 
 echo "== fuzzing (${fuzz_seconds}s per target)"
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCAI_FUZZ=ON -DCAI_TESTS=OFF \
-  -DCAI_BENCH=OFF >/dev/null
-cmake --build build-fuzz -j"$jobs" --target $(cd tests/fuzz && ls fuzz_*.cpp | sed 's/\.cpp$//' | tr '\n' ' ')
 n_fuzz=0
 for src in tests/fuzz/fuzz_*.cpp; do
   name=$(basename "$src" .cpp)
@@ -25,7 +24,7 @@ for src in tests/fuzz/fuzz_*.cpp; do
   seeds="tests/fuzz/seeds/${name#fuzz_}"
   [ -d "$seeds" ] && cp -r "$seeds"/. "$corpus"/
   log=$(mktemp)
-  if ! ./build-fuzz/"$name" -max_total_time="$fuzz_seconds" -max_len=65536 -rss_limit_mb=2048 -print_final_stats=1 \
+  if ! ./build-asan/"$name" -max_total_time="$fuzz_seconds" -max_len=65536 -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$corpus/" "$corpus" >"$log" 2>&1; then
     tail -n 40 "$log"
     echo "fuzz: $name crashed" >&2

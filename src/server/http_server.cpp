@@ -81,6 +81,8 @@ Status HttpServer::start() {
     port_ = options_.port;
   }
   thread_ = std::thread([this] { http_->listen_after_bind(); });
+  // stop() only unblocks a server that is already accepting: wait for that, so an early stop() cannot be missed.
+  for (int i = 0; i < 5000 && !http_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return {};
 }
 

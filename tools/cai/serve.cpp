@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -24,25 +23,33 @@ namespace {
 
 struct ServeOptions {
   CommonOptions common;
+  std::string config_file;
   server::ServerOptions http;
   EngineOptions engine;
   std::string kv_memory;          // "512MiB" etc.; empty = the engine default
   std::string chat_template_file;
 };
 
-// Lets CLI11 read `cai serve --config file.yaml`: each top-level key is a long option name.
-class YamlConfig : public CLI::Config {
- public:
-  std::string to_config(const CLI::App*, bool, bool, std::string) const override { return {}; }
-  std::vector<CLI::ConfigItem> from_config(std::istream& in) const override {
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    Result<std::vector<server::ConfigEntry>> entries = server::parse_config_yaml(text);
-    if (!entries.ok()) throw CLI::ConfigError(entries.status().message());
-    std::vector<CLI::ConfigItem> items;
-    for (server::ConfigEntry& e : entries.value()) items.push_back({{}, std::move(e.name), std::move(e.values)});
-    return items;
+// Fills every option the command line (or environment) left unset from the YAML file: flags win.
+Status apply_config_file(CLI::App& cmd, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return io_error("cannot read config file {}", path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  CAI_ASSIGN_OR_RETURN(std::vector<server::ConfigEntry> entries, server::parse_config_yaml(ss.str()));
+  for (server::ConfigEntry& e : entries) {
+    CLI::Option* opt = e.name == "config" ? nullptr : cmd.get_option_no_throw("--" + e.name);
+    if (!opt) return invalid_argument("config file {}: unknown option '{}'", path, e.name);
+    if (opt->count() > 0) continue;
+    try {
+      opt->add_result(e.values);
+      opt->run_callback();  // validates and stores the value
+    } catch (const CLI::Error& err) {
+      return invalid_argument("config file {}: option '{}': {}", path, e.name, err.what());
+    }
   }
-};
+  return {};
+}
 
 // Completes the options: template file, model id, KV memory, HTTP threads.
 Status finish_options(ServeOptions& o) {
@@ -66,6 +73,7 @@ Status finish_options(ServeOptions& o) {
 }
 
 Status serve(ServeOptions o) {
+  if (o.common.model.empty()) return invalid_argument("no model: pass -m PATH (or `model:` in the config file)");
   CAI_TRY(finish_options(o));
   // Signals are taken by sigwait below; every thread created from here on inherits the mask.
   sigset_t signals;
@@ -118,9 +126,8 @@ void register_serve(CLI::App& app, int& exit_code) {
   o->http.model_name.clear();  // default: derived from the model path
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server with a chat page at /");
   add_common_options(*cmd, o->common);
-  cmd->config_formatter(std::make_shared<YamlConfig>());
-  cmd->set_config("--config", "", "YAML file of options (long option names as keys); flags override it");
-  cmd->allow_config_extras(false);
+  cmd->get_option("--model")->required(false);  // may come from the config file; checked in serve()
+  cmd->add_option("--config", o->config_file, "YAML file of options (long option names as keys); flags override it");
   cmd->add_option("--host", o->http.host, "address to bind (default 127.0.0.1: this machine only)");
   cmd->add_option("--port", o->http.port, "TCP port; 0 = any free port (logged)")->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key", o->http.api_key, "require \"Authorization: Bearer KEY\" on /v1/*")
@@ -139,8 +146,9 @@ void register_serve(CLI::App& app, int& exit_code) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-queue", o->engine.max_queue, "waiting requests before 429")->check(CLI::NonNegativeNumber);
   cmd->add_option("--prefix-caching", o->engine.prefix_caching, "reuse KV blocks of shared prompt prefixes");
-  cmd->callback([o, &exit_code] {
-    Status st = serve(*o);
+  cmd->callback([o, cmd, &exit_code] {
+    Status st = o->config_file.empty() ? Status() : apply_config_file(*cmd, o->config_file);
+    if (st.ok()) st = serve(*o);
     if (!st.ok()) exit_code = fail(st);
   });
 }
