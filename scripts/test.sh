@@ -9,6 +9,15 @@ bash scripts/setup.sh
 echo "== tests (Release)"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
+echo "== end-to-end (official openai client, chat page in headless Chromium)"
+if ! command -v chromium >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium nodejs npm >/dev/null
+fi
+npm ci --no-audit --no-fund --loglevel=error
+CAI_BIN="$PWD/build/cai" npm run --silent test:e2e
+
 echo "== tests (clang, ASan + UBSan) and fuzz targets"
 # One sanitizer build serves both: the tests run under ASan + UBSan, the libFuzzer targets link the same objects.
 CC=clang CXX=clang++ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCAI_SANITIZE=ON -DCAI_FUZZ=ON \

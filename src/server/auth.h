@@ -7,7 +7,8 @@ namespace cai::server {
 
 // Whether `path` is an API route that --api-key protects (/v1/...); the page, /health and /metrics stay open.
 bool path_needs_auth(std::string_view path);
-// Whether `authorization` is "Bearer <key>" (scheme case-insensitive); compared in time independent of where it differs.
+// Whether `authorization` is "Bearer <key>" (scheme case-insensitive); the comparison takes the same time wherever
+// the strings differ.
 bool bearer_matches(std::string_view authorization, std::string_view key);
 
 }  // namespace cai::server

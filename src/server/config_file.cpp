@@ -38,7 +38,8 @@ Result<std::vector<ConfigEntry>> parse_config_yaml(std::string_view text) {
       entry.values.push_back(v.Scalar());
     } else if (v.IsSequence()) {
       for (const auto& item : v) {
-        if (!item.IsScalar()) return invalid_argument("config option '{}': list items must be plain values", entry.name);
+        if (!item.IsScalar())
+          return invalid_argument("config option '{}': list items must be plain values", entry.name);
         entry.values.push_back(item.Scalar());
       }
     } else {

@@ -142,7 +142,8 @@ void HttpServer::install_routes() {
     e.message = "internal server error: " + what;
     send_error(res, e);
   });
-  http_->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+  // Counted just before the response is written (so a client that reads /metrics next sees its request).
+  http_->set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     metrics_.count_request(endpoint_label(req.path), res.status);
     CAI_LOG_DEBUG("{} {} → {}", req.method, req.path, res.status);
   });

@@ -179,7 +179,8 @@ void read_stop(FieldReader& r, ApiRequest& req) {
     if (!s->get<std::string>().empty()) req.stop.push_back(s->get<std::string>());
     return;
   }
-  if (!s->is_array() || s->size() > 16) return r.fail("'stop' must be a string or an array of up to 16 strings", "stop");
+  if (!s->is_array() || s->size() > 16)
+    return r.fail("'stop' must be a string or an array of up to 16 strings", "stop");
   for (const json& x : *s) {
     if (!x.is_string() || x.get<std::string>().empty())
       return r.fail("each 'stop' entry must be a non-empty string", "stop");

@@ -29,7 +29,8 @@ Result<BuiltPrompt> PromptBuilder::chat(const nlohmann::ordered_json& messages) 
                                   {"bos_token", tok_->bos_text()},
                                   {"eos_token", tok_->eos_text()}};
     Result<std::string> rendered = tpl_->render_ordered(ctx);
-    if (!rendered.ok()) return invalid_argument("the chat template rejected the messages: {}", rendered.status().message());
+    if (!rendered.ok())
+      return invalid_argument("the chat template rejected the messages: {}", rendered.status().message());
     text = std::move(rendered).value();
   } else {
     for (const auto& m : messages) {

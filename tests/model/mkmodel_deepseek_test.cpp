@@ -205,7 +205,8 @@ TEST(MkmodelDeepseek, Fp8CheckpointHasBlockScales) {
     const std::vector<float> got = row_f32(v, r), want = row_f32(ref, r);
     for (int64_t c = 0; c < 160; ++c) {
       const float sc = reinterpret_cast<const float*>(s->data)[(r / 128) * 2 + c / 128];
-      block_max[r / 128][c / 128] = std::max(block_max[r / 128][c / 128], std::fabs(fp8_e4m3_to_f32(t->data[r * 160 + c])));
+      float& bm = block_max[r / 128][c / 128];
+      bm = std::max(bm, std::fabs(fp8_e4m3_to_f32(t->data[r * 160 + c])));
       EXPECT_LE(std::fabs(got[c] - want[c]), std::fabs(want[c]) / 16 + sc / 512) << r << "," << c;  // e4m3: 3 bits
     }
   }

@@ -361,6 +361,7 @@ TEST_F(ServerTest, MetricsText) {
   start();
   ASSERT_EQ(post("/v1/chat/completions", kChat)->status, 200);
   ASSERT_EQ(post("/v1/chat/completions", "{")->status, 400);
+  ASSERT_EQ(client_->Get("/nope")->status, 404);
   auto r = client_->Get("/metrics");
   ASSERT_EQ(r->status, 200);
   EXPECT_NE(r->get_header_value("Content-Type").find("text/plain"), std::string::npos);
@@ -368,6 +369,7 @@ TEST_F(ServerTest, MetricsText) {
   for (const char* line : {
            "cai_http_requests_total{endpoint=\"/v1/chat/completions\",status=\"200\"} 1\n",
            "cai_http_requests_total{endpoint=\"/v1/chat/completions\",status=\"400\"} 1\n",
+           "cai_http_requests_total{endpoint=\"other\",status=\"404\"} 1\n",
            "# TYPE cai_time_to_first_token_seconds histogram\n", "cai_time_to_first_token_seconds_count 1\n",
            "cai_time_to_first_token_seconds_bucket{le=\"+Inf\"} 1\n", "cai_time_per_output_token_seconds_count 3\n",
            "cai_e2e_request_latency_seconds_count 1\n", "cai_num_requests_running 2\n",

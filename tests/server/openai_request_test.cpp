@@ -13,7 +13,9 @@ std::optional<ApiRequest> parse_chat(const std::string& body, ApiError& err) {
 const char* kMsgs = R"("messages": [{"role": "user", "content": "hi"}])";
 
 // Body with the chat messages plus `extra` fields (e.g. R"("temperature": 3)").
-std::string chat_body(const std::string& extra) { return "{" + std::string(kMsgs) + (extra.empty() ? "" : ", ") + extra + "}"; }
+std::string chat_body(const std::string& extra) {
+  return "{" + std::string(kMsgs) + (extra.empty() ? "" : ", ") + extra + "}";
+}
 
 struct BadCase {
   std::string extra;

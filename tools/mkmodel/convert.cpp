@@ -1,4 +1,4 @@
-// HF → GGUF conversion: config.json → ModelShape → GGUF keys; safetensors rows → GGUF tensors (experts stacked).
+// HF → GGUF conversion: config.json → ModelShape → GGUF keys; safetensors rows → GGUF tensors, experts stacked.
 #include "convert.h"
 
 #include <fmt/format.h>
@@ -191,7 +191,8 @@ Result<ModelShape> shape_from_hf_config(const ModelConfig& c, const json& raw) {
     s.yarn_mscale = c.yarn_mscale;
     s.yarn_mscale_all_dim = c.yarn_mscale_all_dim;
     // GGUF keeps one number, 0.1 × mscale_all_dim, and readers take mscale = mscale_all_dim from it.
-    const bool representable = c.yarn_mscale == c.yarn_mscale_all_dim || (c.yarn_mscale_all_dim == 0.0f && c.yarn_mscale == 1.0f);
+    const bool representable =
+        c.yarn_mscale == c.yarn_mscale_all_dim || (c.yarn_mscale_all_dim == 0.0f && c.yarn_mscale == 1.0f);
     if (s.arch == "deepseek2" && !representable) {
       return unsupported("config.json: rope_scaling mscale {} != mscale_all_dim {} cannot be expressed in GGUF",
                          c.yarn_mscale, c.yarn_mscale_all_dim);

@@ -1,4 +1,4 @@
-// cai-mkmodel: writes random-weight models (GGUF or HF directory) of a chosen shape, or converts HF checkpoints to GGUF.
+// cai-mkmodel: random-weight models (GGUF or HF directory) of a chosen shape, or HF checkpoints converted to GGUF.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
