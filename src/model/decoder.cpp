@@ -30,7 +30,12 @@ Status DecoderModel::add_block(int layer, std::variant<AttentionGqa, AttentionMl
 }
 
 size_t DecoderModel::weight_bytes_per_token() const {
-  return weights_.total_bytes() - (output_.data == tok_embd_.data ? 0 : tok_embd_.n_bytes());
+  size_t bytes = weights_.total_bytes() - (output_.data == tok_embd_.data ? 0 : tok_embd_.n_bytes());
+  if (cfg_.n_routed_experts > 0) {  // one token reads only its top-k routed experts
+    const double unread = 1.0 - static_cast<double>(cfg_.num_experts_per_tok) / cfg_.n_routed_experts;
+    bytes -= static_cast<size_t>(unread * static_cast<double>(weights_.bytes_matching("_exps.")));
+  }
+  return bytes;
 }
 
 Status DecoderModel::forward(const StepBatch& batch, KvCache& kv, float* logits) {

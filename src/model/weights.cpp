@@ -100,7 +100,9 @@ Result<WeightStore> WeightStore::from_gguf(std::unique_ptr<GgufFile> file, hal::
         TensorView ev = TensorView::make(static_cast<uint8_t*>(v.data) + e * v.dim(1) * v.row_bytes(), v.dtype,
                                          {v.dim(1), v.dim(2)});
         ev.device = v.device;
-        ws.tensors_[expert_name(std::stoi(m[1]), m[2], static_cast<int>(e))] = ev;
+        const std::string name = expert_name(std::stoi(m[1]), m[2], static_cast<int>(e));
+        ws.tensors_[name] = ev;
+        ws.aliases_.insert(name);
       }
     }
   }
@@ -184,7 +186,7 @@ size_t WeightStore::prewarm(const std::string& substring) const {
   size_t n = 0;
   volatile uint8_t sink = 0;
   for (const auto& [name, v] : tensors_) {
-    if (name.find(substring) == std::string::npos) continue;
+    if (name.find(substring) == std::string::npos || aliases_.count(name)) continue;
     const uint8_t* p = static_cast<const uint8_t*>(v.data);
     for (size_t off = 0; off < v.n_bytes(); off += kPage) sink = static_cast<uint8_t>(sink + p[off]);
     n += v.n_bytes();
@@ -192,9 +194,17 @@ size_t WeightStore::prewarm(const std::string& substring) const {
   return n;
 }
 
+size_t WeightStore::bytes_matching(const std::string& substring) const {
+  size_t n = 0;
+  for (const auto& [name, v] : tensors_)
+    if (!aliases_.count(name) && name.find(substring) != std::string::npos) n += v.n_bytes();
+  return n;
+}
+
 size_t WeightStore::total_bytes() const {
   size_t n = 0;
-  for (const auto& [name, v] : tensors_) n += v.n_bytes();
+  for (const auto& [name, v] : tensors_)
+    if (!aliases_.count(name)) n += v.n_bytes();
   return n;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,8 @@ class WeightStore {
   Result<TensorView> get_f32(const std::string& name, std::initializer_list<int64_t> shape);
   const std::map<std::string, TensorView>& all() const { return tensors_; }
   size_t total_bytes() const;
+  // Bytes of the (non-alias) tensors whose canonical name contains `substring`.
+  size_t bytes_matching(const std::string& substring) const;
   // Touch every page of the tensors whose canonical name contains `substring` (e.g. "_exps.") so the first request
   // does not fault them in from disk. Returns the bytes touched.
   size_t prewarm(const std::string& substring) const;
@@ -52,6 +55,7 @@ class WeightStore {
   std::unique_ptr<SafetensorsCheckpoint> ckpt_;
   std::vector<hal::Buffer> owned_;  // converted or uploaded copies
   std::map<std::string, TensorView> f32_cache_;
+  std::set<std::string> aliases_;  // views into other tensors (per-expert slices of stacked GGUF experts)
 };
 
 }  // namespace cai

@@ -118,7 +118,8 @@ Result<SyntheticVocab> make_vocab(int64_t n_vocab) {
     v.merges.push_back(best.first + " " + best.second);
     if (!known.count(best.first + best.second)) add_token(best.first + best.second, kTokenNormal);
   }
-  while (v.tokens.size() < n_regular) add_token(fmt::format("<tok_{}>", v.tokens.size()), kTokenUnused);
+  // Fillers are normal tokens (never produced by the merges) so that what a random model generates decodes to text.
+  while (v.tokens.size() < n_regular) add_token(fmt::format("<tok_{}>", v.tokens.size()), kTokenNormal);
   v.bos_id = v.eos_id = static_cast<int32_t>(v.tokens.size());
   add_token("<|endoftext|>", kTokenControl);
   v.im_start_id = static_cast<int32_t>(v.tokens.size());

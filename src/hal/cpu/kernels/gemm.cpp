@@ -174,7 +174,9 @@ Status cpu_dense_gemm(const hal::OpContext& ctx, const TensorView& w, const Tens
       for (int64_t r = 0; r < g.out; ++r) g.y[i * g.out + r] = g.bias ? g.bias[r] : 0.0f;
     return {};
   }
-  if (g.n <= kFusedMaxRows && !ctx.batch_invariant) {
+  // Batch-invariant mode always takes the fused path: each output row is accumulated in the same order whatever n is
+  // (the panel path's order differs from the fused one, so mixing them would make results depend on the batch).
+  if (g.n <= kFusedMaxRows || ctx.batch_invariant) {
     parallel(ctx.pool, g.out, kDecodeGrain, [&](int64_t r0, int64_t r1) { run_fused(g, r0, r1); });
   } else {
     int64_t n_panels = (g.out + g.k->nr - 1) / g.k->nr;

@@ -201,10 +201,10 @@ float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-// Σ over `in` elements, one chunk (4 vectors) per step: 4 FMA chains for nx = 1, 2 per row otherwise.
+// Σ over `in` elements, one chunk (4 vectors) per step; each activation row has 2 FMA chains whatever NX is.
 template <class D, int NX>
 void dot_nx(const uint8_t* w, const float* x, int64_t ldx, int64_t in, float* out) {
-  constexpr int kSets = NX == 1 ? 4 : 2;
+  constexpr int kSets = 2;  // the same chains for every NX: a row sums in one order alone or in a batch
   __m256 acc[kSets][NX];
   for (auto& a : acc)
     for (auto& v : a) v = _mm256_setzero_ps();
@@ -233,6 +233,11 @@ void dot_nx(const uint8_t* w, const float* x, int64_t ldx, int64_t in, float* ou
 
 template <class D>
 void row_dot(const uint8_t* w, const float* x, int64_t ldx, int nx, int64_t in, float* out) {
+  if (nx > 4) {  // 16 ymm registers hold the chains of at most 4 rows; each row's sum order is the same either way
+    dot_nx<D, 4>(w, x, ldx, in, out);
+    row_dot<D>(w, x + 4 * ldx, ldx, nx - 4, in, out + 4);
+    return;
+  }
   switch (nx) {
     case 1: dot_nx<D, 1>(w, x, ldx, in, out); return;
     case 2: dot_nx<D, 2>(w, x, ldx, in, out); return;

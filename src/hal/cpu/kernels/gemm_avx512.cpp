@@ -190,10 +190,10 @@ struct Q6KD {
 template <class D>
 constexpr bool kHasOne = requires(const uint8_t* w) { D::one(w, 0); };
 
-// Σ over `in` elements, 4 vectors (two chunks) per step so each activation row has 4 (nx=1) or 2 FMA chains.
+// Σ over `in` elements, 4 vectors (two chunks) per step; each activation row has 2 FMA chains whatever NX is.
 template <class D, int NX>
 void dot_nx(const uint8_t* w, const float* x, int64_t ldx, int64_t in, float* out) {
-  constexpr int kSets = NX == 1 ? 4 : 2;
+  constexpr int kSets = 2;  // the same chains for every NX: a row sums in one order alone or in a batch
   __m512 acc[kSets][NX];
   for (auto& a : acc)
     for (auto& v : a) v = _mm512_setzero_ps();
@@ -241,7 +241,11 @@ void row_dot(const uint8_t* w, const float* x, int64_t ldx, int nx, int64_t in, 
     case 1: dot_nx<D, 1>(w, x, ldx, in, out); return;
     case 2: dot_nx<D, 2>(w, x, ldx, in, out); return;
     case 3: dot_nx<D, 3>(w, x, ldx, in, out); return;
-    default: dot_nx<D, 4>(w, x, ldx, in, out); return;
+    case 4: dot_nx<D, 4>(w, x, ldx, in, out); return;
+    case 5: dot_nx<D, 5>(w, x, ldx, in, out); return;
+    case 6: dot_nx<D, 6>(w, x, ldx, in, out); return;
+    case 7: dot_nx<D, 7>(w, x, ldx, in, out); return;
+    default: dot_nx<D, 8>(w, x, ldx, in, out); return;
   }
 }
 

@@ -8,7 +8,7 @@
 namespace cai::hal::cpu {
 
 // Most activation rows one fused dot call handles.
-inline constexpr int kMaxDotRows = 4;
+inline constexpr int kMaxDotRows = 8;
 
 // Fused dequant·dot of one weight row (`in` elements, whole blocks) with nx (1..kMaxDotRows) activation rows
 // x + j·ldx: out[j] = Σ_k w[k]·x[j·ldx + k].
