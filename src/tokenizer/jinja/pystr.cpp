@@ -1,5 +1,6 @@
 // Python str semantics on UTF-8 text: decoding, whitespace, strip/split/replace, repr and float formatting.
 #include "tokenizer/jinja/pystr.h"
+#include "tokenizer/unicode.h"
 
 #include <charconv>
 #include <cmath>
@@ -36,23 +37,7 @@ std::u32string utf8_decode(std::string_view s) {
 std::string utf8_encode(std::u32string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (char32_t c : s) {
-    if (c < 0x80) {
-      out.push_back(static_cast<char>(c));
-    } else if (c < 0x800) {
-      out.push_back(static_cast<char>(0xC0 | (c >> 6)));
-      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    } else if (c < 0x10000) {
-      out.push_back(static_cast<char>(0xE0 | (c >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    } else {
-      out.push_back(static_cast<char>(0xF0 | (c >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    }
-  }
+  for (char32_t c : s) tok::append_utf8(out, static_cast<uint32_t>(c));
   return out;
 }
 
