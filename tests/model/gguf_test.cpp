@@ -364,7 +364,8 @@ TEST(GgufTest, AllValueTypesAndAlignment) {
   Bytes data(64 + 12, 0);
   const float one = 1.0f;
   std::memcpy(data.data(), &one, 4);
-  auto r = parse_bytes(w.finish(2, 64, data));
+  const Bytes file = w.finish(2, 64, data);  // parse() keeps pointers into these bytes: they must outlive it
+  auto r = parse_bytes(file);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   const GgufFile& f = **r;
   const nlohmann::json& m = f.metadata();
