@@ -6,16 +6,13 @@
 #include <numeric>
 #include <vector>
 
+#include "runtime_test_util.h"
+
 namespace cai {
 namespace {
 
-using Ids = std::vector<int32_t>;
-
-Ids iota_tokens(int n, int32_t first = 0) {
-  Ids t(static_cast<size_t>(n));
-  std::iota(t.begin(), t.end(), first);
-  return t;
-}
+using test::Ids;
+using test::iota_tokens;
 
 Ids table_of(const KvCacheManager& kv, uint64_t id) {
   auto t = kv.block_table(id);

@@ -12,16 +12,13 @@
 #include <utility>
 #include <vector>
 
+#include "runtime_test_util.h"
+
 namespace cai {
 namespace {
 
-using Ids = std::vector<int32_t>;
-
-Ids iota_tokens(int n, int32_t first = 0) {
-  Ids t(static_cast<size_t>(n));
-  std::iota(t.begin(), t.end(), first);
-  return t;
-}
+using test::Ids;
+using test::iota_tokens;
 
 Scheduler make(int max_batch, int budget, int block_size, int n_blocks, bool prefix_caching = true) {
   Result<Scheduler> s = Scheduler::create({max_batch, budget, block_size, n_blocks, prefix_caching});
