@@ -1,4 +1,5 @@
-// Google Benchmark for cpu_dense_gemm: decode (n=1) / prefill (n=64) at Qwen2-1.5B shapes, weight GB/s.
+// Google Benchmark for cpu_dense_gemm at Qwen2-1.5B shapes: decode (n=1), serving batches in batch-invariant mode
+// (n=16 fused, n=64 tiled) and prefill with the packed-panel path (n=64); weight GB/s and GFLOP/s.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -49,12 +50,12 @@ WeightSet make_weights(DType t, int64_t out, int64_t in) {
   return w;
 }
 
-void bm_gemm(benchmark::State& state, DType t, int64_t out, int64_t in, int64_t n, bool threaded) {
+void bm_gemm(benchmark::State& state, DType t, int64_t out, int64_t in, int64_t n, bool threaded, bool invariant) {
   WeightSet w = make_weights(t, out, in);
   std::vector<float> x(static_cast<size_t>(n * in), 0.5f), y(static_cast<size_t>(n * out));
   TensorView xv = TensorView::make(x.data(), DType::kF32, {n, in});
   TensorView yv = TensorView::make(y.data(), DType::kF32, {n, out});
-  cai::hal::OpContext ctx{threaded ? &pool() : nullptr, nullptr};
+  cai::hal::OpContext ctx{threaded ? &pool() : nullptr, nullptr, invariant};
   int copy = 0;
   for (auto _ : state) {
     TensorView wv = TensorView::make(w.bytes.data() + static_cast<size_t>(copy) * w.matrix_bytes, t, {out, in});
@@ -76,12 +77,12 @@ const bool g_registered = [] {
   const DType types[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_K};
   const int64_t outs[] = {1536, 8960};
   for (bool threaded : {true, false})
-    for (int64_t n : {1, 64})
+    for (auto [n, invariant] : {std::pair<int64_t, bool>{1, true}, {16, true}, {64, true}, {64, false}})
       for (DType t : types)
         for (int64_t out : outs) {
-          std::string name =
-              fmt::format("gemm/{}/{}x1536/n{}/{}", cai::dtype_name(t), out, n, threaded ? "pool" : "t1");
-          benchmark::RegisterBenchmark(name.c_str(), bm_gemm, t, out, int64_t{1536}, n, threaded)
+          std::string name = fmt::format("gemm/{}/{}x1536/n{}{}/{}", cai::dtype_name(t), out, n,
+                                         invariant && n > 1 ? "-invariant" : "", threaded ? "pool" : "t1");
+          benchmark::RegisterBenchmark(name.c_str(), bm_gemm, t, out, int64_t{1536}, n, threaded, invariant)
               ->Unit(benchmark::kMicrosecond)
               ->UseRealTime();
         }

@@ -1,4 +1,6 @@
-// Sampler implementation: penalties → greedy or (temperature → top-k → softmax → top-p → min-p → draw).
+// Sampler implementation: penalties → greedy, or temperature → top-k → top-p → min-p → draw.
+// Only what needs an order is sorted: top-k partially sorts k ids, top-p selects and sorts a growing prefix until it holds the
+// nucleus, and plain temperature / min-p sampling draws over the vocabulary in id order without sorting at all.
 #include "runtime/sampler.h"
 
 #include <algorithm>
@@ -8,6 +10,13 @@
 #include <vector>
 
 namespace cai {
+
+namespace {
+
+// First prefix length tried when top-p needs the largest logits in order; grown ×8 until it holds the nucleus.
+constexpr size_t kFirstNucleusGuess = 256;
+
+}  // namespace
 
 int32_t argmax(std::span<const float> logits) {
   int32_t best = 0;
@@ -30,44 +39,75 @@ void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> 
 
 int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
   apply_penalties(logits, history);
-  if (p_.temperature <= 0.0f || p_.top_k == 1) return argmax(logits);
-  std::vector<int32_t> idx(logits.size());
-  std::iota(idx.begin(), idx.end(), 0);
+  const int32_t top = argmax(logits);
+  if (p_.temperature <= 0.0f || p_.top_k == 1) return top;
+
+  // Unnormalized probabilities exp((l - max) / T): the most likely token weighs exactly 1.
+  const size_t vocab = logits.size();
+  const float mx = logits[static_cast<size_t>(top)], inv_t = 1.0f / p_.temperature;
+  thread_local std::vector<float> weight;
+  thread_local std::vector<int32_t> ids;
+  weight.resize(vocab);
+  for (size_t i = 0; i < vocab; ++i) weight[i] = std::exp((logits[i] - mx) * inv_t);
   auto by_logit = [&](int32_t a, int32_t b) {
-    return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)] ||
-           (logits[static_cast<size_t>(a)] == logits[static_cast<size_t>(b)] && a < b);
+    const float la = logits[static_cast<size_t>(a)], lb = logits[static_cast<size_t>(b)];
+    return la > lb || (la == lb && a < b);
   };
-  size_t keep = idx.size();
-  if (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < keep) {
+  auto mass = [&](size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; ++i) s += weight[static_cast<size_t>(ids[i])];
+    return s;
+  };
+
+  // Candidates: ids[0, keep); `sorted` = the first `keep` ids are in descending logit order.
+  ids.resize(vocab);
+  std::iota(ids.begin(), ids.end(), 0);
+  size_t keep = vocab;
+  bool sorted = false;
+  if (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < vocab) {
     keep = static_cast<size_t>(p_.top_k);
-    std::partial_sort(idx.begin(), idx.begin() + static_cast<ptrdiff_t>(keep), idx.end(), by_logit);
-  } else {
-    std::sort(idx.begin(), idx.end(), by_logit);
+    std::partial_sort(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(keep), ids.end(), by_logit);
+    sorted = true;
   }
-  idx.resize(keep);
-  std::vector<double> probs(keep);
-  const double mx = logits[static_cast<size_t>(idx[0])];
-  double sum = 0;
-  for (size_t i = 0; i < keep; ++i) sum += probs[i] = std::exp((logits[static_cast<size_t>(idx[i])] - mx) / p_.temperature);
-  for (double& p : probs) p /= sum;
-  size_t cut = keep;
   if (p_.top_p < 1.0f) {
+    const double target = p_.top_p * mass(keep);
+    size_t n_sorted = sorted ? keep : 0;
+    for (size_t guess = kFirstNucleusGuess; n_sorted < keep; guess *= 8) {
+      n_sorted = std::min(keep, guess);
+      const auto mid = ids.begin() + static_cast<ptrdiff_t>(n_sorted);
+      if (n_sorted < vocab) std::nth_element(ids.begin(), mid - 1, ids.end(), by_logit);
+      std::sort(ids.begin(), mid, by_logit);
+      if (mass(n_sorted) >= target) break;
+    }
     double acc = 0;
-    for (size_t i = 0; i < keep; ++i) {
-      acc += probs[i];
-      if (acc >= p_.top_p) {
-        cut = i + 1;
+    for (size_t i = 0; i < n_sorted; ++i) {
+      acc += weight[static_cast<size_t>(ids[i])];
+      if (acc >= target) {
+        keep = i + 1;
         break;
       }
     }
+    sorted = true;
   }
-  if (p_.min_p > 0.0f) {
-    size_t i = 1;
-    while (i < cut && probs[i] >= p_.min_p * probs[0]) ++i;
-    cut = i;
+  if (p_.min_p > 0.0f) {  // relative to the top token's weight, which is 1
+    auto too_rare = [&](int32_t id) { return weight[static_cast<size_t>(id)] < p_.min_p; };
+    if (sorted) {
+      size_t i = 1;
+      while (i < keep && !too_rare(ids[i])) ++i;
+      keep = i;
+    } else {
+      keep = static_cast<size_t>(std::remove_if(ids.begin(), ids.end(), too_rare) - ids.begin());
+    }
   }
-  std::discrete_distribution<size_t> dist(probs.begin(), probs.begin() + static_cast<ptrdiff_t>(cut));
-  return idx[dist(rng_)];
+
+  // Draw: walk the candidates until the running weight passes u · total.
+  const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_) * mass(keep);
+  double acc = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    acc += weight[static_cast<size_t>(ids[i])];
+    if (acc > u) return ids[i];
+  }
+  return ids[keep - 1];  // rounding left u at the very end
 }
 
 }  // namespace cai

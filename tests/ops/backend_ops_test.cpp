@@ -220,25 +220,29 @@ namespace cai {
 namespace {
 
 // With OpContext::batch_invariant, a row's GEMM result is bit-identical alone and inside a batch of 16.
+// Every row of a batch equals the same row computed alone, bit for bit: 16 rows run the fused path, 37 rows the tiled
+// one (the decoded-weight tile buffer, several column chunks and padded panels); bias included.
 TEST(BackendOps, DenseGemmBatchInvariance) {
   hal::Device* cpu = hal::Registry::global().find_device("cpu").value();
   hal::OpContext ctx = cpu->op_context();
   ctx.batch_invariant = true;
-  for (DType dt : {DType::kF32, DType::kQ8_0, DType::kQ4_K, DType::kBF16}) {
-    const int64_t out = 40, in = 256, n = 16;
-    std::vector<float> wf = random_floats(out * in, 30);
-    std::vector<uint8_t> w(row_bytes(dt, in) * out);
-    ASSERT_TRUE(quantize_row(dt, wf.data(), w.data(), out * in).ok() || dt == DType::kF32);
-    if (dt == DType::kF32) std::memcpy(w.data(), wf.data(), w.size());
-    const TensorView wv = TensorView::make(w.data(), dt, {out, in});
-    std::vector<float> x = random_floats(n * in, 31), y(n * out), y1(out);
-    ASSERT_TRUE(cpu->ops().dense_gemm(ctx, wv, view(x, {n, in}), nullptr, view(y, {n, out})).ok());
-    for (int64_t i = 0; i < n; ++i) {
-      std::vector<float> xi(x.begin() + i * in, x.begin() + (i + 1) * in);
-      ASSERT_TRUE(cpu->ops().dense_gemm(ctx, wv, view(xi, {1, in}), nullptr, view(y1, {1, out})).ok());
-      EXPECT_EQ(0, std::memcmp(y1.data(), &y[static_cast<size_t>(i * out)], out * sizeof(float))) << dtype_name(dt) << " row " << i;
+  for (DType dt : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K, DType::kBF16})
+    for (auto [n, in] : {std::pair<int64_t, int64_t>{16, 256}, {37, 1280}}) {
+      const int64_t out = 40;
+      std::vector<float> wf = random_floats(out * in, 30), bias = random_floats(out, 32);
+      std::vector<uint8_t> w(row_bytes(dt, in) * out);
+      ASSERT_TRUE(quantize_row(dt, wf.data(), w.data(), out * in).ok() || dt == DType::kF32);
+      if (dt == DType::kF32) std::memcpy(w.data(), wf.data(), w.size());
+      const TensorView wv = TensorView::make(w.data(), dt, {out, in}), bv = view(bias, {out});
+      std::vector<float> x = random_floats(n * in, 31), y(n * out), y1(out);
+      ASSERT_TRUE(cpu->ops().dense_gemm(ctx, wv, view(x, {n, in}), &bv, view(y, {n, out})).ok());
+      for (int64_t i = 0; i < n; ++i) {
+        std::vector<float> xi(x.begin() + i * in, x.begin() + (i + 1) * in);
+        ASSERT_TRUE(cpu->ops().dense_gemm(ctx, wv, view(xi, {1, in}), &bv, view(y1, {1, out})).ok());
+        EXPECT_EQ(0, std::memcmp(y1.data(), &y[static_cast<size_t>(i * out)], out * sizeof(float)))
+            << dtype_name(dt) << " n " << n << " row " << i;
+      }
     }
-  }
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// AVX-512 GEMM kernels: per-dtype 32-element decoders, fused dequant·dot, row dequant and the 6×32 micro-kernel.
+// AVX-512 GEMM kernels: per-dtype 32-element decoders, fused dequant·dot, row dequant, the batch-invariant tile
+// and the 6×32 micro-kernel.
 // Compiled with -mavx512f/bw/vl/dq; everything here has internal linkage so no AVX-512 code leaks into other TUs.
 #include "hal/cpu/kernels/gemm_kernels.h"
 
@@ -300,6 +301,44 @@ void micro(const float* a, int64_t lda, int m, const float* p, int64_t kc, float
   }
 }
 
+// Chains of dot_nx over decoded weights: set 0 takes the even 16-lane vectors along k, set 1 the odd ones.
+constexpr int kTileRows = 3, kTileCols = 4, kAccFloats = 32;
+
+template <int NX>
+void tile_nx(const float* w, int64_t ldw, const float* x, int64_t ldx, int64_t kc, float* acc, int64_t ld_acc) {
+  __m512 a[kTileRows][NX][2];
+  for (int r = 0; r < kTileRows; ++r)
+    for (int j = 0; j < NX; ++j)
+      for (int s = 0; s < 2; ++s) a[r][j][s] = _mm512_loadu_ps(acc + (r * ld_acc + j) * kAccFloats + 16 * s);
+  for (int64_t k = 0; k < kc; k += 32) {
+    __m512 wv[kTileRows][2];  // held for the whole step; each x vector is loaded once and used by every weight row
+    for (int r = 0; r < kTileRows; ++r)
+      for (int s = 0; s < 2; ++s) wv[r][s] = _mm512_loadu_ps(w + r * ldw + k + 16 * s);
+    for (int j = 0; j < NX; ++j)
+      for (int s = 0; s < 2; ++s) {
+        __m512 xv = _mm512_loadu_ps(x + j * ldx + k + 16 * s);
+        asm("" : "+v"(xv));  // keep it in a register: GCC would otherwise fold one load into each FMA
+        for (int r = 0; r < kTileRows; ++r) a[r][j][s] = _mm512_fmadd_ps(wv[r][s], xv, a[r][j][s]);
+      }
+  }
+  for (int r = 0; r < kTileRows; ++r)
+    for (int j = 0; j < NX; ++j)
+      for (int s = 0; s < 2; ++s) _mm512_storeu_ps(acc + (r * ld_acc + j) * kAccFloats + 16 * s, a[r][j][s]);
+}
+
+void tile(const float* w, int64_t ldw, const float* x, int64_t ldx, int nx, int64_t kc, float* acc, int64_t ld_acc) {
+  switch (nx) {
+    case 1: tile_nx<1>(w, ldw, x, ldx, kc, acc, ld_acc); return;
+    case 2: tile_nx<2>(w, ldw, x, ldx, kc, acc, ld_acc); return;
+    case 3: tile_nx<3>(w, ldw, x, ldx, kc, acc, ld_acc); return;
+    default: tile_nx<4>(w, ldw, x, ldx, kc, acc, ld_acc); return;
+  }
+}
+
+float finish(const float* acc) {
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_loadu_ps(acc), _mm512_loadu_ps(acc + 16)));
+}
+
 template <class D>
 void set(GemmKernels& k, DType t) {
   k.row_dot[static_cast<int>(t)] = &row_dot<D>;
@@ -320,6 +359,11 @@ GemmKernels make_table() {
   k.micro = &micro;
   k.nr = kNr;
   k.mr = kMr;
+  k.tile = &tile;
+  k.finish = &finish;
+  k.tile_rows = kTileRows;
+  k.tile_cols = kTileCols;
+  k.acc_floats = kAccFloats;
   return k;
 }
 

@@ -19,12 +19,23 @@ using DequantFn = void (*)(const uint8_t* w, float* dst, int64_t in);
 using MicroFn = void (*)(const float* a, int64_t lda, int m, const float* p, int64_t kc, float* c, int64_t ldc,
                          int n_valid);
 
+// Batch-invariant tile: the same per-output chains as RowDotFn, over weights already decoded to F32. For the
+// tile_rows weight rows w + r·ldw and nx (1..tile_cols) activation rows x + j·ldx, continues each output's unreduced
+// chains acc + (r·ld_acc + j)·acc_floats over kc more columns (a multiple of 32) and stores them back.
+using TileFn = void (*)(const float* w, int64_t ldw, const float* x, int64_t ldx, int nx, int64_t kc, float* acc,
+                        int64_t ld_acc);
+// Reduces one output's chains (acc_floats floats) exactly as RowDotFn does at the end of a row.
+using FinishFn = float (*)(const float* acc);
+
 struct GemmKernels {
   RowDotFn row_dot[static_cast<int>(DType::kCount)];  // null: no kernel for that weight dtype
   DequantFn dequant[static_cast<int>(DType::kCount)];
   MicroFn micro;
   int nr;  // panel width (weight rows per packed panel)
   int mr;  // most activation rows per micro call
+  TileFn tile;  // null: this ISA has no batch-invariant tile, the fused path serves every batch
+  FinishFn finish;
+  int tile_rows, tile_cols, acc_floats;
 };
 
 const GemmKernels& gemm_kernels_scalar();
