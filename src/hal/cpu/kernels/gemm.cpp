@@ -23,8 +23,9 @@ constexpr int64_t kDecodeGrain = 16; // weight rows per thread chunk at least
 // (measured in `cai serve`: at 16 decode rows the fused path, which overlaps the weight stream with its FMAs, is as
 // fast; prefill-sized batches roughly halve the time to first token).
 constexpr int64_t kTiledMinRows = 17;
-constexpr int64_t kTileK = 512;       // columns decoded at a time (a multiple of every block size; fits L1 with x)
-constexpr int kTilePanelRows = 12;   // weight rows decoded together (a multiple of every ISA's tile_rows)
+constexpr int64_t kTileK = 1024;     // columns decoded at a time (a multiple of every block size)
+constexpr int kTilePanelRows = 6;    // weight rows decoded together (a multiple of every ISA's tile_rows); with
+                                     // kTileK, two such buffers are 48 KiB, about one core's L1
 
 const GemmKernels& kernels() {
   switch (active_cpu_isa()) {
@@ -161,40 +162,64 @@ void run_panels(const Gemm& g, int64_t p0, int64_t p1) {
 }
 
 struct TileScratch {
-  std::vector<float> w;    // [kTilePanelRows][kTileK] decoded weights
-  std::vector<float> acc;  // [kTilePanelRows][n][acc_floats] unreduced chains
+  std::vector<float> w[2];  // [kTilePanelRows][kTileK] decoded weights: the chunk in use and the next one
+  std::vector<float> acc;   // [kTilePanelRows][n][acc_floats] unreduced chains
+};
+
+// One column chunk of one panel: weight rows [r0, r0 + n_rows), columns [k0, k0 + kc).
+struct TileChunk {
+  int64_t r0 = 0, k0 = 0, kc = 0;
+  int n_rows = 0;
 };
 
 // Tiled path: for each panel of kTilePanelRows weight rows, decode kTileK columns at a time once and run the tile over
-// every activation row. Each output keeps the fused path's chains, so results equal run_fused's bit for bit.
+// every activation row. Each output keeps the fused path's chains, so results equal run_fused's bit for bit. The next
+// chunk is decoded row by row between this chunk's tiles, so its weight loads (DRAM, once per step) overlap the FMAs.
 void run_tiled(const Gemm& g, int64_t p0, int64_t p1) {
   thread_local TileScratch s;
   const GemmKernels& k = *g.k;
   const DTypeInfo& info = dtype_info(g.dtype);
   DequantFn dq = k.dequant[static_cast<int>(g.dtype)];
   const int64_t ld_acc = g.n;  // acc index of (r, j) is (r·n + j)·acc_floats
-  s.w.assign(static_cast<size_t>(kTilePanelRows * kTileK), 0.0f);
+  for (auto& w : s.w) w.assign(static_cast<size_t>(kTilePanelRows * kTileK), 0.0f);
   s.acc.resize(static_cast<size_t>(kTilePanelRows * g.n * k.acc_floats));
-  for (int64_t pi = p0; pi < p1; ++pi) {
-    const int64_t r0 = pi * kTilePanelRows;
-    const int nrows = static_cast<int>(std::min<int64_t>(kTilePanelRows, g.out - r0));
-    const int n_tiled = (nrows + k.tile_rows - 1) / k.tile_rows * k.tile_rows;  // padding rows stay zero
-    std::fill(s.acc.begin(), s.acc.end(), 0.0f);
-    for (int64_t k0 = 0; k0 < g.in; k0 += kTileK) {
-      const int64_t kc = std::min(kTileK, g.in - k0);
-      for (int r = 0; r < nrows; ++r)
-        dq(g.w->row<const uint8_t>(r0 + r) + k0 / info.block_elems * info.block_bytes, s.w.data() + r * kTileK, kc);
-      for (int64_t j0 = 0; j0 < g.n; j0 += k.tile_cols) {
-        const int nx = static_cast<int>(std::min<int64_t>(k.tile_cols, g.n - j0));
-        for (int r = 0; r < n_tiled; r += k.tile_rows) {
-          k.tile(s.w.data() + r * kTileK, kTileK, g.x + j0 * g.in + k0, g.in, nx, kc,
-                 s.acc.data() + (r * ld_acc + j0) * k.acc_floats, ld_acc);
-        }
+  const int64_t n_chunks = (g.in + kTileK - 1) / kTileK, n_items = (p1 - p0) * n_chunks;
+  auto chunk_at = [&](int64_t i) {
+    TileChunk c;
+    c.r0 = (p0 + i / n_chunks) * kTilePanelRows;
+    c.n_rows = static_cast<int>(std::min<int64_t>(kTilePanelRows, g.out - c.r0));
+    c.k0 = i % n_chunks * kTileK;
+    c.kc = std::min(kTileK, g.in - c.k0);
+    return c;
+  };
+  auto decode_row = [&](const TileChunk& c, int r, std::vector<float>& buf) {
+    dq(g.w->row<const uint8_t>(c.r0 + r) + c.k0 / info.block_elems * info.block_bytes, buf.data() + r * kTileK, c.kc);
+  };
+  const TileChunk first = chunk_at(0);
+  for (int r = 0; r < first.n_rows; ++r) decode_row(first, r, s.w[0]);
+  for (int64_t i = 0; i < n_items; ++i) {
+    const TileChunk c = chunk_at(i), next = i + 1 < n_items ? chunk_at(i + 1) : TileChunk{};
+    const std::vector<float>& cur = s.w[i % 2];
+    std::vector<float>& upcoming = s.w[(i + 1) % 2];
+    const int n_tiled = (c.n_rows + k.tile_rows - 1) / k.tile_rows * k.tile_rows;  // padding rows are discarded
+    const int64_t n_tiles = (g.n + k.tile_cols - 1) / k.tile_cols * (n_tiled / k.tile_rows);
+    const int64_t rows_per_tile = (next.n_rows + n_tiles - 1) / n_tiles;
+    int next_row = 0;
+    if (c.k0 == 0) std::fill(s.acc.begin(), s.acc.end(), 0.0f);
+    for (int64_t j0 = 0; j0 < g.n; j0 += k.tile_cols) {
+      const int nx = static_cast<int>(std::min<int64_t>(k.tile_cols, g.n - j0));
+      for (int r = 0; r < n_tiled; r += k.tile_rows) {
+        k.tile(cur.data() + r * kTileK, kTileK, g.x + j0 * g.in + c.k0, g.in, nx, c.kc,
+               s.acc.data() + (r * ld_acc + j0) * k.acc_floats, ld_acc);
+        for (int64_t q = 0; q < rows_per_tile && next_row < next.n_rows; ++q) decode_row(next, next_row++, upcoming);
       }
     }
-    for (int r = 0; r < nrows; ++r) {
-      const float b = g.bias ? g.bias[r0 + r] : 0.0f;
-      for (int64_t j = 0; j < g.n; ++j) g.y[j * g.out + r0 + r] = k.finish(&s.acc[(r * ld_acc + j) * k.acc_floats]) + b;
+    while (next_row < next.n_rows) decode_row(next, next_row++, upcoming);
+    if (c.k0 + c.kc < g.in) continue;
+    for (int r = 0; r < c.n_rows; ++r) {
+      const float b = g.bias ? g.bias[c.r0 + r] : 0.0f;
+      for (int64_t j = 0; j < g.n; ++j)
+        g.y[j * g.out + c.r0 + r] = k.finish(&s.acc[(r * ld_acc + j) * k.acc_floats]) + b;
     }
   }
 }
