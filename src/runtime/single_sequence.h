@@ -4,29 +4,30 @@
 #include <span>
 #include <vector>
 
-#include "model/model.h"
+#include "runtime/sequence_batch.h"
 
 namespace cai {
 
 class SingleSequence {
  public:
-  static Result<SingleSequence> create(Model& model, int n_ctx, int block_size = 16);
+  static Result<SingleSequence> create(Model& model, int n_ctx, int block_size = 16) {
+    CAI_ASSIGN_OR_RETURN(SequenceBatch b, SequenceBatch::create(model, 1, n_ctx, block_size));
+    return SingleSequence(std::move(b));
+  }
 
   // Computes `tokens` at positions n_past .. n_past+len-1 in one forward step. Returns logits of every row
   // ([len, vocab]) when all_logits, else of the last row only ([vocab]).
-  Result<std::vector<float>> step(std::span<const int32_t> tokens, bool all_logits);
-  int n_past() const { return n_past_; }
-  int n_ctx() const { return n_ctx_; }
-  const KvCache& kv() const { return kv_; }
+  Result<std::vector<float>> step(std::span<const int32_t> tokens, bool all_logits) {
+    return batch_.step(tokens, static_cast<int>(tokens.size()), all_logits);
+  }
+  int n_past() const { return batch_.n_past(); }
+  int n_ctx() const { return batch_.n_ctx(); }
+  const KvCache& kv() const { return batch_.kv(); }
 
  private:
-  SingleSequence(Model& model, KvCache kv, int n_ctx) : model_(&model), kv_(std::move(kv)), n_ctx_(n_ctx) {}
+  explicit SingleSequence(SequenceBatch b) : batch_(std::move(b)) {}
 
-  Model* model_;
-  KvCache kv_;
-  std::vector<int32_t> block_table_;
-  int n_ctx_ = 0;
-  int n_past_ = 0;
+  SequenceBatch batch_;
 };
 
 }  // namespace cai

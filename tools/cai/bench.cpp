@@ -1,4 +1,5 @@
-// `cai bench`: prompt-processing and generation tokens/s (like llama-bench), with the memory-bandwidth roofline ratio.
+// `cai bench`: prompt-processing and generation tokens/s (like llama-bench), with the memory-bandwidth roofline ratio;
+// with --batch B also the aggregate generation rate of B sequences decoded together, as serving runs them.
 #include <chrono>
 #include <iostream>
 #include <map>
@@ -6,6 +7,7 @@
 
 #include "core/membw.h"
 #include "core/profile.h"
+#include "runtime/sequence_batch.h"
 #include "runtime/single_sequence.h"
 #include "verbs.h"
 
@@ -18,11 +20,33 @@ struct BenchOptions {
   int n_prompt = 128;
   int n_gen = 64;
   int repeats = 3;
+  int batch = 1;
   bool json = false;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Aggregate generated tokens/s of `n_seqs` sequences decoding together after a shared-length prompt, in the serving
+// engine's batch-invariant mode; the best of `repeats`.
+Result<double> batched_tg(Model& model, const std::vector<int32_t>& prompt, int n_seqs, int n_gen, int repeats) {
+  std::vector<int32_t> prompts, step(static_cast<size_t>(n_seqs));
+  for (int s = 0; s < n_seqs; ++s) prompts.insert(prompts.end(), prompt.begin(), prompt.end());
+  model.device().set_batch_invariant(true);
+  double best = 0;
+  for (int r = 0; r < repeats; ++r) {
+    CAI_ASSIGN_OR_RETURN(SequenceBatch b, SequenceBatch::create(model, n_seqs, static_cast<int>(prompt.size()) + n_gen + 1));
+    CAI_TRY(b.step(prompts, static_cast<int>(prompt.size()), false).status());
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n_gen; ++i) {
+      for (int s = 0; s < n_seqs; ++s) step[static_cast<size_t>(s)] = prompt[static_cast<size_t>(i + s) % prompt.size()];
+      CAI_TRY(b.step(step, 1, false).status());
+    }
+    best = std::max(best, n_gen > 0 ? n_seqs * n_gen / seconds_since(t0) : 0.0);
+  }
+  model.device().set_batch_invariant(false);
+  return best;
 }
 
 Status bench(const BenchOptions& o) {
@@ -52,6 +76,10 @@ Status bench(const BenchOptions& o) {
       tg_phases = profile::snapshot();
     }
   }
+  double batch_tg = 0;
+  if (o.batch > 1) {
+    CAI_ASSIGN_OR_RETURN(batch_tg, batched_tg(model, prompt, o.batch, o.n_gen, std::max(1, o.repeats)));
+  }
   const hal::OpContext ctx = model.device().op_context();
   const double bw_gbps = measure_read_bandwidth_gbps(ctx.pool);
   const double bytes_per_token = static_cast<double>(model.weight_bytes_per_token());
@@ -74,12 +102,20 @@ Status bench(const BenchOptions& o) {
                         {"mem_read_gbps", bw_gbps},
                         {"tg_roofline_tokens_per_s", roofline_tg},
                         {"tg_roofline_ratio", best_tg / roofline_tg}};
+  if (o.batch > 1) {
+    out["batch"] = o.batch;
+    out["tg_batch_tokens_per_s"] = batch_tg;
+    out["batch_speedup"] = best_tg > 0 ? batch_tg / best_tg : 0.0;
+  }
   if (o.json) {
     std::cout << out.dump() << "\n";
   } else {
     std::cout << fmt::format("pp{}: {:.1f} tok/s   tg{}: {:.1f} tok/s   roofline {:.1f} tok/s at {:.1f} GB/s ({:.0f}%)\n",
                              prompt.size(), best_pp, o.n_gen, best_tg, roofline_tg, bw_gbps, 100 * best_tg / roofline_tg);
     for (const auto& [phase, share] : shares.items()) std::cout << fmt::format("  {:<16} {:5.1f}%\n", phase, 100 * share.get<double>());
+    if (o.batch > 1)
+      std::cout << fmt::format("tg{} x {} sequences: {:.1f} tok/s aggregate = {:.2f}x one sequence\n", o.n_gen, o.batch,
+                               batch_tg, best_tg > 0 ? batch_tg / best_tg : 0.0);
   }
   return {};
 }
@@ -93,6 +129,8 @@ void register_bench(CLI::App& app, int& exit_code) {
   cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens")->check(CLI::PositiveNumber);
   cmd->add_option("-n,--n-gen", o->n_gen, "generated tokens")->check(CLI::NonNegativeNumber);
   cmd->add_option("-r,--repeats", o->repeats, "repetitions; the best is reported")->check(CLI::PositiveNumber);
+  cmd->add_option("-b,--batch", o->batch, "also decode this many sequences together and report the aggregate rate")
+      ->check(CLI::Range(1, 256));
   cmd->add_flag("--json", o->json, "print one JSON line");
   cmd->callback([o, &exit_code] {
     Status st = bench(*o);

@@ -19,10 +19,10 @@ constexpr int64_t kFusedMaxRows = 8;
 constexpr int64_t kPanelK = 256;     // weight columns per packed panel (a multiple of every block size)
 constexpr int64_t kFp8Block = 128;   // DeepSeek scale block edge
 constexpr int64_t kDecodeGrain = 16; // weight rows per thread chunk at least
-// Batch-invariant batches of at least this many rows decode weights once into a tile buffer instead of per dot
-// (measured in `cai serve`: at 16 decode rows the fused path, which overlaps the weight stream with its FMAs, is as
-// fast; prefill-sized batches roughly halve the time to first token).
-constexpr int64_t kTiledMinRows = 17;
+// Batch-invariant batches that would need more than one fused pass decode weights once into a tile buffer instead
+// (`cai bench -b N`, Qwen2-0.5B Q8_0: at 16 sequences 8 % more tokens/s than two fused passes; at 4 and 8, 15-20 %
+// fewer, so one fused pass stays the choice up to kFusedMaxRows).
+constexpr int64_t kTiledMinRows = kFusedMaxRows + 1;
 constexpr int64_t kTileK = 1024;     // columns decoded at a time (a multiple of every block size)
 constexpr int kTilePanelRows = 6;    // weight rows decoded together (a multiple of every ISA's tile_rows); with
                                      // kTileK, two such buffers are 48 KiB, about one core's L1
@@ -205,12 +205,11 @@ void run_tiled(const Gemm& g, int64_t p0, int64_t p1) {
     const int64_t n_tiles = (g.n + k.tile_cols - 1) / k.tile_cols * (n_tiled / k.tile_rows);
     const int64_t rows_per_tile = (next.n_rows + n_tiles - 1) / n_tiles;
     int next_row = 0;
-    if (c.k0 == 0) std::fill(s.acc.begin(), s.acc.end(), 0.0f);
     for (int64_t j0 = 0; j0 < g.n; j0 += k.tile_cols) {
       const int nx = static_cast<int>(std::min<int64_t>(k.tile_cols, g.n - j0));
       for (int r = 0; r < n_tiled; r += k.tile_rows) {
         k.tile(cur.data() + r * kTileK, kTileK, g.x + j0 * g.in + c.k0, g.in, nx, c.kc,
-               s.acc.data() + (r * ld_acc + j0) * k.acc_floats, ld_acc);
+               s.acc.data() + (r * ld_acc + j0) * k.acc_floats, ld_acc, c.k0 == 0);
         for (int64_t q = 0; q < rows_per_tile && next_row < next.n_rows; ++q) decode_row(next, next_row++, upcoming);
       }
     }

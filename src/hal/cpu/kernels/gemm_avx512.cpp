@@ -305,11 +305,13 @@ void micro(const float* a, int64_t lda, int m, const float* p, int64_t kc, float
 constexpr int kTileRows = 3, kTileCols = 4, kAccFloats = 32;
 
 template <int NX>
-void tile_nx(const float* w, int64_t ldw, const float* x, int64_t ldx, int64_t kc, float* acc, int64_t ld_acc) {
+void tile_nx(const float* w, int64_t ldw, const float* x, int64_t ldx, int64_t kc, float* acc, int64_t ld_acc,
+             bool first) {
   __m512 a[kTileRows][NX][2];
   for (int r = 0; r < kTileRows; ++r)
     for (int j = 0; j < NX; ++j)
-      for (int s = 0; s < 2; ++s) a[r][j][s] = _mm512_loadu_ps(acc + (r * ld_acc + j) * kAccFloats + 16 * s);
+      for (int s = 0; s < 2; ++s)
+        a[r][j][s] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + (r * ld_acc + j) * kAccFloats + 16 * s);
   for (int64_t k = 0; k < kc; k += 32) {
     __m512 wv[kTileRows][2];  // held for the whole step; each x vector is loaded once and used by every weight row
     for (int r = 0; r < kTileRows; ++r)
@@ -326,12 +328,13 @@ void tile_nx(const float* w, int64_t ldw, const float* x, int64_t ldx, int64_t k
       for (int s = 0; s < 2; ++s) _mm512_storeu_ps(acc + (r * ld_acc + j) * kAccFloats + 16 * s, a[r][j][s]);
 }
 
-void tile(const float* w, int64_t ldw, const float* x, int64_t ldx, int nx, int64_t kc, float* acc, int64_t ld_acc) {
+void tile(const float* w, int64_t ldw, const float* x, int64_t ldx, int nx, int64_t kc, float* acc, int64_t ld_acc,
+          bool first) {
   switch (nx) {
-    case 1: tile_nx<1>(w, ldw, x, ldx, kc, acc, ld_acc); return;
-    case 2: tile_nx<2>(w, ldw, x, ldx, kc, acc, ld_acc); return;
-    case 3: tile_nx<3>(w, ldw, x, ldx, kc, acc, ld_acc); return;
-    default: tile_nx<4>(w, ldw, x, ldx, kc, acc, ld_acc); return;
+    case 1: tile_nx<1>(w, ldw, x, ldx, kc, acc, ld_acc, first); return;
+    case 2: tile_nx<2>(w, ldw, x, ldx, kc, acc, ld_acc, first); return;
+    case 3: tile_nx<3>(w, ldw, x, ldx, kc, acc, ld_acc, first); return;
+    default: tile_nx<4>(w, ldw, x, ldx, kc, acc, ld_acc, first); return;
   }
 }
 

@@ -21,9 +21,10 @@ using MicroFn = void (*)(const float* a, int64_t lda, int m, const float* p, int
 
 // Batch-invariant tile: the same per-output chains as RowDotFn, over weights already decoded to F32. For the
 // tile_rows weight rows w + r·ldw and nx (1..tile_cols) activation rows x + j·ldx, continues each output's unreduced
-// chains acc + (r·ld_acc + j)·acc_floats over kc more columns (a multiple of 32) and stores them back.
+// chains acc + (r·ld_acc + j)·acc_floats over kc more columns (a multiple of 32) and stores them back; `first`
+// starts the chains at zero instead of reading acc.
 using TileFn = void (*)(const float* w, int64_t ldw, const float* x, int64_t ldx, int nx, int64_t kc, float* acc,
-                        int64_t ld_acc);
+                        int64_t ld_acc, bool first);
 // Reduces one output's chains (acc_floats floats) exactly as RowDotFn does at the end of a row.
 using FinishFn = float (*)(const float* acc);
 
