@@ -164,6 +164,7 @@ void run_panels(const Gemm& g, int64_t p0, int64_t p1) {
 struct TileScratch {
   std::vector<float> w[2];  // [kTilePanelRows][kTileK] decoded weights: the chunk in use and the next one
   std::vector<float> acc;   // [kTilePanelRows][n][acc_floats] unreduced chains
+  std::vector<float> sums;  // [n] one weight row's finished outputs
 };
 
 // One column chunk of one panel: weight rows [r0, r0 + n_rows), columns [k0, k0 + kc).
@@ -183,6 +184,7 @@ void run_tiled(const Gemm& g, int64_t p0, int64_t p1) {
   const int64_t ld_acc = g.n;  // acc index of (r, j) is (r·n + j)·acc_floats
   for (auto& w : s.w) w.assign(static_cast<size_t>(kTilePanelRows * kTileK), 0.0f);
   s.acc.resize(static_cast<size_t>(kTilePanelRows * g.n * k.acc_floats));
+  s.sums.resize(static_cast<size_t>(g.n));
   const int64_t n_chunks = (g.in + kTileK - 1) / kTileK, n_items = (p1 - p0) * n_chunks;
   auto chunk_at = [&](int64_t i) {
     TileChunk c;
@@ -217,8 +219,8 @@ void run_tiled(const Gemm& g, int64_t p0, int64_t p1) {
     if (c.k0 + c.kc < g.in) continue;
     for (int r = 0; r < c.n_rows; ++r) {
       const float b = g.bias ? g.bias[c.r0 + r] : 0.0f;
-      for (int64_t j = 0; j < g.n; ++j)
-        g.y[j * g.out + c.r0 + r] = k.finish(&s.acc[(r * ld_acc + j) * k.acc_floats]) + b;
+      k.finish(&s.acc[static_cast<size_t>(r * ld_acc * k.acc_floats)], g.n, s.sums.data());
+      for (int64_t j = 0; j < g.n; ++j) g.y[j * g.out + c.r0 + r] = s.sums[static_cast<size_t>(j)] + b;
     }
   }
 }

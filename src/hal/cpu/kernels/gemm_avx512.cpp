@@ -188,6 +188,15 @@ struct Q6KD {
   }
 };
 
+// Sum of 16 lanes in one fixed tree — lanes (i, i+8), then (i, i+4), (i, i+2), (i, i+1) — written out rather than
+// left to _mm512_reduce_add_ps, whose order is the compiler's: finish() below reproduces it for 16 outputs at once.
+float hsum(__m512 v) {
+  const __m256 t8 = _mm256_add_ps(_mm512_extractf32x8_ps(v, 1), _mm512_castps512_ps256(v));
+  const __m128 t4 = _mm_add_ps(_mm256_extractf128_ps(t8, 1), _mm256_castps256_ps128(t8));
+  const __m128 t2 = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));
+  return _mm_cvtss_f32(_mm_add_ss(t2, _mm_movehdup_ps(t2)));
+}
+
 template <class D>
 constexpr bool kHasOne = requires(const uint8_t* w) { D::one(w, 0); };
 
@@ -229,7 +238,7 @@ void dot_nx(const uint8_t* w, const float* x, int64_t ldx, int64_t in, float* ou
   for (int j = 0; j < NX; ++j) {
     __m512 s = acc[0][j];
     for (int i = 1; i < kSets; ++i) s = _mm512_add_ps(s, acc[i][j]);
-    out[j] = _mm512_reduce_add_ps(s);
+    out[j] = hsum(s);
     if constexpr (kHasOne<D>) {
       for (int64_t k = n_blocks * 32; k < in; ++k) out[j] += D::one(w, k) * x[j * ldx + k];
     }
@@ -338,8 +347,31 @@ void tile(const float* w, int64_t ldw, const float* x, int64_t ldx, int nx, int6
   }
 }
 
-float finish(const float* acc) {
-  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_loadu_ps(acc), _mm512_loadu_ps(acc + 16)));
+// hsum of each output's two chains for n outputs (kAccFloats apart): 16 at a time as a transposed tree that pairs the
+// same lanes in the same order as hsum, then one at a time.
+void finish(const float* acc, int64_t n, float* out) {
+  auto chains = [&](int64_t j) {
+    return _mm512_add_ps(_mm512_loadu_ps(acc + j * kAccFloats), _mm512_loadu_ps(acc + j * kAccFloats + 16));
+  };
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    __m512 l1[8], l2[4], l3[2];
+    for (int m = 0; m < 8; ++m) {  // lanes (i, i+8): output 2m in lanes 0-7, 2m+1 in lanes 8-15
+      const __m512 a = chains(j + 2 * m), b = chains(j + 2 * m + 1);
+      l1[m] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+    }
+    for (int p = 0; p < 4; ++p)  // (i, i+4): 128-bit lane q holds output 4p+q
+      l2[p] = _mm512_add_ps(_mm512_shuffle_f32x4(l1[2 * p], l1[2 * p + 1], 0x88),
+                            _mm512_shuffle_f32x4(l1[2 * p], l1[2 * p + 1], 0xDD));
+    for (int h = 0; h < 2; ++h)  // (i, i+2): lane q holds outputs 8h+q and 8h+4+q, two partial sums each
+      l3[h] = _mm512_add_ps(_mm512_shuffle_ps(l2[2 * h], l2[2 * h + 1], 0x44),
+                            _mm512_shuffle_ps(l2[2 * h], l2[2 * h + 1], 0xEE));
+    // (i, i+1): lane 4q+s holds output 4s+q.
+    const __m512 r = _mm512_add_ps(_mm512_shuffle_ps(l3[0], l3[1], 0x88), _mm512_shuffle_ps(l3[0], l3[1], 0xDD));
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    _mm512_storeu_ps(out + j, _mm512_permutexvar_ps(order, r));
+  }
+  for (; j < n; ++j) out[j] = hsum(chains(j));
 }
 
 template <class D>

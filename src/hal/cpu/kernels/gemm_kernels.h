@@ -25,8 +25,8 @@ using MicroFn = void (*)(const float* a, int64_t lda, int m, const float* p, int
 // starts the chains at zero instead of reading acc.
 using TileFn = void (*)(const float* w, int64_t ldw, const float* x, int64_t ldx, int nx, int64_t kc, float* acc,
                         int64_t ld_acc, bool first);
-// Reduces one output's chains (acc_floats floats) exactly as RowDotFn does at the end of a row.
-using FinishFn = float (*)(const float* acc);
+// Reduces the chains of n outputs (acc + j·acc_floats) into out[j], exactly as RowDotFn does at the end of a row.
+using FinishFn = void (*)(const float* acc, int64_t n, float* out);
 
 struct GemmKernels {
   RowDotFn row_dot[static_cast<int>(DType::kCount)];  // null: no kernel for that weight dtype
