@@ -48,6 +48,12 @@ struct Gemm {
   int64_t n_col_blocks;  // FP8 scale columns, when w->scale
 };
 
+// Encoded bytes of weight row r from column k on (k at a block boundary).
+const uint8_t* weight_bytes_at(const Gemm& g, int64_t r, int64_t k) {
+  const DTypeInfo& info = dtype_info(g.dtype);
+  return g.w->row<const uint8_t>(r) + k / info.block_elems * info.block_bytes;
+}
+
 // Rows of a row-major tensor (all dims but the last); unlike TensorView::rows() this is safe when cols() == 0.
 int64_t outer_rows(const TensorView& t) {
   int64_t n = 1;
@@ -121,14 +127,13 @@ struct PanelScratch {
 
 // Dequantizes columns [k0, k0 + kc) of weight rows [r0, r0 + nrows) into p[k][j] (k-major, nr wide, zero-padded).
 void pack_panel(const Gemm& g, int64_t r0, int nrows, int64_t k0, int64_t kc, PanelScratch& s) {
-  const DTypeInfo& info = dtype_info(g.dtype);
   const int nr = g.k->nr;
   DequantFn dq = g.k->dequant[static_cast<int>(g.dtype)];
   float* p = s.panel.data();
   float* row = s.row.data();
   for (int j = 0; j < nrows; ++j) {
     int64_t r = r0 + j;
-    dq(g.w->row<const uint8_t>(r) + k0 / info.block_elems * info.block_bytes, row, kc);
+    dq(weight_bytes_at(g, r, k0), row, kc);
     if (g.w->scale) {
       const float* srow = g.w->scale + (r / kFp8Block) * g.n_col_blocks;
       for (int64_t k = 0; k < kc; ++k) row[k] *= srow[(k0 + k) / kFp8Block];
@@ -179,10 +184,10 @@ struct TileChunk {
 void run_tiled(const Gemm& g, int64_t p0, int64_t p1) {
   thread_local TileScratch s;
   const GemmKernels& k = *g.k;
-  const DTypeInfo& info = dtype_info(g.dtype);
   DequantFn dq = k.dequant[static_cast<int>(g.dtype)];
   const int64_t ld_acc = g.n;  // acc index of (r, j) is (r·n + j)·acc_floats
-  for (auto& w : s.w) w.assign(static_cast<size_t>(kTilePanelRows * kTileK), 0.0f);
+  // Rows past the last panel's end keep whatever an earlier panel decoded (zeros at first): their outputs are dropped.
+  for (auto& w : s.w) w.resize(static_cast<size_t>(kTilePanelRows * kTileK));
   s.acc.resize(static_cast<size_t>(kTilePanelRows * g.n * k.acc_floats));
   s.sums.resize(static_cast<size_t>(g.n));
   const int64_t n_chunks = (g.in + kTileK - 1) / kTileK, n_items = (p1 - p0) * n_chunks;
@@ -195,7 +200,7 @@ void run_tiled(const Gemm& g, int64_t p0, int64_t p1) {
     return c;
   };
   auto decode_row = [&](const TileChunk& c, int r, std::vector<float>& buf) {
-    dq(g.w->row<const uint8_t>(c.r0 + r) + c.k0 / info.block_elems * info.block_bytes, buf.data() + r * kTileK, c.kc);
+    dq(weight_bytes_at(g, c.r0 + r, c.k0), buf.data() + r * kTileK, c.kc);
   };
   const TileChunk first = chunk_at(0);
   for (int r = 0; r < first.n_rows; ++r) decode_row(first, r, s.w[0]);
@@ -203,7 +208,7 @@ void run_tiled(const Gemm& g, int64_t p0, int64_t p1) {
     const TileChunk c = chunk_at(i), next = i + 1 < n_items ? chunk_at(i + 1) : TileChunk{};
     const std::vector<float>& cur = s.w[i % 2];
     std::vector<float>& upcoming = s.w[(i + 1) % 2];
-    const int n_tiled = (c.n_rows + k.tile_rows - 1) / k.tile_rows * k.tile_rows;  // padding rows are discarded
+    const int n_tiled = (c.n_rows + k.tile_rows - 1) / k.tile_rows * k.tile_rows;  // padding rows are dropped
     const int64_t n_tiles = (g.n + k.tile_cols - 1) / k.tile_cols * (n_tiled / k.tile_rows);
     const int64_t rows_per_tile = (next.n_rows + n_tiles - 1) / n_tiles;
     int next_row = 0;
