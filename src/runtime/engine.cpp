@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
@@ -234,7 +235,7 @@ Status EngineImpl::sample_and_emit(const SchedulerOutput& out, const std::vector
     const std::vector<int32_t>* history;
     std::span<const float> raw;
     int32_t token = -1;
-    TokenLogprob logprob;
+    std::optional<TokenLogprob> logprob;  // when the request asked for logprobs
   };
   std::vector<Draw> draws;
   size_t row = 0;
@@ -259,7 +260,7 @@ Status EngineImpl::sample_and_emit(const SchedulerOutput& out, const std::vector
   for (Draw& d : draws) {
     StreamEvent& ev = events[d.id];
     ev.tokens.push_back(d.token);
-    if (d.rs->request().top_logprobs >= 0 && lm_.tokenizer) ev.logprobs.push_back(std::move(d.logprob));
+    if (d.logprob) ev.logprobs.push_back(std::move(*d.logprob));
     const bool eos = !d.rs->request().ignore_eos && lm_.tokenizer && lm_.tokenizer->is_eog(d.token);
     bool stop_hit = false;
     if (!eos) ev.text = d.rs->push_token(d.token, stop_hit);

@@ -1,6 +1,6 @@
 // Sampler implementation: penalties → greedy, or temperature → top-k → top-p → min-p → draw.
-// Only what needs an order is sorted: top-k partially sorts k ids, top-p selects and sorts a growing prefix until it holds the
-// nucleus, and plain temperature / min-p sampling draws over the vocabulary in id order without sorting at all.
+// Only what needs an order is sorted: top-k partially sorts k ids, top-p selects and sorts a growing prefix until it
+// holds the nucleus, and plain temperature / min-p sampling draws over the vocabulary in id order without sorting.
 #include "runtime/sampler.h"
 
 #include <algorithm>

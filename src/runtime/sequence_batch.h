@@ -23,7 +23,8 @@ class SequenceBatch {
   const KvCache& kv() const { return kv_; }
 
  private:
-  SequenceBatch(Model& model, KvCache kv, int n_seqs, int n_ctx) : model_(&model), kv_(std::move(kv)), n_seqs_(n_seqs), n_ctx_(n_ctx) {}
+  SequenceBatch(Model& model, KvCache kv, int n_seqs, int n_ctx)
+      : model_(&model), kv_(std::move(kv)), n_seqs_(n_seqs), n_ctx_(n_ctx) {}
 
   Model* model_;
   KvCache kv_;

@@ -36,7 +36,8 @@ Result<double> batched_tg(Model& model, const std::vector<int32_t>& prompt, int 
   model.device().set_batch_invariant(true);
   double best = 0;
   for (int r = 0; r < repeats; ++r) {
-    CAI_ASSIGN_OR_RETURN(SequenceBatch b, SequenceBatch::create(model, n_seqs, static_cast<int>(prompt.size()) + n_gen + 1));
+    const int n_ctx = static_cast<int>(prompt.size()) + n_gen + 1;
+    CAI_ASSIGN_OR_RETURN(SequenceBatch b, SequenceBatch::create(model, n_seqs, n_ctx));
     CAI_TRY(b.step(prompts, static_cast<int>(prompt.size()), false).status());
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < n_gen; ++i) {
