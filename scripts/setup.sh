@@ -5,7 +5,9 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config git python3 clang libclang-rt-14-dev
   libpcre2-dev libutf8proc-dev nlohmann-json3-dev libfmt-dev libspdlog-dev libcli11-dev libyaml-cpp-dev
-  libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev)
+  libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libboost-context-dev  # fibers of the simt GPU emulator
+  hipcc)                # builds libcai-backend-hip.so (AMD / Hygon DCU); CUDA's nvcc is used when installed
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

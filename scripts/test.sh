@@ -9,19 +9,34 @@ bash scripts/setup.sh
 echo "== tests (Release)"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
+echo "== out-of-tree plugin (installed SDK, clang++) against the engine's loader"
+sdk=$(mktemp -d)
+cmake --install build --prefix "$sdk/prefix" >/dev/null
+CXX=clang++ cmake -S tests/hal/plugin -B "$sdk/echo" -DCMAKE_PREFIX_PATH="$sdk/prefix" >/dev/null
+cmake --build "$sdk/echo" -j"$jobs" >/dev/null
+CAI_ECHO_PLUGIN="$sdk/echo/libcai-backend-echo.so" ./build/test_hal --gtest_filter='PluginRegistry.*' --gtest_brief=1
+rm -rf "$sdk"
+
 echo "== end-to-end (official openai client, chat page in headless Chromium)"
-if ! command -v chromium >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+# Install only what is missing, and never Debian's npm next to a Node.js that brings its own (they conflict).
+need=()
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v npm >/dev/null 2>&1 || need+=(npm)
+if ((${#need[@]})); then
+  echo "test: installing ${need[*]}" >&2
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium nodejs npm >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 npm ci --no-audit --no-fund --loglevel=error
 CAI_BIN="$PWD/build/cai" npm run --silent test:e2e
 
 echo "== tests (clang, ASan + UBSan) and fuzz targets"
 # One sanitizer build serves both: the tests run under ASan + UBSan, the libFuzzer targets link the same objects.
+# The cuda/hip plugins are built once, in the Release build; the simt plugin stays in this one.
 CC=clang CXX=clang++ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCAI_SANITIZE=ON -DCAI_FUZZ=ON \
-  -DCAI_BENCH=OFF >/dev/null
+  -DCAI_BENCH=OFF -DCAI_GPU_PLUGINS=OFF >/dev/null
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j"$jobs"
 

@@ -20,7 +20,9 @@ struct EngineOptions {
   int max_tokens_per_step = 512; // token budget per step (chunked prefill falls out of it)
   int block_size = 16;           // KV cache positions per block
   int n_kv_blocks = 0;           // 0 = derive from kv_memory_bytes
-  size_t kv_memory_bytes = size_t(256) << 20;
+  // 0 = from the device: on a device with its own memory, 90 % of what is free after the weights (at most what
+  // max_batch full contexts need); on the host, 256 MiB.
+  size_t kv_memory_bytes = 0;
   int ctx_size = 0;              // most tokens per sequence (prompt + generated); 0 = the model's context
   int max_queue = 256;           // waiting requests beyond which submit() fails with kResourceExhausted
   bool prefix_caching = true;

@@ -25,6 +25,11 @@ struct TensorView {
   const float* scale = nullptr;
 
   static TensorView make(void* data, DType dtype, std::initializer_list<int64_t> dims);
+  // The same bytes under another shape with as many elements (CAI_CHECKed); device and scale are kept.
+  TensorView reshaped(std::initializer_list<int64_t> dims) const;
+  // Slice i of the outermost dimension (expert i of a stacked [E, rows, cols] weight), keeping device and scale
+  // (FP8 block scales of stacked experts are consecutive [ceil(rows/128), ceil(cols/128)] matrices).
+  TensorView slice(int64_t i) const;
   int64_t dim(int i) const { return shape[static_cast<size_t>(i < 0 ? n_dims + i : i)]; }
   int64_t n_elements() const;
   int64_t cols() const { return n_dims == 0 ? 1 : dim(-1); }  // innermost

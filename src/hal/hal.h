@@ -49,6 +49,13 @@ class Event {
 };
 
 // Ordered asynchronous work on one device. The CPU backend runs everything eagerly.
+//
+// Sync contract (the same as the plugin ABI's, include/cai/backend_abi.h): ops and copy_to_device are queued in
+// order and may return before the device has done them; the caller may reuse copy_to_device's source as soon as it
+// returns. Three calls block the host until earlier work is done: copy_to_host (returns with the bytes in host
+// memory), synchronize, and Event::wait. An Event marks the point in the stream where record() was called: done()
+// polls it, wait() blocks until the work before it is finished. A forward pass makes exactly one blocking call
+// (reading the logits); n_host_syncs() counts blocking calls so tests can check that.
 class Stream {
  public:
   virtual ~Stream() = default;
@@ -56,6 +63,8 @@ class Stream {
   virtual Status copy_to_host(void* dst, const void* src, size_t n) = 0;
   virtual Status synchronize() = 0;
   virtual std::unique_ptr<Event> record() = 0;
+  // Blocking calls so far (copy_to_host, synchronize, Event::wait) — 0 where the backend does not count.
+  virtual uint64_t n_host_syncs() const { return 0; }
 };
 
 struct MemoryInfo {

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "core/status.h"
+#include "cai/backend_abi.h"
 #include "core/tensor_view.h"
 
 namespace cai {
@@ -22,31 +23,23 @@ struct OpContext {
   // Every row of a result must be bit-identical whatever else is in the batch (serving: a request's tokens must not
   // depend on its batch-mates). Kernels then use one accumulation order for all batch sizes.
   bool batch_invariant = false;
+  void* backend = nullptr;  // a plugin device's own handle (host-side plugin wrapper), else null
 };
 
-enum class RopeStyle : uint8_t {
-  kNorm,  // pairs (x[2i], x[2i+1]) — GGUF llama, DeepSeek
-  kNeox,  // pairs (x[i], x[i + n_rot/2]) — HF rotate_half, Qwen2
+// Op parameter structs are the plugin ABI's (include/cai/backend_abi.h): one definition for both sides.
+struct RopeStyle {
+  static constexpr int32_t kNorm = CAI_ROPE_NORM;  // pairs (x[2i], x[2i+1]) — GGUF llama, DeepSeek
+  static constexpr int32_t kNeox = CAI_ROPE_NEOX;  // pairs (x[i], x[i + n_rot/2]) — HF rotate_half, Qwen2
 };
+using RopeParams = ::CaiRopeParams;
+using AttentionParams = ::CaiAttentionParams;
+using MoeGateParams = ::CaiMoeGateParams;
+using MlaParams = ::CaiMlaParams;
 
-struct RopeParams {
-  RopeStyle style = RopeStyle::kNorm;
-  int n_rot = 0;            // rotated dims per head; the others pass through
-  int rot_offset = 0;       // first rotated dim of each head (DeepSeek rotates the last qk_rope dims)
-  float freq_base = 10000.0f;
-  // Per-pair frequency divisor (Llama-3 scaling, GGUF rope_freqs), n_rot/2 floats, or null.
-  const float* freq_divisors = nullptr;
-  // YaRN (type yarn when yarn_factor > 1): see FORMATS.md §4.2.
-  float yarn_factor = 1.0f;
-  int yarn_orig_ctx = 0;
-  float yarn_beta_fast = 32.0f;
-  float yarn_beta_slow = 1.0f;
-  float mscale = 1.0f;      // multiplies cos and sin
-};
-
-// One sequence inside a batched attention call. Its queries are rows [q_begin, q_begin + n_q) of q; query j sits at
-// position pos0 + j and attends to cache positions 0 .. pos0 + j (causal). Cache position p lives in slot
-// block_table[p / block_size] * block_size + p % block_size of the paged cache.
+// The sequences of one batched attention call, in device memory (see CaiAttnBatch): sequence s owns query rows
+// [q_begin, q_begin + n_q); query j sits at position pos0 + j and attends to cache positions 0 .. pos0 + j, found in
+// slot block_tables[s, p / block_size] * block_size + p % block_size of the paged cache.
+// Host view of one sequence of an AttnBatch whose tensors the host can read (CPU kernels, references).
 struct AttnSeq {
   int32_t q_begin = 0;
   int32_t n_q = 0;
@@ -54,54 +47,35 @@ struct AttnSeq {
   const int32_t* block_table = nullptr;
 };
 
-struct AttentionParams {
-  int n_head = 0;
-  int n_kv_head = 0;
-  int head_dim = 0;    // q/k width per head
-  int head_dim_v = 0;  // v width per head
-  float scale = 0.0f;  // softmax scale (usually head_dim^-0.5)
-  int block_size = 0;  // cache positions per block
+struct AttnBatch {
+  TensorView seqs;          // I32 [n_seqs, 3]: q_begin, n_q, pos0
+  TensorView block_tables;  // I32 [n_seqs, max_blocks]
+  int32_t max_q = 0;        // host launch bounds: largest n_q ...
+  int32_t max_ctx = 0;      // ... and largest pos0 + n_q
+  int64_t n_seqs() const { return seqs.n_dims == 0 ? 0 : seqs.dim(0); }
+  AttnSeq host_seq(int64_t s) const {
+    const int32_t* r = seqs.as<const int32_t>() + s * 3;
+    return {r[0], r[1], r[2], block_tables.row<const int32_t>(s)};
+  }
 };
 
-// Router of a mixture of experts (DeepSeek V2/V3 gate). FORMATS.md and DeepSeek model.py `Gate`.
-struct MoeGateParams {
-  int n_experts = 0;
-  int top_k = 0;
-  int n_group = 1;     // experts split into n_group consecutive groups ...
-  int topk_group = 1;  // ... of which only the best topk_group are eligible
-  bool sigmoid = false;         // scores = sigmoid(logits) (V3/R1) or softmax(logits) (V2)
-  bool norm_topk_prob = false;  // renormalise the selected weights to sum 1
-  float routed_scaling = 1.0f;  // then multiply them by this
-};
-
-// Per-expert weights of one MoE layer: arrays of n_experts views each ([ffn, hidden], [ffn, hidden], [hidden, ffn]).
+// Stacked expert weights of one MoE layer, as GGUF stores them: gate/up [E, ffn, hidden], down [E, hidden, ffn].
 struct ExpertWeights {
-  const TensorView* gate = nullptr;
-  const TensorView* up = nullptr;
-  const TensorView* down = nullptr;
-  int n_experts = 0;
-};
-
-// Multi-head latent attention over a cache of [c_kv (kv_lora) | k_rope (qk_rope)] per token.
-struct MlaParams {
-  int n_head = 0;
-  int qk_nope = 0;
-  int qk_rope = 0;
-  int v_head_dim = 0;
-  int kv_lora = 0;
-  float scale = 0.0f;
-  int block_size = 0;
+  TensorView gate, up, down;
+  int64_t n_experts() const { return gate.dim(0); }
 };
 
 struct OpTable {
-  // out[i, :] = table[ids[i], :] as F32.  table [n_vocab, dim] any dtype; out [n, dim] F32.
-  Status (*embed)(const OpContext&, const TensorView& table, const int32_t* ids, int64_t n,
-                  const TensorView& out) = nullptr;
+  // Every TensorView an op receives lives on the op's device (ids, positions, slots and tables included).
+  // out[i, :] = table[ids[i], :] as F32.  table [n_vocab, dim] any dtype; ids [n] I32; out [n, dim] F32.
+  Status (*embed)(const OpContext&, const TensorView& table, const TensorView& ids, const TensorView& out) = nullptr;
   // out = x / sqrt(mean(x^2) + eps) * w, per row. x, out [n, dim] F32; w [dim] F32.
   Status (*rms_norm)(const OpContext&, const TensorView& x, const TensorView& w, float eps,
                      const TensorView& out) = nullptr;
-  // In place on x [n_tok, n_head, head_dim] F32; token i at position pos[i].
-  Status (*rope)(const OpContext&, const TensorView& x, const int32_t* pos, const RopeParams& p) = nullptr;
+  // In place on x [n_tok, n_head, head_dim] F32; token i at position pos[i] (I32 [n_tok]); pair i turns by
+  // pos · inv_freq[i] (F32 [n_rot/2], from hal::rope_inv_freqs).
+  Status (*rope)(const OpContext&, const TensorView& x, const TensorView& pos, const TensorView& inv_freq,
+                 const RopeParams& p) = nullptr;
   // y[n, out] = x[n, in] · w[out, in]^T (+ bias[out]). w any dtype; x, y, bias F32. bias may be null.
   Status (*dense_gemm)(const OpContext&, const TensorView& w, const TensorView& x, const TensorView* bias,
                        const TensorView& y) = nullptr;
@@ -114,25 +88,24 @@ struct OpTable {
   // dst[r, dst_col + j] = src[r, src_col + j] for j < n_cols, every row r. F32.
   Status (*copy_cols)(const OpContext&, const TensorView& src, int64_t src_col, const TensorView& dst, int64_t dst_col,
                       int64_t n_cols) = nullptr;
-  // Write src [n_tok, width] (F32) rows into cache [n_slots, width] at slots[i].
-  Status (*kv_write)(const OpContext&, const TensorView& src, const int32_t* slots, const TensorView& cache) = nullptr;
+  // Write src [n_tok, width] (F32) rows into cache [n_slots, width] at slots[i] (I32 [n_tok]).
+  Status (*kv_write)(const OpContext&, const TensorView& src, const TensorView& slots, const TensorView& cache) = nullptr;
   // Grouped-query attention over a paged cache. q [n_tok, n_head, head_dim]; k_cache [n_slots, n_kv_head, head_dim];
   // v_cache [n_slots, n_kv_head, head_dim_v]; out [n_tok, n_head, head_dim_v]. All F32.
-  Status (*attention_gqa)(const OpContext&, const AttentionParams& p, const AttnSeq* seqs, int n_seqs,
-                          const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,
-                          const TensorView& out) = nullptr;
+  Status (*attention_gqa)(const OpContext&, const AttentionParams& p, const AttnBatch& batch, const TensorView& q,
+                          const TensorView& k_cache, const TensorView& v_cache, const TensorView& out) = nullptr;
   // Expert selection: logits [n, E] F32 (router output), bias [E] F32 or null (used for selection only) →
   // ids [n, top_k] I32 (by descending biased score; ties → lower id) and weights [n, top_k] F32.
   Status (*moe_gate)(const OpContext&, const MoeGateParams& p, const TensorView& logits, const TensorView* bias,
                      const TensorView& ids, const TensorView& weights) = nullptr;
   // out[t] = Σ_k weights[t,k] · down_e(silu(gate_e(x[t])) · up_e(x[t])), e = ids[t,k]; each selected expert runs once
-  // over all its tokens. x, out [n, hidden] F32.
+  // over all its tokens. x, out [n, hidden] F32; ids [n, top_k] I32; weights [n, top_k] F32.
   Status (*sparse_moe)(const OpContext&, const ExpertWeights& w, const TensorView& x, const TensorView& ids,
                        const TensorView& weights, const TensorView& out) = nullptr;
   // Absorbed MLA: q [n_tok, n_head, qk_nope + qk_rope] (rope part already rotated); kv_b [n_head·(qk_nope+v), kv_lora]
   // any dtype (per head: W_UK rows then W_UV rows); latent [n_slots, kv_lora + qk_rope] F32; out [n_tok, n_head·v].
   // score(t) = (W_UK_h^T q_nope)·c_kv[t] + q_rope·k_rope[t]; out_h = W_UV_h (Σ_t p_t c_kv[t]).
-  Status (*attention_mla)(const OpContext&, const MlaParams& p, const AttnSeq* seqs, int n_seqs, const TensorView& q,
+  Status (*attention_mla)(const OpContext&, const MlaParams& p, const AttnBatch& batch, const TensorView& q,
                           const TensorView& kv_b, const TensorView& latent, const TensorView& out) = nullptr;
 };
 

@@ -1,7 +1,8 @@
-// Registry: the built-in CPU backend, plugin discovery (next to the binary, CAI_BACKEND_PATH) and device lookup.
+// Registry: the built-in CPU backend, plugin discovery (next to the binary, ../lib/cai, CAI_BACKEND_PATH), lookup.
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -9,7 +10,7 @@
 #include "core/log.h"
 #include "hal/cpu/cpu_backend.h"
 #include "hal/hal.h"
-#include "hal/plugin_abi.h"
+#include "hal/plugin_device.h"
 
 namespace cai::hal {
 
@@ -54,6 +55,8 @@ Result<Device*> Registry::find_device(const std::string& spec) const {
   return devs[static_cast<size_t>(index)];
 }
 
+// The handle stays open once the plugin's code has run (create() may start threads); only a file that is not a
+// usable plugin is closed again.
 Status Registry::load_plugin(const std::string& path) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) return io_error("cannot load backend plugin {}: {}", path, dlerror());
@@ -63,27 +66,19 @@ Status Registry::load_plugin(const std::string& path) {
     return unsupported("{} is not a CAI backend plugin (no {} symbol)", path, CAI_BACKEND_ENTRY_SYMBOL);
   }
   const CaiBackendEntry* entry = entry_fn();
-  if (!entry || entry->abi_version != CAI_BACKEND_ABI_VERSION || !entry->create) {
+  if (Status st = check_plugin_entry(entry, path); !st.ok()) {
     dlclose(handle);
-    return unsupported("plugin {} has ABI version {}, this build needs {}", path, entry ? entry->abi_version : 0,
-                       CAI_BACKEND_ABI_VERSION);
+    return st;
   }
   if (find_backend(entry->name)) {
     Status st = invalid_argument("plugin {} provides backend '{}', which is already registered", path, entry->name);
     dlclose(handle);
     return st;
   }
-  const char* error = nullptr;
-  Backend* backend = entry->create(&error);
-  if (!backend) {
-    // Format before dlclose: both strings live in the plugin's memory.
-    Status st = internal_error("plugin {} ('{}') failed to start: {}", path, entry->name, error ? error : "no reason given");
-    dlclose(handle);
-    return st;
-  }
   handles_.push_back(handle);
-  add(std::unique_ptr<Backend>(backend));
-  CAI_LOG_INFO("loaded backend plugin '{}' from {}", entry->name, path);
+  CAI_ASSIGN_OR_RETURN(std::unique_ptr<PluginBackend> backend, PluginBackend::create(*entry, path));
+  CAI_LOG_INFO("loaded backend plugin '{}' from {} ({} device(s))", backend->name(), path, backend->devices().size());
+  add(std::move(backend));
   return {};
 }
 
@@ -93,14 +88,24 @@ std::vector<fs::path> plugin_dirs() {
   std::vector<fs::path> dirs;
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) dirs.push_back(exe.parent_path());
+  if (!ec) {
+    dirs.push_back(exe.parent_path());
+    dirs.push_back(exe.parent_path().parent_path() / "lib" / "cai");  // installed layout: bin/cai, lib/cai/*.so
+  }
   if (const char* env = std::getenv("CAI_BACKEND_PATH")) {
     std::stringstream ss(env);
     std::string item;
     while (std::getline(ss, item, ':'))
       if (!item.empty()) dirs.emplace_back(item);
   }
-  return dirs;
+  // Each directory once, however it is spelled, so no plugin is offered twice.
+  std::vector<fs::path> unique;
+  for (const fs::path& d : dirs) {
+    fs::path canonical = fs::weakly_canonical(d, ec);
+    if (ec) canonical = d;
+    if (std::find(unique.begin(), unique.end(), canonical) == unique.end()) unique.push_back(canonical);
+  }
+  return unique;
 }
 
 }  // namespace
@@ -114,7 +119,8 @@ int Registry::load_plugins_from_default_paths() {
       if (fname.rfind("libcai-backend-", 0) != 0 || ent.path().extension() != ".so") continue;
       Status st = load_plugin(ent.path().string());
       if (st.ok()) ++n_loaded;
-      else CAI_LOG_WARN("{}", st.to_string());
+      else if (st.code() == StatusCode::kUnavailable) CAI_LOG_INFO("skipping backend plugin: {}", st.message());
+      else CAI_LOG_WARN("skipping backend plugin: {}", st.to_string());
     }
   }
   return n_loaded;

@@ -15,7 +15,7 @@ double yarn_corr_dim(int n_rot, int orig_ctx, double n_rot_turns, double base) {
 
 }  // namespace
 
-std::vector<float> rope_inv_freqs(const RopeParams& p) {
+std::vector<float> rope_inv_freqs(const RopeFreqConfig& p) {
   const int n_pairs = p.n_rot / 2;
   std::vector<float> out(static_cast<size_t>(std::max(0, n_pairs)));
   const bool yarn = p.yarn_factor > 1.0f && p.yarn_orig_ctx > 0;
@@ -26,7 +26,7 @@ std::vector<float> rope_inv_freqs(const RopeParams& p) {
   }
   for (int i = 0; i < n_pairs; ++i) {
     double f = std::pow(static_cast<double>(p.freq_base), -2.0 * i / p.n_rot);
-    if (p.freq_divisors) f /= p.freq_divisors[i];
+    if (!p.freq_divisors.empty()) f /= p.freq_divisors[static_cast<size_t>(i)];
     if (yarn) {
       double ramp = std::clamp((i - low) / std::max(high - low, 0.001), 0.0, 1.0);
       double extrapolate = 1.0 - ramp;

@@ -154,13 +154,19 @@ hal::RopeParams ModelConfig::rope_params() const {
   hal::RopeParams p;
   p.style = rope_style;
   p.n_rot = rope_dim;
-  p.freq_base = rope_theta;
-  p.freq_divisors = rope_freq_divisors.empty() ? nullptr : rope_freq_divisors.data();
-  p.yarn_factor = yarn_factor;
-  p.yarn_orig_ctx = yarn_original_max_position_embeddings;
-  p.yarn_beta_fast = yarn_beta_fast;
-  p.yarn_beta_slow = yarn_beta_slow;
   return p;
+}
+
+hal::RopeFreqConfig ModelConfig::rope_freq_config() const {
+  hal::RopeFreqConfig c;
+  c.n_rot = rope_dim;
+  c.freq_base = rope_theta;
+  c.freq_divisors = rope_freq_divisors;
+  c.yarn_factor = yarn_factor;
+  c.yarn_orig_ctx = yarn_original_max_position_embeddings;
+  c.yarn_beta_fast = yarn_beta_fast;
+  c.yarn_beta_slow = yarn_beta_slow;
+  return c;
 }
 
 std::vector<float> llama3_rope_divisors(int rope_dim, float theta, float factor, float low_freq_factor,

@@ -8,6 +8,7 @@
 
 #include "core/status.h"
 #include "hal/op_table.h"
+#include "hal/rope_freqs.h"
 
 namespace cai {
 
@@ -29,7 +30,7 @@ struct ModelConfig {
   // RoPE: style depends on the weight layout (GGUF llama rows are permuted to interleaved pairs; HF is half-split).
   float rope_theta = 10000.0f;
   int rope_dim = 0;  // rotated dims per head (default head_dim)
-  hal::RopeStyle rope_style = hal::RopeStyle::kNeox;
+  int32_t rope_style = hal::RopeStyle::kNeox;
   std::vector<float> rope_freq_divisors;  // Llama-3 / linear scaling, one per pair; empty = none
   float yarn_factor = 1.0f;
   int yarn_original_max_position_embeddings = 0;
@@ -57,7 +58,10 @@ struct ModelConfig {
   float routed_scaling_factor = 1.0f;
   std::string scoring_func = "softmax";  // or "sigmoid" (V3/R1)
 
+  // What the `rope` op needs besides its frequency table (style, rotated dims) ...
   hal::RopeParams rope_params() const;
+  // ... and how that table is computed (hal::rope_inv_freqs); layers build it at load and own it on the device.
+  hal::RopeFreqConfig rope_freq_config() const;
   bool is_mla() const { return kv_lora_rank > 0; }
 };
 

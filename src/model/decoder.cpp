@@ -1,6 +1,8 @@
 // DecoderModel: loading of the shared parts and the forward pass over a StepBatch.
 #include "model/decoder.h"
 
+#include <algorithm>
+
 #include "core/profile.h"
 #include "ops/ops.h"
 
@@ -38,17 +40,74 @@ size_t DecoderModel::weight_bytes_per_token() const {
   return bytes;
 }
 
+Result<StepTensors> DecoderModel::upload_step(const StepBatch& batch, const KvCache& kv) {
+  const int64_t n = static_cast<int64_t>(batch.tokens.size()), m = static_cast<int64_t>(batch.logit_rows.size());
+  const int64_t n_seqs = static_cast<int64_t>(batch.seqs.size()), bs = kv.block_size();
+  if (batch.positions.size() != batch.tokens.size() || batch.slots.size() != batch.tokens.size())
+    return invalid_argument("forward: {} tokens, {} positions, {} slots", n, batch.positions.size(), batch.slots.size());
+  for (int32_t t : batch.tokens)
+    if (t < 0 || t >= cfg_.vocab_size) return invalid_argument("forward: token id {} outside vocab of {}", t, cfg_.vocab_size);
+  for (int32_t s : batch.slots)
+    if (s < 0 || s >= kv.n_slots()) return invalid_argument("forward: KV slot {} outside {}", s, kv.n_slots());
+  for (int32_t r : batch.logit_rows)
+    if (r < 0 || r >= n) return invalid_argument("forward: logit row {} outside {} tokens", r, n);
+  int32_t max_q = 0, max_ctx = 0;
+  for (const hal::AttnSeq& s : batch.seqs) {
+    if (s.n_q < 0 || s.pos0 < 0 || s.q_begin < 0 || s.q_begin + s.n_q > n || !s.block_table)
+      return invalid_argument("forward: sequence rows [{}, +{}) at {} do not fit {} tokens", s.q_begin, s.n_q, s.pos0, n);
+    max_q = std::max(max_q, s.n_q);
+    max_ctx = std::max(max_ctx, s.pos0 + s.n_q);
+  }
+  const int64_t max_blocks = std::max<int64_t>(1, (max_ctx + bs - 1) / bs);
+  // Layout (I32): tokens | positions | slots | logit_rows | seqs [n_seqs, 3] | block_tables [n_seqs, max_blocks].
+  step_meta_.assign(static_cast<size_t>(3 * n + m + n_seqs * (3 + max_blocks)), 0);
+  int32_t* p = step_meta_.data();
+  p = std::copy(batch.tokens.begin(), batch.tokens.end(), p);
+  p = std::copy(batch.positions.begin(), batch.positions.end(), p);
+  p = std::copy(batch.slots.begin(), batch.slots.end(), p);
+  p = std::copy(batch.logit_rows.begin(), batch.logit_rows.end(), p);
+  for (const hal::AttnSeq& s : batch.seqs) *p++ = s.q_begin, *p++ = s.n_q, *p++ = s.pos0;
+  for (const hal::AttnSeq& s : batch.seqs) {
+    const int64_t used = (s.pos0 + s.n_q + bs - 1) / bs;
+    for (int64_t b = 0; b < used; ++b) {
+      if (s.block_table[b] < 0 || s.block_table[b] >= kv.n_blocks())
+        return invalid_argument("forward: KV block {} outside {}", s.block_table[b], kv.n_blocks());
+      p[b] = s.block_table[b];
+    }
+    p += max_blocks;
+  }
+  CAI_ASSIGN_OR_RETURN(TensorView meta, ws_.get("step.meta", DType::kI32, {static_cast<int64_t>(step_meta_.size())}));
+  CAI_TRY(device_->default_stream().copy_to_device(meta.data, step_meta_.data(), step_meta_.size() * sizeof(int32_t)));
+  int32_t* base = meta.as<int32_t>();
+  auto view = [&](int64_t offset, std::initializer_list<int64_t> shape) {
+    TensorView v = TensorView::make(base + offset, DType::kI32, shape);
+    v.device = device_;
+    return v;
+  };
+  StepTensors st;
+  st.tokens = view(0, {n});
+  st.positions = view(n, {n});
+  st.slots = view(2 * n, {n});
+  st.logit_rows = view(3 * n, {m});
+  st.attn.seqs = view(3 * n + m, {n_seqs, 3});
+  st.attn.block_tables = view(3 * n + m + 3 * n_seqs, {n_seqs, max_blocks});
+  st.attn.max_q = max_q;
+  st.attn.max_ctx = max_ctx;
+  return st;
+}
+
 Status DecoderModel::forward(const StepBatch& batch, KvCache& kv, float* logits) {
   hal::Device& d = *device_;
   const int64_t n = static_cast<int64_t>(batch.tokens.size()), hidden = cfg_.hidden_size;
   const int64_t m = static_cast<int64_t>(batch.logit_rows.size());
   if (n == 0) return invalid_argument("forward: empty batch");
+  CAI_ASSIGN_OR_RETURN(const StepTensors step, upload_step(batch, kv));
   CAI_ASSIGN_OR_RETURN(TensorView x, ws_.f32("x", {n, hidden}));
   CAI_ASSIGN_OR_RETURN(TensorView h, ws_.f32("h", {n, hidden}));
   CAI_ASSIGN_OR_RETURN(TensorView y, ws_.f32("y", {n, hidden}));
   {
     profile::Scope scope("embed");
-    CAI_TRY(ops::embed(d, tok_embd_, batch.tokens, x));
+    CAI_TRY(ops::embed(d, tok_embd_, step.tokens, x));
   }
   for (const DecoderBlock& b : blocks_) {
     {
@@ -57,7 +116,7 @@ Status DecoderModel::forward(const StepBatch& batch, KvCache& kv, float* logits)
     }
     {
       profile::Scope scope("attention");
-      CAI_TRY(std::visit([&](const auto& attn) { return attn.forward(d, ws_, batch, h, kv, y); }, b.attn));
+      CAI_TRY(std::visit([&](const auto& attn) { return attn.forward(d, ws_, step, h, kv, y); }, b.attn));
     }
     {
       profile::Scope scope("norm_residual");
@@ -73,7 +132,7 @@ Status DecoderModel::forward(const StepBatch& batch, KvCache& kv, float* logits)
   CAI_ASSIGN_OR_RETURN(TensorView sel, ws_.f32("sel", {m, hidden}));
   CAI_ASSIGN_OR_RETURN(TensorView seln, ws_.f32("sel_norm", {m, hidden}));
   CAI_ASSIGN_OR_RETURN(TensorView out, ws_.f32("logits", {m, static_cast<int64_t>(cfg_.vocab_size)}));
-  CAI_TRY(ops::embed(d, x, batch.logit_rows, sel));  // gather the rows that need logits
+  CAI_TRY(ops::embed(d, x, step.logit_rows, sel));  // gather the rows that need logits
   CAI_TRY(ops::rms_norm(d, sel, out_norm_, cfg_.rms_norm_eps, seln));
   CAI_TRY(ops::dense_gemm(d, output_, seln, nullptr, out));
   return d.default_stream().copy_to_host(logits, out.data, out.n_bytes());

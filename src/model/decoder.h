@@ -39,11 +39,15 @@ class DecoderModel final : public Model {
   Status forward(const StepBatch& batch, KvCache& kv, float* logits) override;
 
  private:
+  // Checks the batch on the host and uploads its integer metadata to the device in one copy.
+  Result<StepTensors> upload_step(const StepBatch& batch, const KvCache& kv);
+
   ModelConfig cfg_;
   WeightStore weights_;
   hal::Device* device_;
   KvSpec kv_spec_;
   Workspace ws_;
+  std::vector<int32_t> step_meta_;  // host staging of upload_step, reused across steps
   TensorView tok_embd_, out_norm_, output_;  // [vocab, hidden], [hidden], [vocab, hidden]
   std::vector<DecoderBlock> blocks_;
 };

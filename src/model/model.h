@@ -21,6 +21,13 @@ struct StepBatch {
   std::vector<int32_t> logit_rows;  // token rows whose logits are wanted, in output order
 };
 
+// A StepBatch on the device: the model uploads its integer metadata in one copy per step, and every op reads it
+// from there (tokens, positions, KV slots, rows wanting logits, and the attention batch of sequences + block tables).
+struct StepTensors {
+  TensorView tokens, positions, slots, logit_rows;  // I32 [n_tok], [n_tok], [n_tok], [n_logits]
+  hal::AttnBatch attn;
+};
+
 class Model {
  public:
   virtual ~Model() = default;

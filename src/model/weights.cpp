@@ -46,8 +46,8 @@ const std::vector<std::pair<std::string, std::string>>& layer_suffix_map() {
 
 }  // namespace
 
-std::string expert_name(int layer, const std::string& proj, int expert) {
-  return "blk." + std::to_string(layer) + ".ffn_" + proj + "_exps." + std::to_string(expert) + ".weight";
+std::string experts_name(int layer, const std::string& proj) {
+  return "blk." + std::to_string(layer) + ".ffn_" + proj + "_exps.weight";
 }
 
 std::optional<std::string> canonical_name_from_hf(const std::string& hf) {
@@ -60,7 +60,8 @@ std::optional<std::string> canonical_name_from_hf(const std::string& hf) {
   if (!std::regex_match(hf, m, layer_re)) return std::nullopt;
   const std::string rest = m[2];
   std::smatch em;
-  if (std::regex_match(rest, em, expert_re)) return expert_name(std::stoi(m[1]), em[2].str(), std::stoi(em[1]));
+  if (std::regex_match(rest, em, expert_re))  // one expert: "blk.L.ffn_<proj>_exps.<expert>.weight" (stacked at load)
+    return "blk." + m[1].str() + ".ffn_" + em[2].str() + "_exps." + em[1].str() + ".weight";
   for (const auto& [from, to] : layer_suffix_map())
     if (m[2] == from) return "blk." + m[1].str() + "." + to;
   return std::nullopt;
@@ -71,12 +72,37 @@ WeightStore::~WeightStore() = default;
 WeightStore::WeightStore(WeightStore&&) noexcept = default;
 WeightStore& WeightStore::operator=(WeightStore&&) noexcept = default;
 
+namespace {
+
+constexpr size_t kArenaAlign = 256;
+size_t align_up(size_t n) { return (n + kArenaAlign - 1) / kArenaAlign * kArenaAlign; }
+
+}  // namespace
+
+Status WeightStore::reserve_arena(size_t n_bytes) {
+  if (device_->host_visible() || n_bytes == 0) return {};
+  Result<hal::Buffer> buf = device_->allocate(n_bytes);
+  if (!buf.ok())
+    return out_of_memory("the model's weights need {:.1f} MiB on {}, which it cannot allocate: {}",
+                         static_cast<double>(n_bytes) / (1 << 20), device_->name(), buf.status().message());
+  arena_ = std::move(*buf);
+  arena_used_ = 0;
+  return {};
+}
+
 Result<TensorView> WeightStore::place(const TensorView& host_view) {
-  if (device_->host_visible()) {
-    TensorView v = host_view;
-    v.device = device_;
-    return v;
-  }
+  TensorView v = host_view;
+  v.device = device_;
+  if (device_->host_visible()) return v;
+  const size_t n = host_view.n_bytes();
+  if (arena_used_ + n > arena_.size()) return upload(host_view);  // not reserved (small tensors)
+  v.data = static_cast<uint8_t*>(arena_.data()) + arena_used_;
+  arena_used_ += align_up(n);
+  CAI_TRY(device_->default_stream().copy_to_device(v.data, host_view.data, n));
+  return v;
+}
+
+Result<TensorView> WeightStore::upload(const TensorView& host_view) {
   CAI_ASSIGN_OR_RETURN(hal::Buffer buf, device_->allocate(host_view.n_bytes()));
   CAI_TRY(device_->default_stream().copy_to_device(buf.data(), host_view.data, host_view.n_bytes()));
   TensorView v = host_view;
@@ -89,42 +115,87 @@ Result<TensorView> WeightStore::place(const TensorView& host_view) {
 Result<WeightStore> WeightStore::from_gguf(std::unique_ptr<GgufFile> file, hal::Device& device) {
   WeightStore ws;
   ws.device_ = &device;
-  static const std::regex exps_re(R"(blk\.(\d+)\.ffn_(gate|up|down)_exps\.weight)");
+  size_t total = 0;
+  for (const GgufTensorInfo& t : file->tensors()) total += align_up(t.view().n_bytes());
+  CAI_TRY(ws.reserve_arena(total));
   for (const GgufTensorInfo& t : file->tensors()) {
-    CAI_ASSIGN_OR_RETURN(TensorView v, ws.place(t.view()));
-    ws.tensors_[t.name] = v;
-    std::smatch m;
-    if (v.n_dims == 3 && std::regex_match(t.name, m, exps_re)) {
-      // Stacked experts [n_expert, out, in]: expert e is a contiguous slab.
-      for (int64_t e = 0; e < v.dim(0); ++e) {
-        TensorView ev = TensorView::make(static_cast<uint8_t*>(v.data) + e * v.dim(1) * v.row_bytes(), v.dtype,
-                                         {v.dim(1), v.dim(2)});
-        ev.device = v.device;
-        const std::string name = expert_name(std::stoi(m[1]), m[2], static_cast<int>(e));
-        ws.tensors_[name] = ev;
-        ws.aliases_.insert(name);
-      }
-    }
+    CAI_ASSIGN_OR_RETURN(ws.tensors_[t.name], ws.place(t.view()));
   }
   ws.gguf_ = std::move(file);
   return ws;
 }
 
 Result<WeightStore> WeightStore::from_checkpoint(std::unique_ptr<SafetensorsCheckpoint> ckpt, hal::Device& device) {
+  static const std::regex expert_re(R"((blk\.\d+\.ffn_(?:gate|up|down)_exps)\.(\d+)\.weight)");
   WeightStore ws;
   ws.device_ = &device;
+  std::vector<std::pair<std::string, TensorView>> plain;
+  std::map<std::string, std::vector<std::string>> expert_groups;  // stacked name → HF names by expert index
+  size_t total = 0;
   for (const std::string& name : ckpt->names()) {
     std::optional<std::string> canon = canonical_name_from_hf(name);
     if (!canon) continue;  // rotary caches, MTP layers and other tensors the model does not read
     const SafetensorsTensor* t = ckpt->find(name);
     if (!t->dtype) return unsupported("tensor '{}' has dtype {}, which CAI cannot compute with", name, t->dtype_name);
+    std::smatch m;
+    if (std::regex_match(*canon, m, expert_re)) {
+      std::vector<std::string>& group = expert_groups[m[1].str() + ".weight"];
+      const size_t e = std::stoul(m[2]);
+      if (group.size() <= e) group.resize(e + 1);
+      group[e] = name;
+      continue;
+    }
     CAI_ASSIGN_OR_RETURN(TensorView host, t->view());
-    CAI_ASSIGN_OR_RETURN(TensorView v, ws.place(host));
-    ws.tensors_[*canon] = v;
+    total += align_up(host.n_bytes());
+    plain.emplace_back(*canon, host);
+  }
+  CAI_TRY(ws.reserve_arena(total));
+  for (const auto& [canon, host] : plain) {
+    CAI_ASSIGN_OR_RETURN(ws.tensors_[canon], ws.place(host));
   }
   CAI_TRY(ws.attach_block_scales(*ckpt));
+  CAI_TRY(ws.stack_experts(*ckpt, expert_groups));
   ws.ckpt_ = std::move(ckpt);
   return ws;
+}
+
+Status WeightStore::stack_experts(const SafetensorsCheckpoint& ckpt,
+                                  const std::map<std::string, std::vector<std::string>>& groups) {
+  for (const auto& [stacked, names] : groups) {
+    std::vector<TensorView> views;
+    std::vector<const SafetensorsTensor*> scales;
+    for (size_t e = 0; e < names.size(); ++e) {
+      if (names[e].empty()) return not_found("'{}': expert {} is missing from the checkpoint", stacked, e);
+      CAI_ASSIGN_OR_RETURN(TensorView v, ckpt.find(names[e])->view());
+      if (v.n_dims != 2 || (e > 0 && (v.dtype != views[0].dtype || v.shape != views[0].shape)))
+        return invalid_argument("'{}' has a dtype or shape unlike the other experts of its layer", names[e]);
+      views.push_back(v);
+      scales.push_back(ckpt.find(names[e] + "_scale_inv"));
+    }
+    const int64_t n_e = static_cast<int64_t>(views.size()), rows = views[0].dim(0), cols = views[0].dim(1);
+    const size_t slab = views[0].n_bytes();
+    CAI_ASSIGN_OR_RETURN(hal::Buffer buf, device_->allocate(slab * static_cast<size_t>(n_e)));
+    for (int64_t e = 0; e < n_e; ++e)
+      CAI_TRY(device_->default_stream().copy_to_device(static_cast<uint8_t*>(buf.data()) + slab * static_cast<size_t>(e),
+                                                       views[static_cast<size_t>(e)].data, slab));
+    TensorView v = TensorView::make(buf.data(), views[0].dtype, {n_e, rows, cols});
+    v.device = device_;
+    owned_.push_back(std::move(buf));
+    if (scales[0]) {
+      const int64_t per = ((rows + kFp8ScaleBlock - 1) / kFp8ScaleBlock) * ((cols + kFp8ScaleBlock - 1) / kFp8ScaleBlock);
+      std::vector<float> all;
+      for (size_t e = 0; e < scales.size(); ++e) {
+        if (!scales[e] || scales[e]->dtype != DType::kF32 || scales[e]->n_bytes != static_cast<size_t>(per) * sizeof(float))
+          return invalid_argument("'{}_scale_inv' must be F32 with {} block scales", names[e], per);
+        CAI_ASSIGN_OR_RETURN(TensorView sv, scales[e]->view());
+        all.insert(all.end(), sv.as<const float>(), sv.as<const float>() + per);
+      }
+      CAI_ASSIGN_OR_RETURN(TensorView sc, upload(TensorView::make(all.data(), DType::kF32, {static_cast<int64_t>(all.size())})));
+      v.scale = sc.as<const float>();
+    }
+    tensors_[stacked] = v;
+  }
+  return {};
 }
 
 // DeepSeek FP8: `X.weight` (F8_E4M3) has a sibling `X.weight_scale_inv` (F32 [ceil(out/128), ceil(in/128)]).
@@ -143,7 +214,7 @@ Status WeightStore::attach_block_scales(const SafetensorsCheckpoint& ckpt) {
     if (s->dtype != DType::kF32 || s->shape.size() != 2 || s->shape[0] != want_rows || s->shape[1] != want_cols)
       return invalid_argument("'{}' must be F32 [{}, {}] for weight {}", name, want_rows, want_cols, w.shape_string());
     CAI_ASSIGN_OR_RETURN(TensorView sv, s->view());
-    CAI_ASSIGN_OR_RETURN(TensorView placed, place(sv));
+    CAI_ASSIGN_OR_RETURN(TensorView placed, device_->host_visible() ? place(sv) : upload(sv));
     w.scale = placed.as<const float>();
   }
   for (const auto& [name, w] : tensors_)
@@ -168,16 +239,40 @@ Result<TensorView> WeightStore::get_f32(const std::string& name, std::initialize
   if (auto it = f32_cache_.find(name); it != f32_cache_.end()) return it->second;
   CAI_ASSIGN_OR_RETURN(TensorView v, get(name, shape));
   if (v.dtype == DType::kF32) return v;
-  if (!device_->host_visible()) return unsupported("'{}': F32 conversion on a non-host device", name);
-  CAI_ASSIGN_OR_RETURN(hal::Buffer buf, device_->allocate(static_cast<size_t>(v.n_elements()) * sizeof(float)));
-  for (int64_t r = 0; r < v.rows(); ++r)
-    dequantize_weight_row(v, r, static_cast<float*>(buf.data()) + r * v.cols());
+  // Convert from the file's host bytes (what `v` was placed from), then upload.
+  TensorView host = v;
+  if (!device_->host_visible()) {
+    const TensorView* src = nullptr;
+    if (gguf_) {
+      if (const GgufTensorInfo* t = gguf_->find(name)) host.data = t->view().data, src = &host;
+    } else {
+      for (const std::string& hf : ckpt_->names())
+        if (canonical_name_from_hf(hf) == name) {
+          CAI_ASSIGN_OR_RETURN(TensorView hv, ckpt_->find(hf)->view());
+          host.data = hv.data;
+          src = &host;
+          break;
+        }
+    }
+    if (!src || host.scale) return unsupported("'{}': no host copy to convert to F32 on {}", name, device_->name());
+  }
+  std::vector<float> values(static_cast<size_t>(v.n_elements()));
+  for (int64_t r = 0; r < v.rows(); ++r) dequantize_weight_row(host, r, values.data() + r * v.cols());
   TensorView f = v;
-  f.data = buf.data();
   f.dtype = DType::kF32;
-  owned_.push_back(std::move(buf));
+  f.scale = nullptr;
+  f.data = values.data();
+  CAI_ASSIGN_OR_RETURN(f, upload(f));
   f32_cache_[name] = f;
   return f;
+}
+
+Result<TensorView> WeightStore::upload_f32(const std::string& name, const std::vector<float>& values) {
+  if (auto it = f32_cache_.find(name); it != f32_cache_.end()) return it->second;
+  std::vector<float> copy = values;  // a mutable source for the view; copy_to_device stages it
+  CAI_ASSIGN_OR_RETURN(TensorView v, upload(TensorView::make(copy.data(), DType::kF32, {static_cast<int64_t>(copy.size())})));
+  f32_cache_[name] = v;
+  return v;
 }
 
 size_t WeightStore::prewarm(const std::string& substring) const {
@@ -186,7 +281,7 @@ size_t WeightStore::prewarm(const std::string& substring) const {
   size_t n = 0;
   volatile uint8_t sink = 0;
   for (const auto& [name, v] : tensors_) {
-    if (name.find(substring) == std::string::npos || aliases_.count(name)) continue;
+    if (name.find(substring) == std::string::npos) continue;
     const uint8_t* p = static_cast<const uint8_t*>(v.data);
     for (size_t off = 0; off < v.n_bytes(); off += kPage) sink = static_cast<uint8_t>(sink + p[off]);
     n += v.n_bytes();
@@ -197,14 +292,13 @@ size_t WeightStore::prewarm(const std::string& substring) const {
 size_t WeightStore::bytes_matching(const std::string& substring) const {
   size_t n = 0;
   for (const auto& [name, v] : tensors_)
-    if (!aliases_.count(name) && name.find(substring) != std::string::npos) n += v.n_bytes();
+    if (name.find(substring) != std::string::npos) n += v.n_bytes();
   return n;
 }
 
 size_t WeightStore::total_bytes() const {
   size_t n = 0;
-  for (const auto& [name, v] : tensors_)
-    if (!aliases_.count(name)) n += v.n_bytes();
+  for (const auto& [name, v] : tensors_) n += v.n_bytes();
   return n;
 }
 

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <map>
-#include <set>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,8 +16,8 @@ namespace cai {
 class GgufFile;
 class SafetensorsCheckpoint;
 
-// Canonical name of one routed expert's projection: "blk.<layer>.ffn_<proj>_exps.<expert>.weight".
-std::string expert_name(int layer, const std::string& proj, int expert);
+// Canonical name of one layer's stacked routed experts [n_experts, out, in]: "blk.<layer>.ffn_<proj>_exps.weight".
+std::string experts_name(int layer, const std::string& proj);
 // HF parameter name → canonical name ("model.layers.3.mlp.up_proj.weight" → "blk.3.ffn_up.weight"), or nullopt.
 std::optional<std::string> canonical_name_from_hf(const std::string& hf_name);
 
@@ -35,8 +34,12 @@ class WeightStore {
   bool has(const std::string& name) const { return tensors_.count(name) != 0; }
   // The tensor with exactly this shape (PyTorch order), or an error naming it and both shapes.
   Result<TensorView> get(const std::string& name, std::initializer_list<int64_t> shape);
-  // Same, converted to F32 once (norm weights, biases: small tensors the kernels read as floats).
+  // Same, converted to F32 once (norm weights, biases: small tensors the kernels read as floats). On a device the
+  // host cannot address, the conversion runs on the host and the result is uploaded.
   Result<TensorView> get_f32(const std::string& name, std::initializer_list<int64_t> shape);
+  // A table the model derives from its config (e.g. RoPE inverse frequencies), uploaded once under `name`; asking
+  // again for the same name returns the first upload.
+  Result<TensorView> upload_f32(const std::string& name, const std::vector<float>& values);
   const std::map<std::string, TensorView>& all() const { return tensors_; }
   size_t total_bytes() const;
   // Bytes of the (non-alias) tensors whose canonical name contains `substring`.
@@ -46,16 +49,25 @@ class WeightStore {
   size_t prewarm(const std::string& substring) const;
 
  private:
+  // Reserves one device allocation for `n_bytes` of weights (only where the device cannot address host memory).
+  Status reserve_arena(size_t n_bytes);
+  // The tensor on the device: the host view itself where the device sees host memory, else a copy in the arena.
   Result<TensorView> place(const TensorView& host_view);
+  // A device copy of host data (conversions, derived tables, stacked experts), owned by the store.
+  Result<TensorView> upload(const TensorView& host_view);
   Status attach_block_scales(const SafetensorsCheckpoint& ckpt);  // in place if the device sees host memory, else upload
+  // Hugging Face checkpoints keep one tensor per expert: stack each layer's experts into [E, out, in] (with FP8 block
+  // scales stacked alike), as GGUF stores them, so every device can run them as one grouped GEMM.
+  Status stack_experts(const SafetensorsCheckpoint& ckpt, const std::map<std::string, std::vector<std::string>>& groups);
 
   hal::Device* device_ = nullptr;
   std::map<std::string, TensorView> tensors_;
   std::unique_ptr<GgufFile> gguf_;
   std::unique_ptr<SafetensorsCheckpoint> ckpt_;
-  std::vector<hal::Buffer> owned_;  // converted or uploaded copies
+  hal::Buffer arena_;      // the file's tensors on a device that cannot address host memory, back to back
+  size_t arena_used_ = 0;
+  std::vector<hal::Buffer> owned_;  // converted, derived or stacked copies
   std::map<std::string, TensorView> f32_cache_;
-  std::set<std::string> aliases_;  // views into other tensors (per-expert slices of stacked GGUF experts)
 };
 
 }  // namespace cai

@@ -3,8 +3,8 @@
 
 namespace cai {
 
-Result<TensorView> Workspace::f32(const std::string& name, std::initializer_list<int64_t> shape) {
-  TensorView v = TensorView::make(nullptr, DType::kF32, shape);
+Result<TensorView> Workspace::get(const std::string& name, DType dtype, std::initializer_list<int64_t> shape) {
+  TensorView v = TensorView::make(nullptr, dtype, shape);
   hal::Buffer& buf = buffers_[name];
   if (buf.size() < v.n_bytes()) {
     buf.reset();

@@ -15,15 +15,21 @@ Status dispatch(hal::Device& d, Fn hal::OpTable::*member, hal::OpId id, Args&&..
 
 }  // namespace
 
-Status embed(hal::Device& d, const TensorView& table, std::span<const int32_t> ids, const TensorView& out) {
-  return dispatch(d, &hal::OpTable::embed, hal::OpId::kEmbed, table, ids.data(), static_cast<int64_t>(ids.size()), out);
+Status embed(hal::Device& d, const TensorView& table, const TensorView& ids, const TensorView& out) {
+  if (ids.dtype != DType::kI32 || ids.n_elements() != out.rows())
+    return invalid_argument("embed: ids {} must be I32 with one id per output row ({})", ids.shape_string(), out.rows());
+  return dispatch(d, &hal::OpTable::embed, hal::OpId::kEmbed, table, ids, out);
 }
 Status rms_norm(hal::Device& d, const TensorView& x, const TensorView& w, float eps, const TensorView& out) {
   return dispatch(d, &hal::OpTable::rms_norm, hal::OpId::kRmsNorm, x, w, eps, out);
 }
-Status rope(hal::Device& d, const TensorView& x, std::span<const int32_t> pos, const hal::RopeParams& p) {
-  if (static_cast<int64_t>(pos.size()) != x.dim(0)) return invalid_argument("rope: {} positions for {} tokens", pos.size(), x.dim(0));
-  return dispatch(d, &hal::OpTable::rope, hal::OpId::kRope, x, pos.data(), p);
+Status rope(hal::Device& d, const TensorView& x, const TensorView& pos, const TensorView& inv_freq,
+            const hal::RopeParams& p) {
+  if (pos.dtype != DType::kI32 || pos.n_elements() != x.dim(0))
+    return invalid_argument("rope: {} positions for {} tokens", pos.n_elements(), x.dim(0));
+  if (inv_freq.dtype != DType::kF32 || inv_freq.n_elements() != p.n_rot / 2)
+    return invalid_argument("rope: {} inverse frequencies for {} rotated dims", inv_freq.n_elements(), p.n_rot);
+  return dispatch(d, &hal::OpTable::rope, hal::OpId::kRope, x, pos, inv_freq, p);
 }
 Status dense_gemm(hal::Device& d, const TensorView& w, const TensorView& x, const TensorView* bias, const TensorView& y) {
   return dispatch(d, &hal::OpTable::dense_gemm, hal::OpId::kDenseGemm, w, x, bias, y);
@@ -39,14 +45,28 @@ Status copy_cols(hal::Device& d, const TensorView& src, int64_t src_col, const T
                  int64_t n_cols) {
   return dispatch(d, &hal::OpTable::copy_cols, hal::OpId::kCopyCols, src, src_col, dst, dst_col, n_cols);
 }
-Status kv_write(hal::Device& d, const TensorView& src, std::span<const int32_t> slots, const TensorView& cache) {
-  if (static_cast<int64_t>(slots.size()) != src.rows()) return invalid_argument("kv_write: {} slots for {} rows", slots.size(), src.rows());
-  return dispatch(d, &hal::OpTable::kv_write, hal::OpId::kKvWrite, src, slots.data(), cache);
+Status kv_write(hal::Device& d, const TensorView& src, const TensorView& slots, const TensorView& cache) {
+  if (slots.dtype != DType::kI32 || slots.n_elements() != src.rows())
+    return invalid_argument("kv_write: {} slots for {} rows", slots.n_elements(), src.rows());
+  return dispatch(d, &hal::OpTable::kv_write, hal::OpId::kKvWrite, src, slots, cache);
 }
-Status attention_gqa(hal::Device& d, const hal::AttentionParams& p, std::span<const hal::AttnSeq> seqs,
-                     const TensorView& q, const TensorView& k_cache, const TensorView& v_cache, const TensorView& out) {
-  return dispatch(d, &hal::OpTable::attention_gqa, hal::OpId::kAttentionGqa, p, seqs.data(), static_cast<int>(seqs.size()),
-                  q, k_cache, v_cache, out);
+
+namespace {
+
+Status check_attn_batch(const char* op, const hal::AttnBatch& b) {
+  if (b.seqs.dtype != DType::kI32 || b.seqs.n_dims != 2 || b.seqs.dim(1) != 3 || b.block_tables.dtype != DType::kI32 ||
+      b.block_tables.n_dims != 2 || b.block_tables.dim(0) != b.seqs.dim(0))
+    return invalid_argument("{}: seqs {} must be I32 [n_seqs, 3] and block_tables {} I32 [n_seqs, max_blocks]", op,
+                            b.seqs.shape_string(), b.block_tables.shape_string());
+  return {};
+}
+
+}  // namespace
+
+Status attention_gqa(hal::Device& d, const hal::AttentionParams& p, const hal::AttnBatch& batch, const TensorView& q,
+                     const TensorView& k_cache, const TensorView& v_cache, const TensorView& out) {
+  CAI_TRY(check_attn_batch("attention_gqa", batch));
+  return dispatch(d, &hal::OpTable::attention_gqa, hal::OpId::kAttentionGqa, p, batch, q, k_cache, v_cache, out);
 }
 
 Status moe_gate(hal::Device& d, const hal::MoeGateParams& p, const TensorView& logits, const TensorView* bias,
@@ -55,12 +75,17 @@ Status moe_gate(hal::Device& d, const hal::MoeGateParams& p, const TensorView& l
 }
 Status sparse_moe(hal::Device& d, const hal::ExpertWeights& w, const TensorView& x, const TensorView& ids,
                   const TensorView& weights, const TensorView& out) {
+  if (w.gate.n_dims != 3 || w.up.n_dims != 3 || w.down.n_dims != 3 || w.up.dim(0) != w.gate.dim(0) ||
+      w.down.dim(0) != w.gate.dim(0) || w.gate.dim(2) != x.cols() || w.down.dim(1) != x.cols() ||
+      w.down.dim(2) != w.gate.dim(1) || ids.dtype != DType::kI32)
+    return invalid_argument("sparse_moe: experts gate {} up {} down {} must be stacked [E, ffn, {}] / [E, {}, ffn]; ids I32",
+                            w.gate.shape_string(), w.up.shape_string(), w.down.shape_string(), x.cols(), x.cols());
   return dispatch(d, &hal::OpTable::sparse_moe, hal::OpId::kSparseMoe, w, x, ids, weights, out);
 }
-Status attention_mla(hal::Device& d, const hal::MlaParams& p, std::span<const hal::AttnSeq> seqs, const TensorView& q,
+Status attention_mla(hal::Device& d, const hal::MlaParams& p, const hal::AttnBatch& batch, const TensorView& q,
                      const TensorView& kv_b, const TensorView& latent, const TensorView& out) {
-  return dispatch(d, &hal::OpTable::attention_mla, hal::OpId::kAttentionMla, p, seqs.data(),
-                  static_cast<int>(seqs.size()), q, kv_b, latent, out);
+  CAI_TRY(check_attn_batch("attention_mla", batch));
+  return dispatch(d, &hal::OpTable::attention_mla, hal::OpId::kAttentionMla, p, batch, q, kv_b, latent, out);
 }
 
 }  // namespace cai::ops

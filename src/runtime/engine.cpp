@@ -328,6 +328,18 @@ void EngineImpl::publish_stats() {
   stats_.token_budget = sched_.token_budget();
 }
 
+// KV bytes when the user gave none: host memory is shared with everything else, so a fixed 256 MiB; a device's own
+// memory is taken at 90 % of what is free after the weights, up to max_batch full contexts.
+size_t default_kv_bytes(const Model& m, const EngineOptions& o, size_t block_bytes) {
+  constexpr size_t kHostDefault = size_t(256) << 20;
+  hal::Device& d = m.device();
+  if (d.host_visible()) return kHostDefault;
+  const int ctx = o.ctx_size > 0 ? o.ctx_size : m.config().max_position_embeddings;
+  const size_t want = static_cast<size_t>(o.max_batch) * static_cast<size_t>((ctx + o.block_size - 1) / o.block_size) * block_bytes;
+  const size_t free_bytes = d.memory_info().free_bytes;
+  return std::min(want, free_bytes / 10 * 9);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Engine>> Engine::create(LoadedModel lm, const EngineOptions& o) {
@@ -337,9 +349,10 @@ Result<std::unique_ptr<Engine>> Engine::create(LoadedModel lm, const EngineOptio
   const Model& m = *lm.model;
   const KvSpec spec = m.kv_spec();
   const size_t block_bytes = spec.bytes_per_token() * static_cast<size_t>(o.block_size);
-  const int n_blocks = o.n_kv_blocks > 0 ? o.n_kv_blocks : static_cast<int>(o.kv_memory_bytes / std::max<size_t>(1, block_bytes));
-  if (n_blocks < 1) return invalid_argument("KV memory {} bytes holds no block of {} bytes", o.kv_memory_bytes, block_bytes);
   const int model_ctx = m.config().max_position_embeddings;
+  const size_t kv_bytes = o.kv_memory_bytes > 0 ? o.kv_memory_bytes : default_kv_bytes(m, o, block_bytes);
+  const int n_blocks = o.n_kv_blocks > 0 ? o.n_kv_blocks : static_cast<int>(kv_bytes / std::max<size_t>(1, block_bytes));
+  if (n_blocks < 1) return invalid_argument("KV memory {} bytes holds no block of {} bytes", kv_bytes, block_bytes);
   const int ctx = std::min(o.ctx_size > 0 ? o.ctx_size : model_ctx, n_blocks * o.block_size);
   CAI_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(lm.model->device(), spec, n_blocks, o.block_size));
   SchedulerOptions so{o.max_batch, o.max_tokens_per_step, o.block_size, n_blocks, o.prefix_caching};

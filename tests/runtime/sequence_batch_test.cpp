@@ -12,8 +12,20 @@
 namespace cai {
 namespace {
 
-TEST(SequenceBatch, BatchedStepsEqualSoloRuns) {
-  hal::Device* cpu = hal::Registry::global().find_device("cpu").value();
+// The device under test: "cpu", or a plugin's device found next to the test binary ("simt:0").
+hal::Device* device_named(const std::string& name) {
+  hal::Registry& reg = hal::Registry::global();
+  if (name != "cpu" && !reg.find_device(name).ok()) reg.load_plugins_from_default_paths();
+  Result<hal::Device*> d = reg.find_device(name);
+  EXPECT_TRUE(d.ok()) << d.status().to_string();
+  return d.ok() ? *d : nullptr;
+}
+
+class SequenceBatchOn : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SequenceBatchOn, BatchedStepsEqualSoloRuns) {
+  hal::Device* cpu = device_named(GetParam());
+  ASSERT_NE(cpu, nullptr);
   Result<LoadedModel> lm = load_model(test::data_path("models/TinyStories-656K-Q8_0.gguf"), *cpu);
   ASSERT_TRUE(lm.ok()) << lm.status().to_string();
   Model& model = *lm->model;
@@ -56,6 +68,25 @@ TEST(SequenceBatch, BatchedStepsEqualSoloRuns) {
   }
   cpu->set_batch_invariant(false);
 }
+
+// The sync contract (hal.h): a forward pass blocks the host once, to read its logits; everything else is queued.
+TEST_P(SequenceBatchOn, ForwardPassSyncsWithTheHostOnce) {
+  hal::Device* dev = device_named(GetParam());
+  ASSERT_NE(dev, nullptr);
+  Result<LoadedModel> lm = load_model(test::data_path("models/TinyStories-656K-Q8_0.gguf"), *dev);
+  ASSERT_TRUE(lm.ok()) << lm.status().to_string();
+  Result<SingleSequence> seq = SingleSequence::create(*lm->model, 16);
+  ASSERT_TRUE(seq.ok());
+  const std::vector<int32_t> prompt = {1, 400, 22, 7};
+  for (int step = 0; step < 3; ++step) {
+    const uint64_t before = dev->default_stream().n_host_syncs();
+    ASSERT_TRUE(seq->step(step == 0 ? std::span<const int32_t>(prompt) : std::span<const int32_t>(&prompt[1], 1), false).ok());
+    if (!dev->host_visible()) EXPECT_EQ(dev->default_stream().n_host_syncs() - before, 1u) << "step " << step;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, SequenceBatchOn, ::testing::Values("cpu", "simt:0"),
+                         [](const auto& info) { return info.param == "cpu" ? std::string("cpu") : std::string("simt"); });
 
 TEST(SequenceBatch, RefusesMismatchedInput) {
   hal::Device* cpu = hal::Registry::global().find_device("cpu").value();

@@ -7,6 +7,7 @@
 
 #include "core/membw.h"
 #include "core/profile.h"
+#include "ops/device_bandwidth.h"
 #include "runtime/sequence_batch.h"
 #include "runtime/single_sequence.h"
 #include "verbs.h"
@@ -82,7 +83,12 @@ Status bench(const BenchOptions& o) {
     CAI_ASSIGN_OR_RETURN(batch_tg, batched_tg(model, prompt, o.batch, o.n_gen, std::max(1, o.repeats)));
   }
   const hal::OpContext ctx = model.device().op_context();
-  const double bw_gbps = measure_read_bandwidth_gbps(ctx.pool);
+  double bw_gbps = 0;  // the roofline of the memory the weights live in: host RAM, or the device's own
+  if (model.device().host_visible()) {
+    bw_gbps = measure_read_bandwidth_gbps(ctx.pool);
+  } else {
+    CAI_ASSIGN_OR_RETURN(bw_gbps, ops::measure_device_bandwidth_gbps(model.device()));
+  }
   const double bytes_per_token = static_cast<double>(model.weight_bytes_per_token());
   const double roofline_tg = bw_gbps * 1e9 / bytes_per_token;
   double phase_total = 0;

@@ -28,10 +28,11 @@ Result<AttentionGqa> AttentionGqa::load(WeightStore& w, const ModelConfig& cfg, 
   a.attn_.head_dim_v = cfg.head_dim;
   a.attn_.scale = 1.0f / std::sqrt(static_cast<float>(cfg.head_dim));
   a.rope_ = cfg.rope_params();
+  CAI_ASSIGN_OR_RETURN(a.rope_inv_freq_, w.upload_f32("rope.inv_freq", hal::rope_inv_freqs(cfg.rope_freq_config())));
   return a;
 }
 
-Status AttentionGqa::forward(hal::Device& d, Workspace& ws, const StepBatch& batch, const TensorView& x, KvCache& kv,
+Status AttentionGqa::forward(hal::Device& d, Workspace& ws, const StepTensors& step, const TensorView& x, KvCache& kv,
                              const TensorView& out) const {
   const int64_t n = x.rows(), nh = attn_.n_head, nkv = attn_.n_kv_head, hd = attn_.head_dim;
   CAI_ASSIGN_OR_RETURN(TensorView q, ws.f32("attn.q", {n, nh * hd}));
@@ -41,16 +42,16 @@ Status AttentionGqa::forward(hal::Device& d, Workspace& ws, const StepBatch& bat
   CAI_TRY(ops::dense_gemm(d, wq_, x, bq_ ? &*bq_ : nullptr, q));
   CAI_TRY(ops::dense_gemm(d, wk_, x, bk_ ? &*bk_ : nullptr, k));
   CAI_TRY(ops::dense_gemm(d, wv_, x, bv_ ? &*bv_ : nullptr, v));
-  const TensorView q_heads = TensorView::make(q.data, DType::kF32, {n, nh, hd});
-  CAI_TRY(ops::rope(d, q_heads, batch.positions, rope_));
-  CAI_TRY(ops::rope(d, TensorView::make(k.data, DType::kF32, {n, nkv, hd}), batch.positions, rope_));
-  CAI_TRY(ops::kv_write(d, k, batch.slots, kv.k(layer_)));
-  CAI_TRY(ops::kv_write(d, v, batch.slots, kv.v(layer_)));
+  const TensorView q_heads = q.reshaped({n, nh, hd});
+  CAI_TRY(ops::rope(d, q_heads, step.positions, rope_inv_freq_, rope_));
+  CAI_TRY(ops::rope(d, k.reshaped({n, nkv, hd}), step.positions, rope_inv_freq_, rope_));
+  CAI_TRY(ops::kv_write(d, k, step.slots, kv.k(layer_)));
+  CAI_TRY(ops::kv_write(d, v, step.slots, kv.v(layer_)));
   hal::AttentionParams p = attn_;
   p.block_size = kv.block_size();
-  const TensorView k_cache = TensorView::make(kv.k(layer_).data, DType::kF32, {kv.n_slots(), nkv, hd});
-  const TensorView v_cache = TensorView::make(kv.v(layer_).data, DType::kF32, {kv.n_slots(), nkv, hd});
-  CAI_TRY(ops::attention_gqa(d, p, batch.seqs, q_heads, k_cache, v_cache, o));
+  const TensorView k_cache = kv.k(layer_).reshaped({kv.n_slots(), nkv, hd});
+  const TensorView v_cache = kv.v(layer_).reshaped({kv.n_slots(), nkv, hd});
+  CAI_TRY(ops::attention_gqa(d, p, step.attn, q_heads, k_cache, v_cache, o));
   return ops::dense_gemm(d, wo_, o, nullptr, out);
 }
 

@@ -16,13 +16,14 @@ class AttentionGqa {
   // Reads blk.<layer>.attn_{q,k,v,output}.weight (and .bias for q/k/v when cfg.attention_bias).
   static Result<AttentionGqa> load(WeightStore& w, const ModelConfig& cfg, int layer);
   // x [n_tok, hidden] (normed input) → out [n_tok, hidden].
-  Status forward(hal::Device& d, Workspace& ws, const StepBatch& batch, const TensorView& x, KvCache& kv,
+  Status forward(hal::Device& d, Workspace& ws, const StepTensors& step, const TensorView& x, KvCache& kv,
                  const TensorView& out) const;
 
  private:
   int layer_ = 0;
   hal::AttentionParams attn_;
   hal::RopeParams rope_;
+  TensorView rope_inv_freq_;  // [rope_dim / 2] F32 on the device
   TensorView wq_, wk_, wv_, wo_;                  // [n_head*hd, hidden], [n_kv*hd, hidden] ×2, [hidden, n_head*hd]
   std::optional<TensorView> bq_, bk_, bv_;        // [n_head*hd], [n_kv*hd] ×2
 };

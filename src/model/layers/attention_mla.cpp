@@ -38,12 +38,13 @@ Result<AttentionMla> AttentionMla::load(WeightStore& w, const ModelConfig& cfg, 
   a.mla_ = {cfg.num_attention_heads, cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim, cfg.kv_lora_rank,
             softmax_scale(cfg), 0};
   a.rope_ = cfg.rope_params();
+  CAI_ASSIGN_OR_RETURN(a.rope_inv_freq_, w.upload_f32("rope.inv_freq", hal::rope_inv_freqs(cfg.rope_freq_config())));
   if (cfg.yarn_factor > 1.0f && cfg.yarn_mscale_all_dim > 0.0f)
     a.rope_.mscale = yarn_get_mscale(cfg.yarn_factor, cfg.yarn_mscale) / yarn_get_mscale(cfg.yarn_factor, cfg.yarn_mscale_all_dim);
   return a;
 }
 
-Status AttentionMla::forward(hal::Device& d, Workspace& ws, const StepBatch& batch, const TensorView& x, KvCache& kv,
+Status AttentionMla::forward(hal::Device& d, Workspace& ws, const StepTensors& step, const TensorView& x, KvCache& kv,
                              const TensorView& out) const {
   const int64_t n = x.rows(), nh = mla_.n_head, qk = mla_.qk_nope + mla_.qk_rope, lora = mla_.kv_lora;
   CAI_ASSIGN_OR_RETURN(TensorView q, ws.f32("mla.q", {n, nh * qk}));
@@ -57,7 +58,7 @@ Status AttentionMla::forward(hal::Device& d, Workspace& ws, const StepBatch& bat
   }
   hal::RopeParams rope = rope_;
   rope.rot_offset = mla_.qk_nope;  // each head is [nope | rope]
-  CAI_TRY(ops::rope(d, TensorView::make(q.data, DType::kF32, {n, nh, qk}), batch.positions, rope));
+  CAI_TRY(ops::rope(d, q.reshaped({n, nh, qk}), step.positions, rope_inv_freq_, rope));
 
   // Latent row [c_kv | k_rope]: normalise c_kv, rotate k_rope (one head shared by all), then cache it.
   CAI_ASSIGN_OR_RETURN(TensorView kva, ws.f32("mla.kv_a", {n, lora + mla_.qk_rope}));
@@ -67,13 +68,13 @@ Status AttentionMla::forward(hal::Device& d, Workspace& ws, const StepBatch& bat
   CAI_TRY(ops::rms_norm(d, ckv, kv_norm_, eps_, ckv));
   CAI_TRY(ops::copy_cols(d, ckv, 0, kva, 0, lora));
   rope.rot_offset = static_cast<int>(lora);
-  CAI_TRY(ops::rope(d, TensorView::make(kva.data, DType::kF32, {n, 1, lora + mla_.qk_rope}), batch.positions, rope));
-  CAI_TRY(ops::kv_write(d, kva, batch.slots, kv.k(layer_)));
+  CAI_TRY(ops::rope(d, kva.reshaped({n, 1, lora + mla_.qk_rope}), step.positions, rope_inv_freq_, rope));
+  CAI_TRY(ops::kv_write(d, kva, step.slots, kv.k(layer_)));
 
   CAI_ASSIGN_OR_RETURN(TensorView o, ws.f32("mla.o", {n, nh * mla_.v_head_dim}));
   hal::MlaParams p = mla_;
   p.block_size = kv.block_size();
-  CAI_TRY(ops::attention_mla(d, p, batch.seqs, TensorView::make(q.data, DType::kF32, {n, nh, qk}), wkv_b_, kv.k(layer_), o));
+  CAI_TRY(ops::attention_mla(d, p, step.attn, q.reshaped({n, nh, qk}), wkv_b_, kv.k(layer_), o));
   return ops::dense_gemm(d, wo_, o, nullptr, out);
 }
 

@@ -16,7 +16,7 @@ class AttentionMla {
  public:
   static Result<AttentionMla> load(WeightStore& w, const ModelConfig& cfg, int layer);
   // x [n_tok, hidden] (normed input) → out [n_tok, hidden].
-  Status forward(hal::Device& d, Workspace& ws, const StepBatch& batch, const TensorView& x, KvCache& kv,
+  Status forward(hal::Device& d, Workspace& ws, const StepTensors& step, const TensorView& x, KvCache& kv,
                  const TensorView& out) const;
   // Softmax scale: (qk_nope + qk_rope)^-0.5, times get_m(factor, mscale_all_dim)^2 under YaRN.
   static float softmax_scale(const ModelConfig& cfg);
@@ -27,6 +27,7 @@ class AttentionMla {
   float eps_ = 1e-6f;
   hal::MlaParams mla_;
   hal::RopeParams rope_;
+  TensorView rope_inv_freq_;  // [rope_dim / 2] F32 on the device
   std::optional<TensorView> wq_a_, q_a_norm_, wq_b_;  // [q_lora, hidden], [q_lora], [n_head*(nope+rope), q_lora]
   std::optional<TensorView> wq_;                      // [n_head*(nope+rope), hidden] when q_lora_rank is null
   TensorView wkv_a_;    // [kv_lora + rope, hidden]

@@ -17,14 +17,9 @@ Result<MoeFfn> MoeFfn::load(WeightStore& w, const ModelConfig& cfg, int layer) {
   if (w.has(p + "exp_probs_b.bias")) {
     CAI_ASSIGN_OR_RETURN(m.bias_, w.get_f32(p + "exp_probs_b.bias", {n_e}));
   }
-  for (int e = 0; e < n_e; ++e) {
-    CAI_ASSIGN_OR_RETURN(TensorView g, w.get(expert_name(layer, "gate", e), {ffn, hidden}));
-    CAI_ASSIGN_OR_RETURN(TensorView u, w.get(expert_name(layer, "up", e), {ffn, hidden}));
-    CAI_ASSIGN_OR_RETURN(TensorView dn, w.get(expert_name(layer, "down", e), {hidden, ffn}));
-    m.gate_.push_back(g);
-    m.up_.push_back(u);
-    m.down_.push_back(dn);
-  }
+  CAI_ASSIGN_OR_RETURN(m.experts_.gate, w.get(experts_name(layer, "gate"), {n_e, ffn, hidden}));
+  CAI_ASSIGN_OR_RETURN(m.experts_.up, w.get(experts_name(layer, "up"), {n_e, ffn, hidden}));
+  CAI_ASSIGN_OR_RETURN(m.experts_.down, w.get(experts_name(layer, "down"), {n_e, hidden, ffn}));
   if (cfg.n_shared_experts > 0) {
     CAI_ASSIGN_OR_RETURN(m.shared_, DenseMlp::load(w, p, "_shexp.weight", hidden, ffn * cfg.n_shared_experts));
   }
@@ -35,8 +30,7 @@ Status MoeFfn::forward(hal::Device& d, Workspace& ws, const TensorView& x, const
   const int64_t n = x.rows(), k = gate_params_.top_k;
   CAI_ASSIGN_OR_RETURN(TensorView logits, ws.f32("moe.logits", {n, gate_params_.n_experts}));
   CAI_ASSIGN_OR_RETURN(TensorView weights, ws.f32("moe.weights", {n, k}));
-  CAI_ASSIGN_OR_RETURN(TensorView ids_f, ws.f32("moe.ids", {n, k}));  // same width as I32
-  const TensorView ids = TensorView::make(ids_f.data, DType::kI32, {n, k});
+  CAI_ASSIGN_OR_RETURN(TensorView ids, ws.get("moe.ids", DType::kI32, {n, k}));
   {
     profile::Scope scope("moe_gate");
     CAI_TRY(ops::dense_gemm(d, router_, x, nullptr, logits));
@@ -44,8 +38,7 @@ Status MoeFfn::forward(hal::Device& d, Workspace& ws, const TensorView& x, const
   }
   {
     profile::Scope scope("routed_experts");
-    const hal::ExpertWeights experts{gate_.data(), up_.data(), down_.data(), static_cast<int>(gate_.size())};
-    CAI_TRY(ops::sparse_moe(d, experts, x, ids, weights, out));
+    CAI_TRY(ops::sparse_moe(d, experts_, x, ids, weights, out));
   }
   if (!shared_) return {};
   CAI_ASSIGN_OR_RETURN(TensorView sh, ws.f32("moe.shared", {n, x.cols()}));

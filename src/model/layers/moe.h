@@ -2,7 +2,6 @@
 #pragma once
 
 #include <optional>
-#include <vector>
 
 #include "model/config.h"
 #include "model/layers/mlp.h"
@@ -21,7 +20,7 @@ class MoeFfn {
   hal::MoeGateParams gate_params_;
   TensorView router_;                  // [n_experts, hidden]
   std::optional<TensorView> bias_;     // [n_experts] e_score_correction_bias (selection only)
-  std::vector<TensorView> gate_, up_, down_;  // per expert: [ffn, hidden], [ffn, hidden], [hidden, ffn]
+  hal::ExpertWeights experts_;         // stacked: [E, ffn, hidden], [E, ffn, hidden], [E, hidden, ffn]
   std::optional<DenseMlp> shared_;     // n_shared_experts fused into one MLP of width n_shared * ffn
 };
 

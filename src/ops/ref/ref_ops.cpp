@@ -8,7 +8,6 @@
 
 #include "core/quant.h"
 #include "core/weight_row.h"
-#include "hal/rope_freqs.h"
 
 namespace cai::ops::ref {
 
@@ -22,8 +21,9 @@ std::vector<float> dequant(const TensorView& t, int64_t r) {
   return v;
 }
 
-Status embed(const OpContext&, const TensorView& table, const int32_t* ids, int64_t n, const TensorView& out) {
-  for (int64_t i = 0; i < n; ++i) {
+Status embed(const OpContext&, const TensorView& table, const TensorView& id_view, const TensorView& out) {
+  const int32_t* ids = id_view.as<const int32_t>();
+  for (int64_t i = 0; i < id_view.n_elements(); ++i) {
     if (ids[i] < 0 || ids[i] >= table.rows()) return invalid_argument("embed: token id {} outside vocab", ids[i]);
     dequantize_row(table.dtype, table.row(ids[i]), out.row<float>(i), table.cols());
   }
@@ -41,15 +41,17 @@ Status rms_norm(const OpContext&, const TensorView& x, const TensorView& w, floa
   return {};
 }
 
-Status rope(const OpContext&, const TensorView& x, const int32_t* pos, const hal::RopeParams& p) {
-  const std::vector<float> inv_freq = hal::rope_inv_freqs(p);
+Status rope(const OpContext&, const TensorView& x, const TensorView& pos_view, const TensorView& inv_freq_view,
+            const hal::RopeParams& p) {
+  const int32_t* pos = pos_view.as<const int32_t>();
+  const float* inv_freq = inv_freq_view.as<const float>();
   const int64_t n_tok = x.dim(0), n_head = x.dim(1), hd = x.dim(2);
   const int half = p.n_rot / 2;
   for (int64_t t = 0; t < n_tok; ++t)
     for (int64_t h = 0; h < n_head; ++h) {
       float* v = x.as<float>() + (t * n_head + h) * hd + p.rot_offset;
       for (int i = 0; i < half; ++i) {
-        const double angle = static_cast<double>(pos[t]) * inv_freq[static_cast<size_t>(i)];
+        const double angle = static_cast<double>(pos[t]) * inv_freq[i];
         const double c = std::cos(angle) * p.mscale, s = std::sin(angle) * p.mscale;
         const int i0 = p.style == hal::RopeStyle::kNorm ? 2 * i : i;
         const int i1 = p.style == hal::RopeStyle::kNorm ? 2 * i + 1 : i + half;
@@ -106,14 +108,18 @@ Status copy_cols(const OpContext&, const TensorView& src, int64_t src_col, const
   return {};
 }
 
-Status kv_write(const OpContext&, const TensorView& src, const int32_t* slots, const TensorView& cache) {
+Status kv_write(const OpContext&, const TensorView& src, const TensorView& slot_view, const TensorView& cache) {
+  const int32_t* slots = slot_view.as<const int32_t>();
   for (int64_t i = 0; i < src.rows(); ++i)
     std::memcpy(cache.row<float>(slots[i]), src.row<float>(i), src.row_bytes());
   return {};
 }
 
-Status attention_gqa(const OpContext&, const hal::AttentionParams& p, const hal::AttnSeq* seqs, int n_seqs,
-                     const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out) {
+Status attention_gqa(const OpContext&, const hal::AttentionParams& p, const hal::AttnBatch& batch, const TensorView& q,
+                     const TensorView& k, const TensorView& v, const TensorView& out) {
+  std::vector<hal::AttnSeq> seqs;
+  for (int64_t s = 0; s < batch.n_seqs(); ++s) seqs.push_back(batch.host_seq(s));
+  const int n_seqs = static_cast<int>(seqs.size());
   const int group = p.n_head / p.n_kv_head;
   auto slot_of = [&](const hal::AttnSeq& s, int t) {
     return static_cast<int64_t>(s.block_table[t / p.block_size]) * p.block_size + t % p.block_size;
@@ -195,10 +201,11 @@ Status sparse_moe(const OpContext&, const hal::ExpertWeights& w, const TensorVie
     for (int64_t k = 0; k < top_k; ++k) {
       const int e = ids.as<int32_t>()[t * top_k + k];
       const double wt = weights.as<float>()[t * top_k + k];
-      const int64_t ffn = w.gate[e].rows();
+      const TensorView gate = w.gate.slice(e), up = w.up.slice(e), down = w.down.slice(e);
+      const int64_t ffn = gate.rows();
       std::vector<double> act(static_cast<size_t>(ffn));
       for (int64_t f = 0; f < ffn; ++f) {
-        std::vector<float> g = dequant(w.gate[e], f), u = dequant(w.up[e], f);
+        std::vector<float> g = dequant(gate, f), u = dequant(up, f);
         double gs = 0, us = 0;
         for (int64_t c = 0; c < hidden; ++c) {
           gs += static_cast<double>(g[static_cast<size_t>(c)]) * x.row<float>(t)[c];
@@ -207,7 +214,7 @@ Status sparse_moe(const OpContext&, const hal::ExpertWeights& w, const TensorVie
         act[static_cast<size_t>(f)] = gs / (1.0 + std::exp(-gs)) * us;
       }
       for (int64_t c = 0; c < hidden; ++c) {
-        std::vector<float> d = dequant(w.down[e], c);
+        std::vector<float> d = dequant(down, c);
         double s = 0;
         for (int64_t f = 0; f < ffn; ++f) s += d[static_cast<size_t>(f)] * act[static_cast<size_t>(f)];
         acc[static_cast<size_t>(c)] += wt * s;
@@ -219,11 +226,11 @@ Status sparse_moe(const OpContext&, const hal::ExpertWeights& w, const TensorVie
 }
 
 // The naive (non-absorbed) form: expand every cached latent into per-head k_nope and v with kv_b, then attend.
-Status attention_mla(const OpContext&, const hal::MlaParams& p, const hal::AttnSeq* seqs, int n_seqs, const TensorView& q,
+Status attention_mla(const OpContext&, const hal::MlaParams& p, const hal::AttnBatch& batch, const TensorView& q,
                      const TensorView& kv_b, const TensorView& latent, const TensorView& out) {
   const int qk = p.qk_nope + p.qk_rope, per_head = p.qk_nope + p.v_head_dim;
-  for (int s = 0; s < n_seqs; ++s) {
-    const hal::AttnSeq& sq = seqs[s];
+  for (int64_t s = 0; s < batch.n_seqs(); ++s) {
+    const hal::AttnSeq sq = batch.host_seq(s);
     for (int h = 0; h < p.n_head; ++h) {
       std::vector<std::vector<float>> w(static_cast<size_t>(per_head));
       for (int r = 0; r < per_head; ++r) w[static_cast<size_t>(r)] = dequant(kv_b, static_cast<int64_t>(h) * per_head + r);

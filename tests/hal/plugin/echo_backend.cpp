@@ -1,68 +1,108 @@
-// A test backend plugin ("echo"): one host-memory device that borrows the CPU kernels, proving the plugin ABI.
-#include "hal/cpu/cpu_backend.h"
-#include "hal/plugin_abi.h"
+// A test backend plugin ("echo") on the C ABI alone: one host-memory device implementing `add` and `embed` itself.
+//
+// Knobs for the registry tests, read when the entry symbol is called or create() runs:
+//   CAI_ECHO_FAIL=1          create() fails with CAI_ERR_UNAVAILABLE
+//   CAI_ECHO_ABI=<n>         the entry claims ABI version n
+//   CAI_ECHO_OPS_SIZE=<n>    the ops table claims struct_size n (an older or newer plugin)
+#include <cai/backend_plugin.hpp>
 
 #include <cstdlib>
+#include <cstring>
 
 namespace {
 
-using namespace cai;
-using namespace cai::hal;
+using cai::plugin::fail;
 
-class EchoStream final : public Stream {
+constexpr uint64_t kCapacity = uint64_t{1} << 30;
+
+// Host memory; copies and ops finish before they return, so the default (always done) events fit.
+class EchoDevice final : public cai::plugin::Device {
  public:
-  Status copy_to_device(void* d, const void* s, size_t n) override { std::memcpy(d, s, n); return {}; }
-  Status copy_to_host(void* d, const void* s, size_t n) override { std::memcpy(d, s, n); return {}; }
-  Status synchronize() override { return {}; }
-  std::unique_ptr<Event> record() override { return nullptr; }
+  int memory_info(uint64_t* total, uint64_t* free_bytes, CaiError*) override {
+    *total = kCapacity;
+    *free_bytes = kCapacity;
+    return CAI_OK;
+  }
+  int telemetry(CaiTelemetry* out, CaiError*) override {
+    out->valid = CAI_TELEMETRY_TEMPERATURE;
+    out->temperature_c = 42.0f;
+    return CAI_OK;
+  }
+  int allocate(size_t n, bool, void** out, CaiError* err) override {
+    if (n > kCapacity) return fail(err, CAI_ERR_OUT_OF_MEMORY, "echo: %zu bytes is more than the device has", n);
+    *out = std::malloc(n ? n : 1);
+    return *out ? CAI_OK : fail(err, CAI_ERR_OUT_OF_MEMORY, "echo: malloc(%zu) failed", n);
+  }
+  void free(void* p, bool) noexcept override { std::free(p); }
+  int copy_to_device(void* dst, const void* src, size_t n, CaiError*) override {
+    std::memcpy(dst, src, n);
+    return CAI_OK;
+  }
+  int copy_to_host(void* dst, const void* src, size_t n, CaiError*) override {
+    std::memcpy(dst, src, n);
+    return CAI_OK;
+  }
+  int synchronize(CaiError*) override { return CAI_OK; }
 };
 
-class EchoDevice final : public Device {
- public:
-  EchoDevice() {
-    table_ = cpu::cpu_op_table();
-    table_.attention_gqa = nullptr;  // a backend may leave ops out; supports() must say so
-  }
-  std::string name() const override { return "echo:0"; }
-  std::string description() const override { return "test plugin device"; }
-  MemoryInfo memory_info() const override { return {1 << 30, 1 << 30}; }
-  Telemetry telemetry() const override { Telemetry t; t.temperature_c = 42.0f; return t; }
-  const OpTable& ops() const override { return table_; }
-  Stream& default_stream() override { return stream_; }
-  OpContext op_context() override { return {nullptr, &stream_}; }
-  void set_batch_invariant(bool) override {}
-  bool host_visible() const override { return true; }
-  Result<Buffer> allocate(size_t n, MemoryKind kind) override {
-    void* p = std::malloc(n ? n : 1);
-    if (!p) return out_of_memory("echo: {} bytes", n);
-    return Buffer(this, p, n, kind);
-  }
-  void free(void* p, MemoryKind) override { std::free(p); }
-
- private:
-  OpTable table_;
-  EchoStream stream_;
-};
-
-class EchoBackend final : public Backend {
- public:
-  std::string name() const override { return "echo"; }
-  std::vector<Device*> devices() override { return {&device_}; }
-
- private:
-  EchoDevice device_;
-};
-
-Backend* create_echo(const char** error) {
-  if (std::getenv("CAI_ECHO_FAIL")) {
-    *error = "refused by CAI_ECHO_FAIL";
-    return nullptr;
-  }
-  return new EchoBackend();
+int echo_add(CaiDeviceHandle, const CaiTensor* a, const CaiTensor* b, const CaiTensor* out, CaiError* err) {
+  const int64_t n = cai::plugin::n_elements(*out);
+  if (a->dtype != CAI_DTYPE_F32 || b->dtype != CAI_DTYPE_F32 || out->dtype != CAI_DTYPE_F32)
+    return fail(err, CAI_ERR_UNSUPPORTED, "add: echo supports F32 only");
+  if (cai::plugin::n_elements(*a) != n || cai::plugin::n_elements(*b) != n)
+    return fail(err, CAI_ERR_INVALID_ARGUMENT, "add: operands differ in size");
+  const auto* x = static_cast<const float*>(a->data);
+  const auto* y = static_cast<const float*>(b->data);
+  auto* z = static_cast<float*>(out->data);
+  for (int64_t i = 0; i < n; ++i) z[i] = x[i] + y[i];
+  return CAI_OK;
 }
 
-const CaiBackendEntry kEntry = {CAI_BACKEND_ABI_VERSION, "echo", create_echo};
+int echo_embed(CaiDeviceHandle, const CaiTensor* table, const CaiTensor* ids, const CaiTensor* out, CaiError* err) {
+  if (table->dtype != CAI_DTYPE_F32 || table->n_dims != 2 || ids->dtype != CAI_DTYPE_I32)
+    return fail(err, CAI_ERR_UNSUPPORTED, "embed: echo takes an F32 [vocab, dim] table and I32 ids");
+  const int64_t n_vocab = table->shape[0], dim = table->shape[1];
+  const auto* id = static_cast<const int32_t*>(ids->data);
+  for (int64_t i = 0; i < cai::plugin::n_elements(*ids); ++i) {
+    if (id[i] < 0 || id[i] >= n_vocab)
+      return fail(err, CAI_ERR_INVALID_ARGUMENT, "embed: id %d of row %lld is outside [0, %lld)", id[i],
+                  static_cast<long long>(i), static_cast<long long>(n_vocab));
+    std::memcpy(static_cast<float*>(out->data) + i * dim, static_cast<const float*>(table->data) + id[i] * dim,
+                static_cast<size_t>(dim) * sizeof(float));
+  }
+  return CAI_OK;
+}
+
+EchoDevice g_device;
+CaiOps g_ops;
+CaiDevice g_table;
+const CaiDevice* g_tables[1];
+
+long env_number(const char* name, long fallback) {
+  const char* v = std::getenv(name);
+  return v ? std::strtol(v, nullptr, 10) : fallback;
+}
+
+int echo_create(const CaiDevice* const** devices, int32_t* n_devices, CaiError* err) {
+  if (std::getenv("CAI_ECHO_FAIL")) return fail(err, CAI_ERR_UNAVAILABLE, "refused by CAI_ECHO_FAIL");
+  g_ops = cai::plugin::empty_ops();
+  g_ops.add = echo_add;
+  g_ops.embed = echo_embed;
+  g_ops.struct_size = static_cast<uint32_t>(env_number("CAI_ECHO_OPS_SIZE", sizeof g_ops));
+  g_table = g_device.c_device("echo:0", "test plugin device (host memory)", false, &g_ops);
+  g_tables[0] = &g_table;
+  *devices = g_tables;
+  *n_devices = 1;
+  return CAI_OK;
+}
+
+void echo_destroy() {}
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const CaiBackendEntry* cai_backend_entry_v1(void) { return &kEntry; }
+CAI_PLUGIN_EXPORT const CaiBackendEntry* cai_backend_entry_v2(void) {
+  static CaiBackendEntry entry;
+  entry = {static_cast<uint32_t>(env_number("CAI_ECHO_ABI", CAI_BACKEND_ABI_VERSION)), sizeof(CaiBackendEntry), "echo",
+           echo_create, echo_destroy};
+  return &entry;
+}

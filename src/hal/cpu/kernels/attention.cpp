@@ -29,11 +29,13 @@ Status check_attention_args(const AttentionParams& p, const TensorView& q, const
 
 }  // namespace
 
-Status attention_gqa(const OpContext& ctx, const AttentionParams& p, const AttnSeq* seqs, int n_seqs,
-                     const TensorView& q, const TensorView& k_cache, const TensorView& v_cache, const TensorView& out) {
+Status attention_gqa(const OpContext& ctx, const AttentionParams& p, const AttnBatch& batch, const TensorView& q,
+                     const TensorView& k_cache, const TensorView& v_cache, const TensorView& out) {
   CAI_TRY(check_attention_args(p, q, k_cache, v_cache, out));
+  std::vector<AttnSeq> seqs;
+  for (int64_t s = 0; s < batch.n_seqs(); ++s) seqs.push_back(batch.host_seq(s));
   std::vector<WorkItem> items;
-  for (int s = 0; s < n_seqs; ++s)
+  for (int s = 0; s < static_cast<int>(seqs.size()); ++s)
     for (int32_t j = 0; j < seqs[s].n_q; ++j) items.push_back({s, j});
   const int group = p.n_head / p.n_kv_head;
   const int64_t n_items = static_cast<int64_t>(items.size()) * p.n_head;
@@ -43,7 +45,7 @@ Status attention_gqa(const OpContext& ctx, const AttentionParams& p, const AttnS
     for (int64_t it = b; it < e; ++it) {
       const WorkItem& w = items[static_cast<size_t>(it / p.n_head)];
       const int h = static_cast<int>(it % p.n_head), kvh = h / group;
-      const AttnSeq& sq = seqs[w.seq];
+      const AttnSeq& sq = seqs[static_cast<size_t>(w.seq)];
       const int64_t row = sq.q_begin + w.j;
       const float* qv = q.as<const float>() + (row * p.n_head + h) * p.head_dim;
       const int32_t n_ctx = sq.pos0 + w.j + 1;

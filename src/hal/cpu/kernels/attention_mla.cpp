@@ -51,7 +51,7 @@ void mla_head(const MlaParams& p, const AttnSeq& sq, int h, const TensorView& q,
 
 }  // namespace
 
-Status attention_mla(const OpContext& ctx, const MlaParams& p, const AttnSeq* seqs, int n_seqs, const TensorView& q,
+Status attention_mla(const OpContext& ctx, const MlaParams& p, const AttnBatch& batch, const TensorView& q,
                      const TensorView& kv_b, const TensorView& latent, const TensorView& out) {
   const int per_head = p.qk_nope + p.v_head_dim;
   if (p.n_head <= 0 || p.block_size <= 0 || kv_b.rows() != static_cast<int64_t>(p.n_head) * per_head ||
@@ -60,15 +60,16 @@ Status attention_mla(const OpContext& ctx, const MlaParams& p, const AttnSeq* se
       out.n_elements() != q.n_elements() / (p.qk_nope + p.qk_rope) * p.v_head_dim)
     return invalid_argument("attention_mla: q {} kv_b {} latent {} out {} do not match the params", q.shape_string(),
                             kv_b.shape_string(), latent.shape_string(), out.shape_string());
-  parallel_rows(ctx, static_cast<int64_t>(n_seqs) * p.n_head, 1, [&](int64_t b, int64_t e) {
+  parallel_rows(ctx, batch.n_seqs() * p.n_head, 1, [&](int64_t b, int64_t e) {
     std::vector<float> w_h(static_cast<size_t>(per_head) * p.kv_lora), q_lat(static_cast<size_t>(p.kv_lora)),
         o_lat(static_cast<size_t>(p.kv_lora)), scores;
     for (int64_t it = b; it < e; ++it) {
       const int s = static_cast<int>(it / p.n_head), h = static_cast<int>(it % p.n_head);
-      if (seqs[s].n_q == 0) continue;
+      const AttnSeq sq = batch.host_seq(s);
+      if (sq.n_q == 0) continue;
       for (int r = 0; r < per_head; ++r)
         dequantize_weight_row(kv_b, static_cast<int64_t>(h) * per_head + r, &w_h[static_cast<size_t>(r) * p.kv_lora]);
-      mla_head(p, seqs[s], h, q, w_h, latent, out, q_lat, scores, o_lat);
+      mla_head(p, sq, h, q, w_h, latent, out, q_lat, scores, o_lat);
     }
   });
   return {};

@@ -14,8 +14,9 @@ void parallel_rows(const OpContext& ctx, int64_t n, int64_t grain, const std::fu
   else fn(0, n);
 }
 
-Status embed(const OpContext& ctx, const TensorView& table, const int32_t* ids, int64_t n, const TensorView& out) {
-  const int64_t n_vocab = table.rows(), dim = table.cols();
+Status embed(const OpContext& ctx, const TensorView& table, const TensorView& id_view, const TensorView& out) {
+  const int32_t* ids = id_view.as<const int32_t>();
+  const int64_t n = id_view.n_elements(), n_vocab = table.rows(), dim = table.cols();
   if (out.dtype != DType::kF32 || out.rows() != n || out.cols() != dim)
     return invalid_argument("embed: out must be F32 [{}, {}], got {}", n, dim, out.shape_string());
   for (int64_t i = 0; i < n; ++i)
@@ -100,7 +101,8 @@ Status copy_cols(const OpContext& ctx, const TensorView& src, int64_t src_col, c
   return {};
 }
 
-Status kv_write(const OpContext& ctx, const TensorView& src, const int32_t* slots, const TensorView& cache) {
+Status kv_write(const OpContext& ctx, const TensorView& src, const TensorView& slot_view, const TensorView& cache) {
+  const int32_t* slots = slot_view.as<const int32_t>();
   const int64_t width = src.cols();
   if (cache.n_elements() / cache.dim(0) != width || src.dtype != DType::kF32 || cache.dtype != DType::kF32)
     return invalid_argument("kv_write: src {} does not fit cache {}", src.shape_string(), cache.shape_string());

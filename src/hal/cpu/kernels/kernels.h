@@ -11,23 +11,23 @@ namespace cai::hal::cpu {
 void parallel_rows(const OpContext& ctx, int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 void softmax_row(float* x, int64_t n);
 
-Status embed(const OpContext&, const TensorView& table, const int32_t* ids, int64_t n, const TensorView& out);
+Status embed(const OpContext&, const TensorView& table, const TensorView& ids, const TensorView& out);
 Status rms_norm(const OpContext&, const TensorView& x, const TensorView& w, float eps, const TensorView& out);
-Status rope(const OpContext&, const TensorView& x, const int32_t* pos, const RopeParams& p);
+Status rope(const OpContext&, const TensorView& x, const TensorView& pos, const TensorView& inv_freq, const RopeParams& p);
 Status add(const OpContext&, const TensorView& a, const TensorView& b, const TensorView& out);
 Status swiglu(const OpContext&, const TensorView& gate, const TensorView& up, const TensorView& out);
 Status softmax(const OpContext&, const TensorView& x);
 Status copy_cols(const OpContext&, const TensorView& src, int64_t src_col, const TensorView& dst, int64_t dst_col,
                  int64_t n_cols);
-Status kv_write(const OpContext&, const TensorView& src, const int32_t* slots, const TensorView& cache);
-Status attention_gqa(const OpContext&, const AttentionParams& p, const AttnSeq* seqs, int n_seqs, const TensorView& q,
+Status kv_write(const OpContext&, const TensorView& src, const TensorView& slots, const TensorView& cache);
+Status attention_gqa(const OpContext&, const AttentionParams& p, const AttnBatch& batch, const TensorView& q,
                      const TensorView& k_cache, const TensorView& v_cache, const TensorView& out);
 
 Status moe_gate(const OpContext&, const MoeGateParams& p, const TensorView& logits, const TensorView* bias,
                 const TensorView& ids, const TensorView& weights);
 Status sparse_moe(const OpContext&, const ExpertWeights& w, const TensorView& x, const TensorView& ids,
                   const TensorView& weights, const TensorView& out);
-Status attention_mla(const OpContext&, const MlaParams& p, const AttnSeq* seqs, int n_seqs, const TensorView& q,
+Status attention_mla(const OpContext&, const MlaParams& p, const AttnBatch& batch, const TensorView& q,
                      const TensorView& kv_b, const TensorView& latent, const TensorView& out);
 
 }  // namespace cai::hal::cpu

@@ -88,19 +88,21 @@ Status sparse_moe(const OpContext& ctx, const ExpertWeights& w, const TensorView
     return invalid_argument("sparse_moe: x {} ids {} weights {} out {}", x.shape_string(), ids.shape_string(),
                             weights.shape_string(), out.shape_string());
   // Bucket (token, weight) pairs by expert so each selected expert runs once over all of its tokens.
-  std::vector<std::vector<std::pair<int64_t, float>>> buckets(static_cast<size_t>(w.n_experts));
+  const int64_t n_experts = w.n_experts();
+  std::vector<std::vector<std::pair<int64_t, float>>> buckets(static_cast<size_t>(n_experts));
   for (int64_t t = 0; t < n; ++t)
     for (int64_t k = 0; k < top_k; ++k) {
       const int32_t e = ids.as<const int32_t>()[t * top_k + k];
-      if (e < 0 || e >= w.n_experts) return invalid_argument("sparse_moe: expert id {} outside {}", e, w.n_experts);
+      if (e < 0 || e >= n_experts) return invalid_argument("sparse_moe: expert id {} outside {}", e, n_experts);
       buckets[static_cast<size_t>(e)].push_back({t, weights.as<const float>()[t * top_k + k]});
     }
   std::fill(out.as<float>(), out.as<float>() + n * hidden, 0.0f);
   std::vector<float> xs, gate, up, down;
-  for (int e = 0; e < w.n_experts; ++e) {
+  for (int64_t e = 0; e < n_experts; ++e) {
     const auto& bucket = buckets[static_cast<size_t>(e)];
     if (bucket.empty()) continue;
-    const int64_t m = static_cast<int64_t>(bucket.size()), ffn = w.gate[e].rows();
+    const TensorView gate_w = w.gate.slice(e), up_w = w.up.slice(e), down_w = w.down.slice(e);
+    const int64_t m = static_cast<int64_t>(bucket.size()), ffn = gate_w.rows();
     xs.resize(static_cast<size_t>(m * hidden));
     gate.resize(static_cast<size_t>(m * ffn));
     up.resize(static_cast<size_t>(m * ffn));
@@ -110,10 +112,10 @@ Status sparse_moe(const OpContext& ctx, const ExpertWeights& w, const TensorView
     const TensorView gv = TensorView::make(gate.data(), DType::kF32, {m, ffn});
     const TensorView uv = TensorView::make(up.data(), DType::kF32, {m, ffn});
     const TensorView dv = TensorView::make(down.data(), DType::kF32, {m, hidden});
-    CAI_TRY(cpu_dense_gemm(ctx, w.gate[e], xv, nullptr, gv));
-    CAI_TRY(cpu_dense_gemm(ctx, w.up[e], xv, nullptr, uv));
+    CAI_TRY(cpu_dense_gemm(ctx, gate_w, xv, nullptr, gv));
+    CAI_TRY(cpu_dense_gemm(ctx, up_w, xv, nullptr, uv));
     CAI_TRY(swiglu(ctx, gv, uv, gv));
-    CAI_TRY(cpu_dense_gemm(ctx, w.down[e], gv, nullptr, dv));
+    CAI_TRY(cpu_dense_gemm(ctx, down_w, gv, nullptr, dv));
     for (int64_t i = 0; i < m; ++i) {
       float* o = out.row<float>(bucket[static_cast<size_t>(i)].first);
       const float wt = bucket[static_cast<size_t>(i)].second;

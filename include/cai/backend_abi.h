@@ -1,0 +1,208 @@
+/* The backend plugin boundary in plain C: what crosses between the engine and libcai-backend-<name>.so.
+ *
+ * Only C structs of fixed-width types, enums-as-integers and function pointers cross it, so a vendor can build a
+ * plugin with its own compiler (nvcc, hipcc, mcc, ...) and C++ runtime. Every struct that can grow starts with
+ * `struct_size` (the sizeof the writer was built with); a reader never touches a field past it. The engine wraps
+ * this in its C++ HAL (src/hal/plugin_device.*); a plugin wraps its own C++ in it (cai/backend_plugin.hpp).
+ *
+ * Sync contract (also hal.h): every op and every copy is queued on the device's one ordered stream and may return
+ * before the work is done, with two exceptions: copy_to_host returns once the bytes are in host memory, and
+ * synchronize / event_wait return once all earlier work is done. copy_to_device may be reused by the caller as soon
+ * as it returns (the plugin stages pageable sources). Pointers inside CaiTensor are device pointers of the plugin's
+ * own allocations; an op never receives a host pointer. */
+#ifndef CAI_BACKEND_ABI_H
+#define CAI_BACKEND_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+#define CAI_ABI_DEFAULT(v) = v
+extern "C" {
+#else
+#define CAI_ABI_DEFAULT(v)
+#endif
+
+#define CAI_BACKEND_ABI_VERSION 2u
+#define CAI_BACKEND_ENTRY_SYMBOL "cai_backend_entry_v2"
+
+/* Element types; the values are cai::DType's. */
+enum {
+  CAI_DTYPE_F32 = 0,
+  CAI_DTYPE_F16 = 1,
+  CAI_DTYPE_BF16 = 2,
+  CAI_DTYPE_Q8_0 = 3,
+  CAI_DTYPE_Q4_0 = 4,
+  CAI_DTYPE_Q4_K = 5,
+  CAI_DTYPE_Q5_K = 6,
+  CAI_DTYPE_Q6_K = 7,
+  CAI_DTYPE_F8_E4M3 = 8, /* with 128x128 block scales in CaiTensor.scale */
+  CAI_DTYPE_I32 = 9,
+  CAI_DTYPE_I8 = 10
+};
+
+/* Status codes; the values are cai::StatusCode's. */
+enum {
+  CAI_OK = 0,
+  CAI_ERR_INVALID_ARGUMENT = 1,
+  CAI_ERR_NOT_FOUND = 2,
+  CAI_ERR_CORRUPT = 3,
+  CAI_ERR_UNSUPPORTED = 4,
+  CAI_ERR_OUT_OF_MEMORY = 5,
+  CAI_ERR_IO = 6,
+  CAI_ERR_RESOURCE_EXHAUSTED = 7,
+  CAI_ERR_UNAVAILABLE = 8,
+  CAI_ERR_CANCELLED = 9,
+  CAI_ERR_INTERNAL = 10
+};
+
+/* A failed call returns its code and writes a message here (truncated, NUL-terminated). */
+typedef struct CaiError {
+  char message[512];
+} CaiError;
+
+/* A dense tensor in device memory: shape outermost first, rows contiguous, rows of block types hold whole blocks. */
+typedef struct CaiTensor {
+  void* data;
+  int32_t dtype;
+  int32_t n_dims;
+  int64_t shape[4];
+  /* F8_E4M3 weights only: F32 [.., ceil(rows/128), ceil(cols/128)] block multipliers (per expert when 3-D), else 0. */
+  const float* scale;
+} CaiTensor;
+
+enum { CAI_ROPE_NORM = 0 /* pairs (x[2i], x[2i+1]) */, CAI_ROPE_NEOX = 1 /* pairs (x[i], x[i + n_rot/2]) */ };
+
+/* RoPE applied by the `rope` op; the per-pair inverse frequencies come as a device tensor (hal/rope_freqs.h). */
+typedef struct CaiRopeParams {
+  int32_t style CAI_ABI_DEFAULT(CAI_ROPE_NORM);
+  int32_t n_rot CAI_ABI_DEFAULT(0);      /* rotated dims per head; the others pass through */
+  int32_t rot_offset CAI_ABI_DEFAULT(0); /* first rotated dim of each head */
+  float mscale CAI_ABI_DEFAULT(1.0f);    /* multiplies cos and sin (YaRN) */
+} CaiRopeParams;
+
+/* The sequences of one batched attention call (device tensors + host launch bounds). Sequence s owns query rows
+ * [q_begin, q_begin + n_q); query j sits at position pos0 + j and attends to cache positions 0 .. pos0 + j. Cache
+ * position p of sequence s lives in slot block_tables[s, p / block_size] * block_size + p % block_size. */
+typedef struct CaiAttnBatch {
+  CaiTensor seqs;         /* I32 [n_seqs, 3]: q_begin, n_q, pos0 */
+  CaiTensor block_tables; /* I32 [n_seqs, max_blocks] */
+  int32_t max_q;          /* largest n_q */
+  int32_t max_ctx;        /* largest pos0 + n_q */
+} CaiAttnBatch;
+
+typedef struct CaiAttentionParams {
+  int32_t n_head CAI_ABI_DEFAULT(0);
+  int32_t n_kv_head CAI_ABI_DEFAULT(0);
+  int32_t head_dim CAI_ABI_DEFAULT(0);   /* q/k width per head */
+  int32_t head_dim_v CAI_ABI_DEFAULT(0); /* v width per head */
+  float scale CAI_ABI_DEFAULT(0.0f);     /* softmax scale */
+  int32_t block_size CAI_ABI_DEFAULT(0); /* cache positions per block */
+} CaiAttentionParams;
+
+/* Router of a mixture of experts (DeepSeek V2/V3 gate). */
+typedef struct CaiMoeGateParams {
+  int32_t n_experts CAI_ABI_DEFAULT(0);
+  int32_t top_k CAI_ABI_DEFAULT(0);
+  int32_t n_group CAI_ABI_DEFAULT(1);    /* experts split into n_group consecutive groups ... */
+  int32_t topk_group CAI_ABI_DEFAULT(1); /* ... of which only the best topk_group are eligible */
+  int32_t sigmoid CAI_ABI_DEFAULT(0);    /* scores = sigmoid(logits) (V3/R1) or softmax(logits) (V2) */
+  int32_t norm_topk_prob CAI_ABI_DEFAULT(0);
+  float routed_scaling CAI_ABI_DEFAULT(1.0f);
+} CaiMoeGateParams;
+
+/* Multi-head latent attention over a cache of [c_kv (kv_lora) | k_rope (qk_rope)] per token. */
+typedef struct CaiMlaParams {
+  int32_t n_head CAI_ABI_DEFAULT(0);
+  int32_t qk_nope CAI_ABI_DEFAULT(0);
+  int32_t qk_rope CAI_ABI_DEFAULT(0);
+  int32_t v_head_dim CAI_ABI_DEFAULT(0);
+  int32_t kv_lora CAI_ABI_DEFAULT(0);
+  float scale CAI_ABI_DEFAULT(0.0f);
+  int32_t block_size CAI_ABI_DEFAULT(0);
+} CaiMlaParams;
+
+/* Stacked expert weights of one MoE layer: gate/up [E, ffn, hidden], down [E, hidden, ffn], any weight dtype. */
+typedef struct CaiExpertWeights {
+  CaiTensor gate;
+  CaiTensor up;
+  CaiTensor down;
+} CaiExpertWeights;
+
+typedef void* CaiDeviceHandle;
+typedef void* CaiEventHandle;
+
+/* One entry per op; null = unsupported. Semantics: src/hal/op_table.h (the C++ names match). */
+typedef struct CaiOps {
+  uint32_t struct_size;
+  int (*embed)(CaiDeviceHandle, const CaiTensor* table, const CaiTensor* ids, const CaiTensor* out, CaiError*);
+  int (*rms_norm)(CaiDeviceHandle, const CaiTensor* x, const CaiTensor* w, float eps, const CaiTensor* out, CaiError*);
+  int (*rope)(CaiDeviceHandle, const CaiTensor* x, const CaiTensor* pos, const CaiTensor* inv_freq,
+              const CaiRopeParams*, CaiError*);
+  int (*dense_gemm)(CaiDeviceHandle, const CaiTensor* w, const CaiTensor* x, const CaiTensor* bias /* or null */,
+                    const CaiTensor* y, CaiError*);
+  int (*add)(CaiDeviceHandle, const CaiTensor* a, const CaiTensor* b, const CaiTensor* out, CaiError*);
+  int (*swiglu)(CaiDeviceHandle, const CaiTensor* gate, const CaiTensor* up, const CaiTensor* out, CaiError*);
+  int (*softmax)(CaiDeviceHandle, const CaiTensor* x, CaiError*);
+  int (*copy_cols)(CaiDeviceHandle, const CaiTensor* src, int64_t src_col, const CaiTensor* dst, int64_t dst_col,
+                   int64_t n_cols, CaiError*);
+  int (*kv_write)(CaiDeviceHandle, const CaiTensor* src, const CaiTensor* slots, const CaiTensor* cache, CaiError*);
+  int (*attention_gqa)(CaiDeviceHandle, const CaiAttentionParams*, const CaiAttnBatch*, const CaiTensor* q,
+                       const CaiTensor* k_cache, const CaiTensor* v_cache, const CaiTensor* out, CaiError*);
+  int (*moe_gate)(CaiDeviceHandle, const CaiMoeGateParams*, const CaiTensor* logits, const CaiTensor* bias /* or null */,
+                  const CaiTensor* ids, const CaiTensor* weights, CaiError*);
+  int (*sparse_moe)(CaiDeviceHandle, const CaiExpertWeights*, const CaiTensor* x, const CaiTensor* ids,
+                    const CaiTensor* weights, const CaiTensor* out, CaiError*);
+  int (*attention_mla)(CaiDeviceHandle, const CaiMlaParams*, const CaiAttnBatch*, const CaiTensor* q,
+                       const CaiTensor* kv_b, const CaiTensor* latent, const CaiTensor* out, CaiError*);
+} CaiOps;
+
+/* Readings the vendor exposes; a field is valid when its bit is set in `valid`. */
+enum { CAI_TELEMETRY_TEMPERATURE = 1, CAI_TELEMETRY_CLOCK = 2, CAI_TELEMETRY_UTILIZATION = 4, CAI_TELEMETRY_POWER = 8 };
+typedef struct CaiTelemetry {
+  uint32_t valid;
+  float temperature_c;
+  float clock_mhz;
+  float utilization; /* 0..1 */
+  float power_w;
+} CaiTelemetry;
+
+/* One device of a backend. Strings it returns live as long as the device. */
+typedef struct CaiDevice {
+  uint32_t struct_size;
+  CaiDeviceHandle handle;
+  const char* name;        /* "cuda:0" */
+  const char* description; /* "NVIDIA H200, 132 SMs, 141 GB" */
+  int32_t host_visible;    /* 1: the host may dereference device pointers (unified memory, host plugins) */
+  const CaiOps* ops;
+  int (*memory_info)(CaiDeviceHandle, uint64_t* total_bytes, uint64_t* free_bytes, CaiError*);
+  int (*telemetry)(CaiDeviceHandle, CaiTelemetry* out, CaiError*);
+  int (*allocate)(CaiDeviceHandle, size_t n_bytes, int32_t host_pinned, void** out, CaiError*);
+  void (*free)(CaiDeviceHandle, void* ptr, int32_t host_pinned);
+  int (*copy_to_device)(CaiDeviceHandle, void* dst, const void* src, size_t n, CaiError*);
+  int (*copy_to_host)(CaiDeviceHandle, void* dst, const void* src, size_t n, CaiError*);
+  int (*synchronize)(CaiDeviceHandle, CaiError*);
+  int (*event_record)(CaiDeviceHandle, CaiEventHandle* out, CaiError*);
+  int (*event_wait)(CaiDeviceHandle, CaiEventHandle, CaiError*);
+  int (*event_done)(CaiDeviceHandle, CaiEventHandle); /* 1 done, 0 pending */
+  void (*event_destroy)(CaiDeviceHandle, CaiEventHandle);
+  void (*set_batch_invariant)(CaiDeviceHandle, int32_t on);
+} CaiDevice;
+
+/* What the entry symbol returns. create() fills devices (the plugin keeps them alive until destroy()). */
+typedef struct CaiBackendEntry {
+  uint32_t abi_version; /* CAI_BACKEND_ABI_VERSION the plugin was built against */
+  uint32_t struct_size;
+  const char* name; /* backend name, e.g. "cuda" */
+  /* Returns 0 and sets *devices / *n_devices, or an error code with a message. */
+  int (*create)(const CaiDevice* const** devices, int32_t* n_devices, CaiError*);
+  void (*destroy)(void);
+} CaiBackendEntry;
+
+typedef const CaiBackendEntry* (*CaiBackendEntryFn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CAI_BACKEND_ABI_H */

@@ -1,0 +1,153 @@
+// CUDA-dialect absorbed multi-head latent attention: W_UK into the query, paged attention over the latent, W_UV out.
+#include "hal/cuda/kernels/dequant.cuh"
+#include "hal/cuda/kernels/paged_attention.cuh"
+#include "hal/cuda/kernels/reduce.cuh"
+#include "hal/cuda/kernels/tensor_shape.cuh"
+
+namespace cai::gpu {
+
+namespace {
+
+constexpr int kMaxThreads = 256;
+
+// Where the query row of (sequence blockIdx.z, query blockIdx.y) lives, or -1 past the sequence's queries (or past
+// the n_rows rows of q).
+__device__ int64_t query_row(const int32_t* seqs, int64_t n_rows) {
+  const int32_t* sq = seqs + static_cast<int64_t>(blockIdx.z) * 3;
+  const int64_t row = static_cast<int64_t>(sq[0]) + blockIdx.y;
+  return static_cast<int>(blockIdx.y) < sq[1] && sq[0] >= 0 && row < n_rows ? row : -1;
+}
+
+// Grid (n_head, max_q, n_seqs). q_abs[row, h] = [W_UK_h^T q_nope | q_rope]: each thread owns 8-column chunks of the
+// latent and walks the qk_nope rows of W_UK_h in order.
+__global__ void mla_absorb_q_kernel(CaiMlaParams p, const float* __restrict__ q, WeightView kv_b,
+                                    const int32_t* __restrict__ seqs, int64_t n_rows, float* __restrict__ q_abs) {
+  GPU_DYNAMIC_SHARED(float, q_nope);  // [qk_nope]
+  const int64_t row = query_row(seqs, n_rows);
+  if (row < 0) return;
+  const int h = static_cast<int>(blockIdx.x), qk = p.qk_nope + p.qk_rope, width = p.kv_lora + p.qk_rope;
+  const float* qh = q + (row * p.n_head + h) * qk;
+  float* dst = q_abs + (row * p.n_head + h) * width;
+  for (int i = threadIdx.x; i < p.qk_nope; i += blockDim.x) q_nope[i] = qh[i];
+  for (int r = threadIdx.x; r < p.qk_rope; r += blockDim.x) dst[p.kv_lora + r] = qh[p.qk_nope + r];
+  __syncthreads();
+  const int64_t w_row0 = static_cast<int64_t>(h) * (p.qk_nope + p.v_head_dim);
+  const int n_chunks = p.kv_lora / kChunk;
+  for (int c = threadIdx.x; c < n_chunks; c += blockDim.x) {
+    float acc[kChunk] = {}, w[kChunk];
+    for (int i = 0; i < p.qk_nope; ++i) {
+      decode_chunk(kv_b, w_row0 + i, static_cast<int64_t>(c) * kChunk, w);
+      for (int k = 0; k < kChunk; ++k) acc[k] += q_nope[i] * w[k];
+    }
+    for (int k = 0; k < kChunk; ++k) dst[c * kChunk + k] = acc[k];
+  }
+  for (int col = n_chunks * kChunk + threadIdx.x; col < p.kv_lora; col += blockDim.x) {
+    float acc = 0.0f;
+    for (int i = 0; i < p.qk_nope; ++i) acc += q_nope[i] * weight_at(kv_b, w_row0 + i, col);
+    dst[col] = acc;
+  }
+}
+
+// Grid (n_head, max_q, n_seqs). out[row, h, v] = W_UV_h[v] · o_lat[row, h]: one warp per output, lanes across
+// 8-column chunks of the latent.
+__global__ void mla_project_out_kernel(CaiMlaParams p, const float* __restrict__ o_lat, WeightView kv_b,
+                                       const int32_t* __restrict__ seqs, int64_t n_rows, float* __restrict__ out) {
+  GPU_DYNAMIC_SHARED(float, lat);  // [kv_lora]
+  const int64_t row = query_row(seqs, n_rows);
+  if (row < 0) return;
+  const int h = static_cast<int>(blockIdx.x);
+  const float* src = o_lat + (row * p.n_head + h) * p.kv_lora;
+  for (int c = threadIdx.x; c < p.kv_lora; c += blockDim.x) lat[c] = src[c];
+  __syncthreads();
+  const int64_t w_row0 = static_cast<int64_t>(h) * (p.qk_nope + p.v_head_dim) + p.qk_nope;
+  const int n_warps = static_cast<int>(blockDim.x) / gpu_warp_size(), n_chunks = p.kv_lora / kChunk;
+  for (int v = gpu_warp_id(); v < p.v_head_dim; v += n_warps) {
+    float dot = 0.0f, w[kChunk];
+    for (int c = gpu_lane_id(); c < n_chunks; c += gpu_warp_size()) {
+      decode_chunk(kv_b, w_row0 + v, static_cast<int64_t>(c) * kChunk, w);
+      for (int k = 0; k < kChunk; ++k) dot += w[k] * lat[c * kChunk + k];
+    }
+    for (int col = n_chunks * kChunk + gpu_lane_id(); col < p.kv_lora; col += gpu_warp_size())
+      dot += weight_at(kv_b, w_row0 + v, col) * lat[col];
+    dot = warp_sum(dot);
+    if (gpu_lane_id() == 0) out[(row * p.n_head + h) * p.v_head_dim + v] = dot;
+  }
+}
+
+int check_mla_args(const CaiMlaParams& p, const CaiTensor& q, const CaiTensor& kv_b, const CaiTensor& latent,
+                   const CaiTensor& out, CaiError* err) {
+  if (int rc = check_weight(kv_b, 2, "attention_mla", "kv_b", err)) return rc;
+  const int per_head = p.qk_nope + p.v_head_dim, qk = p.qk_nope + p.qk_rope;
+  if (p.n_head <= 0 || p.block_size <= 0 || p.qk_nope <= 0 || p.qk_rope < 0 || p.v_head_dim <= 0 || p.kv_lora <= 0 ||
+      kv_b.shape[0] != static_cast<int64_t>(p.n_head) * per_head || kv_b.shape[1] != p.kv_lora ||
+      cols(latent) != p.kv_lora + p.qk_rope || n_elements(q) % (static_cast<int64_t>(p.n_head) * qk) ||
+      n_elements(out) != n_elements(q) / qk * p.v_head_dim || q.dtype != CAI_DTYPE_F32 ||
+      latent.dtype != CAI_DTYPE_F32 || out.dtype != CAI_DTYPE_F32)
+    return fail(err, CAI_ERR_INVALID_ARGUMENT, "attention_mla: q %s kv_b %s latent %s out %s do not match the params",
+                shape_string(q).c_str(), shape_string(kv_b).c_str(), shape_string(latent).c_str(),
+                shape_string(out).c_str());
+  return CAI_OK;
+}
+
+// The paged-attention core over the latent cache: one kv head of width kv_lora + qk_rope shared by every head,
+// values = the first kv_lora columns of the same rows.
+PagedAttnArgs latent_attention_args(const CaiMlaParams& p, const CaiAttnBatch& batch, int64_t n_rows,
+                                    const float* q_abs, const CaiTensor& latent, float* o_lat) {
+  PagedAttnArgs a;
+  a.q = q_abs;
+  a.k = static_cast<const float*>(latent.data);
+  a.v = a.k;
+  a.out = o_lat;
+  a.seqs = static_cast<const int32_t*>(batch.seqs.data);
+  a.block_tables = static_cast<const int32_t*>(batch.block_tables.data);
+  a.n_rows = n_rows;
+  a.n_seqs = static_cast<int32_t>(batch.seqs.shape[0]);
+  a.max_blocks = static_cast<int32_t>(batch.block_tables.shape[1]);
+  a.max_q = batch.max_q;
+  a.block_size = p.block_size;
+  a.n_slots = rows(latent);
+  a.n_head = p.n_head;
+  a.n_kv_head = 1;
+  a.head_dim = p.kv_lora + p.qk_rope;
+  a.head_dim_v = p.kv_lora;
+  a.k_slot_stride = a.head_dim;
+  a.v_slot_stride = a.head_dim;
+  a.scale = p.scale;
+  return a;
+}
+
+}  // namespace
+
+int attention_mla(const Context& ctx, const CaiMlaParams& p, const CaiAttnBatch& batch, const CaiTensor& q,
+                  const CaiTensor& kv_b, const CaiTensor& latent, const CaiTensor& out, CaiError* err) {
+  if (int rc = check_mla_args(p, q, kv_b, latent, out, err)) return rc;
+  if (int rc = check_attn_batch(batch, "attention_mla", err)) return rc;
+  if (batch.seqs.shape[0] == 0 || batch.max_q <= 0) return CAI_OK;
+  if (batch.max_q > 65535 || batch.seqs.shape[0] > 65535)
+    return fail(err, CAI_ERR_UNSUPPORTED, "attention_mla: %lld sequences of up to %d queries exceed the grid",
+                static_cast<long long>(batch.seqs.shape[0]), batch.max_q);
+  const int64_t n_rows = n_elements(q) / (int64_t{p.n_head} * (p.qk_nope + p.qk_rope)), head_rows = n_rows * p.n_head;
+  const size_t abs_floats = static_cast<size_t>(head_rows) * static_cast<size_t>(p.kv_lora + p.qk_rope);
+  const size_t lat_floats = static_cast<size_t>(head_rows) * static_cast<size_t>(p.kv_lora);
+  if (!ctx.scratch) return fail(err, CAI_ERR_INTERNAL, "attention_mla: no scratch memory");
+  float* q_abs = static_cast<float*>(ctx.scratch->get((abs_floats + lat_floats) * sizeof(float), err));
+  if (!q_abs) return CAI_ERR_OUT_OF_MEMORY;
+  float* o_lat = q_abs + abs_floats;
+  const WeightView w = weight_view(kv_b);
+  const int32_t* seqs = static_cast<const int32_t*>(batch.seqs.data);
+  const dim3 grid(static_cast<unsigned>(p.n_head), static_cast<unsigned>(batch.max_q),
+                  static_cast<unsigned>(batch.seqs.shape[0]));
+  GPU_LAUNCH(grid, row_block_threads(p.kv_lora / kChunk + 1, ctx.warp_size, kMaxThreads),
+             static_cast<size_t>(p.qk_nope) * sizeof(float), ctx.stream, mla_absorb_q_kernel)
+  (p, static_cast<const float*>(q.data), w, seqs, n_rows, q_abs);
+  if (int rc = check_launch(err, "attention_mla")) return rc;
+  if (int rc = launch_paged_attention(ctx, latent_attention_args(p, batch, n_rows, q_abs, latent, o_lat),
+                                      "attention_mla", err))
+    return rc;
+  GPU_LAUNCH(grid, row_block_threads(static_cast<int64_t>(p.v_head_dim) * ctx.warp_size, ctx.warp_size, kMaxThreads),
+             static_cast<size_t>(p.kv_lora) * sizeof(float), ctx.stream, mla_project_out_kernel)
+  (p, o_lat, w, seqs, n_rows, static_cast<float*>(out.data));
+  return check_launch(err, "attention_mla");
+}
+
+}  // namespace cai::gpu

@@ -1,0 +1,202 @@
+// CUDA-dialect sparse_moe: tokens grouped by expert on the device (count, prefix sum, scatter), grouped expert
+// GEMVs (gate and up fused with swiglu, then down) and a per-token weighted combine in a fixed order.
+#include <algorithm>
+#include <utility>
+
+#include "hal/cuda/kernels/gemm_warp.cuh"
+#include "hal/cuda/kernels/tensor_shape.cuh"
+
+namespace cai::gpu {
+
+namespace {
+
+constexpr int kMoeWarps = 4;        // warps (weight rows in flight) per expert GEMV block
+constexpr int kMoeRows = 8;         // routed tokens one pass over a weight row serves
+constexpr int kMoeMaxSplits = 16;   // blocks sharing one expert's token groups (gridDim.z)
+constexpr int kMoeThreads = 128;    // threads of the routing and combine kernels
+
+// Position g within a segment of `count`, clamped to its last one (a padded group row recomputes it, unstored).
+__device__ __forceinline__ int last_at(int g, int count) { return g < count ? g : count - 1; }
+
+// Device temporaries, carved from one scratch region. Slot i = t · top_k + k is routed token t's k-th choice.
+struct MoeScratch {
+  int* counts;   // [E] slots per expert
+  int* cursor;   // [E] scatter cursors
+  int* offsets;  // [E] first position of each expert's segment
+  int* perm;     // [n_slots] position -> slot, grouped by expert
+  int* inv;      // [n_slots] slot -> position, or -1 for an id outside [0, E)
+  float* act;    // [n_slots, ffn] swiglu(gate, up) per position
+  float* down;   // [n_slots, hidden] expert output per position
+};
+
+__global__ void moe_count_kernel(const int32_t* __restrict__ ids, int n_slots, int n_experts, int* counts) {
+  for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < n_slots;
+       i += static_cast<int>(gridDim.x * blockDim.x)) {
+    const int e = ids[i];
+    if (e >= 0 && e < n_experts) atomicAdd(&counts[e], 1);
+  }
+}
+
+// Exclusive prefix sum of the counts (one thread: E is a few hundred at most).
+__global__ void moe_offsets_kernel(const int* counts, int n_experts, int* offsets) {
+  if (threadIdx.x != 0) return;
+  int sum = 0;
+  for (int e = 0; e < n_experts; ++e) {
+    offsets[e] = sum;
+    sum += counts[e];
+  }
+}
+
+// Positions within a segment follow atomic order; every position is computed the same way, so results do not
+// depend on it.
+__global__ void moe_scatter_kernel(const int32_t* __restrict__ ids, int n_slots, int n_experts, MoeScratch s) {
+  for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < n_slots;
+       i += static_cast<int>(gridDim.x * blockDim.x)) {
+    const int e = ids[i];
+    if (e < 0 || e >= n_experts) {
+      s.inv[i] = -1;
+      continue;
+    }
+    const int pos = s.offsets[e] + atomicAdd(&s.cursor[e], 1);
+    s.perm[pos] = i;
+    s.inv[i] = pos;
+  }
+}
+
+// act[pos, f] = silu(gate_e[f] · x[t]) · (up_e[f] · x[t]) for every position of expert e = blockIdx.y; one warp per
+// row f, groups of kMoeRows positions split over gridDim.z blocks.
+__global__ void moe_gate_up_kernel(WeightView gate0, WeightView up0, const float* __restrict__ x, int top_k,
+                                   MoeScratch s) {
+  const int e = static_cast<int>(blockIdx.y);
+  const int64_t f = static_cast<int64_t>(blockIdx.x) * (blockDim.x / gpu_warp_size()) + gpu_warp_id();
+  const int count = s.counts[e], base = s.offsets[e];
+  if (f >= gate0.rows || count == 0) return;
+  const WeightView gate = expert_view(gate0, e), up = expert_view(up0, e);
+  for (int g = static_cast<int>(blockIdx.z) * kMoeRows; g < count; g += static_cast<int>(gridDim.z) * kMoeRows) {
+    const float* xs[kMoeRows];
+    for (int j = 0; j < kMoeRows; ++j)
+      xs[j] = x + static_cast<int64_t>(s.perm[base + last_at(g + j, count)] / top_k) * gate.cols;
+    float ga[kMoeRows], ua[kMoeRows];
+    warp_dot_rows<kMoeRows>(gate, f, xs, ga);
+    warp_dot_rows<kMoeRows>(up, f, xs, ua);
+    if (gpu_lane_id() != 0) continue;
+    for (int j = 0; j < kMoeRows && g + j < count; ++j)
+      s.act[static_cast<int64_t>(base + g + j) * gate.rows + f] = ga[j] / (1.0f + expf(-ga[j])) * ua[j];
+  }
+}
+
+// down[pos, c] = down_e[c] · act[pos] for every position of expert e = blockIdx.y; one warp per output column c.
+__global__ void moe_down_kernel(WeightView down0, MoeScratch s) {
+  const int e = static_cast<int>(blockIdx.y);
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * (blockDim.x / gpu_warp_size()) + gpu_warp_id();
+  const int count = s.counts[e], base = s.offsets[e];
+  if (c >= down0.rows || count == 0) return;
+  const WeightView down = expert_view(down0, e);
+  for (int g = static_cast<int>(blockIdx.z) * kMoeRows; g < count; g += static_cast<int>(gridDim.z) * kMoeRows) {
+    const float* xs[kMoeRows];
+    for (int j = 0; j < kMoeRows; ++j) xs[j] = s.act + static_cast<int64_t>(base + last_at(g + j, count)) * down.cols;
+    float acc[kMoeRows];
+    warp_dot_rows<kMoeRows>(down, c, xs, acc);
+    if (gpu_lane_id() != 0) continue;
+    for (int j = 0; j < kMoeRows && g + j < count; ++j)
+      s.down[static_cast<int64_t>(base + g + j) * down.rows + c] = acc[j];
+  }
+}
+
+// out[t, c] = Σ_k weights[t, k] · down[inv[t, k], c], k in index order (skipped ids contribute nothing).
+__global__ void moe_combine_kernel(const float* __restrict__ weights, int top_k, int64_t hidden, MoeScratch s,
+                                   float* __restrict__ out) {
+  const int64_t t = blockIdx.x;
+  for (int64_t c = threadIdx.x; c < hidden; c += blockDim.x) {
+    float sum = 0.0f;
+    for (int k = 0; k < top_k; ++k) {
+      const int pos = s.inv[t * top_k + k];
+      if (pos >= 0) sum += weights[t * top_k + k] * s.down[static_cast<int64_t>(pos) * hidden + c];
+    }
+    out[t * hidden + c] = sum;
+  }
+}
+
+int check_moe_args(const CaiExpertWeights& w, const CaiTensor& x, const CaiTensor& ids, const CaiTensor& weights,
+                   const CaiTensor& out, CaiError* err) {
+  for (const auto& [t, name] : {std::pair{&w.gate, "gate"}, std::pair{&w.up, "up"}, std::pair{&w.down, "down"}})
+    if (int rc = check_weight(*t, 3, "sparse_moe", name, err); rc != CAI_OK) return rc;
+  const int64_t n_exp = w.gate.shape[0], ffn = w.gate.shape[1], hidden = w.gate.shape[2];
+  const bool same_up = w.up.shape[0] == n_exp && w.up.shape[1] == ffn && w.up.shape[2] == hidden;
+  const bool down_ok = w.down.shape[0] == n_exp && w.down.shape[1] == hidden && w.down.shape[2] == ffn;
+  if (!same_up || !down_ok || n_exp < 1 || n_exp > 65535)
+    return fail(err, CAI_ERR_INVALID_ARGUMENT, "sparse_moe: gate %s up %s down %s", shape_string(w.gate).c_str(),
+                shape_string(w.up).c_str(), shape_string(w.down).c_str());
+  if (x.dtype != CAI_DTYPE_F32 || out.dtype != CAI_DTYPE_F32 || weights.dtype != CAI_DTYPE_F32 ||
+      ids.dtype != CAI_DTYPE_I32)
+    return fail(err, CAI_ERR_INVALID_ARGUMENT, "sparse_moe: x, weights, out must be F32 and ids I32");
+  const int64_t n = rows(x);
+  if (cols(x) != hidden || rows(out) != n || cols(out) != hidden || rows(ids) != n || rows(weights) != n ||
+      cols(weights) != cols(ids))
+    return fail(err, CAI_ERR_INVALID_ARGUMENT, "sparse_moe: x %s ids %s weights %s out %s (hidden %lld)",
+                shape_string(x).c_str(), shape_string(ids).c_str(), shape_string(weights).c_str(),
+                shape_string(out).c_str(), static_cast<long long>(hidden));
+  if (n * cols(ids) > 0x7FFFFFFF)
+    return fail(err, CAI_ERR_INVALID_ARGUMENT, "sparse_moe: %lld routed slots is too many",
+                static_cast<long long>(n * cols(ids)));
+  return CAI_OK;
+}
+
+size_t align_up(size_t n) { return (n + 255) & ~static_cast<size_t>(255); }
+
+// Carves the temporaries out of one scratch region (the two int [E] arrays zeroed first are adjacent).
+int carve_scratch(const Context& ctx, int64_t n_exp, int64_t n_slots, int64_t ffn, int64_t hidden, MoeScratch* s,
+                  CaiError* err) {
+  const size_t e_bytes = align_up(static_cast<size_t>(n_exp) * sizeof(int));
+  const size_t slot_bytes = align_up(static_cast<size_t>(n_slots) * sizeof(int));
+  const size_t act_bytes = align_up(static_cast<size_t>(n_slots * ffn) * sizeof(float));
+  const size_t down_bytes = align_up(static_cast<size_t>(n_slots * hidden) * sizeof(float));
+  if (!ctx.scratch) return fail(err, CAI_ERR_INTERNAL, "sparse_moe: the context has no scratch memory");
+  auto* base = static_cast<uint8_t*>(ctx.scratch->get(3 * e_bytes + 2 * slot_bytes + act_bytes + down_bytes, err));
+  if (!base) return CAI_ERR_OUT_OF_MEMORY;
+  s->counts = reinterpret_cast<int*>(base);
+  s->cursor = reinterpret_cast<int*>(base + e_bytes);
+  s->offsets = reinterpret_cast<int*>(base + 2 * e_bytes);
+  s->perm = reinterpret_cast<int*>(base + 3 * e_bytes);
+  s->inv = reinterpret_cast<int*>(base + 3 * e_bytes + slot_bytes);
+  s->act = reinterpret_cast<float*>(base + 3 * e_bytes + 2 * slot_bytes);
+  s->down = reinterpret_cast<float*>(base + 3 * e_bytes + 2 * slot_bytes + act_bytes);
+  if (gpuMemsetAsync(base, 0, 2 * e_bytes, ctx.stream) != gpuSuccess)
+    return fail(err, CAI_ERR_INTERNAL, "sparse_moe: clearing the expert counters failed");
+  return CAI_OK;
+}
+
+}  // namespace
+
+int sparse_moe(const Context& ctx, const CaiExpertWeights& w, const CaiTensor& x, const CaiTensor& ids,
+               const CaiTensor& weights, const CaiTensor& out, CaiError* err) {
+  if (int rc = check_moe_args(w, x, ids, weights, out, err); rc != CAI_OK) return rc;
+  const int64_t n_exp = w.gate.shape[0], ffn = w.gate.shape[1], hidden = w.gate.shape[2];
+  const int top_k = static_cast<int>(cols(ids)), n_slots = static_cast<int>(rows(x) * top_k);
+  if (rows(x) == 0 || hidden == 0) return CAI_OK;
+  if (n_slots == 0 || ffn == 0) {  // no expert contributes
+    if (gpuMemsetAsync(out.data, 0, static_cast<size_t>(rows(x) * hidden) * sizeof(float), ctx.stream) != gpuSuccess)
+      return fail(err, CAI_ERR_INTERNAL, "sparse_moe: clearing out failed");
+    return CAI_OK;
+  }
+  MoeScratch s{};
+  if (int rc = carve_scratch(ctx, n_exp, n_slots, ffn, hidden, &s, err); rc != CAI_OK) return rc;
+  const auto* id_p = static_cast<const int32_t*>(ids.data);
+  const int route_blocks = static_cast<int>((n_slots + kMoeThreads - 1) / kMoeThreads);
+  const int e32 = static_cast<int>(n_exp);
+  GPU_LAUNCH(dim3(route_blocks), dim3(kMoeThreads), 0, ctx.stream, moe_count_kernel)(id_p, n_slots, e32, s.counts);
+  GPU_LAUNCH(dim3(1), dim3(1), 0, ctx.stream, moe_offsets_kernel)(s.counts, e32, s.offsets);
+  GPU_LAUNCH(dim3(route_blocks), dim3(kMoeThreads), 0, ctx.stream, moe_scatter_kernel)(id_p, n_slots, e32, s);
+  // Every expert gets a grid slice; an expert with no tokens returns at once (its count is only known on the device).
+  const int splits = static_cast<int>(std::min<int64_t>(kMoeMaxSplits, (n_slots + kMoeRows - 1) / kMoeRows));
+  const dim3 block(kMoeWarps * ctx.warp_size);
+  const auto row_blocks = [](int64_t r) { return static_cast<unsigned>((r + kMoeWarps - 1) / kMoeWarps); };
+  GPU_LAUNCH(dim3(row_blocks(ffn), e32, splits), block, 0, ctx.stream, moe_gate_up_kernel)(
+      weight_view(w.gate), weight_view(w.up), static_cast<const float*>(x.data), top_k, s);
+  GPU_LAUNCH(dim3(row_blocks(hidden), e32, splits), block, 0, ctx.stream, moe_down_kernel)(weight_view(w.down), s);
+  GPU_LAUNCH(dim3(static_cast<unsigned>(rows(x))), dim3(kMoeThreads), 0, ctx.stream, moe_combine_kernel)(
+      static_cast<const float*>(weights.data), top_k, hidden, s, static_cast<float*>(out.data));
+  return check_launch(err, "sparse_moe");
+}
+
+}  // namespace cai::gpu

@@ -1,0 +1,359 @@
+// Plugin wrappers: C ABI codes → Status, struct_size-aware reads, and the OpTable thunks (TensorView → CaiTensor).
+#include "hal/plugin_device.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+
+#include "core/log.h"
+
+namespace cai::hal {
+
+static_assert(static_cast<int>(DType::kF32) == CAI_DTYPE_F32 && static_cast<int>(DType::kQ6_K) == CAI_DTYPE_Q6_K &&
+              static_cast<int>(DType::kF8_E4M3) == CAI_DTYPE_F8_E4M3 && static_cast<int>(DType::kI8) == CAI_DTYPE_I8,
+              "DType values are the ABI's CAI_DTYPE_*");
+static_assert(static_cast<int>(StatusCode::kInvalidArgument) == CAI_ERR_INVALID_ARGUMENT &&
+              static_cast<int>(StatusCode::kOutOfMemory) == CAI_ERR_OUT_OF_MEMORY &&
+              static_cast<int>(StatusCode::kInternal) == CAI_ERR_INTERNAL,
+              "StatusCode values are the ABI's CAI_ERR_*");
+
+namespace {
+
+// The fields every ABI v2 device table has (set_batch_invariant, the last one, is optional).
+constexpr size_t kMinDeviceSize = offsetof(CaiDevice, event_destroy) + sizeof(CaiDevice::event_destroy);
+
+// Copies the first `struct_size` bytes a plugin wrote (no more than we know of); later fields stay zero.
+template <class T>
+T read_prefix(const T& src, uint32_t struct_size) {
+  T out;
+  std::memset(&out, 0, sizeof out);
+  std::memcpy(&out, &src, std::min<size_t>(struct_size, sizeof out));
+  return out;
+}
+
+// A plugin's code as a StatusCode (an unknown code is an internal error) and its message (NUL or not).
+StatusCode status_code_of(int code) {
+  return code > CAI_OK && code <= CAI_ERR_INTERNAL ? static_cast<StatusCode>(code) : StatusCode::kInternal;
+}
+std::string message_of(const CaiError& err) { return std::string(err.message, strnlen(err.message, sizeof err.message)); }
+
+CaiTensor to_c(const TensorView& t) {
+  CaiTensor c{};
+  c.data = t.data;
+  c.dtype = static_cast<int32_t>(t.dtype);
+  c.n_dims = t.n_dims;
+  for (size_t i = 0; i < 4; ++i) c.shape[i] = t.shape[i];
+  c.scale = t.scale;
+  return c;
+}
+
+// Converted arguments that live until the end of the plugin call's full expression and decay to what CaiOps takes.
+class CTensor {
+ public:
+  explicit CTensor(const TensorView& t) : t_(to_c(t)) {}
+  explicit CTensor(const TensorView* t) : present_(t != nullptr) {
+    if (t) t_ = to_c(*t);
+  }
+  operator const CaiTensor*() const { return present_ ? &t_ : nullptr; }  // NOLINT: implicit by design
+
+ private:
+  CaiTensor t_{};
+  bool present_ = true;
+};
+
+class CBatch {
+ public:
+  explicit CBatch(const AttnBatch& b) : b_{to_c(b.seqs), to_c(b.block_tables), b.max_q, b.max_ctx} {}
+  operator const CaiAttnBatch*() const { return &b_; }  // NOLINT: implicit by design
+
+ private:
+  CaiAttnBatch b_;
+};
+
+class CExperts {
+ public:
+  explicit CExperts(const ExpertWeights& w) : w_{to_c(w.gate), to_c(w.up), to_c(w.down)} {}
+  operator const CaiExpertWeights*() const { return &w_; }  // NOLINT: implicit by design
+
+ private:
+  CaiExpertWeights w_;
+};
+
+// The one body of every thunk: the plugin device travels in OpContext::backend.
+template <auto Entry, class... Args>
+Status call(const OpContext& ctx, const char* op, const Args&... args) {
+  auto* device = static_cast<PluginDevice*>(ctx.backend);
+  if (!device) return internal_error("{}: the op context carries no plugin device", op);
+  CaiError err{};
+  const int code = (device->c_ops().*Entry)(device->c().handle, args..., &err);
+  return device->status_of(code, err, op);
+}
+
+Status op_embed(const OpContext& x, const TensorView& table, const TensorView& ids, const TensorView& out) {
+  return call<&CaiOps::embed>(x, "embed", CTensor(table), CTensor(ids), CTensor(out));
+}
+Status op_rms_norm(const OpContext& x, const TensorView& in, const TensorView& w, float eps, const TensorView& out) {
+  return call<&CaiOps::rms_norm>(x, "rms_norm", CTensor(in), CTensor(w), eps, CTensor(out));
+}
+Status op_rope(const OpContext& x, const TensorView& in, const TensorView& pos, const TensorView& inv_freq,
+               const RopeParams& p) {
+  return call<&CaiOps::rope>(x, "rope", CTensor(in), CTensor(pos), CTensor(inv_freq), &p);
+}
+Status op_dense_gemm(const OpContext& x, const TensorView& w, const TensorView& in, const TensorView* bias,
+                     const TensorView& y) {
+  return call<&CaiOps::dense_gemm>(x, "dense_gemm", CTensor(w), CTensor(in), CTensor(bias), CTensor(y));
+}
+Status op_add(const OpContext& x, const TensorView& a, const TensorView& b, const TensorView& out) {
+  return call<&CaiOps::add>(x, "add", CTensor(a), CTensor(b), CTensor(out));
+}
+Status op_swiglu(const OpContext& x, const TensorView& gate, const TensorView& up, const TensorView& out) {
+  return call<&CaiOps::swiglu>(x, "swiglu", CTensor(gate), CTensor(up), CTensor(out));
+}
+Status op_softmax(const OpContext& x, const TensorView& in) {
+  return call<&CaiOps::softmax>(x, "softmax", CTensor(in));
+}
+Status op_copy_cols(const OpContext& x, const TensorView& src, int64_t src_col, const TensorView& dst, int64_t dst_col,
+                    int64_t n_cols) {
+  return call<&CaiOps::copy_cols>(x, "copy_cols", CTensor(src), src_col, CTensor(dst), dst_col, n_cols);
+}
+Status op_kv_write(const OpContext& x, const TensorView& src, const TensorView& slots, const TensorView& cache) {
+  return call<&CaiOps::kv_write>(x, "kv_write", CTensor(src), CTensor(slots), CTensor(cache));
+}
+Status op_attention_gqa(const OpContext& x, const AttentionParams& p, const AttnBatch& batch, const TensorView& q,
+                        const TensorView& k_cache, const TensorView& v_cache, const TensorView& out) {
+  return call<&CaiOps::attention_gqa>(x, "attention_gqa", &p, CBatch(batch), CTensor(q), CTensor(k_cache),
+                                      CTensor(v_cache), CTensor(out));
+}
+Status op_moe_gate(const OpContext& x, const MoeGateParams& p, const TensorView& logits, const TensorView* bias,
+                   const TensorView& ids, const TensorView& weights) {
+  return call<&CaiOps::moe_gate>(x, "moe_gate", &p, CTensor(logits), CTensor(bias), CTensor(ids), CTensor(weights));
+}
+Status op_sparse_moe(const OpContext& x, const ExpertWeights& w, const TensorView& in, const TensorView& ids,
+                     const TensorView& weights, const TensorView& out) {
+  return call<&CaiOps::sparse_moe>(x, "sparse_moe", CExperts(w), CTensor(in), CTensor(ids), CTensor(weights),
+                                   CTensor(out));
+}
+Status op_attention_mla(const OpContext& x, const MlaParams& p, const AttnBatch& batch, const TensorView& q,
+                        const TensorView& kv_b, const TensorView& latent, const TensorView& out) {
+  return call<&CaiOps::attention_mla>(x, "attention_mla", &p, CBatch(batch), CTensor(q), CTensor(kv_b),
+                                      CTensor(latent), CTensor(out));
+}
+
+// A thunk for each op the plugin implements; the others stay null (unsupported).
+OpTable thunks_for(const CaiOps& c) {
+  OpTable t;
+  if (c.embed) t.embed = op_embed;
+  if (c.rms_norm) t.rms_norm = op_rms_norm;
+  if (c.rope) t.rope = op_rope;
+  if (c.dense_gemm) t.dense_gemm = op_dense_gemm;
+  if (c.add) t.add = op_add;
+  if (c.swiglu) t.swiglu = op_swiglu;
+  if (c.softmax) t.softmax = op_softmax;
+  if (c.copy_cols) t.copy_cols = op_copy_cols;
+  if (c.kv_write) t.kv_write = op_kv_write;
+  if (c.attention_gqa) t.attention_gqa = op_attention_gqa;
+  if (c.moe_gate) t.moe_gate = op_moe_gate;
+  if (c.sparse_moe) t.sparse_moe = op_sparse_moe;
+  if (c.attention_mla) t.attention_mla = op_attention_mla;
+  return t;
+}
+
+// The first required function a device table lacks, or null.
+const char* missing_device_function(const CaiDevice& c) {
+  if (!c.name) return "name";
+  if (!c.allocate) return "allocate";
+  if (!c.free) return "free";
+  if (!c.copy_to_device) return "copy_to_device";
+  if (!c.copy_to_host) return "copy_to_host";
+  if (!c.synchronize) return "synchronize";
+  if (!c.event_record) return "event_record";
+  if (!c.event_wait) return "event_wait";
+  if (!c.event_done) return "event_done";
+  if (!c.event_destroy) return "event_destroy";
+  return nullptr;
+}
+
+}  // namespace
+
+// ---- PluginEvent / PluginStream ------------------------------------------------------------------------------------
+
+PluginEvent::PluginEvent(PluginDevice& device, CaiEventHandle handle, Status recorded)
+    : device_(device), handle_(handle), recorded_(std::move(recorded)) {
+  if (recorded_.ok()) device_.count_live(+1);
+}
+
+PluginEvent::~PluginEvent() {
+  if (!recorded_.ok()) return;
+  device_.c().event_destroy(device_.c().handle, handle_);
+  device_.count_live(-1);
+}
+
+Status PluginEvent::wait() {
+  static_cast<PluginStream&>(device_.default_stream()).count_host_sync();
+  if (!recorded_.ok()) return recorded_;
+  CaiError err{};
+  return device_.status_of(device_.c().event_wait(device_.c().handle, handle_, &err), err, "event_wait");
+}
+
+bool PluginEvent::done() const { return !recorded_.ok() || device_.c().event_done(device_.c().handle, handle_) != 0; }
+
+Status PluginStream::copy_to_device(void* dst, const void* src, size_t n) {
+  CaiError err{};
+  return device_.status_of(device_.c().copy_to_device(device_.c().handle, dst, src, n, &err), err, "copy_to_device");
+}
+
+Status PluginStream::copy_to_host(void* dst, const void* src, size_t n) {
+  count_host_sync();
+  CaiError err{};
+  return device_.status_of(device_.c().copy_to_host(device_.c().handle, dst, src, n, &err), err, "copy_to_host");
+}
+
+Status PluginStream::synchronize() {
+  count_host_sync();
+  CaiError err{};
+  return device_.status_of(device_.c().synchronize(device_.c().handle, &err), err, "synchronize");
+}
+
+std::unique_ptr<Event> PluginStream::record() {
+  CaiError err{};
+  CaiEventHandle handle = nullptr;
+  Status st = device_.status_of(device_.c().event_record(device_.c().handle, &handle, &err), err, "event_record");
+  return std::make_unique<PluginEvent>(device_, handle, std::move(st));
+}
+
+// ---- PluginDevice --------------------------------------------------------------------------------------------------
+
+Result<std::unique_ptr<PluginDevice>> PluginDevice::create(const CaiDevice& c, const std::string& plugin) {
+  if (c.struct_size < kMinDeviceSize)
+    return unsupported("plugin {}: device table is {} bytes, ABI v{} needs at least {}", plugin, c.struct_size,
+                       CAI_BACKEND_ABI_VERSION, kMinDeviceSize);
+  std::unique_ptr<PluginDevice> d(new PluginDevice());
+  d->c_ = read_prefix(c, c.struct_size);
+  if (const char* missing = missing_device_function(d->c_))
+    return invalid_argument("plugin {}: device table lacks '{}'", plugin, missing);
+  if (d->c_.ops && d->c_.ops->struct_size >= sizeof(uint32_t))
+    d->c_ops_ = read_prefix(*d->c_.ops, d->c_.ops->struct_size);
+  d->table_ = thunks_for(d->c_ops_);
+  d->name_ = d->c_.name;
+  d->description_ = d->c_.description ? d->c_.description : "";
+  return d;
+}
+
+Status PluginDevice::status_of(int code, const CaiError& err, const char* what) const {
+  if (code == CAI_OK) return {};
+  const std::string message = message_of(err);
+  const StatusCode sc = status_code_of(code);
+  const std::string extra = sc == StatusCode::kInternal && code != CAI_ERR_INTERNAL
+                                ? fmt::format(" (unknown code {})", code) : std::string();
+  if (message.empty()) return Status(sc, fmt::format("{}: {} failed{}", name_, what, extra));
+  return Status(sc, fmt::format("{}: {}{}", name_, message, extra));
+}
+
+MemoryInfo PluginDevice::memory_info() const {
+  if (!c_.memory_info) return {};
+  CaiError err{};
+  uint64_t total = 0, free_bytes = 0;
+  Status st = status_of(c_.memory_info(c_.handle, &total, &free_bytes, &err), err, "memory_info");
+  if (!st.ok()) {
+    CAI_LOG_WARN("{}", st.to_string());
+    return {};
+  }
+  return {static_cast<size_t>(total), static_cast<size_t>(free_bytes)};
+}
+
+Telemetry PluginDevice::telemetry() const {
+  Telemetry t;
+  CaiTelemetry c{};
+  CaiError err{};
+  if (!c_.telemetry || c_.telemetry(c_.handle, &c, &err) != CAI_OK) return t;
+  if (c.valid & CAI_TELEMETRY_TEMPERATURE) t.temperature_c = c.temperature_c;
+  if (c.valid & CAI_TELEMETRY_CLOCK) t.clock_mhz = c.clock_mhz;
+  if (c.valid & CAI_TELEMETRY_UTILIZATION) t.utilization = c.utilization;
+  if (c.valid & CAI_TELEMETRY_POWER) t.power_w = c.power_w;
+  return t;
+}
+
+OpContext PluginDevice::op_context() {
+  OpContext ctx;
+  ctx.stream = &stream_;
+  ctx.batch_invariant = batch_invariant_;
+  ctx.backend = this;
+  return ctx;
+}
+
+Result<Buffer> PluginDevice::allocate(size_t n_bytes, MemoryKind kind) {
+  CaiError err{};
+  void* p = nullptr;
+  const int32_t pinned = kind == MemoryKind::kHostPinned ? 1 : 0;
+  CAI_TRY(status_of(c_.allocate(c_.handle, n_bytes, pinned, &p, &err), err, "allocate"));
+  if (!p && n_bytes > 0) return internal_error("{}: allocate({}) returned no memory and no error", name_, n_bytes);
+  if (p) count_live(+1);
+  return Buffer(this, p, n_bytes, kind);
+}
+
+void PluginDevice::free(void* ptr, MemoryKind kind) {
+  if (!ptr) return;
+  c_.free(c_.handle, ptr, kind == MemoryKind::kHostPinned ? 1 : 0);
+  count_live(-1);
+}
+
+void PluginDevice::set_batch_invariant(bool on) {
+  batch_invariant_ = on;
+  if (c_.set_batch_invariant) c_.set_batch_invariant(c_.handle, on ? 1 : 0);
+}
+
+// ---- PluginBackend -------------------------------------------------------------------------------------------------
+
+Status check_plugin_entry(const CaiBackendEntry* entry, const std::string& path) {
+  if (!entry) return invalid_argument("plugin {}: {} returned no entry", path, CAI_BACKEND_ENTRY_SYMBOL);
+  if (entry->abi_version != CAI_BACKEND_ABI_VERSION)
+    return unsupported("plugin {} was built for backend ABI v{}, this engine needs v{}", path, entry->abi_version,
+                       CAI_BACKEND_ABI_VERSION);
+  if (entry->struct_size < sizeof(CaiBackendEntry))
+    return unsupported("plugin {}: entry is {} bytes, ABI v{} needs at least {}", path, entry->struct_size,
+                       CAI_BACKEND_ABI_VERSION, sizeof(CaiBackendEntry));
+  if (!entry->name || !*entry->name || !entry->create)
+    return invalid_argument("plugin {}: entry lacks a name or a create function", path);
+  return {};
+}
+
+Result<std::unique_ptr<PluginBackend>> PluginBackend::create(const CaiBackendEntry& entry, const std::string& path) {
+  const CaiDevice* const* c_devices = nullptr;
+  int32_t n_devices = 0;
+  CaiError err{};
+  const int code = entry.create(&c_devices, &n_devices, &err);
+  std::unique_ptr<PluginBackend> b(new PluginBackend());
+  b->name_ = entry.name;
+  if (code != CAI_OK) {
+    const std::string why = message_of(err);
+    return Status(status_code_of(code), fmt::format("plugin {} ('{}') failed to start: {}", path, b->name_,
+                                  why.empty() ? "no reason given" : why));
+  }
+  b->destroy_ = entry.destroy;  // from here on the destructor releases what create() opened
+  if (!c_devices || n_devices <= 0) return unavailable("plugin {} ('{}') has no devices", path, b->name_);
+  for (int32_t i = 0; i < n_devices; ++i) {
+    if (!c_devices[i]) return invalid_argument("plugin {} ('{}'): device {} is null", path, b->name_, i);
+    CAI_ASSIGN_OR_RETURN(auto device, PluginDevice::create(*c_devices[i], path));
+    b->devices_.push_back(std::move(device));
+  }
+  return b;
+}
+
+PluginBackend::~PluginBackend() {
+  int64_t n_live = 0;
+  for (const auto& d : devices_) n_live += d->n_live_objects();
+  if (!destroy_) return;
+  if (n_live > 0) {
+    CAI_LOG_DEBUG("backend '{}': {} buffers/events still alive, plugin left open", name_, n_live);
+    return;
+  }
+  destroy_();
+}
+
+std::vector<Device*> PluginBackend::devices() {
+  std::vector<Device*> out;
+  for (const auto& d : devices_) out.push_back(d.get());
+  return out;
+}
+
+}  // namespace cai::hal
