@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU (e.g. the lent H200): build the cuda plugin, run the op table test and the oracles
 # on cuda:0, then `cai bench --device cuda:0` on random Qwen2-1.5B-shaped Q8_0 / Q4_K and a DeepSeek-V2-Lite-shaped
-# Q4_0 model, printing tok/s and the share of the HBM roofline. Needs nvcc, cmake and the Debian build dependencies
-# of scripts/setup.sh. Output (logs, JSON) goes to $OUT when set, else /tmp/cai-device-check. Meant to finish in
-# under 8 minutes on an H200 host.
+# Q4_0 model, printing tok/s and the share of the HBM roofline. Builds with nvcc + cmake when the machine has CAI's
+# Debian build dependencies; otherwise run scripts/device-bundle.sh on a build machine, carry .device-bundle/ and set
+# CAI_PREBUILT=.device-bundle. Output (logs, JSON) goes to $OUT when set, else /tmp/cai-device-check. Meant to finish
+# in under 8 minutes on an H200 host.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/cai-device-check}
@@ -14,25 +15,34 @@ log() { echo "== $*" | tee -a "$out/summary.txt"; }
 log "nvidia-smi"
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,driver_version --format=csv | tee -a "$out/summary.txt"
 
-log "build (Release, cuda plugin for sm_80/sm_90 + PTX)"
-cmake -S . -B build-device -DCMAKE_BUILD_TYPE=Release -DCAI_BENCH=OFF >"$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
-cmake --build build-device -j"$jobs" --target cai cai-mkmodel cai-backend-cuda test_ops test_cli \
-  >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
-ls -l build-device/libcai-backend-cuda.so | tee -a "$out/summary.txt"
+bin=build-device
+if [ -n "${CAI_PREBUILT:-}" ]; then
+  bin=$CAI_PREBUILT
+  export LD_LIBRARY_PATH="$PWD/$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export CAI_TEST_SOURCE_DIR="$PWD" CAI_TEST_BINARY_DIR="$PWD/$bin"
+  log "prebuilt binaries from $bin"
+else
+  log "build (Release, cuda plugin for sm_80/sm_90 + PTX)"
+  cmake -S . -B build-device -DCMAKE_BUILD_TYPE=Release -DCAI_BENCH=OFF >"$out/cmake.log" 2>&1 ||
+    { tail -30 "$out/cmake.log"; echo "no build dependencies here: use scripts/device-bundle.sh + CAI_PREBUILT"; exit 1; }
+  cmake --build build-device -j"$jobs" --target cai cai-mkmodel cai-backend-cuda cai-backend-simt test_ops test_cli \
+    >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+fi
+ls -l "$bin"/libcai-backend-cuda.so | tee -a "$out/summary.txt"
 
 log "op table test on every device (cpu, simt:0, cuda:0) vs ops/ref"
-timeout 240 ./build-device/test_ops --gtest_filter='BackendOps.*' 2>&1 | tee "$out/ops.log" | tail -15
+timeout 240 ./"$bin"/test_ops --gtest_filter='BackendOps.*' 2>&1 | tee "$out/ops.log" | tail -15
 
 log "oracles on cuda:0 (qwen2, llama3-scaled, deepseek-v3 main/fp8/q_lora_none; 1e-3, same greedy tokens)"
-CAI_TEST_DEVICE=cuda:0 timeout 120 ./build-device/test_cli --gtest_filter='*OracleEvalDevice*warp32' 2>&1 |
+CAI_TEST_DEVICE=cuda:0 timeout 120 ./"$bin"/test_cli --gtest_filter='*OracleEvalDevice*warp32' 2>&1 |
   tee "$out/oracles.log" | tail -12
 
 bench() {  # name, mkmodel args...
   local name=$1; shift
   local model="/tmp/cai-device-$name.gguf"
-  [ -f "$model" ] || ./build-device/cai-mkmodel "$@" --format gguf -o "$model" >/dev/null 2>&1
+  [ -f "$model" ] || ./"$bin"/cai-mkmodel "$@" --format gguf -o "$model" >/dev/null 2>&1
   log "bench $name"
-  timeout 150 ./build-device/cai bench -m "$model" --device cuda:0 -p 128 -n 64 -r 3 --json >"$out/bench-$name.json" \
+  timeout 150 ./"$bin"/cai bench -m "$model" --device cuda:0 -p 128 -n 64 -r 3 --json >"$out/bench-$name.json" \
     2>"$out/bench-$name.log" || tail -5 "$out/bench-$name.log"
   python3 - "$out/bench-$name.json" <<'PY' | tee -a "$out/summary.txt"
 import json, sys

@@ -1,8 +1,10 @@
-// Test data and binary locations, baked in at configure time.
+// Test data and binary locations, baked in at configure time; CAI_TEST_SOURCE_DIR / CAI_TEST_BINARY_DIR move them
+// (binaries carried to another machine by scripts/device-bundle.sh).
 #include "test_paths.h"
 
 #include <sys/wait.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -11,8 +13,19 @@
 
 namespace cai::test {
 
-std::string data_path(const std::string& rel) { return std::string(CAI_SOURCE_DIR) + "/tests/data/" + rel; }
-std::string binary_path(const std::string& name) { return std::string(CAI_BINARY_DIR) + "/" + name; }
+namespace {
+
+std::string dir_or_env(const char* env, const char* baked) {
+  const char* v = std::getenv(env);
+  return v && *v ? v : baked;
+}
+
+}  // namespace
+
+std::string data_path(const std::string& rel) {
+  return dir_or_env("CAI_TEST_SOURCE_DIR", CAI_SOURCE_DIR) + "/tests/data/" + rel;
+}
+std::string binary_path(const std::string& name) { return dir_or_env("CAI_TEST_BINARY_DIR", CAI_BINARY_DIR) + "/" + name; }
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -146,6 +146,8 @@ typedef struct CaiOps {
   int (*softmax)(CaiDeviceHandle, const CaiTensor* x, CaiError*);
   int (*copy_cols)(CaiDeviceHandle, const CaiTensor* src, int64_t src_col, const CaiTensor* dst, int64_t dst_col,
                    int64_t n_cols, CaiError*);
+  /* kv_write: F32 rows into a cache of F32, F16 or BF16 (round to nearest even). attention_gqa (k/v caches) and
+     attention_mla (latent) read caches of those three dtypes; q and out are F32. */
   int (*kv_write)(CaiDeviceHandle, const CaiTensor* src, const CaiTensor* slots, const CaiTensor* cache, CaiError*);
   int (*attention_gqa)(CaiDeviceHandle, const CaiAttentionParams*, const CaiAttnBatch*, const CaiTensor* q,
                        const CaiTensor* k_cache, const CaiTensor* v_cache, const CaiTensor* out, CaiError*);

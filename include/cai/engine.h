@@ -57,6 +57,7 @@ struct StreamEvent {
   std::vector<TokenLogprob> logprobs;   // one per token this event covers, when requested
   FinishReason finish = FinishReason::kNone;
   std::string error;                    // when finish == kError
+  StatusCode error_code = StatusCode::kOk;  // when finish == kError: e.g. kOutOfMemory when the device ran out
   int n_prompt_tokens = 0;
   int n_cached_prompt_tokens = 0;       // prompt tokens served from the prefix cache
   int n_generated_tokens = 0;
@@ -69,6 +70,7 @@ struct EngineStats {
   int n_waiting = 0;
   int kv_blocks_total = 0;
   int kv_blocks_used = 0;
+  std::string kv_dtype;               // KV cache element type: "f32", "bf16" or "f16"
   uint64_t prompt_tokens = 0;         // prompt tokens received
   uint64_t prefix_hit_tokens = 0;     // prompt tokens not recomputed thanks to the prefix cache
   uint64_t computed_prompt_tokens = 0;

@@ -35,7 +35,9 @@ T read_prefix(const T& src, uint32_t struct_size) {
 StatusCode status_code_of(int code) {
   return code > CAI_OK && code <= CAI_ERR_INTERNAL ? static_cast<StatusCode>(code) : StatusCode::kInternal;
 }
-std::string message_of(const CaiError& err) { return std::string(err.message, strnlen(err.message, sizeof err.message)); }
+std::string message_of(const CaiError& err) {
+  return std::string(err.message, strnlen(err.message, sizeof err.message));
+}
 
 CaiTensor to_c(const TensorView& t) {
   CaiTensor c{};

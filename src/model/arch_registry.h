@@ -8,7 +8,9 @@
 
 namespace cai {
 
-using ModelFactory = Result<std::unique_ptr<Model>> (*)(const ModelConfig& cfg, WeightStore weights, hal::Device& device);
+// kv_dtype: the element type of the model's KV cache (KvSpec::dtype).
+using ModelFactory = Result<std::unique_ptr<Model>> (*)(const ModelConfig& cfg, WeightStore weights,
+                                                        hal::Device& device, DType kv_dtype);
 
 struct ArchEntry {
   const char* hf_architecture;  // "Qwen2ForCausalLM"
@@ -20,7 +22,9 @@ struct ArchEntry {
 Result<const ArchEntry*> find_arch(const ModelConfig& cfg);
 
 // Factories (one per architecture file).
-Result<std::unique_ptr<Model>> make_llama_model(const ModelConfig& cfg, WeightStore weights, hal::Device& device);
-Result<std::unique_ptr<Model>> make_deepseek_model(const ModelConfig& cfg, WeightStore weights, hal::Device& device);
+Result<std::unique_ptr<Model>> make_llama_model(const ModelConfig& cfg, WeightStore weights, hal::Device& device,
+                                                DType kv_dtype);
+Result<std::unique_ptr<Model>> make_deepseek_model(const ModelConfig& cfg, WeightStore weights, hal::Device& device,
+                                                   DType kv_dtype);
 
 }  // namespace cai

@@ -5,9 +5,10 @@
 
 namespace cai {
 
-Result<std::unique_ptr<Model>> make_deepseek_model(const ModelConfig& cfg, WeightStore weights, hal::Device& device) {
+Result<std::unique_ptr<Model>> make_deepseek_model(const ModelConfig& cfg, WeightStore weights, hal::Device& device,
+                                                   DType kv_dtype) {
   if (!cfg.is_mla()) return invalid_argument("{}: kv_lora_rank must be set for DeepSeek attention", cfg.architecture);
-  const KvSpec kv{cfg.num_hidden_layers, cfg.kv_lora_rank + cfg.qk_rope_head_dim, 0, DType::kF32};
+  const KvSpec kv{cfg.num_hidden_layers, cfg.kv_lora_rank + cfg.qk_rope_head_dim, 0, kv_dtype};
   auto model = std::make_unique<DecoderModel>(cfg, std::move(weights), device, kv);
   CAI_TRY(model->load_embeddings_and_head());
   for (int l = 0; l < cfg.num_hidden_layers; ++l) {

@@ -1,4 +1,4 @@
-// KvCache allocation: one buffer per layer for K and one for V.
+// KvCache allocation (one buffer per layer for K and one for V) and the choice of its dtype.
 #include "model/kv_cache.h"
 
 #include <cstring>
@@ -6,8 +6,18 @@
 
 namespace cai {
 
+DType default_kv_dtype(const hal::Device& device) { return device.host_visible() ? DType::kF32 : DType::kBF16; }
+
+Result<DType> parse_kv_dtype(std::string_view name) {
+  for (DType t : {DType::kF32, DType::kBF16, DType::kF16})
+    if (name == dtype_name(t)) return t;
+  return invalid_argument("--kv-dtype '{}': accepted values are f32, bf16 and f16", name);
+}
+
 Result<KvCache> KvCache::create(hal::Device& device, const KvSpec& spec, int n_blocks, int block_size) {
   if (n_blocks <= 0 || block_size <= 0) return invalid_argument("KV cache needs positive blocks and block size");
+  if (!hal::is_kv_cache_dtype(spec.dtype))
+    return unsupported("a KV cache of {} is not supported (f32, bf16 or f16)", dtype_name(spec.dtype));
   KvCache kv;
   kv.spec_ = spec;
   kv.n_blocks_ = n_blocks;

@@ -1,6 +1,7 @@
 // KvSpec (what one token costs per layer) and KvCache (per-layer paged K/V storage on the device).
 #pragma once
 
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -9,8 +10,8 @@
 
 namespace cai {
 
-// Per layer and token: k_width floats of keys and v_width floats of values (GQA: n_kv_head × head_dim each;
-// MLA: the latent c_kv + k_rope in k, nothing in v). The runtime only ever sees this.
+// Per layer and token: k_width elements of keys and v_width of values, of `dtype` (F32, F16 or BF16; GQA: n_kv_head ×
+// head_dim each; MLA: the latent c_kv + k_rope in k, nothing in v). The runtime only ever sees this.
 struct KvSpec {
   int n_layers = 0;
   int k_width = 0;
@@ -18,6 +19,12 @@ struct KvSpec {
   DType dtype = DType::kF32;
   size_t bytes_per_token() const { return static_cast<size_t>(n_layers) * (k_width + v_width) * row_bytes(dtype, 1); }
 };
+
+// The KV cache dtype a device gets unless told otherwise: F32 where the host addresses its memory (CPU), BF16 on
+// devices with their own memory (half the bytes per token).
+DType default_kv_dtype(const hal::Device& device);
+// A --kv-dtype value: "f32", "bf16" or "f16"; anything else is invalid_argument listing those.
+Result<DType> parse_kv_dtype(std::string_view name);
 
 class KvCache {
  public:

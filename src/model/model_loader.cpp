@@ -24,7 +24,7 @@ Result<nlohmann::json> read_json_file(const fs::path& p) {
   return j;
 }
 
-Result<LoadedModel> load_gguf(const std::string& path, hal::Device& device) {
+Result<LoadedModel> load_gguf(const std::string& path, hal::Device& device, DType kv_dtype) {
   CAI_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::open(path));
   CAI_ASSIGN_OR_RETURN(ModelConfig cfg, config_from_gguf(file->metadata()));
   if (const GgufTensorInfo* rf = file->find("rope_freqs.weight")) {
@@ -39,12 +39,12 @@ Result<LoadedModel> load_gguf(const std::string& path, hal::Device& device) {
   }
   CAI_ASSIGN_OR_RETURN(const ArchEntry* arch, find_arch(cfg));
   CAI_ASSIGN_OR_RETURN(WeightStore ws, WeightStore::from_gguf(std::move(file), device));
-  CAI_ASSIGN_OR_RETURN(out.model, arch->factory(cfg, std::move(ws), device));
+  CAI_ASSIGN_OR_RETURN(out.model, arch->factory(cfg, std::move(ws), device, kv_dtype));
   out.format = "gguf";
   return out;
 }
 
-Result<LoadedModel> load_hf_dir(const fs::path& dir, hal::Device& device) {
+Result<LoadedModel> load_hf_dir(const fs::path& dir, hal::Device& device, DType kv_dtype) {
   CAI_ASSIGN_OR_RETURN(nlohmann::json cfg_json, read_json_file(dir / "config.json"));
   CAI_ASSIGN_OR_RETURN(ModelConfig cfg, config_from_hf(cfg_json));
   CAI_ASSIGN_OR_RETURN(const ArchEntry* arch, find_arch(cfg));
@@ -55,7 +55,7 @@ Result<LoadedModel> load_hf_dir(const fs::path& dir, hal::Device& device) {
   }
   CAI_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsCheckpoint> ckpt, SafetensorsCheckpoint::open_dir(dir.string()));
   CAI_ASSIGN_OR_RETURN(WeightStore ws, WeightStore::from_checkpoint(std::move(ckpt), device));
-  CAI_ASSIGN_OR_RETURN(out.model, arch->factory(cfg, std::move(ws), device));
+  CAI_ASSIGN_OR_RETURN(out.model, arch->factory(cfg, std::move(ws), device, kv_dtype));
   out.format = "hf";
   return out;
 }
@@ -66,7 +66,11 @@ Result<LoadedModel> load_model(const std::string& path, hal::Device& device, con
   const auto t0 = std::chrono::steady_clock::now();
   std::error_code ec;
   if (!fs::exists(path, ec)) return not_found("model path '{}' does not exist", path);
-  Result<LoadedModel> r = fs::is_directory(path, ec) ? load_hf_dir(path, device) : load_gguf(path, device);
+  const DType kv_dtype = options.kv_dtype.value_or(default_kv_dtype(device));
+  if (!hal::is_kv_cache_dtype(kv_dtype))
+    return invalid_argument("KV cache dtype {}: accepted values are f32, bf16 and f16", dtype_name(kv_dtype));
+  Result<LoadedModel> r =
+      fs::is_directory(path, ec) ? load_hf_dir(path, device, kv_dtype) : load_gguf(path, device, kv_dtype);
   if (!r.ok()) return r.status();
   r->source = path;
   const auto t1 = std::chrono::steady_clock::now();
@@ -77,9 +81,10 @@ Result<LoadedModel> load_model(const std::string& path, hal::Device& device, con
     CAI_LOG_INFO("pre-warmed {:.1f} MiB of expert weights in {:.2f}s", static_cast<double>(bytes) / (1 << 20),
                  r->prewarm_seconds);
   }
-  CAI_LOG_INFO("loaded {} model {} ({}, {} layers, {:.1f} MiB of weights) on {} in {:.2f}s", r->format, path,
-               r->model->config().architecture, r->model->config().num_hidden_layers,
-               static_cast<double>(r->model->weight_bytes()) / (1 << 20), device.name(), r->load_seconds);
+  CAI_LOG_INFO("loaded {} model {} ({}, {} layers, {:.1f} MiB of weights, {} KV cache) on {} in {:.2f}s", r->format,
+               path, r->model->config().architecture, r->model->config().num_hidden_layers,
+               static_cast<double>(r->model->weight_bytes()) / (1 << 20), dtype_name(kv_dtype), device.name(),
+               r->load_seconds);
   return r;
 }
 

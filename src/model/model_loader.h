@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "model/model.h"
@@ -20,6 +21,7 @@ struct LoadedModel {
 
 struct LoadOptions {
   bool prewarm_experts = false;  // touch every expert page at load (see Model::prewarm_experts)
+  std::optional<DType> kv_dtype;  // KV cache element type (F32, BF16 or F16); unset = default_kv_dtype(device)
 };
 
 Result<LoadedModel> load_model(const std::string& path, hal::Device& device, const LoadOptions& options = {});

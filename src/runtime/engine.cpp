@@ -67,6 +67,7 @@ class EngineImpl final : public Engine {
  public:
   EngineImpl(LoadedModel lm, const EngineOptions& o, KvCache kv, Scheduler sched, int ctx)
       : lm_(std::move(lm)), opt_(o), kv_(std::move(kv)), sched_(std::move(sched)), ctx_size_(ctx) {
+    stats_.kv_dtype = std::string(dtype_name(kv_.spec().dtype));
     thread_ = std::thread([this] { loop(); });
   }
   ~EngineImpl() override { shutdown(); }
@@ -112,7 +113,7 @@ class EngineImpl final : public Engine {
   void run_step();
   Status sample_and_emit(const SchedulerOutput& out, const std::vector<float>& logits);
   void fail_step(const SchedulerOutput& out, const Status& st);
-  void end_request(uint64_t id, FinishReason reason, const std::string& error = {});
+  void end_request(uint64_t id, FinishReason reason, const Status& error = {});
   StreamEvent base_event(uint64_t id) const;
   void publish_stats();
   void adapt_to_temperature();
@@ -176,7 +177,7 @@ void EngineImpl::take_new_work(std::deque<Pending>& incoming, std::vector<uint64
     Status st = sched_.add(p.id, p.request.prompt, p.request.max_tokens);
     prompt_tokens_ += static_cast<uint64_t>(n_prompt);
     live_.emplace(p.id, RequestState(std::move(p.request), std::move(p.on_event), lm_.tokenizer.get()));
-    if (!st.ok()) end_request(p.id, FinishReason::kError, st.message());
+    if (!st.ok()) end_request(p.id, FinishReason::kError, st);
   }
   for (uint64_t id : cancels) {
     end_request(id, FinishReason::kCancelled);  // no-op when it already finished
@@ -194,7 +195,7 @@ StreamEvent EngineImpl::base_event(uint64_t id) const {
   return ev;
 }
 
-void EngineImpl::end_request(uint64_t id, FinishReason reason, const std::string& error) {
+void EngineImpl::end_request(uint64_t id, FinishReason reason, const Status& error) {
   auto it = live_.find(id);
   if (it == live_.end()) return;
   StreamEvent ev = base_event(id);
@@ -202,7 +203,8 @@ void EngineImpl::end_request(uint64_t id, FinishReason reason, const std::string
     (void)sched_.finish(id, reason == FinishReason::kCancelled ? RequestStatus::kFinishedCancelled : RequestStatus::kFinishedError);
   publish_stats();
   ev.finish = reason;
-  ev.error = error;
+  ev.error = error.message();
+  ev.error_code = error.code();
   it->second.emit(ev);
   live_.erase(it);
 }
@@ -294,7 +296,9 @@ Status EngineImpl::sample_and_emit(const SchedulerOutput& out, const std::vector
 
 void EngineImpl::fail_step(const SchedulerOutput& out, const Status& st) {
   CAI_LOG_ERROR("engine step failed: {}", st.to_string());
-  for (const ScheduledRequest& r : out.requests) end_request(r.id, FinishReason::kError, st.to_string());
+  for (const ScheduledRequest& r : out.requests) end_request(r.id, FinishReason::kError, st);
+  (void)sched_.update(out, {});  // closes the step: its requests are gone, the engine serves the next ones
+
 }
 
 void EngineImpl::adapt_to_temperature() {
@@ -358,8 +362,9 @@ Result<std::unique_ptr<Engine>> Engine::create(LoadedModel lm, const EngineOptio
   SchedulerOptions so{o.max_batch, o.max_tokens_per_step, o.block_size, n_blocks, o.prefix_caching};
   CAI_ASSIGN_OR_RETURN(Scheduler sched, Scheduler::create(so));
   lm.model->device().set_batch_invariant(true);  // a request's tokens must not depend on its batch-mates
-  CAI_LOG_INFO("engine: {} KV blocks × {} tokens ({:.1f} MiB), context {}, batch {}, step budget {}", n_blocks,
-               o.block_size, static_cast<double>(kv.total_bytes()) / (1 << 20), ctx, o.max_batch, o.max_tokens_per_step);
+  CAI_LOG_INFO("engine: {} KV blocks × {} tokens ({:.1f} MiB, {}), context {}, batch {}, step budget {}", n_blocks,
+               o.block_size, static_cast<double>(kv.total_bytes()) / (1 << 20), dtype_name(spec.dtype), ctx,
+               o.max_batch, o.max_tokens_per_step);
   return std::unique_ptr<Engine>(std::make_unique<EngineImpl>(std::move(lm), o, std::move(kv), std::move(sched), ctx));
 }
 

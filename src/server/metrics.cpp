@@ -62,6 +62,9 @@ void engine_metrics(std::string& out, const EngineStats& s) {
   scalar(out, "cai_kv_blocks_total", "gauge", "KV cache blocks in the pool.", s.kv_blocks_total);
   scalar(out, "cai_kv_blocks_used", "gauge", "KV cache blocks in use.", s.kv_blocks_used);
   scalar(out, "cai_kv_blocks_free", "gauge", "KV cache blocks free.", s.kv_blocks_total - s.kv_blocks_used);
+  out += fmt::format("# HELP cai_kv_cache_info KV cache element type (label dtype).\n# TYPE cai_kv_cache_info gauge\n"
+                     "cai_kv_cache_info{{dtype=\"{}\"}} 1\n",
+                     s.kv_dtype);
   scalar(out, "cai_prompt_tokens_total", "counter", "Prompt tokens received.", double(s.prompt_tokens));
   scalar(out, "cai_generation_tokens_total", "counter", "Tokens generated.", double(s.generated_tokens));
   scalar(out, "cai_prefix_cache_hit_tokens_total", "counter", "Prompt tokens served from the prefix cache.",

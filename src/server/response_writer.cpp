@@ -7,9 +7,14 @@ namespace cai::server {
 
 using nlohmann::json;
 
-ApiError engine_end_error(FinishReason finish, const std::string& message) {
+ApiError engine_end_error(FinishReason finish, const std::string& message, StatusCode code) {
   ApiError e;
-  if (finish == FinishReason::kCancelled) {
+  if (finish == FinishReason::kError && (code == StatusCode::kOutOfMemory || code == StatusCode::kResourceExhausted)) {
+    e.http_status = 503;  // the device is full right now; the server keeps running and later requests may fit
+    e.type = "server_error";
+    e.code = "device_out_of_memory";
+    e.message = "the device ran out of memory: " + message;
+  } else if (finish == FinishReason::kCancelled) {
     e.http_status = 503;
     e.type = "server_error";
     e.code = "cancelled";
@@ -72,7 +77,7 @@ std::string ResponseWriter::stream(const StreamEvent& ev, const Usage& usage) {
                                             : completion_chunk_json(meta_, "", ev.finish, nullptr));
     if (include_usage_) out += sse_data(usage_chunk_json(meta_, kind_ == ApiKind::kChat, usage));
   } else {
-    out += sse_data(error_json(engine_end_error(ev.finish, ev.error)));
+    out += sse_data(error_json(engine_end_error(ev.finish, ev.error, ev.error_code)));
   }
   out += kSseDone;
   return out;
@@ -90,6 +95,7 @@ void ResponseWriter::collect(const StreamEvent& ev) {
   if (ev.finish == FinishReason::kNone) return;
   finish_ = ev.finish;
   error_ = ev.error;
+  error_code_ = ev.error_code;
   if (kind_ == ApiKind::kChat) {
     ReasoningDelta rest = parser_.finish();
     reasoning_ += rest.reasoning;
@@ -99,7 +105,7 @@ void ResponseWriter::collect(const StreamEvent& ev) {
 
 bool ResponseWriter::failed(ApiError* error) const {
   if (finish_ == FinishReason::kStop || finish_ == FinishReason::kLength) return false;
-  *error = engine_end_error(finish_, error_);
+  *error = engine_end_error(finish_, error_, error_code_);
   return true;
 }
 

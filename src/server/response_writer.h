@@ -41,11 +41,12 @@ class ResponseWriter {
   size_t text_offset_ = 0;  // completions: bytes of text so far (logprobs text_offset)
   FinishReason finish_ = FinishReason::kNone;
   std::string error_;
+  StatusCode error_code_ = StatusCode::kOk;
   std::string text_, reasoning_;  // non-streaming accumulation
   std::vector<TokenLogprob> logprobs_;
 };
 
 // The HTTP status and error object for a request the engine ended with kError or kCancelled.
-ApiError engine_end_error(FinishReason finish, const std::string& message);
+ApiError engine_end_error(FinishReason finish, const std::string& message, StatusCode code);
 
 }  // namespace cai::server

@@ -95,6 +95,11 @@ TEST(BadInput, BadTokensAndContext) {
                      "does not fit the context");
 }
 
+TEST(BadInput, BadKvDtype) {
+  expect_clean_error("eval -m " + test::data_path("oracle/qwen2_tiny") + " --tokens 0,1 --kv-dtype q8_0",
+                     "--kv-dtype 'q8_0': accepted values are f32, bf16 and f16");
+}
+
 TEST(BadInput, TokenizerJsonGarbage) {
   const std::string path = test::make_temp_dir("tok") + "/tokenizer.json";
   write_bytes(path, "{\"model\": {\"type\": \"BPE\", \"vocab\": 7}}");

@@ -1,4 +1,5 @@
-// simt tests (warp 32/64) of paged GQA and absorbed MLA attention vs the reference, batch invariance included.
+// simt tests (warp 32/64) of paged GQA and absorbed MLA attention vs the reference over F32, F16 and BF16 caches,
+// batch invariance included.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -90,23 +91,25 @@ std::vector<float> run_gqa(SimtDevice& dev, const CaiAttentionParams& p, const P
   return dev.download<float>(out.data, static_cast<size_t>(b.n_tok) * p.n_head * p.head_dim_v);
 }
 
-void check_gqa(const CaiAttentionParams& p, const std::vector<SeqSpec>& specs) {
-  SCOPED_TRACE("heads " + std::to_string(p.n_head) + "/" + std::to_string(p.n_kv_head));
+// The reference reads the same cache bytes (kv_cache: F32, F16 or BF16) as the kernel.
+void check_gqa(const CaiAttentionParams& p, const std::vector<SeqSpec>& specs, DType kv_cache = DType::kF32) {
+  SCOPED_TRACE("heads " + std::to_string(p.n_head) + "/" + std::to_string(p.n_kv_head) + " cache " +
+               std::string(dtype_name(kv_cache)));
   std::mt19937 rng(11);
   int64_t n_slots = 0;
   PagedBatch b = make_batch(specs, p.block_size, rng, &n_slots);
   auto q = gaussian(static_cast<size_t>(b.n_tok) * p.n_head * p.head_dim, rng);
-  auto k = gaussian(static_cast<size_t>(n_slots) * p.n_kv_head * p.head_dim, rng);
-  auto v = gaussian(static_cast<size_t>(n_slots) * p.n_kv_head * p.head_dim_v, rng);
+  HostWeights k = make_weights(kv_cache, {n_slots, p.n_kv_head, p.head_dim}, false, rng);
+  HostWeights v = make_weights(kv_cache, {n_slots, p.n_kv_head, p.head_dim_v}, false, rng);
   std::vector<float> want(static_cast<size_t>(b.n_tok) * p.n_head * p.head_dim_v);
-  const Status st = ops::ref::op_table().attention_gqa(
-      {}, p, b.host(), host_f32(q, {b.n_tok, p.n_head, p.head_dim}), host_f32(k, {n_slots, p.n_kv_head, p.head_dim}),
-      host_f32(v, {n_slots, p.n_kv_head, p.head_dim_v}), host_f32(want, {b.n_tok, p.n_head, p.head_dim_v}));
+  const Status st = ops::ref::op_table().attention_gqa({}, p, b.host(), host_f32(q, {b.n_tok, p.n_head, p.head_dim}),
+                                                       k.view(), v.view(),
+                                                       host_f32(want, {b.n_tok, p.n_head, p.head_dim_v}));
   ASSERT_TRUE(st.ok()) << st.to_string();
   const int64_t q_width = static_cast<int64_t>(p.n_head) * p.head_dim, o_width = int64_t{p.n_head} * p.head_dim_v;
   for_each_warp([&](SimtDevice& dev) {
-    const CaiTensor dk = dev.upload_tensor(host_f32(k, {n_slots, p.n_kv_head, p.head_dim}));
-    const CaiTensor dv = dev.upload_tensor(host_f32(v, {n_slots, p.n_kv_head, p.head_dim_v}));
+    const CaiTensor dk = dev.upload_tensor(k.view());
+    const CaiTensor dv = dev.upload_tensor(v.view());
     const auto got = run_gqa(dev, p, b, q, dk, dv);
     expect_close(got, want, 1e-4f, 2e-5f, "attention_gqa");
     for (int64_t s = 0; s < b.n_seqs(); ++s) {
@@ -127,6 +130,13 @@ TEST(CudaAttentionGqa, MatchesReferenceAndIsBatchInvariant) {
   check_gqa(CaiAttentionParams{3, 3, 48, 32, 0.2f, 8}, {{0, 1}, {5, 0}, {70, 4}});
 }
 
+TEST(CudaAttentionGqa, ReadsBf16AndF16Caches) {
+  for (DType kv_cache : {DType::kBF16, DType::kF16}) {
+    check_gqa(CaiAttentionParams{8, 2, 64, 64, 0.125f, 16}, {{0, 5}, {150, 1}, {37, 3}, {300, 2}}, kv_cache);
+    check_gqa(CaiAttentionParams{3, 3, 48, 32, 0.2f, 8}, {{0, 1}, {5, 0}, {70, 4}}, kv_cache);
+  }
+}
+
 TEST(CudaAttentionGqa, RejectsBadShapes) {
   for_each_warp([&](SimtDevice& dev) {
     CaiError err{};
@@ -135,13 +145,18 @@ TEST(CudaAttentionGqa, RejectsBadShapes) {
     const CaiAttnBatch b{};
     EXPECT_EQ(attention_gqa(dev.ctx(), p, b, t, t, t, t, &err), CAI_ERR_INVALID_ARGUMENT);
     EXPECT_NE(std::string(err.message).find("attention"), std::string::npos);
+    const CaiAttentionParams ok{4, 2, 16, 16, 1.0f, 16};
+    const CaiTensor i32_cache = SimtDevice::tensor(t.data, CAI_DTYPE_I32, {4, 2, 16});
+    EXPECT_EQ(attention_gqa(dev.ctx(), ok, b, t, i32_cache, i32_cache, t, &err), CAI_ERR_UNSUPPORTED);
+    EXPECT_NE(std::string(err.message).find("f32, f16 or bf16"), std::string::npos) << err.message;
   });
 }
 
 struct MlaCase {
-  DType dtype;
+  DType dtype;  // kv_b's
   int kv_lora;
   bool scaled;
+  DType latent = DType::kF32;  // the latent cache's
 };
 
 std::vector<float> run_mla(SimtDevice& dev, const CaiMlaParams& p, const PagedBatch& b, std::vector<float>& q,
@@ -154,7 +169,8 @@ std::vector<float> run_mla(SimtDevice& dev, const CaiMlaParams& p, const PagedBa
 }
 
 void check_mla(const MlaCase& c) {
-  SCOPED_TRACE(std::string(dtype_name(c.dtype)) + " kv_lora " + std::to_string(c.kv_lora));
+  SCOPED_TRACE(std::string(dtype_name(c.dtype)) + " kv_lora " + std::to_string(c.kv_lora) + " latent " +
+               std::string(dtype_name(c.latent)));
   std::mt19937 rng(12);
   const CaiMlaParams p{4, 16, 8, 12, c.kv_lora, 0.1f, 16};
   const int qk = p.qk_nope + p.qk_rope, width = p.kv_lora + p.qk_rope;
@@ -162,16 +178,16 @@ void check_mla(const MlaCase& c) {
   PagedBatch b = make_batch({{0, 3}, {130, 1}, {20, 2}}, p.block_size, rng, &n_slots);
   HostWeights kv_b = make_weights(c.dtype, {int64_t{p.n_head} * (p.qk_nope + p.v_head_dim), p.kv_lora}, c.scaled, rng);
   auto q = gaussian(static_cast<size_t>(b.n_tok) * p.n_head * qk, rng);
-  auto latent = gaussian(static_cast<size_t>(n_slots) * width, rng);
+  HostWeights latent = make_weights(c.latent, {n_slots, width}, false, rng);
   std::vector<float> want(static_cast<size_t>(b.n_tok) * p.n_head * p.v_head_dim);
   const Status st = ops::ref::op_table().attention_mla({}, p, b.host(), host_f32(q, {b.n_tok, p.n_head, qk}),
-                                                       kv_b.view(), host_f32(latent, {n_slots, width}),
+                                                       kv_b.view(), latent.view(),
                                                        host_f32(want, {b.n_tok, int64_t{p.n_head} * p.v_head_dim}));
   ASSERT_TRUE(st.ok()) << st.to_string();
   const int64_t o_width = int64_t{p.n_head} * p.v_head_dim;
   for_each_warp([&](SimtDevice& dev) {
     const CaiTensor d_kv_b = dev.upload_tensor(kv_b.view());
-    const CaiTensor d_latent = dev.upload_tensor(host_f32(latent, {n_slots, width}));
+    const CaiTensor d_latent = dev.upload_tensor(latent.view());
     const auto got = run_mla(dev, p, b, q, d_kv_b, d_latent);
     expect_close(got, want, 1e-4f, 1e-4f, "attention_mla");
     for (int64_t s = 0; s < b.n_seqs(); ++s) {
@@ -188,6 +204,8 @@ TEST(CudaAttentionMla, MatchesReferenceAndIsBatchInvariant) {
   check_mla({DType::kBF16, 48, false});
   check_mla({DType::kQ8_0, 64, false});
   check_mla({DType::kF8_E4M3, 40, true});
+  check_mla({DType::kBF16, 48, false, DType::kBF16});  // the latent cache in BF16 and F16
+  check_mla({DType::kF16, 36, false, DType::kF16});
 }
 
 }  // namespace

@@ -1,11 +1,15 @@
-// simt tests (warp 32/64) of rms_norm, add, swiglu, softmax, copy_cols, kv_write and rope vs reference and CPU.
+// simt tests (warp 32/64) of rms_norm, add, swiglu, softmax, copy_cols, kv_write (F32, F16 and BF16 caches) and rope
+// vs reference and CPU; the f32 → f16 / bf16 rounding of convert.cuh vs core/dtype.cpp.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "cuda/expect_close.h"
 #include "cuda/simt_test_util.h"
+#include "hal/cuda/kernels/convert.cuh"
 #include "hal/cpu/kernels/kernels.h"
 #include "ops/ref/ref_ops.h"
 
@@ -79,6 +83,52 @@ TEST(CudaElementwise, CopyColsAndKvWriteMatchReference) {
     EXPECT_EQ(copy_cols(dev.ctx(), d_dst, 0, d_dst, 10, 20, &err), CAI_ERR_UNSUPPORTED);  // overlapping in place
     EXPECT_EQ(kv_write(dev.ctx(), d_dst, d_slots, d_cache, &err), CAI_ERR_INVALID_ARGUMENT) << err.message;
   });
+}
+
+// kv_write rounds F32 rows into F16 / BF16 caches bit for bit like the reference (f16 subnormals, overflow, NaN
+// included); untouched slots keep their bytes.
+TEST(CudaElementwise, KvWriteRoundsIntoHalfCaches) {
+  std::mt19937 rng(6);
+  const int64_t rows = 5, width = 70, n_slots = 12;
+  auto kv = gaussian(static_cast<size_t>(rows * width), rng, 3.0f);
+  kv[3] = 3e-6f;      // an f16 subnormal
+  kv[4] = 70000.0f;   // past f16's range: inf
+  kv[5] = NAN;
+  kv[6] = 1.00390625f;  // 1 + 2^-8: a bf16 tie, rounds to even
+  std::vector<int32_t> slots = {4, 0, 11, 7, 2};
+  for (DType dt : {DType::kF16, DType::kBF16}) {
+    SCOPED_TRACE(std::string(dtype_name(dt)));
+    HostWeights cache = make_weights(dt, {n_slots, width}, false, rng);
+    std::vector<uint8_t> want = cache.bytes;
+    TensorView want_view = cache.view();
+    want_view.data = want.data();
+    expect_ok(ref().kv_write({}, host_f32(kv, {rows, width}), TensorView::make(slots.data(), DType::kI32, {rows}),
+                             want_view));
+    for_each_warp([&](SimtDevice& dev) {
+      CaiError err{};
+      const CaiTensor d_cache = dev.upload_tensor(cache.view());
+      const CaiTensor d_slots = SimtDevice::tensor(dev.upload(slots), CAI_DTYPE_I32, {rows});
+      expect_ok(kv_write(dev.ctx(), dev.upload_tensor(host_f32(kv, {rows, width})), d_slots, d_cache, &err), err);
+      EXPECT_EQ(dev.download<uint8_t>(d_cache.data, want.size()), want);
+    });
+  }
+}
+
+// convert.cuh's f32 → f16 / bf16 equal core/dtype.cpp's on edge values, the whole f16-subnormal range (strided) and
+// random bit patterns.
+TEST(CudaConvert, F32ToHalfMatchesCore) {
+  std::vector<uint32_t> bits = {0u,          0x80000000u, 0x7F800000u, 0xFF800000u, 0x7FC00001u, 0xFF812345u,
+                                0x477FEFFFu, 0x477FF000u, 0x38800000u, 0x387FFFFFu, 0x33000000u, 0x33000001u,
+                                0x32FFFFFFu, 0x00000001u, 0x3F808000u, 0x3F818000u, 0x7F7FFFFFu, 0x80000001u};
+  for (uint32_t u = 0x32000000u; u < 0x38900000u; u += 0x65u) bits.push_back(u);
+  std::mt19937 rng(7);
+  for (int i = 0; i < (1 << 20); ++i) bits.push_back(static_cast<uint32_t>(rng()));
+  for (uint32_t u : bits) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    ASSERT_EQ(cai::gpu::f32_to_f16(f), cai::f32_to_f16(f)) << std::hex << u;
+    ASSERT_EQ(cai::gpu::f32_to_bf16(f), cai::f32_to_bf16(f)) << std::hex << u;
+  }
 }
 
 // RoPE on simt vs the CPU kernel (same float angle) within 1e-5 relative, and vs the double reference loosely

@@ -50,16 +50,13 @@ class Env {
   }
   TensorView f32(std::vector<float>& host, std::initializer_list<int64_t> shape) { return put(host, DType::kF32, shape); }
   TensorView i32(std::vector<int32_t>& host, std::initializer_list<int64_t> shape) { return put(host, DType::kI32, shape); }
-  // The tensor's bytes back on the host as floats (I32 values converted).
+  // The tensor's bytes back on the host as floats (I32, F16 and BF16 values converted).
   std::vector<float> get(const TensorView& v) {
     std::vector<float> out(static_cast<size_t>(v.n_elements()));
     std::vector<uint8_t> raw(v.n_bytes());
     if (!device_ || device_->host_visible()) std::memcpy(raw.data(), v.data, raw.size());
     else EXPECT_TRUE(device_->default_stream().copy_to_host(raw.data(), v.data, raw.size()).ok());
-    for (size_t i = 0; i < out.size(); ++i) {
-      if (v.dtype == DType::kI32) out[i] = static_cast<float>(reinterpret_cast<const int32_t*>(raw.data())[i]);
-      else std::memcpy(&out[i], raw.data() + i * 4, 4);
-    }
+    dequantize_row(v.dtype, raw.data(), out.data(), v.n_elements());
     return out;
   }
 
@@ -209,18 +206,29 @@ hal::AttnBatch attn_batch(Env& env, std::vector<int32_t>& seqs, std::vector<int3
   return b;
 }
 
+// Zeroed bytes of a [rows, cols] KV cache of dtype dt.
+std::vector<uint8_t> zero_cache(DType dt, int64_t rows, int64_t cols) {
+  return std::vector<uint8_t>(row_bytes(dt, cols) * static_cast<size_t>(rows), 0);
+}
+
+constexpr DType kKvTypes[] = {DType::kF32, DType::kF16, DType::kBF16};
+
 void add_attention_cases(std::vector<OpCase>& cases) {
-  cases.push_back({"kv_write_attention_gqa", 2e-5f, [](const hal::OpTable& t, const hal::OpContext& c, Env& env) {
+  // kv_write rounds exactly like the reference (the caches are compared too); attention reads the same cache.
+  for (DType kv : kKvTypes) {
+    cases.push_back({"kv_write_attention_gqa_" + std::string(dtype_name(kv)), 2e-5f,
+                     [kv](const hal::OpTable& t, const hal::OpContext& c, Env& env) {
                      // Two sequences over a paged cache of 6 blocks × 4 slots with scrambled block tables.
                      const int nh = 4, nkv = 2, hd = 8, bs = 4, n_slots = 24;
-                     std::vector<float> kc(n_slots * nkv * hd, 0.0f), vc(n_slots * nkv * hd, 0.0f);
+                     std::vector<uint8_t> kc = zero_cache(kv, n_slots, nkv * hd), vc = kc;
                      std::vector<int32_t> tables = {5, 1, 3, 0, 4, 0};
                      // seq0: 9 tokens already cached + 2 new; seq1: 5 new (prefill).
                      std::vector<float> knew = random_floats(16 * nkv * hd, 11), vnew = random_floats(16 * nkv * hd, 12);
                      std::vector<int32_t> slots;
                      for (int p = 0; p < 11; ++p) slots.push_back(tables[static_cast<size_t>(p / bs)] * bs + p % bs);
                      for (int p = 0; p < 5; ++p) slots.push_back(tables[static_cast<size_t>(3 + p / bs)] * bs + p % bs);
-                     const TensorView kcv = env.f32(kc, {n_slots, nkv * hd}), vcv = env.f32(vc, {n_slots, nkv * hd});
+                     const TensorView kcv = env.put(kc, kv, {n_slots, nkv * hd});
+                     const TensorView vcv = env.put(vc, kv, {n_slots, nkv * hd});
                      const TensorView sv = env.i32(slots, {16});
                      EXPECT_TRUE(t.kv_write(c, env.f32(knew, {16, nkv * hd}), sv, kcv).ok());
                      EXPECT_TRUE(t.kv_write(c, env.f32(vnew, {16, nkv * hd}), sv, vcv).ok());
@@ -231,11 +239,19 @@ void add_attention_cases(std::vector<OpCase>& cases) {
                      const TensorView ov = env.f32(out, {7, nh, hd});
                      EXPECT_TRUE(t.attention_gqa(c, p, b, env.f32(q, {7, nh, hd}), kcv.reshaped({n_slots, nkv, hd}),
                                                  vcv.reshaped({n_slots, nkv, hd}), ov).ok());
-                     return env.get(ov);
+                     std::vector<float> got = env.get(ov), k_rows = env.get(kcv), v_rows = env.get(vcv);
+                     got.insert(got.end(), k_rows.begin(), k_rows.end());
+                     got.insert(got.end(), v_rows.begin(), v_rows.end());
+                     return got;
                    }});
-  for (bool fp8 : {false, true}) {
-    cases.push_back({fp8 ? "attention_mla_fp8_kv_b" : "attention_mla_f32", 5e-5f,
-                     [fp8](const hal::OpTable& t, const hal::OpContext& c, Env& env) {
+  }
+  // The latent cache in every KV dtype (F32 kv_b), and FP8 kv_b over an F32 latent.
+  for (const auto& latent_and_fp8 : {std::pair{DType::kF32, false}, std::pair{DType::kF16, false},
+                                     std::pair{DType::kBF16, false}, std::pair{DType::kF32, true}}) {
+    const DType kv = latent_and_fp8.first;
+    const bool fp8 = latent_and_fp8.second;
+    cases.push_back({"attention_mla_" + std::string(dtype_name(kv)) + (fp8 ? "_fp8_kv_b" : ""), 5e-5f,
+                     [kv, fp8](const hal::OpTable& t, const hal::OpContext& c, Env& env) {
                        // The reference is the naive (expanded) form; backends use the absorbed one.
                        const int nh = 3, nope = 8, rope = 4, vd = 6, lora = 16, bs = 4, n_slots = 16;
                        std::vector<float> kvb = random_floats(nh * (nope + vd) * lora, 18, 0.5f);
@@ -248,14 +264,16 @@ void add_attention_cases(std::vector<OpCase>& cases) {
                          EXPECT_TRUE(quantize_row(DType::kF8_E4M3, unscaled.data(), codes.data(), static_cast<int64_t>(codes.size())).ok());
                          kv_b = env.put(codes, DType::kF8_E4M3, {nh * (nope + vd), lora}, scale.data(), 1);
                        }
-                       std::vector<float> lat = random_floats(n_slots * (lora + rope), 19);
+                       const std::vector<float> lat_f = random_floats(n_slots * (lora + rope), 19);
+                       std::vector<uint8_t> lat = zero_cache(kv, n_slots, lora + rope);
+                       EXPECT_TRUE(quantize_row(kv, lat_f.data(), lat.data(), static_cast<int64_t>(lat_f.size())).ok());
                        std::vector<int32_t> tables = {2, 0, 3, 0}, seqs = {0, 1, 6, 1, 3, 0};
                        std::vector<float> q = random_floats(4 * nh * (nope + rope), 20), out(4 * nh * vd);
                        const hal::AttnBatch b = attn_batch(env, seqs, tables, 2);
                        hal::MlaParams p{nh, nope, rope, vd, lora, 0.3f, bs};
                        const TensorView ov = env.f32(out, {4, nh * vd});
                        EXPECT_TRUE(t.attention_mla(c, p, b, env.f32(q, {4, nh, nope + rope}), kv_b,
-                                                   env.f32(lat, {n_slots, lora + rope}), ov).ok());
+                                                   env.put(lat, kv, {n_slots, lora + rope}), ov).ok());
                        return env.get(ov);
                      }});
   }
@@ -369,6 +387,23 @@ TEST(BackendOps, CpuRejectsBadInput) {
   std::vector<float> cache(4 * 8), src(8);
   std::vector<int32_t> slot = {9};
   EXPECT_FALSE(t.kv_write(cpu->op_context(), view(src, {1, 8}), env.i32(slot, {1}), view(cache, {4, 8})).ok());
+}
+
+// A KV cache is F32, F16 or BF16: kv_write into any other dtype is unsupported, in the reference and on every device.
+TEST(BackendOps, KvCacheOfOtherDtypeIsUnsupported) {
+  std::vector<std::pair<const hal::OpTable*, hal::Device*>> tables = {{&ops::ref::op_table(), nullptr}};
+  for (hal::Device* dev : all_devices()) tables.push_back({&dev->ops(), dev});
+  for (auto [t, dev] : tables) {
+    SCOPED_TRACE(dev ? dev->name() : "reference");
+    Env env(dev);
+    std::vector<float> src(32);
+    std::vector<int32_t> slot = {1};
+    std::vector<uint8_t> cache(row_bytes(DType::kQ8_0, 32) * 2);
+    const Status st = t->kv_write(dev ? dev->op_context() : hal::OpContext{}, env.f32(src, {1, 32}),
+                                  env.i32(slot, {1}), env.put(cache, DType::kQ8_0, {2, 32}));
+    EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
+    EXPECT_NE(st.message().find("f32, f16 or bf16"), std::string::npos) << st.to_string();
+  }
 }
 
 }  // namespace

@@ -7,24 +7,16 @@
 #include "hal/hal.h"
 #include "model/model_loader.h"
 #include "runtime/single_sequence.h"
+#include "runtime/device_under_test.h"
 #include "test_paths.h"
 
 namespace cai {
 namespace {
 
-// The device under test: "cpu", or a plugin's device found next to the test binary ("simt:0").
-hal::Device* device_named(const std::string& name) {
-  hal::Registry& reg = hal::Registry::global();
-  if (name != "cpu" && !reg.find_device(name).ok()) reg.load_plugins_from_default_paths();
-  Result<hal::Device*> d = reg.find_device(name);
-  EXPECT_TRUE(d.ok()) << d.status().to_string();
-  return d.ok() ? *d : nullptr;
-}
-
 class SequenceBatchOn : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SequenceBatchOn, BatchedStepsEqualSoloRuns) {
-  hal::Device* cpu = device_named(GetParam());
+  hal::Device* cpu = test::device_named(GetParam());
   ASSERT_NE(cpu, nullptr);
   Result<LoadedModel> lm = load_model(test::data_path("models/TinyStories-656K-Q8_0.gguf"), *cpu);
   ASSERT_TRUE(lm.ok()) << lm.status().to_string();
@@ -71,7 +63,7 @@ TEST_P(SequenceBatchOn, BatchedStepsEqualSoloRuns) {
 
 // The sync contract (hal.h): a forward pass blocks the host once, to read its logits; everything else is queued.
 TEST_P(SequenceBatchOn, ForwardPassSyncsWithTheHostOnce) {
-  hal::Device* dev = device_named(GetParam());
+  hal::Device* dev = test::device_named(GetParam());
   ASSERT_NE(dev, nullptr);
   Result<LoadedModel> lm = load_model(test::data_path("models/TinyStories-656K-Q8_0.gguf"), *dev);
   ASSERT_TRUE(lm.ok()) << lm.status().to_string();
@@ -86,7 +78,7 @@ TEST_P(SequenceBatchOn, ForwardPassSyncsWithTheHostOnce) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, SequenceBatchOn, ::testing::Values("cpu", "simt:0"),
-                         [](const auto& info) { return info.param == "cpu" ? std::string("cpu") : std::string("simt"); });
+                         [](const auto& info) { return test::device_param_name(info.param); });
 
 TEST(SequenceBatch, RefusesMismatchedInput) {
   hal::Device* cpu = hal::Registry::global().find_device("cpu").value();

@@ -23,6 +23,7 @@ class FakeEngine : public Engine {
     std::vector<std::string> pieces = {"Once", " upon", " a", " time"};  // one event per piece (one token each)
     FinishReason finish = FinishReason::kStop;
     std::string error;                                // with finish == kError
+    StatusCode error_code = StatusCode::kInternal;    // with finish == kError
     bool hold = false;                                // emit nothing until cancelled
     Status submit_status;                             // non-OK: submit() fails with it
     std::chrono::milliseconds delay{0};               // between events
@@ -64,6 +65,7 @@ class FakeEngine : public Engine {
     s.n_waiting = 1;
     s.kv_blocks_total = 40;
     s.kv_blocks_used = 10;
+    s.kv_dtype = "bf16";
     s.prompt_tokens = 123;
     s.prefix_hit_tokens = 45;
     s.generated_tokens = 67;
@@ -120,7 +122,7 @@ class FakeEngine : public Engine {
       }
       const bool last = i + 1 == s.pieces.size();
       ev.finish = last ? s.finish : FinishReason::kNone;
-      if (last) ev.error = s.error;
+      if (last) ev.error = s.error, ev.error_code = s.error_code;
       cb(ev);
       if (last) return;
     }

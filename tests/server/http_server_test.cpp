@@ -321,6 +321,14 @@ TEST_F(ServerTest, EngineRefusalsMapToStatuses) {
   ASSERT_GE(data.size(), 2u);
   EXPECT_EQ(data.back(), "[DONE]");
   EXPECT_TRUE(json::parse(data[data.size() - 2]).contains("error"));
+  // A device that ran out of memory mid-step: 503 (try again later), and the server goes on answering.
+  engine_->script.error = "simt:0: cannot allocate 4096 bytes";
+  engine_->script.error_code = StatusCode::kOutOfMemory;
+  auto oom = post("/v1/chat/completions", kChat);
+  EXPECT_EQ(oom->status, 503);
+  EXPECT_EQ(error_of(oom)["code"], "device_out_of_memory");
+  engine_->script.finish = FinishReason::kStop;
+  EXPECT_EQ(post("/v1/chat/completions", kChat)->status, 200);
 }
 
 // Opens a streaming request on a raw socket, reads the response headers, then hangs up.
@@ -374,6 +382,7 @@ TEST_F(ServerTest, MetricsText) {
            "cai_time_to_first_token_seconds_bucket{le=\"+Inf\"} 1\n", "cai_time_per_output_token_seconds_count 3\n",
            "cai_e2e_request_latency_seconds_count 1\n", "cai_num_requests_running 2\n",
            "cai_num_requests_waiting 1\n", "cai_kv_blocks_used 10\n", "cai_kv_blocks_free 30\n",
+           "cai_kv_cache_info{dtype=\"bf16\"} 1\n",
            "cai_prompt_tokens_total 123\n", "cai_generation_tokens_total 67\n",
            "cai_prefix_cache_hit_tokens_total 45\n", "cai_preemptions_total 3\n", "cai_model_loaded 1\n"})
     EXPECT_NE(m.find(line), std::string::npos) << line << "\n" << m;

@@ -12,6 +12,8 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--device", o.device, "device to run on: cpu, or a plugin backend such as cuda:0");
   cmd.add_option("-t,--threads", o.threads, "CPU threads (0 = all)");
   cmd.add_flag("--prewarm-experts", o.prewarm_experts, "touch every MoE expert's weight pages at load");
+  cmd.add_option("--kv-dtype", o.kv_dtype,
+                 "KV cache element type: f32, bf16 or f16 (default: f32 on cpu, bf16 on devices with own memory)");
 }
 
 int fail(const Status& st) {
@@ -20,11 +22,15 @@ int fail(const Status& st) {
 }
 
 Result<LoadedModel> open_model(const CommonOptions& o) {
+  LoadOptions load{o.prewarm_experts, std::nullopt};
+  if (!o.kv_dtype.empty()) {
+    CAI_ASSIGN_OR_RETURN(load.kv_dtype, parse_kv_dtype(o.kv_dtype));
+  }
   hal::Registry& reg = hal::Registry::global();
   if (o.device.rfind("cpu", 0) != 0) reg.load_plugins_from_default_paths();
   hal::cpu::set_cpu_threads(o.threads);
   CAI_ASSIGN_OR_RETURN(hal::Device * dev, reg.find_device(o.device));
-  return load_model(o.model, *dev, LoadOptions{o.prewarm_experts});
+  return load_model(o.model, *dev, load);
 }
 
 }  // namespace cai::cli

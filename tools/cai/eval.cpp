@@ -68,6 +68,7 @@ Status eval(const EvalOptions& o) {
                         {"n_vocab", cfg.vocab_size},
                         {"n_tokens", ids.size()},
                         {"architecture", cfg.architecture},
+                        {"kv_dtype", dtype_name(lm.model->kv_spec().dtype)},
                         {"kv_bytes_per_token", lm.model->kv_spec().bytes_per_token()},
                         {"load_seconds", lm.load_seconds},
                         {"prewarm_seconds", lm.prewarm_seconds}};

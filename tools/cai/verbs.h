@@ -16,6 +16,7 @@ struct CommonOptions {
   std::string device = "cpu";
   int threads = 0;  // 0 = all hardware threads
   bool prewarm_experts = false;
+  std::string kv_dtype;  // "" = the device's default (default_kv_dtype)
 };
 void add_common_options(CLI::App& cmd, CommonOptions& o);
 // Resolve the device (loading plugins) and load the model; errors are printed as "error: ..." to stderr.

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "core/quant.h"
@@ -108,15 +107,26 @@ Status copy_cols(const OpContext&, const TensorView& src, int64_t src_col, const
   return {};
 }
 
+// Every element of a (plain-typed) tensor as float: how the reference reads KV caches of any dtype.
+std::vector<float> decode_all(const TensorView& t) {
+  std::vector<float> v(static_cast<size_t>(t.n_elements()));
+  dequantize_row(t.dtype, t.data, v.data(), t.n_elements());
+  return v;
+}
+
 Status kv_write(const OpContext&, const TensorView& src, const TensorView& slot_view, const TensorView& cache) {
+  CAI_TRY(hal::check_kv_cache_dtype("kv_write", cache));
   const int32_t* slots = slot_view.as<const int32_t>();
   for (int64_t i = 0; i < src.rows(); ++i)
-    std::memcpy(cache.row<float>(slots[i]), src.row<float>(i), src.row_bytes());
+    CAI_TRY(quantize_row(cache.dtype, src.row<float>(i), cache.row(slots[i]), src.cols()));
   return {};
 }
 
 Status attention_gqa(const OpContext&, const hal::AttentionParams& p, const hal::AttnBatch& batch, const TensorView& q,
-                     const TensorView& k, const TensorView& v, const TensorView& out) {
+                     const TensorView& k_cache, const TensorView& v_cache, const TensorView& out) {
+  CAI_TRY(hal::check_kv_cache_dtype("attention_gqa", k_cache));
+  CAI_TRY(hal::check_kv_cache_dtype("attention_gqa", v_cache));
+  const std::vector<float> k = decode_all(k_cache), v = decode_all(v_cache);
   std::vector<hal::AttnSeq> seqs;
   for (int64_t s = 0; s < batch.n_seqs(); ++s) seqs.push_back(batch.host_seq(s));
   const int n_seqs = static_cast<int>(seqs.size());
@@ -133,7 +143,7 @@ Status attention_gqa(const OpContext&, const hal::AttentionParams& p, const hal:
         std::vector<double> sc(static_cast<size_t>(n_ctx));
         double mx = -INFINITY, sum = 0;
         for (int t = 0; t < n_ctx; ++t) {
-          const float* kv = k.as<float>() + (slot_of(seqs[s], t) * p.n_kv_head + kvh) * p.head_dim;
+          const float* kv = k.data() + (slot_of(seqs[s], t) * p.n_kv_head + kvh) * p.head_dim;
           double dot = 0;
           for (int d = 0; d < p.head_dim; ++d) dot += static_cast<double>(qv[d]) * kv[d];
           sc[static_cast<size_t>(t)] = dot * p.scale;
@@ -143,7 +153,7 @@ Status attention_gqa(const OpContext&, const hal::AttentionParams& p, const hal:
         for (int d = 0; d < p.head_dim_v; ++d) {
           double acc = 0;
           for (int t = 0; t < n_ctx; ++t)
-            acc += sc[static_cast<size_t>(t)] * v.as<float>()[(slot_of(seqs[s], t) * p.n_kv_head + kvh) * p.head_dim_v + d];
+            acc += sc[static_cast<size_t>(t)] * v[(slot_of(seqs[s], t) * p.n_kv_head + kvh) * p.head_dim_v + d];
           out.as<float>()[(row * p.n_head + h) * p.head_dim_v + d] = static_cast<float>(acc / sum);
         }
       }
@@ -227,7 +237,9 @@ Status sparse_moe(const OpContext&, const hal::ExpertWeights& w, const TensorVie
 
 // The naive (non-absorbed) form: expand every cached latent into per-head k_nope and v with kv_b, then attend.
 Status attention_mla(const OpContext&, const hal::MlaParams& p, const hal::AttnBatch& batch, const TensorView& q,
-                     const TensorView& kv_b, const TensorView& latent, const TensorView& out) {
+                     const TensorView& kv_b, const TensorView& latent_cache, const TensorView& out) {
+  CAI_TRY(hal::check_kv_cache_dtype("attention_mla", latent_cache));
+  const std::vector<float> latent = decode_all(latent_cache);
   const int qk = p.qk_nope + p.qk_rope, per_head = p.qk_nope + p.v_head_dim;
   for (int64_t s = 0; s < batch.n_seqs(); ++s) {
     const hal::AttnSeq sq = batch.host_seq(s);
@@ -242,7 +254,7 @@ Status attention_mla(const OpContext&, const hal::MlaParams& p, const hal::AttnB
         double mx = -INFINITY;
         for (int t = 0; t < n_ctx; ++t) {
           const int64_t slot = static_cast<int64_t>(sq.block_table[t / p.block_size]) * p.block_size + t % p.block_size;
-          const float* lat = latent.row<float>(slot);
+          const float* lat = latent.data() + slot * latent_cache.cols();
           double dot = 0;
           for (int i = 0; i < p.qk_nope; ++i) {
             double k_nope = 0;

@@ -1,8 +1,9 @@
-// CPU grouped-query attention over a paged F32 KV cache; one work item per (query token, head).
+// CPU grouped-query attention over a paged F32 / F16 / BF16 KV cache; one work item per (query token, head).
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "core/quant.h"
 #include "hal/cpu/kernels/kernels.h"
 
 namespace cai::hal::cpu {
@@ -29,8 +30,17 @@ Status check_attention_args(const AttentionParams& p, const TensorView& q, const
 
 }  // namespace
 
+const float* kv_cache_elems(const TensorView& cache, int64_t elem0, int64_t n, float* buf) {
+  const uint8_t* src = static_cast<const uint8_t*>(cache.data) + row_bytes(cache.dtype, elem0);
+  if (cache.dtype == DType::kF32) return reinterpret_cast<const float*>(src);
+  dequantize_row(cache.dtype, src, buf, n);
+  return buf;
+}
+
 Status attention_gqa(const OpContext& ctx, const AttentionParams& p, const AttnBatch& batch, const TensorView& q,
                      const TensorView& k_cache, const TensorView& v_cache, const TensorView& out) {
+  CAI_TRY(check_kv_cache_dtype("attention_gqa", k_cache));
+  CAI_TRY(check_kv_cache_dtype("attention_gqa", v_cache));
   CAI_TRY(check_attention_args(p, q, k_cache, v_cache, out));
   std::vector<AttnSeq> seqs;
   for (int64_t s = 0; s < batch.n_seqs(); ++s) seqs.push_back(batch.host_seq(s));
@@ -41,7 +51,8 @@ Status attention_gqa(const OpContext& ctx, const AttentionParams& p, const AttnB
   const int64_t n_items = static_cast<int64_t>(items.size()) * p.n_head;
   parallel_rows(ctx, n_items, 1, [&](int64_t b, int64_t e) {
     std::vector<float> scores;
-    std::vector<float> acc(static_cast<size_t>(p.head_dim_v));
+    std::vector<float> acc(static_cast<size_t>(p.head_dim_v)), k_buf(static_cast<size_t>(p.head_dim)),
+        v_buf(static_cast<size_t>(p.head_dim_v));
     for (int64_t it = b; it < e; ++it) {
       const WorkItem& w = items[static_cast<size_t>(it / p.n_head)];
       const int h = static_cast<int>(it % p.n_head), kvh = h / group;
@@ -52,7 +63,7 @@ Status attention_gqa(const OpContext& ctx, const AttentionParams& p, const AttnB
       scores.resize(static_cast<size_t>(n_ctx));
       for (int32_t t = 0; t < n_ctx; ++t) {
         const int64_t slot = static_cast<int64_t>(sq.block_table[t / p.block_size]) * p.block_size + t % p.block_size;
-        const float* kv = k_cache.as<const float>() + (slot * p.n_kv_head + kvh) * p.head_dim;
+        const float* kv = kv_cache_elems(k_cache, (slot * p.n_kv_head + kvh) * p.head_dim, p.head_dim, k_buf.data());
         float dot = 0;
         for (int d = 0; d < p.head_dim; ++d) dot += qv[d] * kv[d];
         scores[static_cast<size_t>(t)] = dot * p.scale;
@@ -61,7 +72,8 @@ Status attention_gqa(const OpContext& ctx, const AttentionParams& p, const AttnB
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int32_t t = 0; t < n_ctx; ++t) {
         const int64_t slot = static_cast<int64_t>(sq.block_table[t / p.block_size]) * p.block_size + t % p.block_size;
-        const float* vv = v_cache.as<const float>() + (slot * p.n_kv_head + kvh) * p.head_dim_v;
+        const float* vv =
+            kv_cache_elems(v_cache, (slot * p.n_kv_head + kvh) * p.head_dim_v, p.head_dim_v, v_buf.data());
         const float s = scores[static_cast<size_t>(t)];
         for (int d = 0; d < p.head_dim_v; ++d) acc[static_cast<size_t>(d)] += s * vv[d];
       }

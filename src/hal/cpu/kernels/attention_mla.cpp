@@ -1,4 +1,5 @@
-// CPU absorbed multi-head latent attention: per (sequence, head) W_UK/W_UV are decoded once and reused by its queries.
+// CPU absorbed multi-head latent attention: per (sequence, head) W_UK/W_UV are decoded once and reused by its queries;
+// latent rows (F32, F16 or BF16) are decoded as they are read.
 #include <algorithm>
 #include <vector>
 
@@ -12,7 +13,7 @@ namespace {
 // One head of one sequence: q_lat = W_UK^T q_nope; scores over the latent cache; out = W_UV · Σ p c_kv.
 void mla_head(const MlaParams& p, const AttnSeq& sq, int h, const TensorView& q, const std::vector<float>& w_h,
               const TensorView& latent, const TensorView& out, std::vector<float>& q_lat, std::vector<float>& scores,
-              std::vector<float>& o_lat) {
+              std::vector<float>& o_lat, std::vector<float>& lat_buf) {
   const int qk = p.qk_nope + p.qk_rope, width = p.kv_lora + p.qk_rope;
   for (int j = 0; j < sq.n_q; ++j) {
     const int64_t row = sq.q_begin + j;
@@ -26,7 +27,7 @@ void mla_head(const MlaParams& p, const AttnSeq& sq, int h, const TensorView& q,
     scores.resize(static_cast<size_t>(n_ctx));
     for (int t = 0; t < n_ctx; ++t) {
       const int64_t slot = static_cast<int64_t>(sq.block_table[t / p.block_size]) * p.block_size + t % p.block_size;
-      const float* lat = latent.as<const float>() + slot * width;
+      const float* lat = kv_cache_elems(latent, slot * width, width, lat_buf.data());
       float s = 0;
       for (int c = 0; c < p.kv_lora; ++c) s += q_lat[static_cast<size_t>(c)] * lat[c];
       for (int r = 0; r < p.qk_rope; ++r) s += qh[p.qk_nope + r] * lat[p.kv_lora + r];
@@ -36,7 +37,7 @@ void mla_head(const MlaParams& p, const AttnSeq& sq, int h, const TensorView& q,
     std::fill(o_lat.begin(), o_lat.end(), 0.0f);
     for (int t = 0; t < n_ctx; ++t) {
       const int64_t slot = static_cast<int64_t>(sq.block_table[t / p.block_size]) * p.block_size + t % p.block_size;
-      const float* lat = latent.as<const float>() + slot * width;
+      const float* lat = kv_cache_elems(latent, slot * width, p.kv_lora, lat_buf.data());
       for (int c = 0; c < p.kv_lora; ++c) o_lat[static_cast<size_t>(c)] += scores[static_cast<size_t>(t)] * lat[c];
     }
     float* o = out.as<float>() + row * p.n_head * p.v_head_dim + h * p.v_head_dim;
@@ -53,6 +54,7 @@ void mla_head(const MlaParams& p, const AttnSeq& sq, int h, const TensorView& q,
 
 Status attention_mla(const OpContext& ctx, const MlaParams& p, const AttnBatch& batch, const TensorView& q,
                      const TensorView& kv_b, const TensorView& latent, const TensorView& out) {
+  CAI_TRY(check_kv_cache_dtype("attention_mla", latent));
   const int per_head = p.qk_nope + p.v_head_dim;
   if (p.n_head <= 0 || p.block_size <= 0 || kv_b.rows() != static_cast<int64_t>(p.n_head) * per_head ||
       kv_b.cols() != p.kv_lora || latent.cols() != p.kv_lora + p.qk_rope ||
@@ -62,14 +64,14 @@ Status attention_mla(const OpContext& ctx, const MlaParams& p, const AttnBatch& 
                             kv_b.shape_string(), latent.shape_string(), out.shape_string());
   parallel_rows(ctx, batch.n_seqs() * p.n_head, 1, [&](int64_t b, int64_t e) {
     std::vector<float> w_h(static_cast<size_t>(per_head) * p.kv_lora), q_lat(static_cast<size_t>(p.kv_lora)),
-        o_lat(static_cast<size_t>(p.kv_lora)), scores;
+        o_lat(static_cast<size_t>(p.kv_lora)), lat_buf(static_cast<size_t>(p.kv_lora + p.qk_rope)), scores;
     for (int64_t it = b; it < e; ++it) {
       const int s = static_cast<int>(it / p.n_head), h = static_cast<int>(it % p.n_head);
       const AttnSeq sq = batch.host_seq(s);
       if (sq.n_q == 0) continue;
       for (int r = 0; r < per_head; ++r)
         dequantize_weight_row(kv_b, static_cast<int64_t>(h) * per_head + r, &w_h[static_cast<size_t>(r) * p.kv_lora]);
-      mla_head(p, sq, h, q, w_h, latent, out, q_lat, scores, o_lat);
+      mla_head(p, sq, h, q, w_h, latent, out, q_lat, scores, o_lat, lat_buf);
     }
   });
   return {};

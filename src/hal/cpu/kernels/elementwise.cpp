@@ -102,15 +102,17 @@ Status copy_cols(const OpContext& ctx, const TensorView& src, int64_t src_col, c
 }
 
 Status kv_write(const OpContext& ctx, const TensorView& src, const TensorView& slot_view, const TensorView& cache) {
+  CAI_TRY(check_kv_cache_dtype("kv_write", cache));
   const int32_t* slots = slot_view.as<const int32_t>();
   const int64_t width = src.cols();
-  if (cache.n_elements() / cache.dim(0) != width || src.dtype != DType::kF32 || cache.dtype != DType::kF32)
+  if (cache.n_elements() / cache.dim(0) != width || src.dtype != DType::kF32)
     return invalid_argument("kv_write: src {} does not fit cache {}", src.shape_string(), cache.shape_string());
   const int64_t n_slots = cache.dim(0);
+  const size_t slot_bytes = row_bytes(cache.dtype, width);
   for (int64_t i = 0; i < src.rows(); ++i) {
     if (slots[i] < 0 || slots[i] >= n_slots) return invalid_argument("kv_write: slot {} outside {}", slots[i], n_slots);
-    std::memcpy(static_cast<float*>(cache.data) + slots[i] * width, src.row<const float>(i),
-                static_cast<size_t>(width) * sizeof(float));
+    uint8_t* dst = static_cast<uint8_t*>(cache.data) + static_cast<size_t>(slots[i]) * slot_bytes;
+    CAI_TRY(quantize_row(cache.dtype, src.row<const float>(i), dst, width));
   }
   return {};
 }

@@ -10,6 +10,8 @@ namespace cai::hal::cpu {
 // Run fn over [0, n) on the context's pool (or inline without one).
 void parallel_rows(const OpContext& ctx, int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 void softmax_row(float* x, int64_t n);
+// Elements [elem0, elem0 + n) of a KV cache (F32, F16 or BF16) as floats: F32 in place, others decoded into buf.
+const float* kv_cache_elems(const TensorView& cache, int64_t elem0, int64_t n, float* buf);
 
 Status embed(const OpContext&, const TensorView& table, const TensorView& ids, const TensorView& out);
 Status rms_norm(const OpContext&, const TensorView& x, const TensorView& w, float eps, const TensorView& out);

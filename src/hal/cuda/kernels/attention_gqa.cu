@@ -1,4 +1,5 @@
-// CUDA-dialect grouped-query attention over a paged F32 KV cache, and the paged-attention core MLA reuses.
+// CUDA-dialect grouped-query attention over a paged F32 / F16 / BF16 KV cache, and the paged-attention core MLA reuses.
+#include "hal/cuda/kernels/convert.cuh"
 #include "hal/cuda/kernels/launchers.h"
 #include "hal/cuda/kernels/paged_attention.cuh"
 #include "hal/cuda/kernels/reduce.cuh"
@@ -54,11 +55,12 @@ __device__ void chunk_scores(const PagedAttnArgs& a, const BlockShared& sh, int 
   const int n_warps = static_cast<int>(blockDim.x) / gpu_warp_size();
   for (int t = gpu_warp_id(); t < n; t += n_warps) {
     const int32_t slot = sh.slot[t];
-    const float* k = a.k + static_cast<int64_t>(slot < 0 ? 0 : slot) * a.k_slot_stride + kvh * a.head_dim;
+    const int64_t k0 = static_cast<int64_t>(slot < 0 ? 0 : slot) * a.k_slot_stride + kvh * a.head_dim;
     for (int g = 0; g < hpb; ++g) {
       float dot = 0.0f;
       if (slot >= 0)
-        for (int d = gpu_lane_id(); d < a.head_dim; d += gpu_warp_size()) dot += sh.q[g * a.head_dim + d] * k[d];
+        for (int d = gpu_lane_id(); d < a.head_dim; d += gpu_warp_size())
+          dot += sh.q[g * a.head_dim + d] * load_kv(a.k, k0 + d, a.k_dtype);
       dot = warp_sum(dot);
       if (gpu_lane_id() == 0) sh.p[g * kCtxChunk + t] = slot >= 0 ? dot * a.scale : -INFINITY;
     }
@@ -95,7 +97,8 @@ __device__ void chunk_accumulate(const PagedAttnArgs& a, const BlockShared& sh, 
     for (int g = 0; g < hpb; ++g) sh.acc[g * a.head_dim_v + d] *= sh.alpha[g];
     for (int t = 0; t < n; ++t) {
       if (sh.slot[t] < 0) continue;
-      const float v = a.v[static_cast<int64_t>(sh.slot[t]) * a.v_slot_stride + kvh * a.head_dim_v + d];
+      const int64_t at = static_cast<int64_t>(sh.slot[t]) * a.v_slot_stride + kvh * a.head_dim_v + d;
+      const float v = load_kv(a.v, at, a.v_dtype);
       for (int g = 0; g < hpb; ++g) sh.acc[g * a.head_dim_v + d] += sh.p[g * kCtxChunk + t] * v;
     }
   }
@@ -166,6 +169,12 @@ int launch_paged_attention(const Context& ctx, const PagedAttnArgs& a, const cha
   return check_launch(err, op);
 }
 
+int check_kv_cache(const CaiTensor& cache, const char* op, const char* what, CaiError* err) {
+  if (is_kv_cache_dtype(cache.dtype)) return CAI_OK;
+  return fail(err, CAI_ERR_UNSUPPORTED, "%s: a %s of dtype %d is not supported (f32, f16 or bf16)", op, what,
+              cache.dtype);
+}
+
 int check_attn_batch(const CaiAttnBatch& b, const char* op, CaiError* err) {
   if (b.seqs.dtype != CAI_DTYPE_I32 || b.seqs.n_dims != 2 || b.seqs.shape[1] != 3 ||
       b.block_tables.dtype != CAI_DTYPE_I32 || b.block_tables.n_dims != 2 ||
@@ -181,20 +190,24 @@ int attention_gqa(const Context& ctx, const CaiAttentionParams& p, const CaiAttn
       p.head_dim_v <= 0)
     return fail(err, CAI_ERR_INVALID_ARGUMENT, "attention: bad heads %d/%d or block size %d", p.n_head, p.n_kv_head,
                 p.block_size);
+  if (int rc = check_kv_cache(k_cache, "attention", "k cache", err)) return rc;
+  if (int rc = check_kv_cache(v_cache, "attention", "v cache", err)) return rc;
   const int64_t n_slots = k_cache.n_dims == 0 ? 0 : dim(k_cache, 0);
   if (cols(q) != p.head_dim || n_elements(q) / p.head_dim % p.n_head ||
       n_elements(k_cache) != n_slots * p.n_kv_head * p.head_dim ||
       n_elements(v_cache) != n_slots * p.n_kv_head * p.head_dim_v ||
       n_elements(out) != n_elements(q) / p.head_dim * p.head_dim_v || q.dtype != CAI_DTYPE_F32 ||
-      k_cache.dtype != CAI_DTYPE_F32 || v_cache.dtype != CAI_DTYPE_F32 || out.dtype != CAI_DTYPE_F32)
+      out.dtype != CAI_DTYPE_F32)
     return fail(err, CAI_ERR_INVALID_ARGUMENT, "attention: shapes q %s k %s v %s out %s do not match the params",
                 shape_string(q).c_str(), shape_string(k_cache).c_str(), shape_string(v_cache).c_str(),
                 shape_string(out).c_str());
   if (int rc = check_attn_batch(batch, "attention", err)) return rc;
   PagedAttnArgs a;
   a.q = static_cast<const float*>(q.data);
-  a.k = static_cast<const float*>(k_cache.data);
-  a.v = static_cast<const float*>(v_cache.data);
+  a.k = k_cache.data;
+  a.v = v_cache.data;
+  a.k_dtype = k_cache.dtype;
+  a.v_dtype = v_cache.dtype;
   a.out = static_cast<float*>(out.data);
   a.seqs = static_cast<const int32_t*>(batch.seqs.data);
   a.block_tables = static_cast<const int32_t*>(batch.block_tables.data);

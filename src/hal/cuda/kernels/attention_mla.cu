@@ -1,4 +1,5 @@
-// CUDA-dialect absorbed multi-head latent attention: W_UK into the query, paged attention over the latent, W_UV out.
+// CUDA-dialect absorbed multi-head latent attention: W_UK into the query, paged attention over the latent (F32, F16
+// or BF16), W_UV out.
 #include "hal/cuda/kernels/dequant.cuh"
 #include "hal/cuda/kernels/paged_attention.cuh"
 #include "hal/cuda/kernels/reduce.cuh"
@@ -77,12 +78,13 @@ __global__ void mla_project_out_kernel(CaiMlaParams p, const float* __restrict__
 int check_mla_args(const CaiMlaParams& p, const CaiTensor& q, const CaiTensor& kv_b, const CaiTensor& latent,
                    const CaiTensor& out, CaiError* err) {
   if (int rc = check_weight(kv_b, 2, "attention_mla", "kv_b", err)) return rc;
+  if (int rc = check_kv_cache(latent, "attention_mla", "latent cache", err)) return rc;
   const int per_head = p.qk_nope + p.v_head_dim, qk = p.qk_nope + p.qk_rope;
   if (p.n_head <= 0 || p.block_size <= 0 || p.qk_nope <= 0 || p.qk_rope < 0 || p.v_head_dim <= 0 || p.kv_lora <= 0 ||
       kv_b.shape[0] != static_cast<int64_t>(p.n_head) * per_head || kv_b.shape[1] != p.kv_lora ||
       cols(latent) != p.kv_lora + p.qk_rope || n_elements(q) % (static_cast<int64_t>(p.n_head) * qk) ||
       n_elements(out) != n_elements(q) / qk * p.v_head_dim || q.dtype != CAI_DTYPE_F32 ||
-      latent.dtype != CAI_DTYPE_F32 || out.dtype != CAI_DTYPE_F32)
+      out.dtype != CAI_DTYPE_F32)
     return fail(err, CAI_ERR_INVALID_ARGUMENT, "attention_mla: q %s kv_b %s latent %s out %s do not match the params",
                 shape_string(q).c_str(), shape_string(kv_b).c_str(), shape_string(latent).c_str(),
                 shape_string(out).c_str());
@@ -95,8 +97,10 @@ PagedAttnArgs latent_attention_args(const CaiMlaParams& p, const CaiAttnBatch& b
                                     const float* q_abs, const CaiTensor& latent, float* o_lat) {
   PagedAttnArgs a;
   a.q = q_abs;
-  a.k = static_cast<const float*>(latent.data);
+  a.k = latent.data;
   a.v = a.k;
+  a.k_dtype = latent.dtype;
+  a.v_dtype = latent.dtype;
   a.out = o_lat;
   a.seqs = static_cast<const int32_t*>(batch.seqs.data);
   a.block_tables = static_cast<const int32_t*>(batch.block_tables.data);

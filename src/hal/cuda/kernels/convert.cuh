@@ -1,6 +1,8 @@
-// Raw-bit decoders of f16, bf16 and fp8 e4m3 for device and host code, bit-exact with src/core/dtype.cpp.
+// Raw-bit conversions for device and host code, bit-exact with src/core/dtype.cpp: f16 / bf16 / fp8 e4m3 → f32,
+// f32 → f16 / bf16 (round to nearest even), and the element access of KV caches (F32, F16 or BF16).
 #pragma once
 
+#include "cai/backend_abi.h"
 #include "hal/cuda/dialect.h"
 
 namespace cai::gpu {
@@ -26,6 +28,59 @@ __device__ __host__ __forceinline__ float f16_to_f32(uint16_t h) {
 
 __device__ __host__ __forceinline__ float bf16_to_f32(uint16_t b) {
   return bits_to_f32(static_cast<uint32_t>(b) << 16);
+}
+
+__device__ __host__ __forceinline__ uint32_t f32_to_bits(float f) {
+  uint32_t u;
+  __builtin_memcpy(&u, &f, 4);
+  return u;
+}
+
+// Round to nearest even; NaN stays a (quiet) NaN, overflow becomes inf, tiny values f16 subnormals or zero.
+__device__ __host__ __forceinline__ uint16_t f32_to_f16(float f) {
+  const uint32_t u = f32_to_bits(f);
+  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
+  const uint32_t abs = u & 0x7FFFFFFFu;
+  if (abs > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u | ((abs >> 13) & 0x3FFu));
+  if (abs >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);
+  if (abs < 0x38800000u) {
+    // An f16 subnormal (or zero): the value in units of 2^-24, rounded to nearest even in integer arithmetic
+    // (1024 becomes the smallest normal). f32 subnormals are far below half a unit.
+    const uint32_t exp = abs >> 23;
+    if (exp < 102) return sign;  // below 2^-25: rounds to zero
+    const uint32_t man = (abs & 0x7FFFFFu) | 0x800000u, shift = 126u - exp;  // value = man · 2^(exp - 150)
+    const uint32_t half = 1u << (shift - 1), rem = man & ((half << 1) - 1u);
+    uint32_t r = man >> shift;
+    if (rem > half || (rem == half && (r & 1u))) ++r;
+    return static_cast<uint16_t>(sign | r);
+  }
+  // Normal: rebias the exponent, round the 13 dropped mantissa bits to nearest even (a carry may bump the exponent).
+  uint32_t rebiased = abs - (112u << 23);
+  rebiased += 0xFFFu + ((rebiased >> 13) & 1u);
+  return static_cast<uint16_t>(sign | (rebiased >> 13));
+}
+
+__device__ __host__ __forceinline__ uint16_t f32_to_bf16(float f) {
+  const uint32_t u = f32_to_bits(f);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x0040u);  // quiet NaN
+  return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+__device__ __host__ __forceinline__ bool is_kv_cache_dtype(int32_t dtype) {
+  return dtype == CAI_DTYPE_F32 || dtype == CAI_DTYPE_F16 || dtype == CAI_DTYPE_BF16;
+}
+
+// Element i of a KV cache of `dtype` (is_kv_cache_dtype) as float.
+__device__ __forceinline__ float load_kv(const void* cache, int64_t i, int32_t dtype) {
+  if (dtype == CAI_DTYPE_F32) return static_cast<const float*>(cache)[i];
+  const uint16_t bits = static_cast<const uint16_t*>(cache)[i];
+  return dtype == CAI_DTYPE_BF16 ? bf16_to_f32(bits) : f16_to_f32(bits);
+}
+
+// Stores v as element i of a KV cache of `dtype` (is_kv_cache_dtype).
+__device__ __forceinline__ void store_kv(void* cache, int64_t i, int32_t dtype, float v) {
+  if (dtype == CAI_DTYPE_F32) static_cast<float*>(cache)[i] = v;
+  else static_cast<uint16_t*>(cache)[i] = dtype == CAI_DTYPE_BF16 ? f32_to_bf16(v) : f32_to_f16(v);
 }
 
 // e4m3fn: sign, 4-bit exponent (bias 7), 3-bit mantissa; no infinities; 0x7F / 0xFF are NaN.

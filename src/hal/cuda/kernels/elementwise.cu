@@ -1,4 +1,5 @@
 // CUDA-dialect row-wise and elementwise ops: rms_norm, add, swiglu, softmax, copy_cols, kv_write.
+#include "hal/cuda/kernels/convert.cuh"
 #include "hal/cuda/kernels/launchers.h"
 #include "hal/cuda/kernels/reduce.cuh"
 #include "hal/cuda/kernels/tensor_shape.cuh"
@@ -67,14 +68,15 @@ __global__ void copy_cols_kernel(const float* src, int64_t src_stride, float* ds
   for (int64_t j = threadIdx.x; j < n_cols; j += blockDim.x) d[j] = s[j];
 }
 
-// One block per source row; rows whose slot lies outside the cache are skipped (the host cannot read slots).
+// One block per source row, stored in the cache's dtype; rows whose slot lies outside the cache are skipped (the
+// host cannot read slots).
 __global__ void kv_write_kernel(const float* __restrict__ src, const int32_t* __restrict__ slots, int64_t width,
-                                int64_t n_slots, float* __restrict__ cache) {
+                                int64_t n_slots, void* __restrict__ cache, int32_t dtype) {
   const int32_t slot = slots[blockIdx.x];
   if (slot < 0 || slot >= n_slots) return;
   const float* s = src + static_cast<int64_t>(blockIdx.x) * width;
-  float* d = cache + static_cast<int64_t>(slot) * width;
-  for (int64_t j = threadIdx.x; j < width; j += blockDim.x) d[j] = s[j];
+  const int64_t d0 = static_cast<int64_t>(slot) * width;
+  for (int64_t j = threadIdx.x; j < width; j += blockDim.x) store_kv(cache, d0 + j, dtype, s[j]);
 }
 
 bool is_f32(const CaiTensor& t) { return t.dtype == CAI_DTYPE_F32; }
@@ -142,7 +144,10 @@ int copy_cols(const Context& ctx, const CaiTensor& src, int64_t src_col, const C
 int kv_write(const Context& ctx, const CaiTensor& src, const CaiTensor& slots, const CaiTensor& cache,
              CaiError* err) {
   const int64_t width = cols(src), n_slots = cache.n_dims == 0 ? 0 : dim(cache, 0);
-  if (!is_f32(src) || !is_f32(cache) || n_slots == 0 || n_elements(cache) / n_slots != width)
+  if (!is_kv_cache_dtype(cache.dtype))
+    return fail(err, CAI_ERR_UNSUPPORTED, "kv_write: a cache of dtype %d is not supported (f32, f16 or bf16)",
+                cache.dtype);
+  if (!is_f32(src) || n_slots == 0 || n_elements(cache) / n_slots != width)
     return fail(err, CAI_ERR_INVALID_ARGUMENT, "kv_write: src %s does not fit cache %s", shape_string(src).c_str(),
                 shape_string(cache).c_str());
   if (slots.dtype != CAI_DTYPE_I32 || n_elements(slots) != rows(src))
@@ -150,7 +155,7 @@ int kv_write(const Context& ctx, const CaiTensor& src, const CaiTensor& slots, c
   if (rows(src) == 0) return CAI_OK;
   GPU_LAUNCH(static_cast<unsigned>(rows(src)), row_block_threads(width, ctx.warp_size), 0, ctx.stream, kv_write_kernel)
   (static_cast<const float*>(src.data), static_cast<const int32_t*>(slots.data), width, n_slots,
-   static_cast<float*>(cache.data));
+   cache.data, cache.dtype);
   return check_launch(err, "kv_write");
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "cai/backend_abi.h"
+#include "cai/backend_plugin.hpp"
 #include "hal/cuda/dialect.h"
 
 namespace cai::gpu {
@@ -25,8 +26,7 @@ struct Context {
   Scratch* scratch = nullptr;
 };
 
-// Writes the message into err (when not null) and returns code.
-int fail(CaiError* err, int code, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+using plugin::fail;  // writes a printf-style message into err (when not null) and returns code
 // After a launch: a pending launch error becomes CAI_ERR_INTERNAL naming the op, else CAI_OK.
 int check_launch(CaiError* err, const char* op);
 

@@ -7,11 +7,14 @@ namespace cai::gpu {
 
 // Query row r, head h reads q[(r * n_head + h) * head_dim ..]; cache slot `slot`, kv head g reads
 // k[slot * k_slot_stride + g * head_dim ..] and v[slot * v_slot_stride + g * head_dim_v ..]; the result goes to
-// out[(r * n_head + h) * head_dim_v ..]. Heads h of one kv head g are g * (n_head / n_kv_head) ...
+// out[(r * n_head + h) * head_dim_v ..]. Heads h of one kv head g are g * (n_head / n_kv_head) ... The caches hold
+// k_dtype / v_dtype elements (CAI_DTYPE_F32, F16 or BF16), decoded to float as they are read.
 struct PagedAttnArgs {
   const float* q = nullptr;
-  const float* k = nullptr;
-  const float* v = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  int32_t k_dtype = CAI_DTYPE_F32;
+  int32_t v_dtype = CAI_DTYPE_F32;
   float* out = nullptr;
   const int32_t* seqs = nullptr;          // [n_seqs, 3]: q_begin, n_q, pos0
   const int32_t* block_tables = nullptr;  // [n_seqs, max_blocks]
@@ -34,6 +37,9 @@ struct PagedAttnArgs {
 // slice of its query heads) walks the context in fixed chunks with an online softmax, so each output's arithmetic
 // depends only on its own sequence (batch invariant) and the warp width. `op` names the caller in messages.
 int launch_paged_attention(const Context& ctx, const PagedAttnArgs& a, const char* op, CaiError* err);
+
+// CAI_ERR_UNSUPPORTED naming `op` and `what` unless the cache's dtype is a KV cache dtype (F32, F16 or BF16).
+int check_kv_cache(const CaiTensor& cache, const char* op, const char* what, CaiError* err);
 
 // Checks a batch's descriptors: I32 seqs [n_seqs, 3], I32 block tables [n_seqs, max_blocks], sane launch bounds.
 int check_attn_batch(const CaiAttnBatch& b, const char* op, CaiError* err);

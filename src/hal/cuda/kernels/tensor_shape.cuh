@@ -4,16 +4,13 @@
 #include <string>
 
 #include "cai/backend_abi.h"
+#include "cai/backend_plugin.hpp"
 
 namespace cai::gpu {
 
-inline int64_t dim(const CaiTensor& t, int i) { return t.shape[i < 0 ? t.n_dims + i : i]; }
+using plugin::n_elements;
 
-inline int64_t n_elements(const CaiTensor& t) {
-  int64_t n = 1;
-  for (int i = 0; i < t.n_dims; ++i) n *= t.shape[i];
-  return n;
-}
+inline int64_t dim(const CaiTensor& t, int i) { return t.shape[i < 0 ? t.n_dims + i : i]; }
 
 inline int64_t cols(const CaiTensor& t) { return t.n_dims == 0 ? 1 : dim(t, -1); }
 inline int64_t rows(const CaiTensor& t) { return cols(t) == 0 ? 0 : n_elements(t) / cols(t); }
