@@ -39,6 +39,33 @@ TEST_P(BlockTest, BarrierOrdersSharedWritesAndReads) {
   }
 }
 
+// A racy kernel: each thread reads its neighbours' shared slots with no barrier after the writes. Index order hides
+// the read of the lower neighbour's write and exposes the higher one's; reverse order does the opposite, so running
+// kernels in both orders catches a missing barrier whichever neighbour it involves.
+__global__ void reads_neighbours_without_barrier(int* lower, int* higher) {
+  __shared__ int slot[64];
+  const unsigned t = threadIdx.x;
+  slot[t] = 1;
+  __syncthreads();
+  slot[t] = 2;  // the write the neighbours race with
+  lower[t] = t > 0 ? slot[t - 1] : 2;
+  higher[t] = t + 1 < blockDim.x ? slot[t + 1] : 2;
+}
+
+TEST_P(BlockTest, ReverseOrderExposesTheOtherSideOfARace) {
+  for (bool reverse : {false, true}) {
+    simt::set_reverse_order(reverse);
+    DeviceBuffer<int> lower(64, 0), higher(64, 0);
+    GPU_LAUNCH(1, 64, 0, nullptr, reads_neighbours_without_barrier)(lower.get(), higher.get());
+    ASSERT_EQ(gpuGetLastError(), gpuSuccess);
+    const std::vector<int> lo = lower.download(), hi = higher.download();
+    // Index order: lower neighbours already wrote 2, higher ones still hold 1. Reverse order: the other way round.
+    EXPECT_EQ(lo[10], reverse ? 1 : 2) << "reverse " << reverse;
+    EXPECT_EQ(hi[10], reverse ? 2 : 1) << "reverse " << reverse;
+  }
+  simt::set_reverse_order(false);
+}
+
 // Every thread checks the whole shared array holds its own block's id: blocks running at once on other workers
 // must not see each other's shared memory.
 __global__ void shared_is_per_block(int* bad) {

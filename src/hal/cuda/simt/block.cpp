@@ -173,7 +173,7 @@ void BlockRunner::setup(const BlockJob& job, uint3 block_idx) {
     const unsigned u = static_cast<unsigned>(i);
     fibers_[i] = Fiber{{{u % b.x, u / b.x % b.y, u / (b.x * b.y)}, i % ws}, nullptr, nullptr, nullptr, i / ws,
                        State::ready};
-    ready_[i] = i;
+    ready_[i] = job.reverse ? n_threads_ - 1 - i : i;
   }
   warps_.resize((n_threads_ + ws - 1) / ws);
   for (size_t w = 0; w < warps_.size(); ++w) {
@@ -268,7 +268,8 @@ void BlockRunner::barrier() {
     return;
   }
   n_at_barrier_ = 0;  // the last thread to arrive releases the others and goes on
-  for (int i = 0; i < n_threads_; ++i) {
+  for (int k = 0; k < n_threads_; ++k) {
+    const int i = job_->reverse ? n_threads_ - 1 - k : k;
     if (fibers_[i].state == State::barrier) make_ready(i);
   }
 }
@@ -294,7 +295,8 @@ void BlockRunner::complete_warp_op(int warp) {
   ++w.gen;
   const int ws = job_->warp_size;
   const int end = std::min(n_threads_, (warp + 1) * ws);
-  for (int i = warp * ws; i < end; ++i) {
+  for (int k = warp * ws; k < end; ++k) {
+    const int i = job_->reverse ? end - 1 - (k - warp * ws) : k;
     if (fibers_[i].state == State::warp) make_ready(i);
   }
 }

@@ -62,6 +62,18 @@ void set_last_error(gpuError_t e) { tls_last_error = e; }
 
 }  // namespace detail
 
+// CAI_SIMT_ORDER=reverse: start and release a block's threads from the last one down (see simt.h).
+std::atomic<bool>& reverse_order_setting() {
+  static std::atomic<bool> reverse{[] {
+    const char* s = std::getenv("CAI_SIMT_ORDER");
+    return s && std::string_view(s) == "reverse";
+  }()};
+  return reverse;
+}
+
+void set_reverse_order(bool reverse) { reverse_order_setting().store(reverse); }
+bool reverse_order() { return reverse_order_setting().load(); }
+
 bool set_warp_size(int lanes) {
   if (lanes != 32 && lanes != 64) return false;
   detail::warp_setting().store(lanes);

@@ -114,7 +114,7 @@ void launch(const LaunchConfig& config, void (*body)(const void*), const void* c
     set_last_error(gpuErrorInvalidConfiguration);
     return;
   }
-  const BlockJob job{body, ctx, config.grid, config.block, config.shared_bytes, warp_size()};
+  const BlockJob job{body, ctx, config.grid, config.block, config.shared_bytes, warp_size(), reverse_order()};
   const uint64_t n_blocks = uint64_t{config.grid.x} * config.grid.y * config.grid.z;
   const gpuError_t e = pool().run(job, n_blocks);
   if (e != gpuSuccess) set_last_error(e);

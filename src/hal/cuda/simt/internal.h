@@ -27,6 +27,7 @@ struct BlockJob {
   dim3 block;
   size_t shared_bytes;
   int warp_size;
+  bool reverse = false;  // threads start, and leave barriers and warp operations, from the highest index down
 };
 
 // Runs block `block_idx` of `job` on the calling OS thread, its GPU threads as fibers. Returns gpuSuccess, or

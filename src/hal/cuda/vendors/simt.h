@@ -6,7 +6,10 @@
 // thread that never reaches one runs to its end in one go. Warp width is 32 or 64 (CAI_SIMT_WARP, or
 // simt::set_warp_size). Warp operations need every live lane of the warp: lanes past the end of the block (partial
 // last warp) and lanes that returned count as inactive; a shuffle from an inactive lane returns the caller's own
-// value and an inactive lane's ballot bit is 0. Device memory is ordinary host memory in a capped pool
+// value and an inactive lane's ballot bit is 0. Threads run in index order; CAI_SIMT_ORDER=reverse (or
+// simt::set_reverse_order) starts them, and releases them from barriers and warp operations, from the highest index
+// down, so a kernel that reads another thread's write without a barrier gives a wrong answer in one of the two
+// orders. Device memory is ordinary host memory in a capped pool
 // (CAI_SIMT_MEMORY, default 4GiB), filled with 0xff bytes (float NaN) on allocation, and must be treated as not
 // host-visible. Streams run their work at the call, in order; events are always complete.
 #pragma once
@@ -108,6 +111,9 @@ bool is_device_pointer(const void* p, size_t n);
 // Lanes per warp for the next launches: 32 or 64 (false and no change otherwise).
 bool set_warp_size(int lanes);
 int warp_size();
+// Thread order of the next launches: index order, or from the highest index down (CAI_SIMT_ORDER=reverse).
+void set_reverse_order(bool reverse);
+bool reverse_order();
 
 // ---- device-side state, read by the names below -------------------------------------------------------------------
 
