@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/status.h"
 #include "cai/backend_abi.h"
@@ -28,9 +29,9 @@ struct OpContext {
 
 // The element types a KV cache may hold (kv_write, attention_gqa, attention_mla); others are unsupported.
 inline bool is_kv_cache_dtype(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
-inline Status check_kv_cache_dtype(const char* op, const TensorView& cache) {
-  if (is_kv_cache_dtype(cache.dtype)) return {};
-  return unsupported("{}: a KV cache of {} is not supported (f32, f16 or bf16)", op, dtype_name(cache.dtype));
+inline Status check_kv_cache_dtype(const char* what, DType t) {
+  if (is_kv_cache_dtype(t)) return {};
+  return unsupported("{}: a KV cache of {} is not supported (f32, f16 or bf16)", what, dtype_name(t));
 }
 
 // Op parameter structs are the plugin ABI's (include/cai/backend_abi.h): one definition for both sides.
@@ -43,9 +44,6 @@ using AttentionParams = ::CaiAttentionParams;
 using MoeGateParams = ::CaiMoeGateParams;
 using MlaParams = ::CaiMlaParams;
 
-// The sequences of one batched attention call, in device memory (see CaiAttnBatch): sequence s owns query rows
-// [q_begin, q_begin + n_q); query j sits at position pos0 + j and attends to cache positions 0 .. pos0 + j, found in
-// slot block_tables[s, p / block_size] * block_size + p % block_size of the paged cache.
 // Host view of one sequence of an AttnBatch whose tensors the host can read (CPU kernels, references).
 struct AttnSeq {
   int32_t q_begin = 0;
@@ -54,6 +52,9 @@ struct AttnSeq {
   const int32_t* block_table = nullptr;
 };
 
+// The sequences of one batched attention call, in device memory (see CaiAttnBatch): sequence s owns query rows
+// [q_begin, q_begin + n_q); query j sits at position pos0 + j and attends to cache positions 0 .. pos0 + j, found in
+// slot block_tables[s, p / block_size] * block_size + p % block_size of the paged cache.
 struct AttnBatch {
   TensorView seqs;          // I32 [n_seqs, 3]: q_begin, n_q, pos0
   TensorView block_tables;  // I32 [n_seqs, max_blocks]
@@ -63,6 +64,11 @@ struct AttnBatch {
   AttnSeq host_seq(int64_t s) const {
     const int32_t* r = seqs.as<const int32_t>() + s * 3;
     return {r[0], r[1], r[2], block_tables.row<const int32_t>(s)};
+  }
+  std::vector<AttnSeq> host_seqs() const {
+    std::vector<AttnSeq> out;
+    for (int64_t s = 0; s < n_seqs(); ++s) out.push_back(host_seq(s));
+    return out;
   }
 };
 

@@ -16,8 +16,7 @@ Result<DType> parse_kv_dtype(std::string_view name) {
 
 Result<KvCache> KvCache::create(hal::Device& device, const KvSpec& spec, int n_blocks, int block_size) {
   if (n_blocks <= 0 || block_size <= 0) return invalid_argument("KV cache needs positive blocks and block size");
-  if (!hal::is_kv_cache_dtype(spec.dtype))
-    return unsupported("a KV cache of {} is not supported (f32, bf16 or f16)", dtype_name(spec.dtype));
+  CAI_TRY(hal::check_kv_cache_dtype("KvCache::create", spec.dtype));
   KvCache kv;
   kv.spec_ = spec;
   kv.n_blocks_ = n_blocks;

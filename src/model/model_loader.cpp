@@ -67,8 +67,7 @@ Result<LoadedModel> load_model(const std::string& path, hal::Device& device, con
   std::error_code ec;
   if (!fs::exists(path, ec)) return not_found("model path '{}' does not exist", path);
   const DType kv_dtype = options.kv_dtype.value_or(default_kv_dtype(device));
-  if (!hal::is_kv_cache_dtype(kv_dtype))
-    return invalid_argument("KV cache dtype {}: accepted values are f32, bf16 and f16", dtype_name(kv_dtype));
+  CAI_TRY(hal::check_kv_cache_dtype("load_model", kv_dtype));  // before any weight is read
   Result<LoadedModel> r =
       fs::is_directory(path, ec) ? load_hf_dir(path, device, kv_dtype) : load_gguf(path, device, kv_dtype);
   if (!r.ok()) return r.status();

@@ -90,10 +90,11 @@ Status WeightStore::reserve_arena(size_t n_bytes) {
   return {};
 }
 
-Result<TensorView> WeightStore::place(const TensorView& host_view) {
+Result<TensorView> WeightStore::place(const std::string& name, const TensorView& host_view) {
   TensorView v = host_view;
   v.device = device_;
   if (device_->host_visible()) return v;
+  host_views_[name] = host_view;
   const size_t n = host_view.n_bytes();
   if (arena_used_ + n > arena_.size()) return upload(host_view);  // not reserved (small tensors)
   v.data = static_cast<uint8_t*>(arena_.data()) + arena_used_;
@@ -119,7 +120,7 @@ Result<WeightStore> WeightStore::from_gguf(std::unique_ptr<GgufFile> file, hal::
   for (const GgufTensorInfo& t : file->tensors()) total += align_up(t.view().n_bytes());
   CAI_TRY(ws.reserve_arena(total));
   for (const GgufTensorInfo& t : file->tensors()) {
-    CAI_ASSIGN_OR_RETURN(ws.tensors_[t.name], ws.place(t.view()));
+    CAI_ASSIGN_OR_RETURN(ws.tensors_[t.name], ws.place(t.name, t.view()));
   }
   ws.gguf_ = std::move(file);
   return ws;
@@ -151,7 +152,7 @@ Result<WeightStore> WeightStore::from_checkpoint(std::unique_ptr<SafetensorsChec
   }
   CAI_TRY(ws.reserve_arena(total));
   for (const auto& [canon, host] : plain) {
-    CAI_ASSIGN_OR_RETURN(ws.tensors_[canon], ws.place(host));
+    CAI_ASSIGN_OR_RETURN(ws.tensors_[canon], ws.place(canon, host));
   }
   CAI_TRY(ws.attach_block_scales(*ckpt));
   CAI_TRY(ws.stack_experts(*ckpt, expert_groups));
@@ -214,7 +215,7 @@ Status WeightStore::attach_block_scales(const SafetensorsCheckpoint& ckpt) {
     if (s->dtype != DType::kF32 || s->shape.size() != 2 || s->shape[0] != want_rows || s->shape[1] != want_cols)
       return invalid_argument("'{}' must be F32 [{}, {}] for weight {}", name, want_rows, want_cols, w.shape_string());
     CAI_ASSIGN_OR_RETURN(TensorView sv, s->view());
-    CAI_ASSIGN_OR_RETURN(TensorView placed, device_->host_visible() ? place(sv) : upload(sv));
+    CAI_ASSIGN_OR_RETURN(TensorView placed, device_->host_visible() ? place(name, sv) : upload(sv));
     w.scale = placed.as<const float>();
   }
   for (const auto& [name, w] : tensors_)
@@ -242,19 +243,10 @@ Result<TensorView> WeightStore::get_f32(const std::string& name, std::initialize
   // Convert from the file's host bytes (what `v` was placed from), then upload.
   TensorView host = v;
   if (!device_->host_visible()) {
-    const TensorView* src = nullptr;
-    if (gguf_) {
-      if (const GgufTensorInfo* t = gguf_->find(name)) host.data = t->view().data, src = &host;
-    } else {
-      for (const std::string& hf : ckpt_->names())
-        if (canonical_name_from_hf(hf) == name) {
-          CAI_ASSIGN_OR_RETURN(TensorView hv, ckpt_->find(hf)->view());
-          host.data = hv.data;
-          src = &host;
-          break;
-        }
-    }
-    if (!src || host.scale) return unsupported("'{}': no host copy to convert to F32 on {}", name, device_->name());
+    auto it = host_views_.find(name);
+    if (it == host_views_.end() || v.scale)
+      return unsupported("'{}': no host copy to convert to F32 on {}", name, device_->name());
+    host = it->second;
   }
   std::vector<float> values(static_cast<size_t>(v.n_elements()));
   for (int64_t r = 0; r < v.rows(); ++r) dequantize_weight_row(host, r, values.data() + r * v.cols());

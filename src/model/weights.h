@@ -52,7 +52,7 @@ class WeightStore {
   // Reserves one device allocation for `n_bytes` of weights (only where the device cannot address host memory).
   Status reserve_arena(size_t n_bytes);
   // The tensor on the device: the host view itself where the device sees host memory, else a copy in the arena.
-  Result<TensorView> place(const TensorView& host_view);
+  Result<TensorView> place(const std::string& name, const TensorView& host_view);
   // A device copy of host data (conversions, derived tables, stacked experts), owned by the store.
   Result<TensorView> upload(const TensorView& host_view);
   Status attach_block_scales(const SafetensorsCheckpoint& ckpt);  // in place if the device sees host memory, else upload
@@ -64,6 +64,8 @@ class WeightStore {
   std::map<std::string, TensorView> tensors_;
   std::unique_ptr<GgufFile> gguf_;
   std::unique_ptr<SafetensorsCheckpoint> ckpt_;
+  // Where the device cannot address host memory: each file tensor's host view, the source of get_f32 conversions.
+  std::map<std::string, TensorView> host_views_;
   hal::Buffer arena_;      // the file's tensors on a device that cannot address host memory, back to back
   size_t arena_used_ = 0;
   std::vector<hal::Buffer> owned_;  // converted, derived or stacked copies

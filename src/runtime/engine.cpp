@@ -298,7 +298,6 @@ void EngineImpl::fail_step(const SchedulerOutput& out, const Status& st) {
   CAI_LOG_ERROR("engine step failed: {}", st.to_string());
   for (const ScheduledRequest& r : out.requests) end_request(r.id, FinishReason::kError, st);
   (void)sched_.update(out, {});  // closes the step: its requests are gone, the engine serves the next ones
-
 }
 
 void EngineImpl::adapt_to_temperature() {

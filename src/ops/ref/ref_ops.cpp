@@ -115,7 +115,7 @@ std::vector<float> decode_all(const TensorView& t) {
 }
 
 Status kv_write(const OpContext&, const TensorView& src, const TensorView& slot_view, const TensorView& cache) {
-  CAI_TRY(hal::check_kv_cache_dtype("kv_write", cache));
+  CAI_TRY(hal::check_kv_cache_dtype("kv_write", cache.dtype));
   const int32_t* slots = slot_view.as<const int32_t>();
   for (int64_t i = 0; i < src.rows(); ++i)
     CAI_TRY(quantize_row(cache.dtype, src.row<float>(i), cache.row(slots[i]), src.cols()));
@@ -124,11 +124,10 @@ Status kv_write(const OpContext&, const TensorView& src, const TensorView& slot_
 
 Status attention_gqa(const OpContext&, const hal::AttentionParams& p, const hal::AttnBatch& batch, const TensorView& q,
                      const TensorView& k_cache, const TensorView& v_cache, const TensorView& out) {
-  CAI_TRY(hal::check_kv_cache_dtype("attention_gqa", k_cache));
-  CAI_TRY(hal::check_kv_cache_dtype("attention_gqa", v_cache));
+  CAI_TRY(hal::check_kv_cache_dtype("attention_gqa", k_cache.dtype));
+  CAI_TRY(hal::check_kv_cache_dtype("attention_gqa", v_cache.dtype));
   const std::vector<float> k = decode_all(k_cache), v = decode_all(v_cache);
-  std::vector<hal::AttnSeq> seqs;
-  for (int64_t s = 0; s < batch.n_seqs(); ++s) seqs.push_back(batch.host_seq(s));
+  const std::vector<hal::AttnSeq> seqs = batch.host_seqs();
   const int n_seqs = static_cast<int>(seqs.size());
   const int group = p.n_head / p.n_kv_head;
   auto slot_of = [&](const hal::AttnSeq& s, int t) {
@@ -238,7 +237,7 @@ Status sparse_moe(const OpContext&, const hal::ExpertWeights& w, const TensorVie
 // The naive (non-absorbed) form: expand every cached latent into per-head k_nope and v with kv_b, then attend.
 Status attention_mla(const OpContext&, const hal::MlaParams& p, const hal::AttnBatch& batch, const TensorView& q,
                      const TensorView& kv_b, const TensorView& latent_cache, const TensorView& out) {
-  CAI_TRY(hal::check_kv_cache_dtype("attention_mla", latent_cache));
+  CAI_TRY(hal::check_kv_cache_dtype("attention_mla", latent_cache.dtype));
   const std::vector<float> latent = decode_all(latent_cache);
   const int qk = p.qk_nope + p.qk_rope, per_head = p.qk_nope + p.v_head_dim;
   for (int64_t s = 0; s < batch.n_seqs(); ++s) {

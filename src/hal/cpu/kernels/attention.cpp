@@ -39,11 +39,10 @@ const float* kv_cache_elems(const TensorView& cache, int64_t elem0, int64_t n, f
 
 Status attention_gqa(const OpContext& ctx, const AttentionParams& p, const AttnBatch& batch, const TensorView& q,
                      const TensorView& k_cache, const TensorView& v_cache, const TensorView& out) {
-  CAI_TRY(check_kv_cache_dtype("attention_gqa", k_cache));
-  CAI_TRY(check_kv_cache_dtype("attention_gqa", v_cache));
+  CAI_TRY(check_kv_cache_dtype("attention_gqa", k_cache.dtype));
+  CAI_TRY(check_kv_cache_dtype("attention_gqa", v_cache.dtype));
   CAI_TRY(check_attention_args(p, q, k_cache, v_cache, out));
-  std::vector<AttnSeq> seqs;
-  for (int64_t s = 0; s < batch.n_seqs(); ++s) seqs.push_back(batch.host_seq(s));
+  const std::vector<AttnSeq> seqs = batch.host_seqs();
   std::vector<WorkItem> items;
   for (int s = 0; s < static_cast<int>(seqs.size()); ++s)
     for (int32_t j = 0; j < seqs[s].n_q; ++j) items.push_back({s, j});

@@ -54,7 +54,7 @@ void mla_head(const MlaParams& p, const AttnSeq& sq, int h, const TensorView& q,
 
 Status attention_mla(const OpContext& ctx, const MlaParams& p, const AttnBatch& batch, const TensorView& q,
                      const TensorView& kv_b, const TensorView& latent, const TensorView& out) {
-  CAI_TRY(check_kv_cache_dtype("attention_mla", latent));
+  CAI_TRY(check_kv_cache_dtype("attention_mla", latent.dtype));
   const int per_head = p.qk_nope + p.v_head_dim;
   if (p.n_head <= 0 || p.block_size <= 0 || kv_b.rows() != static_cast<int64_t>(p.n_head) * per_head ||
       kv_b.cols() != p.kv_lora || latent.cols() != p.kv_lora + p.qk_rope ||

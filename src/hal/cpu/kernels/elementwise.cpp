@@ -102,7 +102,7 @@ Status copy_cols(const OpContext& ctx, const TensorView& src, int64_t src_col, c
 }
 
 Status kv_write(const OpContext& ctx, const TensorView& src, const TensorView& slot_view, const TensorView& cache) {
-  CAI_TRY(check_kv_cache_dtype("kv_write", cache));
+  CAI_TRY(check_kv_cache_dtype("kv_write", cache.dtype));
   const int32_t* slots = slot_view.as<const int32_t>();
   const int64_t width = src.cols();
   if (cache.n_elements() / cache.dim(0) != width || src.dtype != DType::kF32)
