@@ -13,7 +13,9 @@ for f in cai cai-mkmodel test_ops test_cli libcai-backend-cuda.so libcai-backend
   [ -e "build/$f" ] || { echo "device-bundle: build/$f is missing (is nvcc installed?)" >&2; exit 1; }
   cp "build/$f" "$dest/"
 done
-# Test data paths are compiled in relative to the source tree, which travels with the working tree.
+# Test data paths are compiled in relative to the source tree, which travels with the working tree; the xz-packed
+# test data unpacked at configure time (build/testdata) travels in the bundle.
+cp -r build/testdata "$dest/"
 for bin in "$dest"/cai "$dest"/test_ops "$dest"/test_cli; do
   ldd "$bin" | awk '/=> \// {print $3}' | grep -E 'libfmt|libspdlog|libpcre2|libutf8proc|libyaml-cpp|libcpp-httplib' |
     xargs -r -I{} cp -L {} "$dest/lib/"

@@ -23,6 +23,9 @@ std::string dir_or_env(const char* env, const char* baked) {
 }  // namespace
 
 std::string data_path(const std::string& rel) {
+  // Folders with xz-packed files are unpacked into the build tree at configure time (cmake/test_data.cmake).
+  const std::string unpacked = dir_or_env("CAI_TEST_BINARY_DIR", CAI_BINARY_DIR) + "/testdata/" + rel;
+  if (std::filesystem::exists(unpacked)) return unpacked;
   return dir_or_env("CAI_TEST_SOURCE_DIR", CAI_SOURCE_DIR) + "/tests/data/" + rel;
 }
 std::string binary_path(const std::string& name) { return dir_or_env("CAI_TEST_BINARY_DIR", CAI_BINARY_DIR) + "/" + name; }

@@ -5,7 +5,8 @@
 #include <vector>
 
 namespace cai::test {
-std::string data_path(const std::string& rel);  // <source>/tests/data/<rel>
+// <build>/testdata/<rel> when unpacked there (xz-packed folders), else <source>/tests/data/<rel>.
+std::string data_path(const std::string& rel);
 std::string binary_path(const std::string& name);  // <build>/<name>
 std::string read_file(const std::string& path);
 std::vector<float> read_f32(const std::string& path);

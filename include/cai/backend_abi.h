@@ -38,7 +38,21 @@ enum {
   CAI_DTYPE_Q6_K = 7,
   CAI_DTYPE_F8_E4M3 = 8, /* with 128x128 block scales in CaiTensor.scale */
   CAI_DTYPE_I32 = 9,
-  CAI_DTYPE_I8 = 10
+  CAI_DTYPE_I8 = 10,
+  CAI_DTYPE_Q4_1 = 11, /* the GGUF types below were added in ABI 2.1; a plugin answers UNSUPPORTED for any it lacks */
+  CAI_DTYPE_Q5_0 = 12,
+  CAI_DTYPE_Q5_1 = 13,
+  CAI_DTYPE_Q2_K = 14,
+  CAI_DTYPE_Q3_K = 15,
+  CAI_DTYPE_IQ4_NL = 16,
+  CAI_DTYPE_IQ4_XS = 17,
+  CAI_DTYPE_IQ3_XXS = 18,
+  CAI_DTYPE_IQ3_S = 19,
+  CAI_DTYPE_IQ2_XXS = 20,
+  CAI_DTYPE_IQ2_XS = 21,
+  CAI_DTYPE_IQ2_S = 22,
+  CAI_DTYPE_IQ1_S = 23,
+  CAI_DTYPE_IQ1_M = 24
 };
 
 /* Status codes; the values are cai::StatusCode's. */

@@ -67,6 +67,19 @@ inline BlockLayout block_layout(int32_t dtype) {
     case CAI_DTYPE_Q4_K: return {256, 144};
     case CAI_DTYPE_Q5_K: return {256, 176};
     case CAI_DTYPE_Q6_K: return {256, 210};
+    case CAI_DTYPE_Q4_1: return {32, 20};
+    case CAI_DTYPE_Q5_0: return {32, 22};
+    case CAI_DTYPE_Q5_1: return {32, 24};
+    case CAI_DTYPE_IQ4_NL: return {32, 18};
+    case CAI_DTYPE_Q2_K: return {256, 84};
+    case CAI_DTYPE_Q3_K: case CAI_DTYPE_IQ3_S: return {256, 110};
+    case CAI_DTYPE_IQ4_XS: return {256, 136};
+    case CAI_DTYPE_IQ3_XXS: return {256, 98};
+    case CAI_DTYPE_IQ2_XXS: return {256, 66};
+    case CAI_DTYPE_IQ2_XS: return {256, 74};
+    case CAI_DTYPE_IQ2_S: return {256, 82};
+    case CAI_DTYPE_IQ1_S: return {256, 50};
+    case CAI_DTYPE_IQ1_M: return {256, 56};
     default: return {0, 0};
   }
 }

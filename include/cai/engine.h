@@ -70,7 +70,8 @@ struct EngineStats {
   int n_waiting = 0;
   int kv_blocks_total = 0;
   int kv_blocks_used = 0;
-  std::string kv_dtype;               // KV cache element type: "f32", "bf16" or "f16"
+  std::string kv_dtype;               // KV cache element type: "f32", "bf16", "f16" or "q8_0"
+  uint64_t kv_bytes_per_token = 0;    // KV cache bytes one token takes, all layers (KvSpec::bytes_per_token)
   uint64_t prompt_tokens = 0;         // prompt tokens received
   uint64_t prefix_hit_tokens = 0;     // prompt tokens not recomputed thanks to the prefix cache
   uint64_t computed_prompt_tokens = 0;

@@ -20,6 +20,22 @@ enum class DType : uint8_t {
   kF8_E4M3,  // 1 byte; DeepSeek weights carry 128x128 block scales beside them (TensorView::scale)
   kI32,
   kI8,
+  // GGUF types past the first eight (FORMATS.md §1.5, §2; IQ layouts in quant_iq.h). Appended, so the values of
+  // the types above (and of the plugin ABI's CAI_DTYPE_*) stay put.
+  kQ4_1,     // 32 elems, 20 bytes: f16 d, f16 m, 16 bytes of nibbles
+  kQ5_0,     // 32 elems, 22 bytes: f16 d, u32 qh, 16 bytes of nibbles
+  kQ5_1,     // 32 elems, 24 bytes: f16 d, f16 m, u32 qh, 16 bytes of nibbles
+  kQ2_K,     // 256 elems, 84 bytes
+  kQ3_K,     // 256 elems, 110 bytes
+  kIQ4_NL,   // 32 elems, 18 bytes: f16 d, 16 bytes of nibbles into the non-linear table
+  kIQ4_XS,   // 256 elems, 136 bytes
+  kIQ3_XXS,  // 256 elems, 98 bytes
+  kIQ3_S,    // 256 elems, 110 bytes
+  kIQ2_XXS,  // 256 elems, 66 bytes
+  kIQ2_XS,   // 256 elems, 74 bytes
+  kIQ2_S,    // 256 elems, 82 bytes
+  kIQ1_S,    // 256 elems, 50 bytes
+  kIQ1_M,    // 256 elems, 56 bytes (the f16 super-block scale is spread over the scales' top nibbles)
   kCount,
 };
 

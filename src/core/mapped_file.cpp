@@ -39,12 +39,21 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) {
       if (err == ENOMEM) return out_of_memory("{}: cannot map {} bytes", path, file->size_);
       return io_error("{}: cannot mmap {} bytes: {}", path, file->size_, std::strerror(err));
     }
-    // No read-ahead of the whole file: a 700 GB checkpoint must not be pulled into memory at open. Pages fault in
-    // on first use (or through WeightStore::prewarm), so RSS grows only with the weights actually touched.
+    // No read-ahead of the whole file (no MAP_POPULATE, no MADV_WILLNEED): a 700 GB checkpoint must not be pulled
+    // into memory at open. Pages fault in on first use (or through WeightStore::prewarm), with the kernel's default
+    // read-around, so RSS grows only with the weights actually touched.
     file->data_ = static_cast<const uint8_t*>(p);
   }
   ::close(fd);  // the mapping keeps the file alive
   return file;
+}
+
+void MappedFile::advise_sequential() const {
+  if (data_ != nullptr) ::madvise(const_cast<uint8_t*>(data_), size_, MADV_SEQUENTIAL);  // a hint: failure is harmless
+}
+
+void MappedFile::release() const {
+  if (data_ != nullptr) ::madvise(const_cast<uint8_t*>(data_), size_, MADV_DONTNEED);  // read-only file pages: no data lost
 }
 
 MappedFile::~MappedFile() {

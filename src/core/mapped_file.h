@@ -1,4 +1,5 @@
-// MappedFile: a read-only mmap of a whole file (weights stay in the page cache, not in our heap).
+// MappedFile: a read-only mmap of a whole file (weights stay in the page cache, not in our heap). Opening reads nothing
+// ahead (no MAP_POPULATE): pages fault in on first use, so RSS grows only with the bytes actually touched.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +21,11 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // The mapping is about to be read once, front to back (copied to a device's own memory): read ahead eagerly.
+  void advise_sequential() const;
+  // Drop this process's pages of the mapping (the page cache keeps them; a later read faults them back in), e.g. once
+  // a device holds its own copy of the weights, so the host RSS does not hold a second one.
+  void release() const;
 
  private:
   MappedFile() = default;

@@ -1,4 +1,5 @@
-// Row dequantize/quantize dispatch plus the plain-float, 32-element-block and FP8 codecs (FORMATS.md §2, §7).
+// Row dequantize/quantize dispatch plus the plain-float, 32-element-block and FP8 codecs (FORMATS.md §2, §7); the
+// K-quants live in quant_k.cpp, the IQ-quants in quant_iq.cpp.
 #include "core/quant.h"
 
 #include <algorithm>
@@ -6,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/quant_iq.h"
 #include "core/quant_k.h"
 
 namespace cai {
@@ -36,6 +38,47 @@ void dequantize_q4_0(const uint8_t* src, float* dst, int64_t n) {
       dst[j] = d * static_cast<float>((qs[j] & 15) - 8);
       dst[j + 16] = d * static_cast<float>((qs[j] >> 4) - 8);
     }
+  }
+}
+
+uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// Q4_1 / Q5_1 (m != null: x = d·q + m) and Q5_0 (m null: x = d·(q − 16)); qh null for the 4-bit type.
+void dequantize_32_block(float d, const float* m, const uint8_t* qh_ptr, const uint8_t* qs, float* dst) {
+  uint32_t qh = qh_ptr ? load_u32(qh_ptr) : 0;
+  for (int j = 0; j < 16; ++j) {
+    int q0 = (qs[j] & 15) | static_cast<int>(((qh >> j) & 1) << 4);
+    int q1 = (qs[j] >> 4) | static_cast<int>(((qh >> (j + 16)) & 1) << 4);
+    if (m) {
+      dst[j] = d * static_cast<float>(q0) + *m;
+      dst[j + 16] = d * static_cast<float>(q1) + *m;
+    } else {
+      dst[j] = d * static_cast<float>(q0 - 16);
+      dst[j + 16] = d * static_cast<float>(q1 - 16);
+    }
+  }
+}
+
+void dequantize_q4_1(const uint8_t* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / 32; ++b, src += 20, dst += 32) {
+    float m = f16_to_f32(load_u16(src + 2));
+    dequantize_32_block(f16_to_f32(load_u16(src)), &m, nullptr, src + 4, dst);
+  }
+}
+
+void dequantize_q5_0(const uint8_t* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / 32; ++b, src += 22, dst += 32)
+    dequantize_32_block(f16_to_f32(load_u16(src)), nullptr, src + 2, src + 6, dst);
+}
+
+void dequantize_q5_1(const uint8_t* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / 32; ++b, src += 24, dst += 32) {
+    float m = f16_to_f32(load_u16(src + 2));
+    dequantize_32_block(f16_to_f32(load_u16(src)), &m, src + 4, src + 8, dst);
   }
 }
 
@@ -118,6 +161,20 @@ void dequantize_row(DType t, const void* src_v, float* dst, int64_t n) {
     case DType::kQ4_K: quant_k::dequantize_q4_k(src, dst, n); return;
     case DType::kQ5_K: quant_k::dequantize_q5_k(src, dst, n); return;
     case DType::kQ6_K: quant_k::dequantize_q6_k(src, dst, n); return;
+    case DType::kQ4_1: dequantize_q4_1(src, dst, n); return;
+    case DType::kQ5_0: dequantize_q5_0(src, dst, n); return;
+    case DType::kQ5_1: dequantize_q5_1(src, dst, n); return;
+    case DType::kQ2_K: quant_k::dequantize_q2_k(src, dst, n); return;
+    case DType::kQ3_K: quant_k::dequantize_q3_k(src, dst, n); return;
+    case DType::kIQ4_NL: quant_iq::dequantize_iq4_nl(src, dst, n); return;
+    case DType::kIQ4_XS: quant_iq::dequantize_iq4_xs(src, dst, n); return;
+    case DType::kIQ3_XXS: quant_iq::dequantize_iq3_xxs(src, dst, n); return;
+    case DType::kIQ3_S: quant_iq::dequantize_iq3_s(src, dst, n); return;
+    case DType::kIQ2_XXS: quant_iq::dequantize_iq2_xxs(src, dst, n); return;
+    case DType::kIQ2_XS: quant_iq::dequantize_iq2_xs(src, dst, n); return;
+    case DType::kIQ2_S: quant_iq::dequantize_iq2_s(src, dst, n); return;
+    case DType::kIQ1_S: quant_iq::dequantize_iq1_s(src, dst, n); return;
+    case DType::kIQ1_M: quant_iq::dequantize_iq1_m(src, dst, n); return;
     case DType::kF8_E4M3:
       for (int64_t i = 0; i < n; ++i) dst[i] = fp8_e4m3_to_f32(src[i]);
       return;

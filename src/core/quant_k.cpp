@@ -1,4 +1,4 @@
-// K-quant codecs: Q4_K / Q5_K / Q6_K dequantizers (bit-exact, FORMATS.md §2.3) and simple reference quantizers.
+// K-quant codecs: Q2_K–Q6_K dequantizers (bit-exact, FORMATS.md §2.3) and simple Q4_K–Q6_K reference quantizers.
 #include "core/quant_k.h"
 
 #include <algorithm>
@@ -80,7 +80,42 @@ void quantize_4or5_block(const float* x, uint8_t* d_ptr, int levels, int* q) {
   }
 }
 
+// Q2_K and Q3_K share the 2-bit layout: element n sits in qs[32h + 16p + l] at bits 2j (h, j, p, l as in
+// FORMATS.md §2.3), i.e. each 32-byte run of qs serves 128 elements, four 2-bit planes of 32.
+int q2_bits(const uint8_t* qs, int n) {
+  int h = n / 128, r = n % 128, j = r / 32, p = (r % 32) / 16, l = r % 16;
+  return (qs[32 * h + 16 * p + l] >> (2 * j)) & 3;
+}
+
 }  // namespace
+
+void dequantize_q2_k(const uint8_t* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / 256; ++b, src += 84, dst += 256) {
+    const uint8_t* scales = src;
+    const uint8_t* qs = src + 16;
+    float d = load_f16(src + 80), dmin = load_f16(src + 82);
+    for (int i = 0; i < 256; ++i) {
+      uint8_t sc = scales[i / 16];
+      float dl = d * static_cast<float>(sc & 15), ml = dmin * static_cast<float>(sc >> 4);
+      dst[i] = dl * static_cast<float>(q2_bits(qs, i)) - ml;
+    }
+  }
+}
+
+void dequantize_q3_k(const uint8_t* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / 256; ++b, src += 110, dst += 256) {
+    const uint8_t* hmask = src;
+    const uint8_t* qs = src + 32;
+    const uint8_t* scales = src + 96;
+    float d = load_f16(src + 108);
+    for (int i = 0; i < 256; ++i) {
+      int r = i % 128;
+      int hbit = (hmask[r % 32] >> (4 * (i / 128) + r / 32)) & 1;  // hmask[16p + l], bit 4h + j
+      float dl = d * static_cast<float>(q3_k_scale(scales, i / 16));
+      dst[i] = dl * static_cast<float>(q2_bits(qs, i) - (hbit ? 0 : 4));
+    }
+  }
+}
 
 void dequantize_q4_k(const uint8_t* src, float* dst, int64_t n) {
   for (int64_t b = 0; b < n / 256; ++b, src += 144, dst += 256) dequantize_4or5(src, nullptr, src + 16, dst);

@@ -1,4 +1,4 @@
-// Buffer ownership and the op-table lookups shared by every Device.
+// Buffer ownership, the op-table lookups and the KV-cache dtype check shared by every Device.
 #include "hal/hal.h"
 
 namespace cai::hal {
@@ -62,6 +62,15 @@ bool Device::supports(OpId op) const {
     case OpId::kCount: break;
   }
   return false;
+}
+
+Status check_kv_cache_dtype(const Device& device, const char* what, DType t) {
+  if (device.supports_kv_dtype(t)) return {};
+  std::string taken;
+  for (DType k : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0})
+    if (device.supports_kv_dtype(k)) taken += (taken.empty() ? "" : ", ") + std::string(dtype_name(k));
+  return unsupported("{}: a KV cache of {} is not supported on {} (it takes {})", what, dtype_name(t), device.name(),
+                     taken);
 }
 
 }  // namespace cai::hal

@@ -105,7 +105,13 @@ class Device {
   bool supports(OpId op) const;
   // dtype-aware check: e.g. dense_gemm with a weight dtype this backend has no kernel for.
   virtual bool supports(OpId op, DType weight_dtype) const { return supports(op); }
+  // A KV cache dtype this device's kv_write and attention kernels take: the plain ones (is_kv_cache_dtype) everywhere;
+  // block-quantized ones (Q8_0) only where a backend overrides this (the CPU; plugins have no Q8_0 KV kernels).
+  virtual bool supports_kv_dtype(DType t) const { return is_kv_cache_dtype(t) && !is_quantized(t); }
 };
+
+// unsupported, naming the device and the KV dtypes it takes, unless device.supports_kv_dtype(t).
+Status check_kv_cache_dtype(const Device& device, const char* what, DType t);
 
 class Backend {
  public:

@@ -27,11 +27,14 @@ struct OpContext {
   void* backend = nullptr;  // a plugin device's own handle (host-side plugin wrapper), else null
 };
 
-// The element types a KV cache may hold (kv_write, attention_gqa, attention_mla); others are unsupported.
-inline bool is_kv_cache_dtype(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+// The element types a KV cache may hold (kv_write, attention_gqa, attention_mla): F32, F16 and BF16 on every backend;
+// Q8_0 (GGUF 32-element blocks, each head / latent part whole blocks) only where Device::supports_kv_dtype says so.
+inline bool is_kv_cache_dtype(DType t) {
+  return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16 || t == DType::kQ8_0;
+}
 inline Status check_kv_cache_dtype(const char* what, DType t) {
   if (is_kv_cache_dtype(t)) return {};
-  return unsupported("{}: a KV cache of {} is not supported (f32, f16 or bf16)", what, dtype_name(t));
+  return unsupported("{}: a KV cache of {} is not supported (f32, f16, bf16 or q8_0)", what, dtype_name(t));
 }
 
 // Op parameter structs are the plugin ABI's (include/cai/backend_abi.h): one definition for both sides.
@@ -101,12 +104,12 @@ struct OpTable {
   // dst[r, dst_col + j] = src[r, src_col + j] for j < n_cols, every row r. F32.
   Status (*copy_cols)(const OpContext&, const TensorView& src, int64_t src_col, const TensorView& dst, int64_t dst_col,
                       int64_t n_cols) = nullptr;
-  // Write src [n_tok, width] (F32) rows into cache [n_slots, width] at slots[i] (I32 [n_tok]). The cache is F32, F16
-  // or BF16 (is_kv_cache_dtype); narrower rows round to nearest even, bit-exact with f32_to_f16 / f32_to_bf16.
+  // Write src [n_tok, width] (F32) rows into cache [n_slots, width] at slots[i] (I32 [n_tok]). The cache is F32, F16,
+  // BF16 or Q8_0 (is_kv_cache_dtype); rows are encoded bit-exact with quantize_row (F16/BF16 round to nearest even).
   Status (*kv_write)(const OpContext&, const TensorView& src, const TensorView& slots, const TensorView& cache) = nullptr;
   // Grouped-query attention over a paged cache. q [n_tok, n_head, head_dim]; k_cache [n_slots, n_kv_head, head_dim];
-  // v_cache [n_slots, n_kv_head, head_dim_v]; out [n_tok, n_head, head_dim_v]. q / out F32; k_cache / v_cache F32, F16
-  // or BF16 (one dtype, decoded to float as read); accumulation in F32.
+  // v_cache [n_slots, n_kv_head, head_dim_v]; out [n_tok, n_head, head_dim_v]. q / out F32; k_cache / v_cache F32, F16,
+  // BF16 or Q8_0 (one dtype, decoded to float as read); accumulation in F32.
   Status (*attention_gqa)(const OpContext&, const AttentionParams& p, const AttnBatch& batch, const TensorView& q,
                           const TensorView& k_cache, const TensorView& v_cache, const TensorView& out) = nullptr;
   // Expert selection: logits [n, E] F32 (router output), bias [E] F32 or null (used for selection only) →
@@ -118,8 +121,8 @@ struct OpTable {
   Status (*sparse_moe)(const OpContext&, const ExpertWeights& w, const TensorView& x, const TensorView& ids,
                        const TensorView& weights, const TensorView& out) = nullptr;
   // Absorbed MLA: q [n_tok, n_head, qk_nope + qk_rope] (rope part already rotated); kv_b [n_head·(qk_nope+v), kv_lora]
-  // any dtype (per head: W_UK rows then W_UV rows); latent [n_slots, kv_lora + qk_rope] F32, F16 or BF16 (decoded to
-  // float as read); out [n_tok, n_head·v] F32.
+  // any dtype (per head: W_UK rows then W_UV rows); latent [n_slots, kv_lora + qk_rope] F32, F16, BF16 or Q8_0 (decoded
+  // to float as read); out [n_tok, n_head·v] F32.
   // score(t) = (W_UK_h^T q_nope)·c_kv[t] + q_rope·k_rope[t]; out_h = W_UV_h (Σ_t p_t c_kv[t]).
   Status (*attention_mla)(const OpContext&, const MlaParams& p, const AttnBatch& batch, const TensorView& q,
                           const TensorView& kv_b, const TensorView& latent, const TensorView& out) = nullptr;

@@ -18,6 +18,10 @@ struct ArchEntry {
   ModelFactory factory;
 };
 
+// What one token costs in the KV cache of the model `cfg` describes (MLA: the latent [c_kv | k_rope]; GQA: K and V of
+// every KV head): the factories build their cache from it, and load_model prices the cache before reading weights.
+KvSpec kv_spec_for(const ModelConfig& cfg, DType kv_dtype);
+
 // Matches cfg.architecture or cfg.model_type; unknown → unsupported, listing the known ones.
 Result<const ArchEntry*> find_arch(const ModelConfig& cfg);
 

@@ -9,14 +9,33 @@ namespace cai {
 DType default_kv_dtype(const hal::Device& device) { return device.host_visible() ? DType::kF32 : DType::kBF16; }
 
 Result<DType> parse_kv_dtype(std::string_view name) {
-  for (DType t : {DType::kF32, DType::kBF16, DType::kF16})
+  for (DType t : {DType::kF32, DType::kBF16, DType::kF16, DType::kQ8_0})
     if (name == dtype_name(t)) return t;
-  return invalid_argument("--kv-dtype '{}': accepted values are f32, bf16 and f16", name);
+  return invalid_argument("--kv-dtype '{}': accepted values are f32, bf16, f16 and q8_0", name);
 }
+
+namespace {
+
+// Rows of a block dtype hold whole blocks, and a kernel reads each part of a row on its own: every part (and width)
+// must be a multiple of the block.
+Status check_kv_layout(const KvSpec& spec) {
+  const int block = dtype_info(spec.dtype).block_elems;
+  std::vector<KvPart> parts = spec.parts;
+  parts.push_back({"K row width", spec.k_width});
+  parts.push_back({"V row width", spec.v_width});
+  for (const KvPart& p : parts)
+    if (p.width % block != 0)
+      return invalid_argument("a {} KV cache stores {}-element blocks: {} {} is not a multiple of {}",
+                              dtype_name(spec.dtype), block, p.name, p.width, block);
+  return {};
+}
+
+}  // namespace
 
 Result<KvCache> KvCache::create(hal::Device& device, const KvSpec& spec, int n_blocks, int block_size) {
   if (n_blocks <= 0 || block_size <= 0) return invalid_argument("KV cache needs positive blocks and block size");
-  CAI_TRY(hal::check_kv_cache_dtype("KvCache::create", spec.dtype));
+  CAI_TRY(hal::check_kv_cache_dtype(device, "KvCache::create", spec.dtype));
+  CAI_TRY(check_kv_layout(spec));
   KvCache kv;
   kv.spec_ = spec;
   kv.n_blocks_ = n_blocks;

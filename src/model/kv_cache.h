@@ -10,25 +10,37 @@
 
 namespace cai {
 
-// Per layer and token: k_width elements of keys and v_width of values, of `dtype` (F32, F16 or BF16; GQA: n_kv_head ×
-// head_dim each; MLA: the latent c_kv + k_rope in k, nothing in v). The runtime only ever sees this.
+// A vector the attention kernels read from a cache row on their own (one GQA head, MLA's c_kv or k_rope), named as
+// the model config names its width.
+struct KvPart {
+  std::string_view name;
+  int width = 0;
+};
+
+// Per layer and token: k_width elements of keys and v_width of values, of `dtype` (F32, F16, BF16 or Q8_0; GQA:
+// n_kv_head × head_dim each; MLA: the latent c_kv + k_rope in k, nothing in v). The runtime only ever sees this.
 struct KvSpec {
   int n_layers = 0;
   int k_width = 0;
   int v_width = 0;
   DType dtype = DType::kF32;
-  size_t bytes_per_token() const { return static_cast<size_t>(n_layers) * (k_width + v_width) * row_bytes(dtype, 1); }
+  std::vector<KvPart> parts;  // a block dtype (Q8_0: 32 elements) needs each part to be whole blocks
+  // Every layer's K and V row in `dtype`: Q8_0 costs 34 bytes per 32 elements.
+  size_t bytes_per_token() const {
+    return static_cast<size_t>(n_layers) * (row_bytes(dtype, k_width) + row_bytes(dtype, v_width));
+  }
 };
 
 // The KV cache dtype a device gets unless told otherwise: F32 where the host addresses its memory (CPU), BF16 on
 // devices with their own memory (half the bytes per token).
 DType default_kv_dtype(const hal::Device& device);
-// A --kv-dtype value: "f32", "bf16" or "f16"; anything else is invalid_argument listing those.
+// A --kv-dtype value: "f32", "bf16", "f16" or "q8_0"; anything else is invalid_argument listing those.
 Result<DType> parse_kv_dtype(std::string_view name);
 
 class KvCache {
  public:
-  // n_blocks blocks of block_size token slots, for every layer.
+  // n_blocks blocks of block_size token slots, for every layer. Errors: a dtype the device has no KV kernels for
+  // (unsupported), parts that are not whole blocks of a block dtype (invalid_argument naming the part).
   static Result<KvCache> create(hal::Device& device, const KvSpec& spec, int n_blocks, int block_size);
 
   const KvSpec& spec() const { return spec_; }

@@ -7,9 +7,7 @@ namespace cai {
 
 Result<std::unique_ptr<Model>> make_llama_model(const ModelConfig& cfg, WeightStore weights, hal::Device& device,
                                                 DType kv_dtype) {
-  const int kv_width = cfg.num_key_value_heads * cfg.head_dim;
-  auto model = std::make_unique<DecoderModel>(cfg, std::move(weights), device,
-                                              KvSpec{cfg.num_hidden_layers, kv_width, kv_width, kv_dtype});
+  auto model = std::make_unique<DecoderModel>(cfg, std::move(weights), device, kv_spec_for(cfg, kv_dtype));
   CAI_TRY(model->load_embeddings_and_head());
   for (int l = 0; l < cfg.num_hidden_layers; ++l) {
     CAI_ASSIGN_OR_RETURN(AttentionGqa attn, AttentionGqa::load(model->weights(), cfg, l));

@@ -17,11 +17,19 @@ struct LoadedModel {
   std::string format;                    // "gguf" or "hf"
   double load_seconds = 0;
   double prewarm_seconds = 0;
+  size_t rss_after_load_bytes = 0;  // this process's resident set once loaded (and pre-warmed)
 };
 
 struct LoadOptions {
   bool prewarm_experts = false;  // touch every expert page at load (see Model::prewarm_experts)
-  std::optional<DType> kv_dtype;  // KV cache element type (F32, BF16 or F16); unset = default_kv_dtype(device)
+  std::optional<DType> kv_dtype;  // KV cache element type (F32, BF16, F16; Q8_0 on the CPU); unset: default_kv_dtype
+  bool mlock = false;  // lock the weights in RAM where the device reads them from host memory (see WeightStore)
+  // The KV cache the caller will allocate once loaded: kv_tokens slots priced by the model's KvSpec (kModelContext: its
+  // whole context) plus kv_bytes. Before any weight is read, load_model checks that the weights and this cache fit
+  // the device's available memory (the host's MemAvailable on the CPU) and fails naming both numbers if not.
+  static constexpr int64_t kModelContext = -1;
+  int64_t kv_tokens = 0;
+  size_t kv_bytes = 0;
 };
 
 Result<LoadedModel> load_model(const std::string& path, hal::Device& device, const LoadOptions& options = {});

@@ -2,11 +2,15 @@
 #include "model/weights.h"
 
 #include <regex>
+#include <set>
 
+#include "core/host_memory.h"
 #include "core/log.h"
+#include "core/mapped_file.h"
 #include "core/quant.h"
 #include "core/weight_row.h"
 #include "model/loaders/gguf.h"
+#include "model/loaders/gguf_deepseek.h"
 #include "model/loaders/safetensors.h"
 
 namespace cai {
@@ -113,15 +117,32 @@ Result<TensorView> WeightStore::upload(const TensorView& host_view) {
   return v;
 }
 
+void WeightStore::advise_copy(const std::vector<const MappedFile*>& files, bool copying) const {
+  if (device_->host_visible()) return;  // the mapping is the weights: pages come and go with use
+  for (const MappedFile* f : files) copying ? f->advise_sequential() : f->release();
+}
+
 Result<WeightStore> WeightStore::from_gguf(std::unique_ptr<GgufFile> file, hal::Device& device) {
   WeightStore ws;
   ws.device_ = &device;
+  std::set<std::string> replaced;  // mainline DeepSeek attn_k_b / attn_v_b, read into the rebuilt attn_kv_b
+  CAI_ASSIGN_OR_RETURN(std::vector<HostTensor> rebuilt, rebuild_mla_kv_b(*file, &replaced));
+  if (!rebuilt.empty())
+    CAI_LOG_INFO("rebuilt {} attn_kv_b ({}) from mainline llama.cpp's attn_k_b/attn_v_b", rebuilt.size(),
+                 dtype_name(rebuilt[0].view.dtype));
   size_t total = 0;
-  for (const GgufTensorInfo& t : file->tensors()) total += align_up(t.view().n_bytes());
+  for (const GgufTensorInfo& t : file->tensors())
+    if (!replaced.count(t.name)) total += align_up(t.view().n_bytes());
   CAI_TRY(ws.reserve_arena(total));
+  ws.advise_copy(file->mapped_files(), true);
   for (const GgufTensorInfo& t : file->tensors()) {
+    if (replaced.count(t.name)) continue;
     CAI_ASSIGN_OR_RETURN(ws.tensors_[t.name], ws.place(t.name, t.view()));
   }
+  for (const HostTensor& t : rebuilt) {
+    CAI_ASSIGN_OR_RETURN(ws.tensors_[t.name], ws.upload(t.view));
+  }
+  ws.advise_copy(file->mapped_files(), false);
   ws.gguf_ = std::move(file);
   return ws;
 }
@@ -151,11 +172,16 @@ Result<WeightStore> WeightStore::from_checkpoint(std::unique_ptr<SafetensorsChec
     plain.emplace_back(*canon, host);
   }
   CAI_TRY(ws.reserve_arena(total));
+  std::vector<const MappedFile*> files;
+  for (const auto& shard : ckpt->shards())
+    if (shard->mapped()) files.push_back(shard->mapped());
+  ws.advise_copy(files, true);
   for (const auto& [canon, host] : plain) {
     CAI_ASSIGN_OR_RETURN(ws.tensors_[canon], ws.place(canon, host));
   }
   CAI_TRY(ws.attach_block_scales(*ckpt));
   CAI_TRY(ws.stack_experts(*ckpt, expert_groups));
+  ws.advise_copy(files, false);
   ws.ckpt_ = std::move(ckpt);
   return ws;
 }
@@ -265,6 +291,17 @@ Result<TensorView> WeightStore::upload_f32(const std::string& name, const std::v
   CAI_ASSIGN_OR_RETURN(TensorView v, upload(TensorView::make(copy.data(), DType::kF32, {static_cast<int64_t>(copy.size())})));
   f32_cache_[name] = v;
   return v;
+}
+
+Status WeightStore::lock_in_memory() const {
+  if (!device_->host_visible()) {
+    CAI_LOG_INFO("--mlock: the weights live in {}'s own memory; nothing to lock on the host", device_->name());
+    return {};
+  }
+  const size_t total = total_bytes();
+  for (const auto& [name, v] : tensors_)
+    CAI_TRY(lock_pages(v.data, v.n_bytes(), fmt::format("the {} bytes of weights (stopped at '{}')", total, name)));
+  return {};
 }
 
 size_t WeightStore::prewarm(const std::string& substring) const {

@@ -14,6 +14,7 @@
 namespace cai {
 
 class GgufFile;
+class MappedFile;
 class SafetensorsCheckpoint;
 
 // Canonical name of one layer's stacked routed experts [n_experts, out, in]: "blk.<layer>.ffn_<proj>_exps.weight".
@@ -44,11 +45,17 @@ class WeightStore {
   size_t total_bytes() const;
   // Bytes of the (non-alias) tensors whose canonical name contains `substring`.
   size_t bytes_matching(const std::string& substring) const;
+  // --mlock: lock every tensor's pages in RAM where the device reads the weights from host memory (a device with its
+  // own memory holds its copy already). The error names RLIMIT_MEMLOCK.
+  Status lock_in_memory() const;
   // Touch every page of the tensors whose canonical name contains `substring` (e.g. "_exps.") so the first request
   // does not fault them in from disk. Returns the bytes touched.
   size_t prewarm(const std::string& substring) const;
 
  private:
+  // Where the device cannot address host memory the files are read once, in order, into its arena: `copying`
+  // true asks the kernel to read ahead; false (after the copy) drops our pages of them, which the device now holds.
+  void advise_copy(const std::vector<const MappedFile*>& files, bool copying) const;
   // Reserves one device allocation for `n_bytes` of weights (only where the device cannot address host memory).
   Status reserve_arena(size_t n_bytes);
   // The tensor on the device: the host view itself where the device sees host memory, else a copy in the arena.

@@ -68,6 +68,7 @@ class EngineImpl final : public Engine {
   EngineImpl(LoadedModel lm, const EngineOptions& o, KvCache kv, Scheduler sched, int ctx)
       : lm_(std::move(lm)), opt_(o), kv_(std::move(kv)), sched_(std::move(sched)), ctx_size_(ctx) {
     stats_.kv_dtype = std::string(dtype_name(kv_.spec().dtype));
+    stats_.kv_bytes_per_token = kv_.spec().bytes_per_token();
     thread_ = std::thread([this] { loop(); });
   }
   ~EngineImpl() override { shutdown(); }

@@ -65,6 +65,8 @@ void engine_metrics(std::string& out, const EngineStats& s) {
   out += fmt::format("# HELP cai_kv_cache_info KV cache element type (label dtype).\n# TYPE cai_kv_cache_info gauge\n"
                      "cai_kv_cache_info{{dtype=\"{}\"}} 1\n",
                      s.kv_dtype);
+  scalar(out, "cai_kv_cache_bytes_per_token", "gauge", "KV cache bytes per token, all layers.",
+         double(s.kv_bytes_per_token));
   scalar(out, "cai_prompt_tokens_total", "counter", "Prompt tokens received.", double(s.prompt_tokens));
   scalar(out, "cai_generation_tokens_total", "counter", "Tokens generated.", double(s.generated_tokens));
   scalar(out, "cai_prefix_cache_hit_tokens_total", "counter", "Prompt tokens served from the prefix cache.",

@@ -96,8 +96,14 @@ TEST(BadInput, BadTokensAndContext) {
 }
 
 TEST(BadInput, BadKvDtype) {
-  expect_clean_error("eval -m " + test::data_path("oracle/qwen2_tiny") + " --tokens 0,1 --kv-dtype q8_0",
-                     "--kv-dtype 'q8_0': accepted values are f32, bf16 and f16");
+  const std::string qwen = "eval -m " + test::data_path("oracle/qwen2_tiny") + " --tokens 0,1 --kv-dtype ";
+  expect_clean_error(qwen + "q4_0", "--kv-dtype 'q4_0': accepted values are f32, bf16, f16 and q8_0");
+  // Q8_0 KV is CPU-only: the GPU backends (here the simt emulator) refuse it at load, before any weight is read.
+  expect_clean_error(qwen + "q8_0 --device simt:0",
+                     "load_model: a KV cache of q8_0 is not supported on simt:0 (it takes f32, f16, bf16)");
+  // Q8_0 rows hold whole 32-element blocks per latent part: deepseek_v3_tiny's 8-wide k_rope is refused.
+  expect_clean_error("eval -m " + test::data_path("oracle/deepseek_v3_tiny") + " --tokens 0,1 --kv-dtype q8_0",
+                     "a q8_0 KV cache stores 32-element blocks: qk_rope_head_dim 8 is not a multiple of 32");
 }
 
 TEST(BadInput, TokenizerJsonGarbage) {

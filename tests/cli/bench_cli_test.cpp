@@ -1,5 +1,5 @@
-// `cai bench --json` on a test model: the JSON report carries the single-sequence rates, the roofline, and with
-// --batch the aggregate rate of the batch and its ratio to one sequence.
+// `cai bench --json` on a test model: the JSON report carries the start-up cost (load time, RSS once loaded), the
+// single-sequence rates, the roofline, and with --batch the aggregate rate of the batch and its ratio to one sequence.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -20,6 +20,20 @@ TEST(BenchCli, JsonReportWithBatch) {
   const double batch = j.at("tg_batch_tokens_per_s").get<double>(), single = j.at("tg_tokens_per_s").get<double>();
   EXPECT_GT(batch, 0);
   EXPECT_NEAR(j.at("batch_speedup").get<double>(), batch / single, 1e-9);
+  // The process holds at least the ~1 MB of weights (and its own code) once loaded; a tiny model loads in well under
+  // a minute and needs far less than 4 GiB.
+  EXPECT_GT(j.at("load_seconds").get<double>(), 0);
+  EXPECT_LT(j.at("load_seconds").get<double>(), 60);
+  EXPECT_GT(j.at("rss_after_load_bytes").get<int64_t>(), j.at("weight_bytes").get<int64_t>());
+  EXPECT_LT(j.at("rss_after_load_bytes").get<int64_t>(), int64_t{4} << 30);
+}
+
+TEST(BenchCli, TextReportStartsWithLoadTimeAndRss) {
+  test::CommandResult r = test::run_command(test::binary_path("cai") + " bench -m " +
+                                            test::data_path("models/stories260K.gguf") + " -p 4 -n 2 -r 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("load: ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find(" s, RSS after load "), std::string::npos) << r.out;
 }
 
 TEST(BenchCli, RejectsABatchOutOfRange) {

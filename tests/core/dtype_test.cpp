@@ -33,7 +33,14 @@ TEST(DType, TableMatchesGgml) {
       {DType::kQ4_0, "q4_0", 32, 18, 2},    {DType::kQ4_K, "q4_K", 256, 144, 12},
       {DType::kQ5_K, "q5_K", 256, 176, 13}, {DType::kQ6_K, "q6_K", 256, 210, 14},
       {DType::kF8_E4M3, "f8_e4m3", 1, 1, -1}, {DType::kI32, "i32", 1, 4, 26},
-      {DType::kI8, "i8", 1, 1, 24},
+      {DType::kI8, "i8", 1, 1, 24},         {DType::kQ4_1, "q4_1", 32, 20, 3},
+      {DType::kQ5_0, "q5_0", 32, 22, 6},    {DType::kQ5_1, "q5_1", 32, 24, 7},
+      {DType::kQ2_K, "q2_K", 256, 84, 10},  {DType::kQ3_K, "q3_K", 256, 110, 11},
+      {DType::kIQ4_NL, "iq4_nl", 32, 18, 20}, {DType::kIQ4_XS, "iq4_xs", 256, 136, 23},
+      {DType::kIQ3_XXS, "iq3_xxs", 256, 98, 18}, {DType::kIQ3_S, "iq3_s", 256, 110, 21},
+      {DType::kIQ2_XXS, "iq2_xxs", 256, 66, 16}, {DType::kIQ2_XS, "iq2_xs", 256, 74, 17},
+      {DType::kIQ2_S, "iq2_s", 256, 82, 22}, {DType::kIQ1_S, "iq1_s", 256, 50, 19},
+      {DType::kIQ1_M, "iq1_m", 256, 56, 29},
   };
   ASSERT_EQ(std::size(rows), static_cast<size_t>(DType::kCount));
   for (const Row& r : rows) {
@@ -53,10 +60,11 @@ TEST(DType, Lookups) {
   EXPECT_EQ(dtype_from_name("Q4_k"), DType::kQ4_K);
   EXPECT_EQ(dtype_from_name("F8_E4M3"), DType::kF8_E4M3);
   EXPECT_EQ(dtype_from_name("BF16"), DType::kBF16);
-  EXPECT_FALSE(dtype_from_name("q4_1").has_value());
+  EXPECT_EQ(dtype_from_name("IQ2_xxs"), DType::kIQ2_XXS);
+  EXPECT_FALSE(dtype_from_name("q8_K").has_value());
   EXPECT_FALSE(dtype_from_name("").has_value());
-  EXPECT_FALSE(dtype_from_ggml(3).has_value());    // Q4_1: a real ggml type we do not carry
-  EXPECT_FALSE(dtype_from_ggml(15).has_value());   // Q8_K
+  EXPECT_FALSE(dtype_from_ggml(15).has_value());   // Q8_K: a real ggml type (activations only) we do not carry
+  EXPECT_FALSE(dtype_from_ggml(34).has_value());   // TQ1_0 in mainline, other meanings in forks
   EXPECT_FALSE(dtype_from_ggml(0xFFFFFFFFu).has_value());
   EXPECT_TRUE(is_quantized(DType::kQ6_K));
   EXPECT_FALSE(is_quantized(DType::kF8_E4M3));

@@ -147,8 +147,56 @@ inline std::vector<float> gaussian(size_t n, std::mt19937& rng, float sd = 1.0f)
   return v;
 }
 
+// The weight types of plugin ABI 2.0 (quantized by the reference quantizers in tests).
+inline constexpr DType kBaseWeightTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,    DType::kQ4_0,
+                                             DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kF8_E4M3};
+
+// The GGUF types added in plugin ABI 2.1. Most have no reference quantizer, so tests fill them with random blocks.
+inline constexpr DType kAddedWeightTypes[] = {
+    DType::kQ4_1,    DType::kQ5_0,   DType::kQ5_1,    DType::kQ2_K,   DType::kQ3_K,  DType::kIQ4_NL, DType::kIQ4_XS,
+    DType::kIQ3_XXS, DType::kIQ3_S,  DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S, DType::kIQ1_S,  DType::kIQ1_M};
+
+inline bool is_added_type(DType t) { return t >= DType::kQ4_1 && t <= DType::kIQ1_M; }
+
+// A small finite f16 (|x| in [2^-10, 2^-5)), random sign, so decoded weights stay O(1) and never inf/NaN.
+inline uint16_t small_f16(std::mt19937& rng) {
+  const uint32_t r = rng();
+  return static_cast<uint16_t>(((r & 1u) << 15) | ((5u + (r >> 1) % 5u) << 10) | ((r >> 8) & 0x3FFu));
+}
+
+// Random bytes make valid blocks of every added type (any code, index or sign pattern decodes) once its f16 scale
+// fields are finite: those are overwritten with small_f16. IQ1_M keeps its scale in the top nibbles of its four
+// u16 scale words.
+inline void fill_random_blocks(DType t, uint8_t* bytes, size_t n_bytes, std::mt19937& rng) {
+  for (size_t i = 0; i < n_bytes; ++i) bytes[i] = static_cast<uint8_t>(rng());
+  const auto put = [](uint8_t* p, uint16_t h) { std::memcpy(p, &h, 2); };
+  const size_t bb = dtype_info(t).block_bytes;
+  for (uint8_t* blk = bytes; blk < bytes + n_bytes; blk += bb) {
+    switch (t) {
+      case DType::kQ4_1:
+      case DType::kQ5_1:
+        put(blk, small_f16(rng));
+        put(blk + 2, small_f16(rng));
+        break;
+      case DType::kQ2_K:
+        put(blk + 80, small_f16(rng));
+        put(blk + 82, small_f16(rng));
+        break;
+      case DType::kQ3_K: put(blk + 108, small_f16(rng)); break;
+      case DType::kIQ1_M: {
+        const uint16_t d = small_f16(rng);
+        for (int k = 0; k < 4; ++k)  // byte 49 + 2k is the high byte of u16 word k
+          blk[49 + 2 * k] = static_cast<uint8_t>((blk[49 + 2 * k] & 0x0F) | (((d >> (4 * k)) & 15) << 4));
+        break;
+      }
+      default: put(blk, small_f16(rng)); break;  // the other added types start with their f16 d
+    }
+  }
+}
+
 // A host weight [rows, cols] or stacked [E, rows, cols] of any weight dtype, quantized from Gaussian values with the
-// reference quantizers; `scaled` adds FP8-style 128×128 block scales (one matrix per expert).
+// reference quantizers (random valid blocks for the added types); `scaled` adds FP8-style 128×128 block scales (one
+// matrix per expert).
 struct HostWeights {
   DType dtype = DType::kF32;
   std::vector<int64_t> shape;
@@ -171,10 +219,14 @@ inline HostWeights make_weights(DType t, std::initializer_list<int64_t> shape, b
   const int64_t mats = w.shape.size() == 3 ? w.shape[0] : 1;
   const size_t rb = row_bytes(t, cols);
   w.bytes.resize(rb * static_cast<size_t>(mats * rows));
-  const auto src = gaussian(static_cast<size_t>(mats * rows * cols), rng, t == DType::kF8_E4M3 ? 100.0f : 1.0f);
-  for (int64_t r = 0; r < mats * rows; ++r) {
-    const Status st = quantize_row(t, src.data() + r * cols, w.bytes.data() + static_cast<size_t>(r) * rb, cols);
-    EXPECT_TRUE(st.ok()) << st.to_string();
+  if (is_added_type(t)) {
+    fill_random_blocks(t, w.bytes.data(), w.bytes.size(), rng);
+  } else {
+    const auto src = gaussian(static_cast<size_t>(mats * rows * cols), rng, t == DType::kF8_E4M3 ? 100.0f : 1.0f);
+    for (int64_t r = 0; r < mats * rows; ++r) {
+      const Status st = quantize_row(t, src.data() + r * cols, w.bytes.data() + static_cast<size_t>(r) * rb, cols);
+      EXPECT_TRUE(st.ok()) << st.to_string();
+    }
   }
   if (scaled) {
     std::uniform_real_distribution<float> u(0.001f, 0.02f);

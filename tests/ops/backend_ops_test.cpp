@@ -94,6 +94,7 @@ struct OpCase {
   std::string name;
   float tol;
   std::function<std::vector<float>(const hal::OpTable&, const hal::OpContext&, Env&)> run;
+  DType kv = DType::kF32;  // the KV cache dtype it uses: devices without it (Device::supports_kv_dtype) skip the case
 };
 
 // Scales of a FP8 weight [rows, cols]: one per 128×128 block.
@@ -211,15 +212,16 @@ std::vector<uint8_t> zero_cache(DType dt, int64_t rows, int64_t cols) {
   return std::vector<uint8_t>(row_bytes(dt, cols) * static_cast<size_t>(rows), 0);
 }
 
-constexpr DType kKvTypes[] = {DType::kF32, DType::kF16, DType::kBF16};
+constexpr DType kKvTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0};
 
 void add_attention_cases(std::vector<OpCase>& cases) {
-  // kv_write rounds exactly like the reference (the caches are compared too); attention reads the same cache.
+  // kv_write rounds exactly like the reference (the caches are compared too); attention reads the same cache. Q8_0
+  // heads are whole 32-element blocks.
   for (DType kv : kKvTypes) {
     cases.push_back({"kv_write_attention_gqa_" + std::string(dtype_name(kv)), 2e-5f,
                      [kv](const hal::OpTable& t, const hal::OpContext& c, Env& env) {
                      // Two sequences over a paged cache of 6 blocks × 4 slots with scrambled block tables.
-                     const int nh = 4, nkv = 2, hd = 8, bs = 4, n_slots = 24;
+                     const int nh = 4, nkv = 2, hd = kv == DType::kQ8_0 ? 64 : 8, bs = 4, n_slots = 24;
                      std::vector<uint8_t> kc = zero_cache(kv, n_slots, nkv * hd), vc = kc;
                      std::vector<int32_t> tables = {5, 1, 3, 0, 4, 0};
                      // seq0: 9 tokens already cached + 2 new; seq1: 5 new (prefill).
@@ -243,17 +245,21 @@ void add_attention_cases(std::vector<OpCase>& cases) {
                      got.insert(got.end(), k_rows.begin(), k_rows.end());
                      got.insert(got.end(), v_rows.begin(), v_rows.end());
                      return got;
-                   }});
+                   }, kv});
   }
-  // The latent cache in every KV dtype (F32 kv_b), and FP8 kv_b over an F32 latent.
+  // The latent cache in every KV dtype (F32 kv_b), and FP8 kv_b over an F32 latent. A Q8_0 latent's c_kv and k_rope
+  // are whole blocks (R1: 512 + 64).
   for (const auto& latent_and_fp8 : {std::pair{DType::kF32, false}, std::pair{DType::kF16, false},
-                                     std::pair{DType::kBF16, false}, std::pair{DType::kF32, true}}) {
+                                     std::pair{DType::kBF16, false}, std::pair{DType::kQ8_0, false},
+                                     std::pair{DType::kF32, true}}) {
     const DType kv = latent_and_fp8.first;
     const bool fp8 = latent_and_fp8.second;
+    const bool q8 = kv == DType::kQ8_0;
     cases.push_back({"attention_mla_" + std::string(dtype_name(kv)) + (fp8 ? "_fp8_kv_b" : ""), 5e-5f,
-                     [kv, fp8](const hal::OpTable& t, const hal::OpContext& c, Env& env) {
+                     [kv, fp8, q8](const hal::OpTable& t, const hal::OpContext& c, Env& env) {
                        // The reference is the naive (expanded) form; backends use the absorbed one.
-                       const int nh = 3, nope = 8, rope = 4, vd = 6, lora = 16, bs = 4, n_slots = 16;
+                       const int nh = 3, nope = 8, rope = q8 ? 32 : 4, vd = 6, lora = q8 ? 64 : 16, bs = 4,
+                                 n_slots = 16;
                        std::vector<float> kvb = random_floats(nh * (nope + vd) * lora, 18, 0.5f);
                        std::vector<uint8_t> codes(kvb.size());
                        std::vector<float> scale = {0.02f};
@@ -275,7 +281,7 @@ void add_attention_cases(std::vector<OpCase>& cases) {
                        EXPECT_TRUE(t.attention_mla(c, p, b, env.f32(q, {4, nh, nope + rope}), kv_b,
                                                    env.put(lat, kv, {n_slots, lora + rope}), ov).ok());
                        return env.get(ov);
-                     }});
+                     }, kv});
   }
 }
 
@@ -366,6 +372,7 @@ TEST(BackendOps, EveryBackendMatchesReference) {
   int n_checked = 0;
   for (hal::Device* dev : all_devices()) {
     for (const OpCase& oc : op_cases()) {
+      if (!dev->supports_kv_dtype(oc.kv)) continue;
       SCOPED_TRACE(dev->name() + " " + oc.name);
       Env host(nullptr), on_device(dev);
       std::vector<float> want = oc.run(ref, hal::OpContext{}, host);
@@ -374,7 +381,7 @@ TEST(BackendOps, EveryBackendMatchesReference) {
       ++n_checked;
     }
   }
-  EXPECT_GE(n_checked, static_cast<int>(op_cases().size()));
+  EXPECT_GE(n_checked, static_cast<int>(op_cases().size()));  // the CPU runs every case
 }
 
 TEST(BackendOps, CpuRejectsBadInput) {
@@ -389,21 +396,47 @@ TEST(BackendOps, CpuRejectsBadInput) {
   EXPECT_FALSE(t.kv_write(cpu->op_context(), view(src, {1, 8}), env.i32(slot, {1}), view(cache, {4, 8})).ok());
 }
 
-// A KV cache is F32, F16 or BF16: kv_write into any other dtype is unsupported, in the reference and on every device.
+// A KV cache is F32, F16, BF16 or Q8_0: kv_write into Q4_0 is unsupported in the reference and on every device, and
+// into Q8_0 on the devices that say they lack it (the GPU plugins; Device::supports_kv_dtype).
 TEST(BackendOps, KvCacheOfOtherDtypeIsUnsupported) {
   std::vector<std::pair<const hal::OpTable*, hal::Device*>> tables = {{&ops::ref::op_table(), nullptr}};
   for (hal::Device* dev : all_devices()) tables.push_back({&dev->ops(), dev});
   for (auto [t, dev] : tables) {
-    SCOPED_TRACE(dev ? dev->name() : "reference");
-    Env env(dev);
-    std::vector<float> src(32);
-    std::vector<int32_t> slot = {1};
-    std::vector<uint8_t> cache(row_bytes(DType::kQ8_0, 32) * 2);
-    const Status st = t->kv_write(dev ? dev->op_context() : hal::OpContext{}, env.f32(src, {1, 32}),
-                                  env.i32(slot, {1}), env.put(cache, DType::kQ8_0, {2, 32}));
-    EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
-    EXPECT_NE(st.message().find("f32, f16 or bf16"), std::string::npos) << st.to_string();
+    for (DType kv : {DType::kQ4_0, DType::kQ8_0}) {
+      const bool taken = kv == DType::kQ8_0 && (!dev || dev->supports_kv_dtype(kv));
+      SCOPED_TRACE((dev ? dev->name() : "reference") + " " + std::string(dtype_name(kv)));
+      Env env(dev);
+      std::vector<float> src(32);
+      std::vector<int32_t> slot = {1};
+      std::vector<uint8_t> cache(row_bytes(kv, 32) * 2);
+      const Status st = t->kv_write(dev ? dev->op_context() : hal::OpContext{}, env.f32(src, {1, 32}),
+                                    env.i32(slot, {1}), env.put(cache, kv, {2, 32}));
+      EXPECT_EQ(st.code(), taken ? StatusCode::kOk : StatusCode::kUnsupported) << st.to_string();
+      if (!taken) EXPECT_NE(st.message().find("not supported"), std::string::npos) << st.to_string();
+    }
   }
+  EXPECT_TRUE(hal::Registry::global().find_device("cpu").value()->supports_kv_dtype(DType::kQ8_0));
+}
+
+// Q8_0 rows are read per head / latent part: parts that are not whole 32-element blocks are refused.
+TEST(BackendOps, CpuQ8_0KvNeedsWholeBlocksPerHead) {
+  hal::Device* cpu = hal::Registry::global().find_device("cpu").value();
+  Env env(cpu);
+  std::vector<float> q(4 * 16), out(4 * 16);
+  std::vector<uint8_t> cache(row_bytes(DType::kQ8_0, 64) * 4);
+  std::vector<int32_t> seqs = {0, 1, 0}, tables = {0};
+  const hal::AttnBatch b = attn_batch(env, seqs, tables, 1);
+  const TensorView kc = env.put(cache, DType::kQ8_0, {4, 64});
+  const Status st = cpu->ops().attention_gqa(cpu->op_context(), hal::AttentionParams{4, 4, 16, 16, 0.25f, 4}, b,
+                                             view(q, {1, 4, 16}), kc, kc, view(out, {1, 4, 16}));
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+  EXPECT_NE(st.message().find("whole blocks of 32, not 16"), std::string::npos) << st.to_string();
+  std::vector<float> lat_q(1 * 2 * (8 + 24)), kvb(2 * (8 + 8) * 40, 0.0f), lat_out(2 * 8);
+  std::vector<uint8_t> lat(row_bytes(DType::kQ8_0, 64) * 4);  // kv_lora 40 + qk_rope 24 = 64: blocks straddle the split
+  const Status mla = cpu->ops().attention_mla(cpu->op_context(), hal::MlaParams{2, 8, 24, 8, 40, 0.3f, 4}, b,
+                                              view(lat_q, {1, 2, 32}), view(kvb, {32, 40}),
+                                              env.put(lat, DType::kQ8_0, {4, 64}), view(lat_out, {1, 16}));
+  EXPECT_EQ(mla.code(), StatusCode::kInvalidArgument) << mla.to_string();
 }
 
 }  // namespace

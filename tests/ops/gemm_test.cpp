@@ -1,9 +1,11 @@
 // Tests for cpu_dense_gemm: every weight dtype × shapes × ISA (scalar/avx2/avx512) × bias × threads vs a double
-// reference over dequantize_row, FP8 block scales on ragged shapes, NaN codes and the error paths.
+// reference over dequantize_row, bit-exact per-ISA dequant tables, FP8 block scales on ragged shapes, NaN codes and
+// the error paths.
 #include "hal/cpu/kernels/gemm.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -12,6 +14,7 @@
 #include "core/quant.h"
 #include "core/thread_pool.h"
 #include "hal/cpu/kernels/cpu_features.h"
+#include "hal/cpu/kernels/gemm_kernels.h"
 
 namespace cai::hal::cpu {
 namespace {
@@ -35,8 +38,49 @@ std::vector<float> gaussian(int64_t n, std::mt19937& rng, float sd = 1.0f) {
   return v;
 }
 
+// GGUF types without a quantizer here: their test weights are random blocks (random_blocks).
+constexpr DType kBlockOnlyTypes[] = {DType::kQ4_1,    DType::kQ5_0,   DType::kQ5_1,    DType::kQ2_K,  DType::kQ3_K,
+                                     DType::kIQ4_NL,  DType::kIQ4_XS, DType::kIQ3_XXS, DType::kIQ3_S, DType::kIQ2_XXS,
+                                     DType::kIQ2_XS,  DType::kIQ2_S,  DType::kIQ1_S,   DType::kIQ1_M};
+
+bool block_only(DType t) {
+  return std::find(std::begin(kBlockOnlyTypes), std::end(kBlockOnlyTypes), t) != std::end(kBlockOnlyTypes);
+}
+
+// Random bytes are a valid block of every such type once its f16 scales are finite: they are overwritten with small
+// ones (IQ1_M's d is spread over the top nibbles of its four scale words).
+void random_blocks(DType t, uint8_t* p, int64_t n_blocks, std::mt19937& rng) {
+  const int bytes = dtype_info(t).block_bytes;
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
+  auto put_f16 = [&](uint8_t* at) {
+    const uint16_t h = f32_to_f16(scale(rng));
+    std::memcpy(at, &h, 2);
+  };
+  for (int64_t b = 0; b < n_blocks; ++b, p += bytes) {
+    for (int i = 0; i < bytes; ++i) p[i] = static_cast<uint8_t>(byte(rng));
+    switch (t) {
+      case DType::kQ4_1:
+      case DType::kQ5_1: put_f16(p), put_f16(p + 2); break;
+      case DType::kQ2_K: put_f16(p + 80), put_f16(p + 82); break;
+      case DType::kQ3_K: put_f16(p + 108); break;
+      case DType::kIQ1_M: {
+        const uint16_t h = f32_to_f16(scale(rng));
+        for (int k = 0; k < 4; ++k)
+          p[49 + 2 * k] = static_cast<uint8_t>((p[49 + 2 * k] & 0x0F) | (((h >> (4 * k)) & 15) << 4));
+        break;
+      }
+      default: put_f16(p); break;  // every other type starts with d
+    }
+  }
+}
+
 Weights make_weights(DType t, int64_t out, int64_t in, bool scaled, std::mt19937& rng) {
   Weights w{t, out, in, std::vector<uint8_t>(row_bytes(t, in) * static_cast<size_t>(out)), {}};
+  if (block_only(t)) {
+    random_blocks(t, w.bytes.data(), out * (in / dtype_info(t).block_elems), rng);
+    return w;
+  }
   auto src = gaussian(out * in, rng, t == DType::kF8_E4M3 ? 100.0f : 1.0f);
   for (int64_t r = 0; r < out; ++r) {
     Status st = quantize_row(t, src.data() + r * in, w.bytes.data() + r * row_bytes(t, in), in);
@@ -74,14 +118,14 @@ void reference(Weights& w, const std::vector<float>& x, const float* bias, int64
 }
 
 // Runs the GEMM and checks it against the reference; returns the number of mismatching elements.
-int check(Weights& w, int64_t n, bool with_bias, ThreadPool* pool, std::mt19937& rng) {
+int check(Weights& w, int64_t n, bool with_bias, ThreadPool* pool, std::mt19937& rng, bool invariant = false) {
   auto x = gaussian(n * w.in, rng);
   auto bias = gaussian(w.out, rng);
   std::vector<float> y(static_cast<size_t>(n * w.out), NAN);
   TensorView xv = TensorView::make(x.data(), DType::kF32, {n, w.in});
   TensorView yv = TensorView::make(y.data(), DType::kF32, {n, w.out});
   TensorView bv = TensorView::make(bias.data(), DType::kF32, {w.out});
-  OpContext ctx{pool, nullptr};
+  OpContext ctx{pool, nullptr, invariant};
   Status st = cpu_dense_gemm(ctx, w.view(), xv, with_bias ? &bv : nullptr, yv);
   EXPECT_TRUE(st.ok()) << st.to_string();
   std::vector<double> ref, tol;
@@ -135,6 +179,61 @@ TEST_P(GemmAllTypes, MatchesDequantizedReference) {
   }
 }
 
+// Every GGUF type past the first eight on random valid blocks: the fused path (n <= 8), the batch-invariant path
+// (tiled where the ISA has a tile, n = 9..16) and the packed-panel path (larger n).
+TEST_P(GemmAllTypes, BlockOnlyTypesMatchDequantizedReference) {
+  IsaGuard guard;
+  ASSERT_TRUE(set_active_cpu_isa(GetParam()).ok());
+  ThreadPool pool(2);
+  std::mt19937 rng(4321);
+  struct Shape {
+    int64_t n, in, out;
+    bool invariant;
+  };
+  const Shape shapes[] = {{1, 256, 17, false}, {4, 512, 9, false},  {7, 768, 13, false},
+                          {8, 256, 20, false}, {9, 512, 13, true},  {16, 1024, 19, true},
+                          {12, 256, 11, true}, {40, 512, 35, false}};
+  for (DType t : kBlockOnlyTypes) {
+    for (const Shape& s : shapes) {
+      Weights w = make_weights(t, s.out, s.in, false, rng);
+      EXPECT_EQ(check(w, s.n, s.n % 2 == 0, s.n % 3 ? &pool : nullptr, rng, s.invariant), 0)
+          << dtype_name(t) << " n=" << s.n << " in=" << s.in << " invariant=" << s.invariant;
+    }
+  }
+}
+
+const GemmKernels& kernels_of(CpuIsa isa) {
+  switch (isa) {
+#if defined(__x86_64__)
+    case CpuIsa::kAvx512: return gemm_kernels_avx512();
+    case CpuIsa::kAvx2: return gemm_kernels_avx2();
+#endif
+    default: return gemm_kernels_scalar();
+  }
+}
+
+// Each ISA's row dequant equals dequantize_row bit for bit (the panel and tiled paths use it), for every quant type.
+TEST_P(GemmAllTypes, DequantTablesAreBitExact) {
+  std::mt19937 rng(2024);
+  const GemmKernels& k = kernels_of(GetParam());
+  std::vector<DType> types(std::begin(kBlockOnlyTypes), std::end(kBlockOnlyTypes));
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) types.push_back(t);
+  for (DType t : types) {
+    const int64_t in = 1024;
+    Weights w = make_weights(t, 3, in, false, rng);
+    std::vector<float> got(static_cast<size_t>(in)), want(static_cast<size_t>(in));
+    for (int64_t r = 0; r < w.out; ++r) {
+      const uint8_t* row = w.bytes.data() + r * row_bytes(t, in);
+      ASSERT_NE(k.dequant[static_cast<int>(t)], nullptr) << dtype_name(t);
+      k.dequant[static_cast<int>(t)](row, got.data(), in);
+      dequantize_row(t, row, want.data(), in);
+      for (int64_t c = 0; c < in; ++c)
+        ASSERT_EQ(0, std::memcmp(&got[c], &want[c], sizeof(float)))
+            << dtype_name(t) << " row " << r << " col " << c << ": got " << got[c] << " want " << want[c];
+    }
+  }
+}
+
 // Batch-invariant mode on every ISA: each row of a batch (fused path, or tiled where the ISA has a tile) equals the row
 // computed alone, bit for bit, threaded and with bias.
 TEST_P(GemmAllTypes, BatchInvariantRowsEqualSoloRows) {
@@ -142,7 +241,10 @@ TEST_P(GemmAllTypes, BatchInvariantRowsEqualSoloRows) {
   ASSERT_TRUE(set_active_cpu_isa(GetParam()).ok());
   ThreadPool pool(2);
   std::mt19937 rng(77);
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K})
+  std::vector<DType> types = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K,
+                              DType::kQ6_K};
+  types.insert(types.end(), std::begin(kBlockOnlyTypes), std::end(kBlockOnlyTypes));
+  for (DType t : types)
     for (auto [n, in] : {std::pair<int64_t, int64_t>{6, 256}, {16, 512}, {37, 1280}}) {
       Weights w = make_weights(t, 40, in, false, rng);
       auto x = gaussian(n * in, rng);

@@ -66,6 +66,7 @@ class FakeEngine : public Engine {
     s.kv_blocks_total = 40;
     s.kv_blocks_used = 10;
     s.kv_dtype = "bf16";
+    s.kv_bytes_per_token = 73728;
     s.prompt_tokens = 123;
     s.prefix_hit_tokens = 45;
     s.generated_tokens = 67;

@@ -382,7 +382,7 @@ TEST_F(ServerTest, MetricsText) {
            "cai_time_to_first_token_seconds_bucket{le=\"+Inf\"} 1\n", "cai_time_per_output_token_seconds_count 3\n",
            "cai_e2e_request_latency_seconds_count 1\n", "cai_num_requests_running 2\n",
            "cai_num_requests_waiting 1\n", "cai_kv_blocks_used 10\n", "cai_kv_blocks_free 30\n",
-           "cai_kv_cache_info{dtype=\"bf16\"} 1\n",
+           "cai_kv_cache_info{dtype=\"bf16\"} 1\n", "cai_kv_cache_bytes_per_token 73728\n",
            "cai_prompt_tokens_total 123\n", "cai_generation_tokens_total 67\n",
            "cai_prefix_cache_hit_tokens_total 45\n", "cai_preemptions_total 3\n", "cai_model_loaded 1\n"})
     EXPECT_NE(m.find(line), std::string::npos) << line << "\n" << m;

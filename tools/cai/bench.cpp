@@ -52,7 +52,7 @@ Result<double> batched_tg(Model& model, const std::vector<int32_t>& prompt, int 
 }
 
 Status bench(const BenchOptions& o) {
-  CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common));
+  CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common, int64_t{std::max(1, o.batch)} * (o.n_prompt + o.n_gen + 1)));
   Model& model = *lm.model;
   const int vocab = model.config().vocab_size;
   std::vector<int32_t> prompt(static_cast<size_t>(std::max(1, o.n_prompt)));
@@ -97,6 +97,7 @@ Status bench(const BenchOptions& o) {
   for (const auto& [phase, sec] : tg_phases) shares[phase] = phase_total > 0 ? sec / phase_total : 0.0;
   nlohmann::json out = {{"model", o.common.model},
                         {"load_seconds", lm.load_seconds},
+                        {"rss_after_load_bytes", lm.rss_after_load_bytes},
                         {"prewarm_seconds", lm.prewarm_seconds},
                         {"tg_time_share", shares},
                         {"device", model.device().description()},
@@ -106,6 +107,8 @@ Status bench(const BenchOptions& o) {
                         {"tg_tokens_per_s", best_tg},
                         {"weight_bytes", model.weight_bytes()},
                         {"weight_bytes_per_token", model.weight_bytes_per_token()},
+                        {"kv_dtype", dtype_name(model.kv_spec().dtype)},
+                        {"kv_bytes_per_token", model.kv_spec().bytes_per_token()},
                         {"mem_read_gbps", bw_gbps},
                         {"tg_roofline_tokens_per_s", roofline_tg},
                         {"tg_roofline_ratio", best_tg / roofline_tg}};
@@ -117,6 +120,9 @@ Status bench(const BenchOptions& o) {
   if (o.json) {
     std::cout << out.dump() << "\n";
   } else {
+    std::cout << fmt::format("load: {:.2f} s, RSS after load {:.1f} MiB ({:.1f} MiB of weights)\n", lm.load_seconds,
+                             static_cast<double>(lm.rss_after_load_bytes) / (1 << 20),
+                             static_cast<double>(model.weight_bytes()) / (1 << 20));
     std::cout << fmt::format("pp{}: {:.1f} tok/s   tg{}: {:.1f} tok/s   roofline {:.1f} tok/s at {:.1f} GB/s ({:.0f}%)\n",
                              prompt.size(), best_pp, o.n_gen, best_tg, roofline_tg, bw_gbps, 100 * best_tg / roofline_tg);
     for (const auto& [phase, share] : shares.items()) std::cout << fmt::format("  {:<16} {:5.1f}%\n", phase, 100 * share.get<double>());

@@ -13,7 +13,9 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("-t,--threads", o.threads, "CPU threads (0 = all)");
   cmd.add_flag("--prewarm-experts", o.prewarm_experts, "touch every MoE expert's weight pages at load");
   cmd.add_option("--kv-dtype", o.kv_dtype,
-                 "KV cache element type: f32, bf16 or f16 (default: f32 on cpu, bf16 on devices with own memory)");
+                 "KV cache element type: f32, bf16, f16 or q8_0 (cpu only; default: f32 on cpu, bf16 on devices "
+                 "with own memory)");
+  cmd.add_flag("--mlock", o.mlock, "lock the weights in RAM (CPU; needs RLIMIT_MEMLOCK, `ulimit -l`, above their size)");
 }
 
 int fail(const Status& st) {
@@ -21,8 +23,8 @@ int fail(const Status& st) {
   return 1;
 }
 
-Result<LoadedModel> open_model(const CommonOptions& o) {
-  LoadOptions load{o.prewarm_experts, std::nullopt};
+Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t kv_bytes) {
+  LoadOptions load{o.prewarm_experts, std::nullopt, o.mlock, kv_tokens, kv_bytes};
   if (!o.kv_dtype.empty()) {
     CAI_ASSIGN_OR_RETURN(load.kv_dtype, parse_kv_dtype(o.kv_dtype));
   }

@@ -1,4 +1,5 @@
 // `cai eval`: run given token ids as one prompt (F32 activations), dump logits, then decode greedily with the KV cache.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -44,7 +45,8 @@ Status write_f32(const std::string& path, const std::vector<float>& v) {
 }
 
 Status eval(const EvalOptions& o) {
-  CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common));
+  const int64_t n_ids = std::count(o.tokens.begin(), o.tokens.end(), ',') + 1;
+  CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common, n_ids + o.greedy + 1));
   const ModelConfig& cfg = lm.model->config();
   CAI_ASSIGN_OR_RETURN(std::vector<int32_t> ids, parse_tokens(o.tokens, cfg.vocab_size));
   const int n_ctx = static_cast<int>(ids.size()) + o.greedy + 1;

@@ -35,7 +35,7 @@ Result<std::vector<int32_t>> prompt_ids(const RunOptions& o, const Tokenizer& to
 }
 
 Status run(const RunOptions& o) {
-  CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common));
+  CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common, o.ctx_size > 0 ? o.ctx_size : LoadOptions::kModelContext));
   if (!lm.tokenizer) return not_found("model {} has no tokenizer; `cai run` needs one", o.common.model);
   const Tokenizer& tok = *lm.tokenizer;
   CAI_ASSIGN_OR_RETURN(std::vector<int32_t> ids, prompt_ids(o, tok));

@@ -90,7 +90,8 @@ Status serve(ServeOptions o) {
   bool loaded = false;
   std::thread loader([&] {
     Status st = [&]() -> Status {
-      CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common));
+      CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common, int64_t{o.engine.n_kv_blocks} * o.engine.block_size,
+                                                      o.engine.kv_memory_bytes));
       CAI_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::create(std::move(lm), o.engine));
       CAI_LOG_INFO("engine ready: context {} tokens, max batch {}", engine->ctx_size(), o.engine.max_batch);
       return http.attach(std::move(engine));

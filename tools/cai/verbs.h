@@ -17,10 +17,12 @@ struct CommonOptions {
   int threads = 0;  // 0 = all hardware threads
   bool prewarm_experts = false;
   std::string kv_dtype;  // "" = the device's default (default_kv_dtype)
+  bool mlock = false;
 };
 void add_common_options(CLI::App& cmd, CommonOptions& o);
-// Resolve the device (loading plugins) and load the model; errors are printed as "error: ..." to stderr.
-Result<LoadedModel> open_model(const CommonOptions& o);
+// Resolve the device (loading plugins) and load the model, which must fit the device's memory together with the KV
+// cache the verb will allocate (LoadOptions::kv_tokens, kv_bytes); errors are printed as "error: ..." to stderr.
+Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t kv_bytes = 0);
 // Print a Status to stderr and return exit code 1.
 int fail(const Status& st);
 

@@ -65,6 +65,7 @@ class CpuDevice final : public Device {
   OpContext op_context() override { return {pool_.get(), &stream_, batch_invariant_}; }
   void set_batch_invariant(bool on) override { batch_invariant_ = on; }
   bool host_visible() const override { return true; }
+  bool supports_kv_dtype(DType t) const override { return is_kv_cache_dtype(t); }  // Q8_0 included
   Result<Buffer> allocate(size_t n_bytes, MemoryKind kind) override {
     size_t rounded = (n_bytes + 63) / 64 * 64;
     void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);

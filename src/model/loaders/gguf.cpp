@@ -157,13 +157,26 @@ TensorView GgufTensorInfo::view() const {
   return v;
 }
 
-Result<std::unique_ptr<GgufFile>> GgufFile::open(const std::string& path) {
+Result<std::unique_ptr<GgufFile>> GgufFile::open_one(const std::string& path) {
   CAI_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> mapped, MappedFile::open(path));
   std::unique_ptr<GgufFile> file(new GgufFile());
   file->source_name_ = path;
   file->file_ = std::move(mapped);
   CAI_TRY(file->parse_all(file->file_->data(), file->file_->size()));
   return file;
+}
+
+Result<std::unique_ptr<GgufFile>> GgufFile::open(const std::string& path) {
+  CAI_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, open_one(path));
+  CAI_TRY(file->attach_split_parts());
+  return file;
+}
+
+std::vector<const MappedFile*> GgufFile::mapped_files() const {
+  std::vector<const MappedFile*> out;
+  if (file_) out.push_back(file_.get());
+  for (const auto& part : parts_) out.push_back(part->file_.get());
+  return out;
 }
 
 Result<std::unique_ptr<GgufFile>> GgufFile::parse(const uint8_t* data, size_t size, std::string source_name) {

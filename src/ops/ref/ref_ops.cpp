@@ -107,7 +107,7 @@ Status copy_cols(const OpContext&, const TensorView& src, int64_t src_col, const
   return {};
 }
 
-// Every element of a (plain-typed) tensor as float: how the reference reads KV caches of any dtype.
+// Every element of a tensor as float (dequantize_row): how the reference reads KV caches of any dtype (Q8_0 too).
 std::vector<float> decode_all(const TensorView& t) {
   std::vector<float> v(static_cast<size_t>(t.n_elements()));
   dequantize_row(t.dtype, t.data, v.data(), t.n_elements());

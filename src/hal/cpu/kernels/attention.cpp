@@ -1,9 +1,8 @@
-// CPU grouped-query attention over a paged F32 / F16 / BF16 KV cache; one work item per (query token, head).
+// CPU grouped-query attention over a paged F32 / F16 / BF16 / Q8_0 KV cache; one work item per (query token, head).
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "core/quant.h"
 #include "hal/cpu/kernels/kernels.h"
 
 namespace cai::hal::cpu {
@@ -30,17 +29,10 @@ Status check_attention_args(const AttentionParams& p, const TensorView& q, const
 
 }  // namespace
 
-const float* kv_cache_elems(const TensorView& cache, int64_t elem0, int64_t n, float* buf) {
-  const uint8_t* src = static_cast<const uint8_t*>(cache.data) + row_bytes(cache.dtype, elem0);
-  if (cache.dtype == DType::kF32) return reinterpret_cast<const float*>(src);
-  dequantize_row(cache.dtype, src, buf, n);
-  return buf;
-}
-
 Status attention_gqa(const OpContext& ctx, const AttentionParams& p, const AttnBatch& batch, const TensorView& q,
                      const TensorView& k_cache, const TensorView& v_cache, const TensorView& out) {
-  CAI_TRY(check_kv_cache_dtype("attention_gqa", k_cache.dtype));
-  CAI_TRY(check_kv_cache_dtype("attention_gqa", v_cache.dtype));
+  CAI_TRY(check_kv_parts("attention_gqa", k_cache.dtype, {p.head_dim}));
+  CAI_TRY(check_kv_parts("attention_gqa", v_cache.dtype, {p.head_dim_v}));
   CAI_TRY(check_attention_args(p, q, k_cache, v_cache, out));
   const std::vector<AttnSeq> seqs = batch.host_seqs();
   std::vector<WorkItem> items;
@@ -62,19 +54,15 @@ Status attention_gqa(const OpContext& ctx, const AttentionParams& p, const AttnB
       scores.resize(static_cast<size_t>(n_ctx));
       for (int32_t t = 0; t < n_ctx; ++t) {
         const int64_t slot = static_cast<int64_t>(sq.block_table[t / p.block_size]) * p.block_size + t % p.block_size;
-        const float* kv = kv_cache_elems(k_cache, (slot * p.n_kv_head + kvh) * p.head_dim, p.head_dim, k_buf.data());
-        float dot = 0;
-        for (int d = 0; d < p.head_dim; ++d) dot += qv[d] * kv[d];
+        const float dot = kv_dot(k_cache, (slot * p.n_kv_head + kvh) * p.head_dim, p.head_dim, qv, k_buf.data());
         scores[static_cast<size_t>(t)] = dot * p.scale;
       }
       softmax_row(scores.data(), n_ctx);
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int32_t t = 0; t < n_ctx; ++t) {
         const int64_t slot = static_cast<int64_t>(sq.block_table[t / p.block_size]) * p.block_size + t % p.block_size;
-        const float* vv =
-            kv_cache_elems(v_cache, (slot * p.n_kv_head + kvh) * p.head_dim_v, p.head_dim_v, v_buf.data());
-        const float s = scores[static_cast<size_t>(t)];
-        for (int d = 0; d < p.head_dim_v; ++d) acc[static_cast<size_t>(d)] += s * vv[d];
+        kv_axpy(v_cache, (slot * p.n_kv_head + kvh) * p.head_dim_v, p.head_dim_v, scores[static_cast<size_t>(t)],
+                acc.data(), v_buf.data());
       }
       std::copy(acc.begin(), acc.end(), out.as<float>() + (row * p.n_head + h) * p.head_dim_v);
     }

@@ -1,5 +1,5 @@
 // CPU absorbed multi-head latent attention: per (sequence, head) W_UK/W_UV are decoded once and reused by its queries;
-// latent rows (F32, F16 or BF16) are decoded as they are read.
+// latent rows (F32, F16, BF16 or Q8_0) are decoded as they are read.
 #include <algorithm>
 #include <vector>
 
@@ -27,18 +27,15 @@ void mla_head(const MlaParams& p, const AttnSeq& sq, int h, const TensorView& q,
     scores.resize(static_cast<size_t>(n_ctx));
     for (int t = 0; t < n_ctx; ++t) {
       const int64_t slot = static_cast<int64_t>(sq.block_table[t / p.block_size]) * p.block_size + t % p.block_size;
-      const float* lat = kv_cache_elems(latent, slot * width, width, lat_buf.data());
-      float s = 0;
-      for (int c = 0; c < p.kv_lora; ++c) s += q_lat[static_cast<size_t>(c)] * lat[c];
-      for (int r = 0; r < p.qk_rope; ++r) s += qh[p.qk_nope + r] * lat[p.kv_lora + r];
+      const float s = kv_dot(latent, slot * width, p.kv_lora, q_lat.data(), lat_buf.data()) +
+                      kv_dot(latent, slot * width + p.kv_lora, p.qk_rope, qh + p.qk_nope, lat_buf.data());
       scores[static_cast<size_t>(t)] = s * p.scale;
     }
     softmax_row(scores.data(), n_ctx);
     std::fill(o_lat.begin(), o_lat.end(), 0.0f);
     for (int t = 0; t < n_ctx; ++t) {
       const int64_t slot = static_cast<int64_t>(sq.block_table[t / p.block_size]) * p.block_size + t % p.block_size;
-      const float* lat = kv_cache_elems(latent, slot * width, p.kv_lora, lat_buf.data());
-      for (int c = 0; c < p.kv_lora; ++c) o_lat[static_cast<size_t>(c)] += scores[static_cast<size_t>(t)] * lat[c];
+      kv_axpy(latent, slot * width, p.kv_lora, scores[static_cast<size_t>(t)], o_lat.data(), lat_buf.data());
     }
     float* o = out.as<float>() + row * p.n_head * p.v_head_dim + h * p.v_head_dim;
     for (int v = 0; v < p.v_head_dim; ++v) {
@@ -54,7 +51,7 @@ void mla_head(const MlaParams& p, const AttnSeq& sq, int h, const TensorView& q,
 
 Status attention_mla(const OpContext& ctx, const MlaParams& p, const AttnBatch& batch, const TensorView& q,
                      const TensorView& kv_b, const TensorView& latent, const TensorView& out) {
-  CAI_TRY(check_kv_cache_dtype("attention_mla", latent.dtype));
+  CAI_TRY(check_kv_parts("attention_mla", latent.dtype, {p.kv_lora, p.qk_rope}));
   const int per_head = p.qk_nope + p.v_head_dim;
   if (p.n_head <= 0 || p.block_size <= 0 || kv_b.rows() != static_cast<int64_t>(p.n_head) * per_head ||
       kv_b.cols() != p.kv_lora || latent.cols() != p.kv_lora + p.qk_rope ||

@@ -12,6 +12,16 @@
 
 namespace cai::hal::cpu {
 
+const GemmKernels& active_gemm_kernels() {
+  switch (active_cpu_isa()) {
+#if defined(__x86_64__)
+    case CpuIsa::kAvx512: return gemm_kernels_avx512();
+    case CpuIsa::kAvx2: return gemm_kernels_avx2();
+#endif
+    default: return gemm_kernels_scalar();
+  }
+}
+
 namespace {
 
 // Activation-row counts up to this use the fused dequant·dot path; above it weight panels are dequantized once.
@@ -26,16 +36,6 @@ constexpr int64_t kTiledMinRows = kFusedMaxRows + 1;
 constexpr int64_t kTileK = 1024;     // columns decoded at a time (a multiple of every block size)
 constexpr int kTilePanelRows = 6;    // weight rows decoded together (a multiple of every ISA's tile_rows); with
                                      // kTileK, two such buffers are 48 KiB, about one core's L1
-
-const GemmKernels& kernels() {
-  switch (active_cpu_isa()) {
-#if defined(__x86_64__)
-    case CpuIsa::kAvx512: return gemm_kernels_avx512();
-    case CpuIsa::kAvx2: return gemm_kernels_avx2();
-#endif
-    default: return gemm_kernels_scalar();
-  }
-}
 
 struct Gemm {
   const GemmKernels* k;
@@ -74,7 +74,9 @@ Status validate(const TensorView& w, const TensorView& x, const TensorView* bias
   if (bias && (bias->dtype != DType::kF32 || bias->n_elements() != out))
     return invalid_argument("dense_gemm: bias must be f32 [{}], got {} {}", out, dtype_name(bias->dtype),
                             bias->shape_string());
-  if (w.dtype >= DType::kCount || !gemm_kernels_scalar().row_dot[static_cast<int>(w.dtype)])
+  // The active ISA's table, the one the run dispatches through (a type it lacks is refused, never called).
+  if (w.dtype >= DType::kCount || !active_gemm_kernels().row_dot[static_cast<int>(w.dtype)] ||
+      !active_gemm_kernels().dequant[static_cast<int>(w.dtype)])
     return unsupported("dense_gemm: no CPU kernel for weight dtype {}", dtype_name(w.dtype));
   int block = dtype_info(w.dtype).block_elems;
   if (in % block != 0)
@@ -246,7 +248,7 @@ void parallel(ThreadPool* pool, int64_t n, int64_t grain, const std::function<vo
 Status cpu_dense_gemm(const hal::OpContext& ctx, const TensorView& w, const TensorView& x, const TensorView* bias,
                       const TensorView& y) {
   CAI_TRY(validate(w, x, bias, y));
-  Gemm g{&kernels(), w.dtype, &w, x.as<const float>(), bias ? bias->as<const float>() : nullptr, y.as<float>(),
+  Gemm g{&active_gemm_kernels(), w.dtype, &w, x.as<const float>(), bias ? bias->as<const float>() : nullptr, y.as<float>(),
          outer_rows(x), w.dim(1), w.dim(0), (w.dim(1) + kFp8Block - 1) / kFp8Block};
   if (g.n == 0 || g.out == 0) return {};
   if (g.in == 0) {

@@ -1,4 +1,5 @@
-// AVX2 GEMM kernels: per-dtype 32-element decoders, fused dequant·dot, row dequant and the 6×16 micro-kernel.
+// AVX2 GEMM kernels: per-dtype 32-element decoders (the int8-code types via gemm_codes*_avx2.h), fused dequant·dot,
+// row dequant and the 6×16 micro-kernel.
 // Compiled with -mavx2 -mfma -mf16c; everything here has internal linkage so no AVX2 code leaks into other TUs.
 #include "hal/cpu/kernels/gemm_kernels.h"
 
@@ -12,6 +13,7 @@
 #include <cstring>
 
 #include "core/quant_k.h"
+#include "hal/cpu/kernels/gemm_codes_iq_avx2.h"
 
 namespace cai::hal::cpu {
 
@@ -19,12 +21,6 @@ namespace {
 
 constexpr int kNr = 16;
 constexpr int kMr = 6;
-
-float h2f(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return _cvtsh_ss(v);
-}
 
 // The low 8 bytes of `bytes` minus `bias`, as floats (exact: small integers).
 __m256 u8_minus_ps(__m128i bytes, int bias) {
@@ -65,7 +61,7 @@ struct F16D {
   static void chunk(const uint8_t* b, NoHdr, int, __m256* v) {
     for (int i = 0; i < 4; ++i) v[i] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 16 * i)));
   }
-  static float one(const uint8_t* w, int64_t k) { return h2f(w + 2 * k); }
+  static float one(const uint8_t* w, int64_t k) { return qc::f16_at(w + 2 * k); }
 };
 
 struct BF16D {
@@ -108,7 +104,7 @@ struct Q8_0D {
   static constexpr int kChunks = 1, kBytes = 34;
   static NoHdr header(const uint8_t*) { return {}; }
   static void chunk(const uint8_t* b, NoHdr, int, __m256* v) {
-    __m256 d = _mm256_set1_ps(h2f(b));
+    __m256 d = _mm256_set1_ps(qc::f16_at(b));
     for (int i = 0; i < 4; ++i) {
       __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 2 + 8 * i));
       v[i] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
@@ -120,7 +116,7 @@ struct Q4_0D {
   static constexpr int kChunks = 1, kBytes = 18;
   static NoHdr header(const uint8_t*) { return {}; }
   static void chunk(const uint8_t* b, NoHdr, int, __m256* v) {
-    __m256 d = _mm256_set1_ps(h2f(b));
+    __m256 d = _mm256_set1_ps(qc::f16_at(b));
     __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
     __m128i lo = _mm_and_si128(q, _mm_set1_epi8(15));
     __m128i hi = _mm_and_si128(_mm_srli_epi16(q, 4), _mm_set1_epi8(15));
@@ -130,27 +126,11 @@ struct Q4_0D {
 };
 
 // Q4_K / Q5_K: chunk s is sub-block s, 32 codes (plus the 5th bit from qh for Q5_K).
-struct KHdr {
-  float dsc[8], dm[8];  // d·scale_s and dmin·min_s, rounded to f32 as the reference does
-};
-
-KHdr k_header(const uint8_t* b) {
-  KHdr h;
-  float d = h2f(b), dmin = h2f(b + 2);
-  for (int s = 0; s < 8; ++s) {
-    int sc, m;
-    quant_k::scale_min(b + 4, s, &sc, &m);
-    h.dsc[s] = d * static_cast<float>(sc);
-    h.dm[s] = dmin * static_cast<float>(m);
-  }
-  return h;
-}
-
 template <bool kFive>
 struct QxKD {
   static constexpr int kChunks = 8, kBytes = kFive ? 176 : 144;
-  static KHdr header(const uint8_t* b) { return k_header(b); }
-  static void chunk(const uint8_t* b, const KHdr& hd, int s, __m256* v) {
+  static qc::KHdr header(const uint8_t* b) { return qc::k_header(b); }
+  static void chunk(const uint8_t* b, const qc::KHdr& hd, int s, __m256* v) {
     __m256 dsc = _mm256_set1_ps(hd.dsc[s]), dm = _mm256_set1_ps(hd.dm[s]);
     const uint8_t* qs = b + (kFive ? 48 : 16) + 32 * (s >> 1);
     __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
@@ -173,7 +153,7 @@ struct Q6KD {
   static constexpr int kChunks = 8, kBytes = 210;
   static Q6Hdr header(const uint8_t* b) {
     Q6Hdr h;
-    float d = h2f(b + 208);
+    float d = qc::f16_at(b + 208);
     for (int j = 0; j < 16; ++j) h.dsc[j] = d * static_cast<float>(static_cast<int8_t>(b[192 + j]));
     return h;
   }
@@ -188,6 +168,22 @@ struct Q6KD {
     __m128i a = _mm256_castsi256_si128(q), bq = _mm256_extracti128_si256(q, 1);
     __m128i parts[4] = {a, _mm_srli_si128(a, 8), bq, _mm_srli_si128(bq, 8)};
     for (int i = 0; i < 4; ++i) v[i] = _mm256_mul_ps(i < 2 ? s0 : s1, u8_minus_ps(parts[i], 32));
+  }
+};
+
+// The types decoded to int8 codes by gemm_codes*_avx2.h: element i = s[i/16]·code (− m[i/16]).
+template <class C>
+struct CodesD {
+  static constexpr int kChunks = C::kChunks, kBytes = C::kBytes;
+  static typename C::Hdr header(const uint8_t* b) { return C::header(b); }
+  [[gnu::always_inline]] static void chunk(const uint8_t* b, const typename C::Hdr& hd, int c, __m256* v) {
+    const qc::Chunk k = C::chunk(b, hd, c);
+    __m128i lo = _mm256_castsi256_si128(k.q), hi = _mm256_extracti128_si256(k.q, 1);
+    __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
+    for (int i = 0; i < 4; ++i) {
+      const __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(parts[i])), s = _mm256_set1_ps(k.s[i / 2]);
+      v[i] = C::kAffine ? _mm256_sub_ps(_mm256_mul_ps(s, f), _mm256_set1_ps(k.m[i / 2])) : _mm256_mul_ps(s, f);
+    }
   }
 };
 
@@ -317,6 +313,20 @@ GemmKernels make_table() {
   set<QxKD<false>>(k, DType::kQ4_K);
   set<QxKD<true>>(k, DType::kQ5_K);
   set<Q6KD>(k, DType::kQ6_K);
+  set<CodesD<qc::Q41Q51<false>>>(k, DType::kQ4_1);
+  set<CodesD<qc::Q50>>(k, DType::kQ5_0);
+  set<CodesD<qc::Q41Q51<true>>>(k, DType::kQ5_1);
+  set<CodesD<qc::Q2K>>(k, DType::kQ2_K);
+  set<CodesD<qc::Q3K>>(k, DType::kQ3_K);
+  set<CodesD<qc::IQ4NL>>(k, DType::kIQ4_NL);
+  set<CodesD<qc::IQ4XS>>(k, DType::kIQ4_XS);
+  set<CodesD<qc::IQ3XXS>>(k, DType::kIQ3_XXS);
+  set<CodesD<qc::IQ3S>>(k, DType::kIQ3_S);
+  set<CodesD<qc::IQ2XXS>>(k, DType::kIQ2_XXS);
+  set<CodesD<qc::IQ2XS>>(k, DType::kIQ2_XS);
+  set<CodesD<qc::IQ2S>>(k, DType::kIQ2_S);
+  set<CodesD<qc::IQ1S>>(k, DType::kIQ1_S);
+  set<CodesD<qc::IQ1M>>(k, DType::kIQ1_M);
   k.micro = &micro;
   k.nr = kNr;
   k.mr = kMr;

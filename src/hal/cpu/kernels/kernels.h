@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 
 #include "hal/op_table.h"
 
@@ -10,8 +11,14 @@ namespace cai::hal::cpu {
 // Run fn over [0, n) on the context's pool (or inline without one).
 void parallel_rows(const OpContext& ctx, int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 void softmax_row(float* x, int64_t n);
-// Elements [elem0, elem0 + n) of a KV cache (F32, F16 or BF16) as floats: F32 in place, others decoded into buf.
-const float* kv_cache_elems(const TensorView& cache, int64_t elem0, int64_t n, float* buf);
+// The KV dtype check of a kernel (check_kv_cache_dtype) plus: each vector it reads from a row (GQA head, MLA c_kv or
+// k_rope) is whole blocks of a block dtype (Q8_0).
+Status check_kv_parts(const char* op, DType t, std::initializer_list<int> widths);
+// x · elements [elem0, elem0 + n) of a KV cache (F32, F16, BF16 or Q8_0; for Q8_0 elem0 and n are whole blocks).
+// buf: n floats of scratch for F16 / BF16 decoding.
+float kv_dot(const TensorView& cache, int64_t elem0, int64_t n, const float* x, float* buf);
+// y += a · elements [elem0, elem0 + n) of a KV cache (as kv_dot).
+void kv_axpy(const TensorView& cache, int64_t elem0, int64_t n, float a, float* y, float* buf);
 
 Status embed(const OpContext&, const TensorView& table, const TensorView& ids, const TensorView& out);
 Status rms_norm(const OpContext&, const TensorView& x, const TensorView& w, float eps, const TensorView& out);

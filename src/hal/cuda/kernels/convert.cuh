@@ -7,6 +7,16 @@
 
 namespace cai::gpu {
 
+// a·b rounded to float on its own: the affine decoders (d·q − m) must not let the compiler fuse the product into an
+// FMA with the following add, or a card's result is 1 ulp off the format's (and the CPU's) value.
+__device__ __forceinline__ float mul_rn(float a, float b) {
+#if defined(CAI_GPU_SIMT)
+  return a * b;  // host code without -mfma: never contracted
+#else
+  return __fmul_rn(a, b);
+#endif
+}
+
 __device__ __host__ __forceinline__ float bits_to_f32(uint32_t u) {
   float f;
   __builtin_memcpy(&f, &u, 4);

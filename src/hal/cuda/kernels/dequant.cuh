@@ -1,14 +1,16 @@
 // Device views of weight matrices (any weight dtype, FP8 block scales) and their decoders, bit-exact with
-// src/core/quant.cpp, quant_k.cpp and weight_row.cpp (FORMATS.md §2, §7).
+// src/core/quant*.cpp and weight_row.cpp (FORMATS.md §2, §7). The types added in ABI 2.1 decode in dequant_q.cuh
+// and dequant_iq.cuh.
 #pragma once
 
-#include "hal/cuda/kernels/convert.cuh"
+#include "hal/cuda/kernels/block_load.cuh"
+#include "hal/cuda/kernels/dequant_iq.cuh"
+#include "hal/cuda/kernels/dequant_q.cuh"
 #include "hal/cuda/kernels/launchers.h"
 
 namespace cai::gpu {
 
 inline constexpr int64_t kScaleBlock = 128;  // FP8 block scales cover 128 rows × 128 columns
-inline constexpr int kChunk = 8;             // the fast decoders produce 8 consecutive elements of a row
 
 // One weight matrix [rows, cols] in device memory: rows of whole blocks, row_bytes apart. scale (or null): F32
 // [ceil(rows/128), scale_cols] multipliers applied after decoding, as dequantize_weight_row does.
@@ -24,10 +26,24 @@ struct WeightView {
 __device__ __host__ inline int block_elems(int dtype) {
   switch (dtype) {
     case CAI_DTYPE_Q8_0:
-    case CAI_DTYPE_Q4_0: return 32;
+    case CAI_DTYPE_Q4_0:
+    case CAI_DTYPE_Q4_1:
+    case CAI_DTYPE_Q5_0:
+    case CAI_DTYPE_Q5_1:
+    case CAI_DTYPE_IQ4_NL: return 32;
     case CAI_DTYPE_Q4_K:
     case CAI_DTYPE_Q5_K:
-    case CAI_DTYPE_Q6_K: return 256;
+    case CAI_DTYPE_Q6_K:
+    case CAI_DTYPE_Q2_K:
+    case CAI_DTYPE_Q3_K:
+    case CAI_DTYPE_IQ4_XS:
+    case CAI_DTYPE_IQ3_XXS:
+    case CAI_DTYPE_IQ3_S:
+    case CAI_DTYPE_IQ2_XXS:
+    case CAI_DTYPE_IQ2_XS:
+    case CAI_DTYPE_IQ2_S:
+    case CAI_DTYPE_IQ1_S:
+    case CAI_DTYPE_IQ1_M: return 256;
     default: return 1;
   }
 }
@@ -42,13 +58,31 @@ __device__ __host__ inline int block_bytes(int dtype) {
     case CAI_DTYPE_Q4_K: return 144;
     case CAI_DTYPE_Q5_K: return 176;
     case CAI_DTYPE_Q6_K: return 210;
+    case CAI_DTYPE_Q4_1: return 20;
+    case CAI_DTYPE_Q5_0: return 22;
+    case CAI_DTYPE_Q5_1: return 24;
+    case CAI_DTYPE_IQ4_NL: return 18;
+    case CAI_DTYPE_Q2_K: return 84;
+    case CAI_DTYPE_Q3_K:
+    case CAI_DTYPE_IQ3_S: return 110;
+    case CAI_DTYPE_IQ4_XS: return 136;
+    case CAI_DTYPE_IQ3_XXS: return 98;
+    case CAI_DTYPE_IQ2_XXS: return 66;
+    case CAI_DTYPE_IQ2_XS: return 74;
+    case CAI_DTYPE_IQ2_S: return 82;
+    case CAI_DTYPE_IQ1_S: return 50;
+    case CAI_DTYPE_IQ1_M: return 56;
     default: return 1;  // F8_E4M3
   }
 }
 
-inline bool is_weight_dtype(int dtype) { return dtype >= CAI_DTYPE_F32 && dtype <= CAI_DTYPE_F8_E4M3; }
+inline bool is_weight_dtype(int dtype) {
+  return (dtype >= CAI_DTYPE_F32 && dtype <= CAI_DTYPE_F8_E4M3) ||
+         (dtype >= CAI_DTYPE_Q4_1 && dtype <= CAI_DTYPE_IQ1_M);
+}
 
-// Alignment the fast decoders need of a row start (they read 4-byte words of Q4_K/Q5_K and F32, else 2-byte words).
+// Alignment the decoders need of a row start: they read 4-byte words of Q4_K/Q5_K and F32 (whose block sizes keep
+// every row 4-byte aligned), else 2-byte words (the other block sizes are even, some not multiples of 4).
 inline size_t weight_alignment(int dtype) {
   switch (dtype) {
     case CAI_DTYPE_F32:
@@ -97,20 +131,6 @@ inline WeightView weight_view(const CaiTensor& t, int64_t expert = 0) {
   return expert_view(v, expert);
 }
 
-__device__ __forceinline__ uint16_t load_u16(const uint8_t* p) { return *reinterpret_cast<const uint16_t*>(p); }
-__device__ __forceinline__ uint32_t load_u32(const uint8_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
-__device__ __forceinline__ float load_f16(const uint8_t* p) { return f16_to_f32(load_u16(p)); }
-
-// Bytes p[0..8) of a 2-byte-aligned address, as two little-endian words.
-__device__ __forceinline__ void load8_u16(const uint8_t* p, uint32_t* lo, uint32_t* hi) {
-  *lo = static_cast<uint32_t>(load_u16(p)) | (static_cast<uint32_t>(load_u16(p + 2)) << 16);
-  *hi = static_cast<uint32_t>(load_u16(p + 4)) | (static_cast<uint32_t>(load_u16(p + 6)) << 16);
-}
-
-__device__ __forceinline__ int byte_of(uint32_t lo, uint32_t hi, int i) {
-  return static_cast<int>(((i < 4 ? lo : hi) >> (8 * (i & 3))) & 0xFFu);
-}
-
 // Sub-block s (0..7) of a Q4_K/Q5_K block: 6-bit scale and min from the 12 packed bytes.
 __device__ __forceinline__ void k_scale_min(const uint8_t* b, int s, int* sc, int* m) {
   if (s < 4) {
@@ -134,7 +154,7 @@ __device__ inline float k45_at(const uint8_t* blk, const uint8_t* qh, const uint
   int q = (s & 1) ? (qs[32 * c + l] >> 4) : (qs[32 * c + l] & 15);
   if (qh) q += ((qh[l] >> s) & 1) << 4;
   const float d = load_f16(blk) * static_cast<float>(sc), mn = load_f16(blk + 2) * static_cast<float>(m);
-  return d * static_cast<float>(q) - mn;
+  return mul_rn(d, static_cast<float>(q)) - mn;
 }
 
 // Element i (0..255) of a Q6_K block.
@@ -144,6 +164,26 @@ __device__ inline float q6k_at(const uint8_t* blk, int i) {
   const int q = (g < 2 ? (lbyte & 15) : (lbyte >> 4)) | (((blk[128 + 32 * h + l] >> (2 * g)) & 3) << 4);
   const float sc = static_cast<float>(static_cast<int8_t>(blk[192 + i / 16]));
   return load_f16(blk + 208) * sc * static_cast<float>(q - 32);
+}
+
+// v[0..8) = elements i0 .. i0+7 of one block of a type added in ABI 2.1 (i0 a multiple of 8).
+__device__ inline void added_type_chunk(int dtype, const uint8_t* blk, int i0, float* v) {
+  switch (dtype) {
+    case CAI_DTYPE_Q4_1: q4_1_chunk(blk, i0, v); break;
+    case CAI_DTYPE_Q5_0: q5_chunk(blk, false, i0, v); break;
+    case CAI_DTYPE_Q5_1: q5_chunk(blk, true, i0, v); break;
+    case CAI_DTYPE_Q2_K: q2_k_chunk(blk, i0, v); break;
+    case CAI_DTYPE_Q3_K: q3_k_chunk(blk, i0, v); break;
+    case CAI_DTYPE_IQ4_NL: iq4_nl_chunk(blk, i0, v); break;
+    case CAI_DTYPE_IQ4_XS: iq4_xs_chunk(blk, i0, v); break;
+    case CAI_DTYPE_IQ3_XXS: iq3_xxs_chunk(blk, i0, v); break;
+    case CAI_DTYPE_IQ3_S: iq3_s_chunk(blk, i0, v); break;
+    case CAI_DTYPE_IQ2_XXS: iq2_xxs_chunk(blk, i0, v); break;
+    case CAI_DTYPE_IQ2_XS: iq2_xs_chunk(blk, i0, v); break;
+    case CAI_DTYPE_IQ2_S: iq2_s_chunk(blk, i0, v); break;
+    case CAI_DTYPE_IQ1_S: iq1_s_chunk(blk, i0, v); break;
+    default: iq1_m_chunk(blk, i0, v); break;  // CAI_DTYPE_IQ1_M (check_weight admits no other dtype)
+  }
 }
 
 // w[row, col] for any dtype (the slow path: one element, no vector loads).
@@ -165,7 +205,13 @@ __device__ inline float weight_at(const WeightView& w, int64_t row, int64_t col)
     case CAI_DTYPE_Q4_K: v = k45_at(blk, nullptr, blk + 16, i); break;
     case CAI_DTYPE_Q5_K: v = k45_at(blk, blk + 16, blk + 48, i); break;
     case CAI_DTYPE_Q6_K: v = q6k_at(blk, i); break;
-    default: v = fp8_e4m3_to_f32(*blk); break;
+    case CAI_DTYPE_F8_E4M3: v = fp8_e4m3_to_f32(*blk); break;
+    default: {  // the ABI 2.1 types come in whole blocks, which decode_chunk covers: one element of its chunk here
+      float c[kChunk];
+      added_type_chunk(w.dtype, blk, i - i % kChunk, c);
+      v = c[i % kChunk];
+      break;
+    }
   }
   return w.scale ? v * block_scale(w, row, col) : v;
 }
@@ -202,7 +248,7 @@ __device__ inline void k45_chunk(const uint8_t* blk, bool has_qh, int i0, float*
   const int shift = (s & 1) ? 4 : 0;
   for (int k = 0; k < kChunk; ++k) {
     const int q = ((byte_of(q_lo, q_hi, k) >> shift) & 15) | (((byte_of(h_lo, h_hi, k) >> s) & 1) << 4);
-    v[k] = d * static_cast<float>(q) - mn;
+    v[k] = mul_rn(d, static_cast<float>(q)) - mn;
   }
 }
 
@@ -242,7 +288,11 @@ __device__ inline void decode_chunk(const WeightView& w, int64_t row, int64_t co
     case CAI_DTYPE_Q4_K: k45_chunk(blk, false, i0, v); break;
     case CAI_DTYPE_Q5_K: k45_chunk(blk, true, i0, v); break;
     case CAI_DTYPE_Q6_K: q6_k_chunk(blk, i0, v); break;
-    default: plain_chunk(r, w.dtype, col0, v); break;
+    case CAI_DTYPE_F32:
+    case CAI_DTYPE_F16:
+    case CAI_DTYPE_BF16:
+    case CAI_DTYPE_F8_E4M3: plain_chunk(r, w.dtype, col0, v); break;
+    default: added_type_chunk(w.dtype, blk, i0, v); break;
   }
   if (w.scale) {
     const float s = block_scale(w, row, col0);  // the 8 columns share one 128-column block

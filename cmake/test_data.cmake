@@ -1,0 +1,20 @@
+# Test data kept xz-compressed in the repository (tests/data/**/*.xz: large, highly compressible files such as the
+# Hugging Face tokenizer.json files) is unpacked at configure time into ${CMAKE_BINARY_DIR}/testdata/, next to copies
+# of the other files of its folder, so a test sees the folder whole. test::data_path() looks there first.
+file(GLOB_RECURSE cai_xz_data CONFIGURE_DEPENDS RELATIVE ${CMAKE_SOURCE_DIR}/tests/data ${CMAKE_SOURCE_DIR}/tests/data/*.xz)
+foreach(rel ${cai_xz_data})
+  set(src ${CMAKE_SOURCE_DIR}/tests/data/${rel})
+  get_filename_component(rel_dir ${rel} DIRECTORY)
+  string(REGEX REPLACE "\\.xz$" "" out ${CMAKE_BINARY_DIR}/testdata/${rel})
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${src})
+  if(NOT EXISTS ${out} OR ${src} IS_NEWER_THAN ${out})
+    file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/testdata/${rel_dir})
+    execute_process(COMMAND xz --decompress --stdout ${src} OUTPUT_FILE ${out} RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "cannot unpack ${src} (is xz-utils installed?)")
+    endif()
+  endif()
+  file(GLOB siblings LIST_DIRECTORIES false ${CMAKE_SOURCE_DIR}/tests/data/${rel_dir}/*)
+  list(FILTER siblings EXCLUDE REGEX "\\.xz$")
+  file(COPY ${siblings} DESTINATION ${CMAKE_BINARY_DIR}/testdata/${rel_dir})
+endforeach()

@@ -1,0 +1,79 @@
+// Reading paged KV cache rows (F32, F16, BF16, Q8_0) inside the attention loops: dot products and scaled
+// accumulation, decoding only the elements read (Q8_0 block by block, never a whole-cache conversion).
+#include <cstring>
+
+#include "core/dtype.h"
+#include "hal/cpu/kernels/gemm_kernels.h"
+#include "hal/cpu/kernels/kernels.h"
+
+namespace cai::hal::cpu {
+
+namespace {
+
+constexpr int kQ8Block = 32;     // elements of a Q8_0 block
+constexpr size_t kQ8Bytes = 34;  // f16 d, int8 qs[32]
+
+const uint8_t* elem_ptr(const TensorView& cache, int64_t elem0) {
+  return static_cast<const uint8_t*>(cache.data) + row_bytes(cache.dtype, elem0);
+}
+
+float q8_scale(const uint8_t* block) {
+  uint16_t d;
+  std::memcpy(&d, block, 2);
+  return f16_to_f32(d);
+}
+
+// Σ x[k]·qs[k] over one Q8_0 block, in 8 independent lanes so the compiler can vectorise it (fixed order).
+float block_dot_q8(const float* x, const int8_t* qs) {
+  float lane[8] = {};
+  for (int k = 0; k < kQ8Block; k += 8)
+    for (int l = 0; l < 8; ++l) lane[l] += x[k + l] * static_cast<float>(qs[k + l]);
+  return ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
+}
+
+// Elements [elem0, elem0 + n) of an F32, F16 or BF16 cache as floats: F32 in place, others decoded into buf.
+const float* plain_elems(const TensorView& cache, int64_t elem0, int64_t n, float* buf) {
+  if (cache.dtype == DType::kF32) return reinterpret_cast<const float*>(elem_ptr(cache, elem0));
+  active_gemm_kernels().dequant[static_cast<int>(cache.dtype)](elem_ptr(cache, elem0), buf, n);  // F16C / AVX
+  return buf;
+}
+
+}  // namespace
+
+Status check_kv_parts(const char* op, DType t, std::initializer_list<int> widths) {
+  CAI_TRY(check_kv_cache_dtype(op, t));
+  const int block = dtype_info(t).block_elems;
+  for (int w : widths)
+    if (w % block != 0)
+      return invalid_argument("{}: a {} cache needs widths in whole blocks of {}, not {}", op, dtype_name(t), block, w);
+  return {};
+}
+
+float kv_dot(const TensorView& cache, int64_t elem0, int64_t n, const float* x, float* buf) {
+  float dot = 0;
+  if (cache.dtype == DType::kQ8_0) {
+    const uint8_t* blk = elem_ptr(cache, elem0);
+    for (int64_t b = 0; b < n; b += kQ8Block, blk += kQ8Bytes)
+      dot += q8_scale(blk) * block_dot_q8(x + b, reinterpret_cast<const int8_t*>(blk + 2));
+    return dot;
+  }
+  const float* v = plain_elems(cache, elem0, n, buf);
+  for (int64_t d = 0; d < n; ++d) dot += x[d] * v[d];
+  return dot;
+}
+
+void kv_axpy(const TensorView& cache, int64_t elem0, int64_t n, float a, float* y, float* buf) {
+  if (cache.dtype == DType::kQ8_0) {
+    const uint8_t* blk = elem_ptr(cache, elem0);
+    for (int64_t b = 0; b < n; b += kQ8Block, blk += kQ8Bytes) {
+      const int8_t* qs = reinterpret_cast<const int8_t*>(blk + 2);
+      const float ad = a * q8_scale(blk);
+      for (int k = 0; k < kQ8Block; ++k) y[b + k] += ad * static_cast<float>(qs[k]);
+    }
+    return;
+  }
+  const float* v = plain_elems(cache, elem0, n, buf);
+  for (int64_t d = 0; d < n; ++d) y[d] += a * v[d];
+}
+
+}  // namespace cai::hal::cpu

@@ -1,0 +1,60 @@
+// Loading through the `cai` verbs: a model that cannot fit is refused before loading with both byte counts, --mlock
+// names RLIMIT_MEMLOCK when the limit is too low, and `cai serve` takes the first part of a split GGUF.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+
+#include "test_paths.h"
+
+namespace cai {
+namespace {
+
+std::string cai_bin() { return test::binary_path("cai"); }
+std::string q8_model() { return test::data_path("quants/Q8_0.gguf"); }
+
+// 2·10^9 context positions of the Q8_0 test model's KV cache (1 layer × 2 × 64 F32 = 512 bytes each) are 1.024 TB.
+TEST(LoadCli, ModelThatCannotFitIsRefusedNamingNeededAndAvailableBytes) {
+  test::CommandResult r = test::run_command(cai_bin() + " run -m " + q8_model() + " -p hi -n 1 -c 2000000000");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("does not fit"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("1024000000000 bytes of f32 KV cache"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bytes of weights"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("are available (MemAvailable)"), std::string::npos) << r.err;
+}
+
+// Without CAP_IPC_LOCK (setpriv drops it, even for root) and with a 64 KiB RLIMIT_MEMLOCK, locking the ~740 KB of
+// weights fails and says which limit to raise; with 4 MiB it succeeds.
+TEST(LoadCli, MlockFailureNamesRlimitMemlock) {
+  if (!std::filesystem::exists("/usr/bin/setpriv")) GTEST_SKIP() << "needs setpriv (util-linux) to drop CAP_IPC_LOCK";
+  auto run = [&](int limit_kib) {
+    return test::run_command("bash -c 'ulimit -l " + std::to_string(limit_kib) +
+                             " && exec setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock " + cai_bin() +
+                             " eval --mlock -m " + q8_model() + " --tokens 1 --json'");
+  };
+  test::CommandResult low = run(64);
+  EXPECT_NE(low.exit_code, 0);
+  EXPECT_NE(low.err.find("--mlock: cannot lock the 738560 bytes of weights"), std::string::npos) << low.err;
+  EXPECT_NE(low.err.find("RLIMIT_MEMLOCK is 65536 bytes"), std::string::npos) << low.err;
+  test::CommandResult high = run(4096);
+  EXPECT_EQ(high.exit_code, 0) << high.err;
+}
+
+// `cai serve -m <first part>` loads every part and answers a completion.
+TEST(LoadCli, ServeTakesTheFirstPartOfASplitModel) {
+  const std::string log = test::make_temp_dir("serve-split") + "/log";
+  test::CommandResult r = test::run_command(
+      "bash -c '" + cai_bin() + " serve -m " + test::data_path("quants/split/Q8_0-00001-of-00003.gguf") +
+      " --port 0 -t 1 2>" + log + " & pid=$!; "
+      "for i in $(seq 300); do grep -q \"engine ready\" " + log + " && break; sleep 0.1; done; "
+      "port=$(sed -n \"s|.*chat page: http://[^:]*:\\([0-9]*\\)/.*|\\1|p\" " + log + "); "
+      "curl -s -X POST http://127.0.0.1:$port/v1/completions -H \"Content-Type: application/json\" "
+      "-d \"{\\\"prompt\\\": \\\"hi\\\", \\\"max_tokens\\\": 2}\"; kill $pid; wait $pid || true'");
+  ASSERT_EQ(r.exit_code, 0) << test::read_file(log);
+  const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out << test::read_file(log);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 2) << r.out;
+}
+
+}  // namespace
+}  // namespace cai
