@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/block_bytes.h"
 #include "core/quant_iq.h"
 #include "core/quant_k.h"
 
@@ -14,13 +15,10 @@ namespace cai {
 
 namespace {
 
-uint16_t load_u16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
+using block_bytes::load_u16;
+using block_bytes::load_u32;
+using block_bytes::store_u16;
 
-void store_u16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, 2); }
 
 void dequantize_q8_0(const uint8_t* src, float* dst, int64_t n) {
   for (int64_t b = 0; b < n / 32; ++b, src += 34, dst += 32) {
@@ -39,12 +37,6 @@ void dequantize_q4_0(const uint8_t* src, float* dst, int64_t n) {
       dst[j + 16] = d * static_cast<float>((qs[j] >> 4) - 8);
     }
   }
-}
-
-uint32_t load_u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
 }
 
 // Q4_1 / Q5_1 (m != null: x = d·q + m) and Q5_0 (m null: x = d·(q − 16)); qh null for the 4-bit type.

@@ -2,9 +2,7 @@
 // there so the results are bit-identical to every other GGUF decoder.
 #include "core/quant_iq.h"
 
-#include <cstring>
-
-#include "core/dtype.h"
+#include "core/block_bytes.h"
 #include "core/quant_grids.h"
 
 namespace cai::quant_iq {
@@ -12,20 +10,9 @@ namespace cai::quant_iq {
 namespace {
 
 namespace qg = quant_grids;
-
-uint16_t load_u16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
-
-uint32_t load_u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
-float load_f16(const uint8_t* p) { return f16_to_f32(load_u16(p)); }
+using block_bytes::load_f16;
+using block_bytes::load_u16;
+using block_bytes::load_u32;
 
 // 8 elements from 8 unsigned magnitude bytes (element j in byte j), negated where the sign byte has bit j.
 void put_signed8(float dl, uint64_t magnitudes, uint8_t signs, float* y) {

@@ -3,23 +3,18 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
-#include "core/dtype.h"
+#include "core/block_bytes.h"
 
 namespace cai::quant_k {
 
 namespace {
 
-float load_f16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return f16_to_f32(v);
-}
+using block_bytes::load_f16;
 
 uint16_t store_f16(uint8_t* p, float f) {
   uint16_t v = f32_to_f16(f);
-  std::memcpy(p, &v, 2);
+  block_bytes::store_u16(p, v);
   return v;
 }
 

@@ -165,8 +165,9 @@ struct CodesD {
   static typename C::Hdr header(const uint8_t* b) { return C::header(b); }
   [[gnu::always_inline]] static void chunk(const uint8_t* b, const typename C::Hdr& hd, int c, __m512* v) {
     const qc::Chunk k = C::chunk(b, hd, c);
+    const __m128i halves[2] = {_mm256_castsi256_si128(k.q), _mm256_extracti128_si256(k.q, 1)};
     for (int i = 0; i < 2; ++i) {
-      const __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(k.q, i)));
+      const __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(halves[i]));
       const __m512 s = _mm512_set1_ps(k.s[i]);
       v[i] = C::kAffine ? _mm512_sub_ps(_mm512_mul_ps(s, f), _mm512_set1_ps(k.m[i])) : _mm512_mul_ps(s, f);
     }
