@@ -299,6 +299,7 @@ Status WeightStore::lock_in_memory() const {
     return {};
   }
   const size_t total = total_bytes();
+  CAI_TRY(check_lockable(total, fmt::format("the {} bytes of weights", total)));
   for (const auto& [name, v] : tensors_)
     CAI_TRY(lock_pages(v.data, v.n_bytes(), fmt::format("the {} bytes of weights (stopped at '{}')", total, name)));
   return {};

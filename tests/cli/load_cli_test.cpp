@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <string>
 
 #include "test_paths.h"
 
@@ -24,19 +25,25 @@ TEST(LoadCli, ModelThatCannotFitIsRefusedNamingNeededAndAvailableBytes) {
 }
 
 // Without CAP_IPC_LOCK (setpriv drops it, even for root) and with a 64 KiB RLIMIT_MEMLOCK, locking the ~740 KB of
-// weights fails and says which limit to raise; with 4 MiB it succeeds.
+// weights is refused before any page is locked, naming the limit to raise; with 4 MiB it succeeds.
 TEST(LoadCli, MlockFailureNamesRlimitMemlock) {
   if (!std::filesystem::exists("/usr/bin/setpriv")) GTEST_SKIP() << "needs setpriv (util-linux) to drop CAP_IPC_LOCK";
-  auto run = [&](int limit_kib) {
+  auto run = [&](int limit_kib, const std::string& command) {
     return test::run_command("bash -c 'ulimit -l " + std::to_string(limit_kib) +
-                             " && exec setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock " + cai_bin() +
-                             " eval --mlock -m " + q8_model() + " --tokens 1 --json'");
+                             " && exec setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock " + command + "'");
   };
-  test::CommandResult low = run(64);
+  // The precondition: the child really runs without CAP_IPC_LOCK (bit 14 of CapEff).
+  test::CommandResult caps = run(64, "grep CapEff /proc/self/status");
+  ASSERT_EQ(caps.exit_code, 0) << caps.err;
+  const unsigned long long cap_eff = std::stoull(caps.out.substr(caps.out.find(':') + 1), nullptr, 16);
+  ASSERT_EQ((cap_eff >> 14) & 1, 0u) << caps.out;
+
+  const std::string eval = cai_bin() + " eval --mlock -m " + q8_model() + " --tokens 1 --json";
+  test::CommandResult low = run(64, eval);
   EXPECT_NE(low.exit_code, 0);
   EXPECT_NE(low.err.find("--mlock: cannot lock the 738560 bytes of weights"), std::string::npos) << low.err;
   EXPECT_NE(low.err.find("RLIMIT_MEMLOCK is 65536 bytes"), std::string::npos) << low.err;
-  test::CommandResult high = run(4096);
+  test::CommandResult high = run(4096, eval);
   EXPECT_EQ(high.exit_code, 0) << high.err;
 }
 
