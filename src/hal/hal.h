@@ -101,6 +101,8 @@ class Device {
 
   // See OpContext::batch_invariant; backends that are invariant anyway may ignore it.
   virtual void set_batch_invariant(bool on) = 0;
+  // See Precision; a device without a fast path keeps computing exactly and ignores it.
+  virtual void set_precision(Precision) {}
 
   bool supports(OpId op) const;
   // dtype-aware check: e.g. dense_gemm with a weight dtype this backend has no kernel for.

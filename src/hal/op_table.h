@@ -17,6 +17,11 @@ namespace cai::hal {
 
 class Stream;
 
+// How exactly a kernel must compute. kExact: weights are dequantized exactly and multiplied by F32 activations (what
+// the reference-logit oracles check). kFast: a backend may quantize activations too (the CPU: per-32 int8 blocks and
+// int8 dot products) where it has such a kernel for the weight dtype; results stay batch-invariant.
+enum class Precision : uint8_t { kExact, kFast };
+
 // What a kernel may use to run: the backend's executor (CPU: a thread pool) and the stream to queue on.
 struct OpContext {
   ThreadPool* pool = nullptr;
@@ -25,6 +30,7 @@ struct OpContext {
   // depend on its batch-mates). Kernels then use one accumulation order for all batch sizes.
   bool batch_invariant = false;
   void* backend = nullptr;  // a plugin device's own handle (host-side plugin wrapper), else null
+  Precision precision = Precision::kExact;
 };
 
 // The element types a KV cache may hold (kv_write, attention_gqa, attention_mla): F32, F16 and BF16 on every backend;

@@ -109,6 +109,7 @@ Status bench(const BenchOptions& o) {
                         {"weight_bytes_per_token", model.weight_bytes_per_token()},
                         {"kv_dtype", dtype_name(model.kv_spec().dtype)},
                         {"kv_bytes_per_token", model.kv_spec().bytes_per_token()},
+                        {"precision", o.common.precision},
                         {"mem_read_gbps", bw_gbps},
                         {"tg_roofline_tokens_per_s", roofline_tg},
                         {"tg_roofline_ratio", best_tg / roofline_tg}};

@@ -15,6 +15,11 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--kv-dtype", o.kv_dtype,
                  "KV cache element type: f32, bf16, f16 or q8_0 (cpu only; default: f32 on cpu, bf16 on devices "
                  "with own memory)");
+  cmd.add_option("--precision", o.precision,
+                 "exact: F32 activations, as the reference; fast: int8 activations and int8 dot products for "
+                 "Q8_0/Q4_0/Q2_K..Q6_K weights on the CPU")
+      ->check(CLI::IsMember({"fast", "exact"}))
+      ->capture_default_str();
   cmd.add_flag("--mlock", o.mlock, "lock the weights in RAM (CPU; needs RLIMIT_MEMLOCK, `ulimit -l`, above their size)");
 }
 
@@ -32,6 +37,7 @@ Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t
   if (o.device.rfind("cpu", 0) != 0) reg.load_plugins_from_default_paths();
   hal::cpu::set_cpu_threads(o.threads);
   CAI_ASSIGN_OR_RETURN(hal::Device * dev, reg.find_device(o.device));
+  dev->set_precision(o.precision == "exact" ? hal::Precision::kExact : hal::Precision::kFast);
   return load_model(o.model, *dev, load);
 }
 

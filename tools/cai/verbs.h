@@ -18,6 +18,9 @@ struct CommonOptions {
   bool prewarm_experts = false;
   std::string kv_dtype;  // "" = the device's default (default_kv_dtype)
   bool mlock = false;
+  // "fast": int8 activations and dot products where the CPU has a kernel for the weight type; "exact": F32 activations
+  // (the reference path, and the default until the fast path meets its quality gate: see tests/cli/precision_cli_test).
+  std::string precision = "exact";
 };
 void add_common_options(CLI::App& cmd, CommonOptions& o);
 // Resolve the device (loading plugins) and load the model, which must fit the device's memory together with the KV

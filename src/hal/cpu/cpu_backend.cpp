@@ -62,8 +62,13 @@ class CpuDevice final : public Device {
   }
   const OpTable& ops() const override { return cpu_op_table(); }
   Stream& default_stream() override { return stream_; }
-  OpContext op_context() override { return {pool_.get(), &stream_, batch_invariant_}; }
+  OpContext op_context() override {
+    OpContext ctx{pool_.get(), &stream_, batch_invariant_};
+    ctx.precision = precision_;
+    return ctx;
+  }
   void set_batch_invariant(bool on) override { batch_invariant_ = on; }
+  void set_precision(Precision p) override { precision_ = p; }
   bool host_visible() const override { return true; }
   bool supports_kv_dtype(DType t) const override { return is_kv_cache_dtype(t); }  // Q8_0 included
   Result<Buffer> allocate(size_t n_bytes, MemoryKind kind) override {
@@ -79,6 +84,7 @@ class CpuDevice final : public Device {
   std::unique_ptr<ThreadPool> pool_;
   CpuStream stream_;
   bool batch_invariant_ = false;
+  Precision precision_ = Precision::kExact;
 };
 
 class CpuBackend final : public Backend {

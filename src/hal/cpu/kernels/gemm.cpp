@@ -9,6 +9,7 @@
 #include "core/thread_pool.h"
 #include "hal/cpu/kernels/cpu_features.h"
 #include "hal/cpu/kernels/gemm_kernels.h"
+#include "hal/cpu/kernels/qdot_kernels.h"
 
 namespace cai::hal::cpu {
 
@@ -19,6 +20,19 @@ const GemmKernels& active_gemm_kernels() {
     case CpuIsa::kAvx2: return gemm_kernels_avx2();
 #endif
     default: return gemm_kernels_scalar();
+  }
+}
+
+const QDotKernels& active_qdot_kernels() {
+  switch (active_cpu_isa()) {
+#if defined(__x86_64__)
+    case CpuIsa::kAvx512: {
+      static const bool vnni = __builtin_cpu_supports("avx512vnni");
+      return vnni ? qdot_kernels_avx512vnni() : qdot_kernels_avx2();
+    }
+    case CpuIsa::kAvx2: return qdot_kernels_avx2();
+#endif
+    default: return qdot_kernels_scalar();
   }
 }
 
@@ -232,6 +246,23 @@ void run_tiled(const Gemm& g, int64_t p0, int64_t p1) {
   }
 }
 
+// Fast path (Precision::kFast): activation rows quantized once to ActBlockQ8, then every weight row against them
+// kMaxDotRows at a time through the integer kernel. Each row's result is the same whatever n is, so it serves every
+// batch size (the weight row stays in L1 across the passes).
+void run_qdot(const Gemm& g, QDotFn dot, const ActBlockQ8* xq, int64_t r0, int64_t r1) {
+  const int64_t ldx = g.in / kActBlock;
+  float acc[kMaxDotRows];
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint8_t* wrow = g.w->row<const uint8_t>(r);
+    const float b = g.bias ? g.bias[r] : 0.0f;
+    for (int64_t j0 = 0; j0 < g.n; j0 += kMaxDotRows) {
+      const int nx = static_cast<int>(std::min<int64_t>(kMaxDotRows, g.n - j0));
+      dot(wrow, xq + j0 * ldx, ldx, nx, g.in, acc);
+      for (int j = 0; j < nx; ++j) g.y[(j0 + j) * g.out + r] = acc[j] + b;
+    }
+  }
+}
+
 // The tiled path reproduces the fused one only for whole 32-column steps of unscaled weights.
 bool tiled_applies(const Gemm& g) { return g.k->tile && !g.w->scale && g.in % 32 == 0 && g.n >= kTiledMinRows; }
 
@@ -254,6 +285,20 @@ Status cpu_dense_gemm(const hal::OpContext& ctx, const TensorView& w, const Tens
   if (g.in == 0) {
     for (int64_t i = 0; i < g.n; ++i)
       for (int64_t r = 0; r < g.out; ++r) g.y[i * g.out + r] = g.bias ? g.bias[r] : 0.0f;
+    return {};
+  }
+  const QDotFn qdot = ctx.precision == Precision::kFast && !g.w->scale && g.in % kActBlock == 0
+                          ? active_qdot_kernels().dot[static_cast<int>(g.dtype)]
+                          : nullptr;
+  if (qdot) {
+    thread_local std::vector<ActBlockQ8> xq;
+    const int64_t ldx = g.in / kActBlock;
+    xq.resize(static_cast<size_t>(g.n * ldx));
+    ActBlockQ8* xq_data = xq.data();
+    parallel(ctx.pool, g.n, 1, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) quantize_act_row(g.x + i * g.in, g.in, xq_data + i * ldx);
+    });
+    parallel(ctx.pool, g.out, kDecodeGrain, [&](int64_t r0, int64_t r1) { run_qdot(g, qdot, xq_data, r0, r1); });
     return {};
   }
   // Batch-invariant mode takes the fused or the tiled path, which accumulate each output in the same order whatever

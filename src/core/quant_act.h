@@ -1,0 +1,22 @@
+// Activations quantized for integer dot products (--precision fast): every 32 consecutive values of an activation row
+// become one ActBlockQ8, value ≈ d · q with q in [-127, 127]. Weight kernels (hal/cpu/kernels/qdot_kernels.h) multiply
+// their integer codes by q in int8 × int8 → int32 and apply the float scales once per block.
+#pragma once
+
+#include <cstdint>
+
+namespace cai {
+
+inline constexpr int kActBlock = 32;
+
+struct ActBlockQ8 {
+  float d;         // scale: amax / 127 of the 32 values (0 when all are 0)
+  int16_t sum[2];  // Σ q over elements 0..15 and 16..31: the offset terms of weights with unsigned codes
+  int8_t q[kActBlock];
+};
+static_assert(sizeof(ActBlockQ8) == 40);
+
+// Quantizes n values (a multiple of kActBlock) into n / kActBlock blocks: d = amax / 127, q = round-half-even(x / d).
+void quantize_act_row(const float* x, int64_t n, ActBlockQ8* out);
+
+}  // namespace cai

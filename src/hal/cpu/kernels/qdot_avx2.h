@@ -1,0 +1,106 @@
+// Integer dot-product building blocks shared by the AVX2 and the AVX-512 VNNI tables (qdot_avx2.cpp,
+// qdot_avx512vnni.cpp): the int8 product primitive (vpdpbusd where the including file is compiled with VNNI,
+// vpmaddubsw + vpmaddwd otherwise), the legacy-block kernels (Q8_0, Q4_0) and the NX dispatch. Include only from a
+// file compiled for AVX2 or above; everything here has internal linkage.
+#pragma once
+
+#include <immintrin.h>
+
+#include "core/block_bytes.h"
+#include "hal/cpu/kernels/gemm_kernels.h"
+#include "hal/cpu/kernels/qdot_kernels.h"
+
+namespace cai::hal::cpu {
+namespace {
+
+// Per int32 lane: Σ of 4 adjacent u8 × s8 products. Exact (no saturation) for |s| ≤ 127 and u ≤ 128.
+inline __m256i dot_u8s8(__m256i u, __m256i s) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+#else
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+#endif
+}
+
+// Per int32 lane: Σ of 4 adjacent s8 × s8 products (w any int8, a in [-127, 127]): |w| times a with w's sign.
+inline __m256i dot_s8s8(__m256i w, __m256i a) { return dot_u8s8(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w)); }
+
+inline float hsum8(__m256 v) {
+  const __m128 t4 = _mm_add_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
+  const __m128 t2 = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));
+  return _mm_cvtss_f32(_mm_add_ss(t2, _mm_movehdup_ps(t2)));
+}
+
+// An f16 block field as f32 through F16C (the portable block_bytes::load_f16 costs more than a block's products).
+inline float f16_at(const uint8_t* p) { return _cvtsh_ss(block_bytes::load_u16(p)); }
+
+inline __m256i load_act(const ActBlockQ8& a) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q)); }
+
+// The 32 signed codes of a legacy block (Q4_0: nibble − 8; element i in the low nibble of byte i, i + 16 in the high).
+template <DType T>
+inline __m256i legacy_codes(const uint8_t* blk) {
+  if constexpr (T == DType::kQ8_0) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
+  } else {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
+    const __m128i m = _mm_set1_epi8(0x0F);
+    const __m256i u = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
+    return _mm256_sub_epi8(u, _mm256_set1_epi8(8));
+  }
+}
+
+// One 8-lane float chain per activation row: acc += (weight scale · act scale) · integer products, block by block.
+template <DType T, int NX>
+void legacy_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
+  constexpr int kBytes = T == DType::kQ8_0 ? 34 : 18;
+  __m256 acc[NX];
+  for (auto& a : acc) a = _mm256_setzero_ps();
+  for (int64_t b = 0; b < in / kActBlock; ++b) {
+    const uint8_t* blk = w + b * kBytes;
+    const float dw = f16_at(blk);
+    const __m256i wq = legacy_codes<T>(blk);
+    for (int j = 0; j < NX; ++j) {
+      const ActBlockQ8& a = x[j * ldx + b];
+      const __m256 p = _mm256_cvtepi32_ps(dot_s8s8(wq, load_act(a)));
+      acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a.d), p, acc[j]);
+    }
+  }
+  for (int j = 0; j < NX; ++j) out[j] = hsum8(acc[j]);
+}
+
+// A kernel template K<NX> for NX = 1..kMaxDotRows behind one QDotFn.
+template <template <int> class K>
+void dot_any_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int nx, int64_t in, float* out) {
+  switch (nx) {
+    case 1: return K<1>::run(w, x, ldx, in, out);
+    case 2: return K<2>::run(w, x, ldx, in, out);
+    case 3: return K<3>::run(w, x, ldx, in, out);
+    case 4: return K<4>::run(w, x, ldx, in, out);
+    case 5: return K<5>::run(w, x, ldx, in, out);
+    case 6: return K<6>::run(w, x, ldx, in, out);
+    case 7: return K<7>::run(w, x, ldx, in, out);
+    default: return K<8>::run(w, x, ldx, in, out);
+  }
+}
+static_assert(kMaxDotRows == 8);
+
+template <int NX>
+struct Q8_0Dot {
+  static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
+    legacy_dot_nx<DType::kQ8_0, NX>(w, x, ldx, in, out);
+  }
+};
+template <int NX>
+struct Q4_0Dot {
+  static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
+    legacy_dot_nx<DType::kQ4_0, NX>(w, x, ldx, in, out);
+  }
+};
+
+inline void register_qdot_legacy_simd(QDotKernels& k) {
+  k.dot[static_cast<int>(DType::kQ8_0)] = dot_any_nx<Q8_0Dot>;
+  k.dot[static_cast<int>(DType::kQ4_0)] = dot_any_nx<Q4_0Dot>;
+}
+
+}  // namespace
+}  // namespace cai::hal::cpu

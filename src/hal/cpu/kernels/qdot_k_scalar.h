@@ -1,0 +1,144 @@
+// Portable integer dot-product kernels for the K-quants (Q2_K..Q6_K), included by qdot_scalar.cpp: the reference the
+// SIMD versions (qdot_k_avx2.h) are tested against. Every activation block (32 elements, one ActBlockQ8) meets one
+// 32-element stretch of a 256-element super-block; its integer products are summed exactly in int, the weight
+// offsets (mins, or the code bias of the signed types) are folded in through ActBlockQ8::sum, and the float scales
+// are applied once per activation block. Layouts: FORMATS.md §2.3 and core/quant_k.cpp.
+#pragma once
+
+#include <cstdint>
+
+#include "core/block_bytes.h"
+#include "core/quant_act.h"
+#include "core/quant_k.h"
+#include "hal/cpu/kernels/qdot_kernels.h"
+
+namespace cai::hal::cpu {
+namespace {
+
+// Bytes of one 256-element super-block per K type.
+template <DType T>
+inline constexpr int kSuperBytes = T == DType::kQ2_K   ? 84
+                                   : T == DType::kQ3_K ? 110
+                                   : T == DType::kQ4_K ? 144
+                                   : T == DType::kQ5_K ? 176
+                                                       : 210;
+
+// Q4_K / Q5_K: Σ over one super-block of (d·sc_s·q − dmin·m_s)·(a.d·a.q). Sub-block s takes its codes from the low
+// (even s) or high (odd s) nibbles of qs[32·(s/2) ..], plus bit s of qh[l] as the 5th bit for Q5_K (qh null: Q4_K).
+inline float q4or5_k_super(const uint8_t* blk, const uint8_t* qh, const uint8_t* qs, const ActBlockQ8* a) {
+  const float d = block_bytes::load_f16(blk), dmin = block_bytes::load_f16(blk + 2);
+  float acc = 0.0f;
+  for (int s = 0; s < 8; ++s) {
+    int sc, m;
+    quant_k::scale_min(blk + 4, s, &sc, &m);
+    const uint8_t* q = qs + 32 * (s / 2);
+    const int shift = 4 * (s % 2);
+    int isum = 0;
+    for (int l = 0; l < 32; ++l) {
+      int code = (q[l] >> shift) & 15;
+      if (qh) code |= ((qh[l] >> s) & 1) << 4;
+      isum += code * a[s].q[l];
+    }
+    const int bsum = a[s].sum[0] + a[s].sum[1];
+    acc += a[s].d * (d * static_cast<float>(sc) * static_cast<float>(isum) -
+                     dmin * static_cast<float>(m) * static_cast<float>(bsum));
+  }
+  return acc;
+}
+
+// Q6_K: Σ over one super-block of d·sc_k·(q − 32)·(a.d·a.q), k = element / 16. Activation block b = 4h + g (half h,
+// group g) takes its low 4 bits from ql[64h + 32·(g & 1) ..] (low nibble for g < 2, else high) and its high 2 bits
+// from bits 2g of qh[32h ..]; the bias 32 comes back through a.sum of each 16-element half.
+inline float q6_k_super(const uint8_t* blk, const ActBlockQ8* a) {
+  const uint8_t* ql = blk;
+  const uint8_t* qh = blk + 128;
+  const int8_t* scales = reinterpret_cast<const int8_t*>(blk + 192);
+  const float d = block_bytes::load_f16(blk + 208);
+  float acc = 0.0f;
+  for (int b = 0; b < 8; ++b) {
+    const int h = b / 4, g = b % 4;
+    const uint8_t* lo = ql + 64 * h + 32 * (g & 1);
+    const int lshift = g < 2 ? 0 : 4;
+    int isum = 0;  // Σ over both 16-element halves of sc·(Σ q·a.q − 32·Σ a.q)
+    for (int half = 0; half < 2; ++half) {
+      int part = 0;
+      for (int l = 16 * half; l < 16 * half + 16; ++l) {
+        const int code = ((lo[l] >> lshift) & 15) | (((qh[32 * h + l] >> (2 * g)) & 3) << 4);
+        part += code * a[b].q[l];
+      }
+      isum += scales[2 * b + half] * (part - 32 * a[b].sum[half]);
+    }
+    acc += a[b].d * (d * static_cast<float>(isum));
+  }
+  return acc;
+}
+
+// Q2_K / Q3_K: the 2-bit codes of activation block b = 4h + j (half h, plane j) are bits 2j of qs[32h ..]; element l
+// of the block has scale index 2b + l / 16. Q2_K: value = d·(sc & 15)·q − dmin·(sc >> 4). Q3_K: the high bit is bit
+// 4h + j of hmask[l], value = d·scale·(q2 + 4·hbit − 4); the bias 4 comes back through a.sum.
+template <DType T>
+float q2or3_k_super(const uint8_t* blk, const ActBlockQ8* a) {
+  constexpr bool kQ3 = T == DType::kQ3_K;
+  const uint8_t* qs = blk + (kQ3 ? 32 : 16);
+  const float d = block_bytes::load_f16(blk + (kQ3 ? 108 : 80));
+  const float dmin = kQ3 ? 0.0f : block_bytes::load_f16(blk + 82);
+  float acc = 0.0f;
+  for (int b = 0; b < 8; ++b) {
+    const int h = b / 4, j = b % 4;
+    int isc = 0, imin = 0;  // Σ sc·(Σ code·a.q) and (Q2_K) Σ min·(Σ a.q) over both halves
+    for (int half = 0; half < 2; ++half) {
+      const int k = 2 * b + half;
+      int part = 0;
+      for (int l = 16 * half; l < 16 * half + 16; ++l) {
+        int code = (qs[32 * h + l] >> (2 * j)) & 3;
+        if constexpr (kQ3) code |= ((blk[l] >> (4 * h + j)) & 1) << 2;
+        part += code * a[b].q[l];
+      }
+      if constexpr (kQ3) {
+        isc += quant_k::q3_k_scale(blk + 96, k) * (part - 4 * a[b].sum[half]);
+      } else {
+        isc += (blk[k] & 15) * part;
+        imin += (blk[k] >> 4) * a[b].sum[half];
+      }
+    }
+    if constexpr (kQ3)
+      acc += a[b].d * (d * static_cast<float>(isc));
+    else
+      acc += a[b].d * (d * static_cast<float>(isc) - dmin * static_cast<float>(imin));
+  }
+  return acc;
+}
+
+// One weight row of `in` elements times nx activation rows, super-block by super-block, one float sum per row.
+template <DType T>
+void k_dot_scalar(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int nx, int64_t in, float* out) {
+  constexpr int kBytes = kSuperBytes<T>;
+  for (int j = 0; j < nx; ++j) {
+    const ActBlockQ8* xj = x + j * ldx;
+    float acc = 0.0f;
+    for (int64_t sb = 0; sb < in / 256; ++sb) {
+      const uint8_t* blk = w + sb * kBytes;
+      const ActBlockQ8* a = xj + 8 * sb;
+      if constexpr (T == DType::kQ4_K)
+        acc += q4or5_k_super(blk, nullptr, blk + 16, a);
+      else if constexpr (T == DType::kQ5_K)
+        acc += q4or5_k_super(blk, blk + 16, blk + 48, a);
+      else if constexpr (T == DType::kQ6_K)
+        acc += q6_k_super(blk, a);
+      else
+        acc += q2or3_k_super<T>(blk, a);
+    }
+    out[j] = acc;
+  }
+}
+
+inline void register_qdot_k_scalar(QDotKernels& k) {
+  k.dot[static_cast<int>(DType::kQ2_K)] = k_dot_scalar<DType::kQ2_K>;
+  k.dot[static_cast<int>(DType::kQ3_K)] = k_dot_scalar<DType::kQ3_K>;
+  k.dot[static_cast<int>(DType::kQ4_K)] = k_dot_scalar<DType::kQ4_K>;
+  k.dot[static_cast<int>(DType::kQ5_K)] = k_dot_scalar<DType::kQ5_K>;
+  k.dot[static_cast<int>(DType::kQ6_K)] = k_dot_scalar<DType::kQ6_K>;
+}
+
+}  // namespace
+}  // namespace cai::hal::cpu

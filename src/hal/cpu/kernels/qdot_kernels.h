@@ -1,0 +1,30 @@
+// Integer dot-product kernels for --precision fast: a weight row's integer codes times activation rows quantized to
+// ActBlockQ8 (core/quant_act.h), int8 × int8 → int32 per block, float scales once per block. Per-ISA tables like
+// GemmKernels: scalar (qdot_scalar.cpp), AVX2 (qdot_avx2.cpp) and AVX-512 VNNI (qdot_avx512vnni.cpp).
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "core/quant_act.h"
+
+namespace cai::hal::cpu {
+
+// One weight row (`in` elements, whole weight blocks) · nx (1..kMaxDotRows) quantized activation rows x + j·ldx
+// (ldx counted in ActBlockQ8): out[j] = Σ_blocks (weight scale · act scale · integer dot, offsets folded in through
+// ActBlockQ8::sum). Row j's result never depends on nx (batch invariance).
+using QDotFn = void (*)(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int nx, int64_t in, float* out);
+
+struct QDotKernels {
+  QDotFn dot[static_cast<int>(DType::kCount)];  // null: that weight dtype keeps the exact F32 path
+};
+
+const QDotKernels& qdot_kernels_scalar();
+// The table for active_cpu_isa(): AVX-512 VNNI where the CPU has it (else the AVX2 table) for avx512, AVX2 for avx2.
+const QDotKernels& active_qdot_kernels();
+#if defined(__x86_64__)
+const QDotKernels& qdot_kernels_avx2();
+const QDotKernels& qdot_kernels_avx512vnni();
+#endif
+
+}  // namespace cai::hal::cpu

@@ -1,0 +1,168 @@
+// Tests for --precision fast on the CPU: activation quantization, every integer dot kernel of every ISA against an
+// exact dot of the same quantized values, the tables' coverage, and cpu_dense_gemm's fast path (close to the exact
+// path, batch-invariant, exact where no kernel exists).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/quant_act.h"
+#include "core/thread_pool.h"
+#include "hal/cpu/kernels/gemm.h"
+#include "hal/cpu/kernels/gemm_kernels.h"
+#include "hal/cpu/kernels/qdot_kernels.h"
+#include "ops/gemm_weights.h"
+
+namespace cai::hal::cpu {
+namespace {
+
+TEST(QuantAct, BlocksHoldScaleCodesAndHalfSums) {
+  std::vector<float> x(64);
+  for (int i = 0; i < 64; ++i) x[i] = (i % 7 - 3) * 0.25f;
+  x[5] = -2.0f;                         // block 0's absmax → q = -127
+  for (int i = 32; i < 64; ++i) x[i] = 0.0f;  // an all-zero block
+  ActBlockQ8 b[2];
+  quantize_act_row(x.data(), 64, b);
+  EXPECT_FLOAT_EQ(b[0].d, 2.0f / 127.0f);
+  EXPECT_EQ(b[0].q[5], -127);
+  int sums[2] = {0, 0};
+  for (int i = 0; i < 32; ++i) {
+    EXPECT_EQ(b[0].q[i], static_cast<int>(std::nearbyint(x[i] * 127.0f / 2.0f))) << i;
+    sums[i / 16] += b[0].q[i];
+  }
+  EXPECT_EQ(b[0].sum[0], sums[0]);
+  EXPECT_EQ(b[0].sum[1], sums[1]);
+  EXPECT_EQ(b[1].d, 0.0f);
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(b[1].q[i], 0);
+}
+
+const QDotKernels* table_for(CpuIsa isa) {
+#if defined(__x86_64__)
+  if (isa == CpuIsa::kAvx2) return &qdot_kernels_avx2();
+  if (isa == CpuIsa::kAvx512) return __builtin_cpu_supports("avx512vnni") ? &qdot_kernels_avx512vnni() : nullptr;
+#endif
+  return isa == CpuIsa::kScalar ? &qdot_kernels_scalar() : nullptr;
+}
+
+class QDotKernelsPerIsa : public ::testing::TestWithParam<CpuIsa> {};
+
+// Every kernel equals Σ dequant(w)·(d·q) of the quantized activations (integer products are exact; only the float
+// scale sums round: 1e-5 of Σ|w·x|), for 1..8 rows, and row j is bit-identical whatever the row count.
+TEST_P(QDotKernelsPerIsa, MatchExactDotOfQuantizedActivations) {
+  const QDotKernels* k = table_for(GetParam());
+  if (!k) GTEST_SKIP() << "this CPU lacks AVX-512 VNNI";
+  std::mt19937 rng(99);
+  int n_types = 0;
+  for (int ti = 0; ti < static_cast<int>(DType::kCount); ++ti) {
+    const QDotFn dot = k->dot[ti];
+    if (!dot) continue;
+    ++n_types;
+    const DType t = static_cast<DType>(ti);
+    for (int64_t in : {256, 1280, 2816}) {
+      Weights w = make_weights(t, 1, in, false, rng);
+      std::vector<float> row(static_cast<size_t>(in));
+      dequantize_row(t, w.bytes.data(), row.data(), in);
+      const int64_t ldx = in / kActBlock;
+      auto x = gaussian(8 * in, rng);
+      std::vector<ActBlockQ8> xq(static_cast<size_t>(8 * ldx));
+      for (int j = 0; j < 8; ++j) quantize_act_row(x.data() + j * in, in, xq.data() + j * ldx);
+      float all[8], solo[1];
+      dot(w.bytes.data(), xq.data(), ldx, 8, in, all);
+      for (int j = 0; j < 8; ++j) {
+        double ref = 0, mag = 0;
+        for (int64_t c = 0; c < in; ++c) {
+          const ActBlockQ8& a = xq[static_cast<size_t>(j * ldx + c / kActBlock)];
+          const double v = static_cast<double>(row[c]) * a.d * a.q[c % kActBlock];
+          ref += v;
+          mag += std::fabs(v);
+        }
+        EXPECT_NEAR(all[j], ref, 1e-5 * mag + 1e-30) << dtype_name(t) << " in=" << in << " row " << j;
+        dot(w.bytes.data(), xq.data() + j * ldx, ldx, 1, in, solo);
+        EXPECT_EQ(0, std::memcmp(solo, &all[j], sizeof(float))) << dtype_name(t) << " in=" << in << " row " << j;
+      }
+    }
+  }
+  EXPECT_GE(n_types, 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Isas, QDotKernelsPerIsa, ::testing::ValuesIn(available_isas()),
+                         [](const auto& info) { return std::string(cpu_isa_name(info.param)); });
+
+// Which weight types take the fast path must not depend on the ISA: every table has the scalar table's kernels.
+TEST(QDotKernels, EveryIsaCoversTheScalarTable) {
+  const QDotKernels& scalar = qdot_kernels_scalar();
+  for (CpuIsa isa : available_isas()) {
+    const QDotKernels* k = table_for(isa);
+    if (!k) continue;
+    for (int t = 0; t < static_cast<int>(DType::kCount); ++t)
+      EXPECT_EQ(k->dot[t] != nullptr, scalar.dot[t] != nullptr)
+          << cpu_isa_name(isa) << " " << dtype_name(static_cast<DType>(t));
+  }
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K})
+    EXPECT_NE(scalar.dot[static_cast<int>(t)], nullptr) << dtype_name(t);
+}
+
+struct GemmRun {
+  std::vector<float> y;
+  Status status;
+};
+
+GemmRun gemm(Weights& w, const std::vector<float>& x, int64_t n, const std::vector<float>& bias, Precision p,
+             ThreadPool* pool) {
+  GemmRun r{std::vector<float>(static_cast<size_t>(n * w.out)), {}};
+  OpContext ctx{pool, nullptr, true};
+  ctx.precision = p;
+  const TensorView bv = TensorView::make(const_cast<float*>(bias.data()), DType::kF32, {w.out});
+  r.status = cpu_dense_gemm(ctx, w.view(), TensorView::make(const_cast<float*>(x.data()), DType::kF32, {n, w.in}), &bv,
+                            TensorView::make(r.y.data(), DType::kF32, {n, w.out}));
+  return r;
+}
+
+class GemmFastPerIsa : public ::testing::TestWithParam<CpuIsa> {};
+
+// The fast path stays within int8 activation rounding of the exact one (a few 1e-3 of Σ|w·x|), each row is
+// bit-identical alone and in a batch of 37, and a weight type without an integer kernel (F16) is computed exactly.
+TEST_P(GemmFastPerIsa, CloseToExactAndBatchInvariant) {
+  IsaGuard guard;
+  ASSERT_TRUE(set_active_cpu_isa(GetParam()).ok());
+  ThreadPool pool(2);
+  std::mt19937 rng(5);
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K,
+                  DType::kF16}) {
+    const int64_t n = 37, in = 512;
+    Weights w = make_weights(t, 24, in, false, rng);
+    auto x = gaussian(n * in, rng);
+    auto bias = gaussian(w.out, rng);
+    GemmRun exact = gemm(w, x, n, bias, Precision::kExact, &pool);
+    GemmRun fast = gemm(w, x, n, bias, Precision::kFast, &pool);
+    ASSERT_TRUE(exact.status.ok() && fast.status.ok()) << fast.status.to_string();
+    std::vector<float> row(static_cast<size_t>(in));
+    for (int64_t r = 0; r < w.out; ++r) {
+      dequantize_row(t, w.bytes.data() + r * row_bytes(t, in), row.data(), in);
+      for (int64_t i = 0; i < n; ++i) {
+        double mag = std::fabs(bias[r]);
+        for (int64_t c = 0; c < in; ++c) mag += std::fabs(static_cast<double>(row[c]) * x[i * in + c]);
+        const size_t at = static_cast<size_t>(i * w.out + r);
+        if (t == DType::kF16)
+          EXPECT_EQ(fast.y[at], exact.y[at]) << "f16 has no integer kernel: exact result";
+        else
+          EXPECT_NEAR(fast.y[at], exact.y[at], 4e-3 * mag) << dtype_name(t) << " row " << r << " act " << i;
+      }
+    }
+    for (int64_t i : {0L, 17L, 36L}) {
+      std::vector<float> xi(x.begin() + i * in, x.begin() + (i + 1) * in);
+      GemmRun solo = gemm(w, xi, 1, bias, Precision::kFast, &pool);
+      ASSERT_TRUE(solo.status.ok());
+      EXPECT_EQ(0, std::memcmp(solo.y.data(), fast.y.data() + i * w.out, solo.y.size() * sizeof(float)))
+          << dtype_name(t) << " activation row " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isas, GemmFastPerIsa, ::testing::ValuesIn(available_isas()),
+                         [](const auto& info) { return std::string(cpu_isa_name(info.param)); });
+
+}  // namespace
+}  // namespace cai::hal::cpu
