@@ -1,6 +1,6 @@
 // Google Benchmark for cpu_dense_gemm at Qwen2-1.5B shapes: decode (n=1), serving batches in batch-invariant mode
 // (n=16 fused, n=64 tiled) and prefill with the packed-panel path (n=64); weight GB/s and GFLOP/s. The other GGUF
-// types are timed at decode only.
+// types are timed at decode only. Names ending in /fast use Precision::kFast (int8 activations and dot products).
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -56,12 +56,14 @@ WeightSet make_weights(DType t, int64_t out, int64_t in) {
   return w;
 }
 
-void bm_gemm(benchmark::State& state, DType t, int64_t out, int64_t in, int64_t n, bool threaded, bool invariant) {
+void bm_gemm(benchmark::State& state, DType t, int64_t out, int64_t in, int64_t n, bool threaded, bool invariant,
+             cai::hal::Precision precision) {
   WeightSet w = make_weights(t, out, in);
   std::vector<float> x(static_cast<size_t>(n * in), 0.5f), y(static_cast<size_t>(n * out));
   TensorView xv = TensorView::make(x.data(), DType::kF32, {n, in});
   TensorView yv = TensorView::make(y.data(), DType::kF32, {n, out});
   cai::hal::OpContext ctx{threaded ? &pool() : nullptr, nullptr, invariant};
+  ctx.precision = precision;
   int copy = 0;
   for (auto _ : state) {
     TensorView wv = TensorView::make(w.bytes.data() + static_cast<size_t>(copy) * w.matrix_bytes, t, {out, in});
@@ -79,6 +81,13 @@ void bm_gemm(benchmark::State& state, DType t, int64_t out, int64_t in, int64_t 
                              cai::hal::cpu::cpu_isa_name(cai::hal::cpu::active_cpu_isa())));
 }
 
+// The weight types with integer dot-product kernels (Precision::kFast changes nothing for the others).
+bool has_fast_path(DType t) {
+  for (DType f : {DType::kQ8_0, DType::kQ4_0, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K})
+    if (t == f) return true;
+  return false;
+}
+
 const bool g_registered = [] {
   const DType types[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_K};
   const int64_t outs[] = {1536, 8960};
@@ -88,9 +97,15 @@ const bool g_registered = [] {
         for (int64_t out : outs) {
           std::string name = fmt::format("gemm/{}/{}x1536/n{}{}/{}", cai::dtype_name(t), out, n,
                                          invariant && n > 1 ? "-invariant" : "", threaded ? "pool" : "t1");
-          benchmark::RegisterBenchmark(name.c_str(), bm_gemm, t, out, int64_t{1536}, n, threaded, invariant)
+          benchmark::RegisterBenchmark(name.c_str(), bm_gemm, t, out, int64_t{1536}, n, threaded, invariant,
+                                       cai::hal::Precision::kExact)
               ->Unit(benchmark::kMicrosecond)
               ->UseRealTime();
+          if (has_fast_path(t))
+            benchmark::RegisterBenchmark((name + "/fast").c_str(), bm_gemm, t, out, int64_t{1536}, n, threaded,
+                                         invariant, cai::hal::Precision::kFast)
+                ->Unit(benchmark::kMicrosecond)
+                ->UseRealTime();
         }
   const DType decode_only[] = {DType::kQ4_0,   DType::kQ5_K,   DType::kQ6_K,    DType::kQ4_1,   DType::kQ5_0,
                                DType::kQ5_1,   DType::kQ2_K,   DType::kQ3_K,    DType::kIQ4_NL, DType::kIQ4_XS,
@@ -99,9 +114,13 @@ const bool g_registered = [] {
   for (bool threaded : {true, false})
     for (DType t : decode_only) {
       std::string name = fmt::format("gemm/{}/1536x1536/n1/{}", cai::dtype_name(t), threaded ? "pool" : "t1");
-      benchmark::RegisterBenchmark(name.c_str(), bm_gemm, t, int64_t{1536}, int64_t{1536}, int64_t{1}, threaded, true)
-          ->Unit(benchmark::kMicrosecond)
-          ->UseRealTime();
+      for (auto precision : {cai::hal::Precision::kExact, cai::hal::Precision::kFast}) {
+        if (precision == cai::hal::Precision::kFast && !has_fast_path(t)) continue;
+        benchmark::RegisterBenchmark((name + (precision == cai::hal::Precision::kFast ? "/fast" : "")).c_str(), bm_gemm,
+                                     t, int64_t{1536}, int64_t{1536}, int64_t{1}, threaded, true, precision)
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+      }
     }
   return true;
 }();

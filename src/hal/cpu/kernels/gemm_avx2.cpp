@@ -61,7 +61,7 @@ struct F16D {
   static void chunk(const uint8_t* b, NoHdr, int, __m256* v) {
     for (int i = 0; i < 4; ++i) v[i] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 16 * i)));
   }
-  static float one(const uint8_t* w, int64_t k) { return qc::f16_at(w + 2 * k); }
+  static float one(const uint8_t* w, int64_t k) { return f16_at(w + 2 * k); }
 };
 
 struct BF16D {
@@ -104,7 +104,7 @@ struct Q8_0D {
   static constexpr int kChunks = 1, kBytes = 34;
   static NoHdr header(const uint8_t*) { return {}; }
   static void chunk(const uint8_t* b, NoHdr, int, __m256* v) {
-    __m256 d = _mm256_set1_ps(qc::f16_at(b));
+    __m256 d = _mm256_set1_ps(f16_at(b));
     for (int i = 0; i < 4; ++i) {
       __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 2 + 8 * i));
       v[i] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
@@ -116,7 +116,7 @@ struct Q4_0D {
   static constexpr int kChunks = 1, kBytes = 18;
   static NoHdr header(const uint8_t*) { return {}; }
   static void chunk(const uint8_t* b, NoHdr, int, __m256* v) {
-    __m256 d = _mm256_set1_ps(qc::f16_at(b));
+    __m256 d = _mm256_set1_ps(f16_at(b));
     __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
     __m128i lo = _mm_and_si128(q, _mm_set1_epi8(15));
     __m128i hi = _mm_and_si128(_mm_srli_epi16(q, 4), _mm_set1_epi8(15));
@@ -153,7 +153,7 @@ struct Q6KD {
   static constexpr int kChunks = 8, kBytes = 210;
   static Q6Hdr header(const uint8_t* b) {
     Q6Hdr h;
-    float d = qc::f16_at(b + 208);
+    float d = f16_at(b + 208);
     for (int j = 0; j < 16; ++j) h.dsc[j] = d * static_cast<float>(static_cast<int8_t>(b[192 + j]));
     return h;
   }

@@ -8,13 +8,17 @@
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstring>
 
+#include "core/block_bytes.h"
 #include "core/quant_grids.h"
 #include "core/quant_k.h"
+#include "hal/cpu/kernels/f16c_field.h"
 
 namespace cai::hal::cpu::qc {
 namespace {
+
+using block_bytes::load_u16;
+using block_bytes::load_u32;
 
 // Element i of a chunk is s[i/16]·q[i] − m[i/16] (m only when the decoder's kAffine is set). The scales are rounded
 // to f32 exactly as the scalar reference rounds them and codes are small integers, so the one f32 product (and one
@@ -44,12 +48,6 @@ struct Scale1 {
   float s, m;
 };
 
-inline float f16_at(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return _cvtsh_ss(v);
-}
-
 // Q4_K / Q5_K (the float decoders of both ISA files): the scales and mins of a block's 8 sub-blocks.
 struct KHdr {
   float dsc[8], dm[8];  // d·scale_s and dmin·min_s, rounded to f32 as the reference does
@@ -65,18 +63,6 @@ KHdr k_header(const uint8_t* b) {
     h.dm[s] = dmin * static_cast<float>(m);
   }
   return h;
-}
-
-inline uint16_t u16_at(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
-
-inline uint32_t u32_at(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
 }
 
 inline Chunk uniform(__m256i q, float s, float m = 0.0f) { return {q, {s, s}, {m, m}}; }
@@ -96,7 +82,7 @@ inline void scale_bytes(float* dst, __m128i v, float d) {
 
 // The 8 nibbles of 4 bytes in order low, high, low, high, ... as 8 int32.
 inline __m256i nibbles8(const uint8_t* p) {
-  const __m128i v = _mm_cvtsi32_si128(static_cast<int>(u32_at(p))), nib = _mm_set1_epi8(15);
+  const __m128i v = _mm_cvtsi32_si128(static_cast<int>(load_u32(p))), nib = _mm_set1_epi8(15);
   return _mm256_cvtepu8_epi32(_mm_unpacklo_epi8(_mm_and_si128(v, nib), _mm_and_si128(_mm_srli_epi16(v, 4), nib)));
 }
 
@@ -127,7 +113,7 @@ struct Q41Q51 {
   static Hdr header(const uint8_t* b) { return {f16_at(b), -f16_at(b + 2)}; }
   [[gnu::always_inline]] static Chunk chunk(const uint8_t* b, const Hdr& h, int) {
     __m256i q = split_nibbles(b + (kFive ? 8 : 4));
-    if (kFive) q = _mm256_or_si256(q, _mm256_and_si256(bit_bytes(u32_at(b + 4)), _mm256_set1_epi8(16)));
+    if (kFive) q = _mm256_or_si256(q, _mm256_and_si256(bit_bytes(load_u32(b + 4)), _mm256_set1_epi8(16)));
     return uniform(q, h.s, h.m);
   }
 };
@@ -139,7 +125,8 @@ struct Q50 {
   using Hdr = Scale1;
   static Hdr header(const uint8_t* b) { return {f16_at(b), 0.0f}; }
   [[gnu::always_inline]] static Chunk chunk(const uint8_t* b, const Hdr& h, int) {
-    __m256i q = _mm256_or_si256(split_nibbles(b + 6), _mm256_and_si256(bit_bytes(u32_at(b + 2)), _mm256_set1_epi8(16)));
+    const __m256i high = _mm256_and_si256(bit_bytes(load_u32(b + 2)), _mm256_set1_epi8(16));
+    __m256i q = _mm256_or_si256(split_nibbles(b + 6), high);
     return uniform(_mm256_sub_epi8(q, _mm256_set1_epi8(16)), h.s);
   }
 };
@@ -178,7 +165,7 @@ struct Q3K {
     Hdr h;
     const __m128i raw = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 96)), nib = _mm_set1_epi8(15);
     const __m128i lo = _mm_unpacklo_epi64(_mm_and_si128(raw, nib), _mm_and_si128(_mm_srli_epi16(raw, 4), nib));
-    const __m128i hi = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(static_cast<int>(u32_at(b + 104))),
+    const __m128i hi = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(static_cast<int>(load_u32(b + 104))),
                                                     _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
     scale_bytes(h.s, _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32)), f16_at(b + 108));
     return h;
@@ -217,7 +204,7 @@ struct IQ4XS {
   using Hdr = Scales8;
   static Hdr header(const uint8_t* b) {
     Hdr h;
-    const __m256i top = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(u16_at(b + 2)),
+    const __m256i top = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(load_u16(b + 2)),
                                                            _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
                                          _mm256_set1_epi32(3));
     const __m256i ls = _mm256_or_si256(nibbles8(b + 4), _mm256_slli_epi32(top, 4));

@@ -76,7 +76,7 @@ struct IQ2XXS {
   [[gnu::always_inline]] static Chunk chunk(const uint8_t* b, const Hdr& h, int c) {
     const uint8_t* r = b + 2 + 8 * c;
     const __m256i g = grid4(kIq2xxs, r[0], r[1], r[2], r[3]);
-    return uniform(negate_where(g, bit_bytes(signs4(u32_at(r + 4)))), h.s[c]);
+    return uniform(negate_where(g, bit_bytes(signs4(load_u32(r + 4)))), h.s[c]);
   }
 };
 
@@ -107,7 +107,7 @@ struct IQ2S {
     const int qh = b[66 + c];
     const __m256i g = grid4(kIq2s, qs[0] | ((qh << 8) & 0x300), qs[1] | ((qh << 6) & 0x300),
                             qs[2] | ((qh << 4) & 0x300), qs[3] | ((qh << 2) & 0x300));
-    return halves(negate_where(g, bit_bytes(u32_at(b + 34 + 4 * c))), h, c);
+    return halves(negate_where(g, bit_bytes(load_u32(b + 34 + 4 * c))), h, c);
   }
 };
 
@@ -123,7 +123,7 @@ struct IQ3XXS {
     return h;
   }
   [[gnu::always_inline]] static Chunk chunk(const uint8_t* b, const Hdr& h, int c) {
-    return uniform(negate_where(grid8(kIq3xxs, b + 2 + 8 * c), bit_bytes(signs4(u32_at(b + 66 + 4 * c)))), h.s[c]);
+    return uniform(negate_where(grid8(kIq3xxs, b + 2 + 8 * c), bit_bytes(signs4(load_u32(b + 66 + 4 * c)))), h.s[c]);
   }
 };
 
@@ -139,7 +139,7 @@ struct IQ3S {
     return h;
   }
   [[gnu::always_inline]] static Chunk chunk(const uint8_t* b, const Hdr& h, int c) {
-    return uniform(negate_where(grid8(kIq3s, b + 2 + 8 * c, b[66 + c]), bit_bytes(u32_at(b + 74 + 4 * c))), h.s[c]);
+    return uniform(negate_where(grid8(kIq3s, b + 2 + 8 * c, b[66 + c]), bit_bytes(load_u32(b + 74 + 4 * c))), h.s[c]);
   }
 };
 
@@ -169,7 +169,7 @@ struct IQ1S {
   }
   [[gnu::always_inline]] static Chunk chunk(const uint8_t* b, const Hdr& h, int c) {
     const uint8_t* qs = b + 2 + 4 * c;
-    const int qh = u16_at(b + 34 + 2 * c);
+    const int qh = load_u16(b + 34 + 2 * c);
     const __m256i g = grid4(kIq1s, qs[0] | ((qh << 8) & 0x700), qs[1] | ((qh << 5) & 0x700),
                             qs[2] | ((qh << 2) & 0x700), qs[3] | ((qh >> 1) & 0x700));
     return uniform(iq1_codes(g, iq1_delta(qh & 0x8000)), h.s[c]);

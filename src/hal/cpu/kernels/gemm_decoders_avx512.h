@@ -46,7 +46,7 @@ struct F16D {
     v[0] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)));
     v[1] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 32)));
   }
-  static float one(const uint8_t* w, int64_t k) { return qc::f16_at(w + 2 * k); }
+  static float one(const uint8_t* w, int64_t k) { return f16_at(w + 2 * k); }
 };
 
 struct BF16D {
@@ -92,7 +92,7 @@ struct Q8_0D {
   static constexpr int kChunks = 1, kBytes = 34;
   static NoHdr header(const uint8_t*) { return {}; }
   static void chunk(const uint8_t* b, NoHdr, int, __m512* v) {
-    __m512 d = _mm512_set1_ps(qc::f16_at(b));
+    __m512 d = _mm512_set1_ps(f16_at(b));
     __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
     __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 18));
     v[0] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q0)));
@@ -104,7 +104,7 @@ struct Q4_0D {
   static constexpr int kChunks = 1, kBytes = 18;
   static NoHdr header(const uint8_t*) { return {}; }
   static void chunk(const uint8_t* b, NoHdr, int, __m512* v) {
-    __m512 d = _mm512_set1_ps(qc::f16_at(b));
+    __m512 d = _mm512_set1_ps(f16_at(b));
     __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
     __m128i lo = _mm_and_si128(q, _mm_set1_epi8(15));
     __m128i hi = _mm_and_si128(_mm_srli_epi16(q, 4), _mm_set1_epi8(15));
@@ -142,7 +142,7 @@ struct Q6KD {
   static constexpr int kChunks = 8, kBytes = 210;
   static Q6Hdr header(const uint8_t* b) {
     Q6Hdr h;
-    float d = qc::f16_at(b + 208);
+    float d = f16_at(b + 208);
     for (int j = 0; j < 16; ++j) h.dsc[j] = d * static_cast<float>(static_cast<int8_t>(b[192 + j]));
     return h;
   }

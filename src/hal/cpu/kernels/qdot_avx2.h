@@ -6,7 +6,7 @@
 
 #include <immintrin.h>
 
-#include "core/block_bytes.h"
+#include "hal/cpu/kernels/f16c_field.h"
 #include "hal/cpu/kernels/gemm_kernels.h"
 #include "hal/cpu/kernels/qdot_kernels.h"
 
@@ -30,9 +30,6 @@ inline float hsum8(__m256 v) {
   const __m128 t2 = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));
   return _mm_cvtss_f32(_mm_add_ss(t2, _mm_movehdup_ps(t2)));
 }
-
-// An f16 block field as f32 through F16C (the portable block_bytes::load_f16 costs more than a block's products).
-inline float f16_at(const uint8_t* p) { return _cvtsh_ss(block_bytes::load_u16(p)); }
 
 inline __m256i load_act(const ActBlockQ8& a) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q)); }
 
