@@ -38,6 +38,10 @@ Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t
   hal::cpu::set_cpu_threads(o.threads);
   CAI_ASSIGN_OR_RETURN(hal::Device * dev, reg.find_device(o.device));
   dev->set_precision(o.precision == "exact" ? hal::Precision::kExact : hal::Precision::kFast);
+  if (o.precision == "fast")
+    CAI_LOG_INFO("--precision fast: int8 activations and dot products for Q8_0/Q4_0/Q2_K..Q6_K weights where {} has "
+                 "such kernels (the CPU does; other devices compute exactly)",
+                 dev->name());
   return load_model(o.model, *dev, load);
 }
 
