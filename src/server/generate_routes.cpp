@@ -48,6 +48,21 @@ ApiError context_error(std::string message, ApiKind kind) {
   return e;
 }
 
+// Reads the request body into `body` whatever its transfer encoding, keeping at most `limit` bytes. The error to send
+// when it is longer (413: reading stops there) or could not be read (400: malformed chunks, the client stopped).
+std::optional<ApiError> read_body(const httplib::ContentReader& reader, size_t limit, std::string& body) {
+  bool too_large = false;
+  const bool complete = reader([&](const char* data, size_t n) {
+    too_large = n > limit - body.size();
+    if (!too_large) body.append(data, n);
+    return !too_large;
+  });
+  if (too_large) return body_too_large_error(limit);
+  if (!complete) return bad_request("the request body could not be read (malformed chunked encoding, or the client "
+                                    "stopped sending)");
+  return std::nullopt;
+}
+
 uint64_t random_seed() {
   static std::mutex mu;
   static std::mt19937_64 rng{std::random_device{}()};
@@ -57,15 +72,36 @@ uint64_t random_seed() {
 
 }  // namespace
 
-bool HttpServer::prepare(const ApiRequest& api, BuiltPrompt& prompt, GenerationRequest& gen, ApiError& error) const {
-  Result<BuiltPrompt> built = api.kind == ApiKind::kChat ? prompts_->chat(api.messages)
-                              : api.prompt_is_tokens     ? prompts_->completion_tokens(api.prompt_tokens)
-                                                         : prompts_->completion_text(api.prompt_text);
-  if (!built.ok()) {
-    error = bad_request(built.status().message(), api.kind == ApiKind::kChat ? "messages" : "prompt");
+bool HttpServer::build_prompt(const ApiRequest& api, BuiltPrompt& prompt, ApiError& error) const {
+  const char* param = api.kind == ApiKind::kChat ? "messages" : "prompt";
+  if (api.prompt_is_tokens) {
+    Result<BuiltPrompt> built = prompts_->completion_tokens(api.prompt_tokens);
+    if (!built.ok()) error = bad_request(built.status().message(), param);
+    else prompt = std::move(built).value();
+    return built.ok();
+  }
+  std::string rendered;
+  if (api.kind == ApiKind::kChat) {
+    Result<std::string> text = prompts_->chat_text(api.messages);
+    if (!text.ok()) {
+      error = bad_request(text.status().message(), param);
+      return false;
+    }
+    rendered = std::move(text).value();
+  }
+  const std::string& text = api.kind == ApiKind::kChat ? rendered : api.prompt_text;
+  if (text.size() > max_prompt_bytes_) {  // tokenizing megabytes takes long, and the answer is known
+    error = context_error(fmt::format("the prompt text has {} bytes but the model's context of {} tokens holds at most "
+                                      "{} (no token spans more than {} bytes)", text.size(), engine_->ctx_size(),
+                                      max_prompt_bytes_, prompts_->longest_token_bytes()), api.kind);
     return false;
   }
-  prompt = std::move(built).value();
+  prompt = prompts_->encode(text);
+  return true;
+}
+
+bool HttpServer::prepare(const ApiRequest& api, BuiltPrompt& prompt, GenerationRequest& gen, ApiError& error) const {
+  if (!build_prompt(api, prompt, error)) return false;
   const int n_prompt = static_cast<int>(prompt.tokens.size());
   const int n_ctx = engine_->ctx_size();
   if (n_prompt == 0) {
@@ -95,12 +131,15 @@ bool HttpServer::prepare(const ApiRequest& api, BuiltPrompt& prompt, GenerationR
   return true;
 }
 
-void HttpServer::handle_generate(ApiKind kind, const httplib::Request& req, httplib::Response& res) {
+void HttpServer::handle_generate(ApiKind kind, const httplib::ContentReader& reader, httplib::Response& res) {
+  std::string body;
+  if (std::optional<ApiError> e = read_body(reader, options_.max_body_bytes, body))
+    return send_error_and_close(res, *e);
   const Clock::time_point arrival = Clock::now();
   Engine* eng = engine();
   if (!eng) return send_error(res, loading_error());
   ApiError error;
-  std::optional<ApiRequest> api = parse_api_request(kind, req.body, error);
+  std::optional<ApiRequest> api = parse_api_request(kind, body, error);
   if (!api) return send_error(res, error);
   if (!api->model.empty() && api->model != options_.model_name) {
     error = bad_request("the model '" + api->model + "' does not exist; this server serves '" + options_.model_name +

@@ -2,8 +2,12 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
+#include <cerrno>
+#include <charconv>
 #include <csignal>
+#include <cstring>
 #include <ctime>
 
 #include "core/log.h"
@@ -17,7 +21,21 @@ using nlohmann::json;
 
 void send_error(httplib::Response& res, const ApiError& error) {
   res.status = error.http_status;
+  if (error.http_status == 429) res.set_header("Retry-After", "1");
   res.set_content(json_text(error_json(error)), "application/json");
+}
+
+void send_error_and_close(httplib::Response& res, const ApiError& error) {
+  res.status = error.http_status;
+  res.set_header("Connection", "close");
+  auto body = std::make_shared<const std::string>(json_text(error_json(error)));
+  // httplib drops a connection only when writing its response fails: this provider writes the whole body, then
+  // reports failure.
+  res.set_content_provider(body->size(), "application/json",
+                           [body](size_t offset, size_t length, httplib::DataSink& sink) {
+                             sink.write(body->data() + offset, length);
+                             return false;
+                           });
 }
 
 ApiError loading_error() {
@@ -27,6 +45,20 @@ ApiError loading_error() {
   e.code = "model_loading";
   e.message = "the model is still loading; retry when /health answers 200";
   return e;
+}
+
+ApiError body_too_large_error(size_t max_body) {
+  ApiError e;
+  e.http_status = 413;
+  e.code = "request_too_large";
+  e.message = "the request body is larger than the limit of " + std::to_string(max_body) + " bytes";
+  return e;
+}
+
+int http_threads_for(const EngineOptions& engine) {
+  constexpr int64_t kSpare = 8;  // /health, /metrics, and requests between arrival and Engine::submit
+  constexpr int64_t kMost = 4096;
+  return static_cast<int>(std::min(int64_t{engine.max_batch} + engine.max_queue, kMost - kSpare) + kSpare);
 }
 
 namespace {
@@ -39,8 +71,7 @@ ApiError transport_error(const httplib::Request& req, int status, size_t max_bod
     e.code = "not_found";
     e.message = "no route " + req.method + " " + req.path;
   } else if (status == 413) {
-    e.code = "request_too_large";
-    e.message = "the request body is larger than the limit of " + std::to_string(max_body) + " bytes";
+    e = body_too_large_error(max_body);
   } else if (status >= 500) {
     e.type = "server_error";
     e.message = "internal server error";
@@ -48,6 +79,20 @@ ApiError transport_error(const httplib::Request& req, int status, size_t max_bod
     e.message = "bad request (HTTP " + std::to_string(status) + ")";
   }
   return e;
+}
+
+// The refusal of a request whose Content-Length is not one decimal number (400) or is over `max_body` (413), decided
+// before any body byte is read: httplib would otherwise read a too-large body to its end, taking "-1" for 2^64 - 1.
+std::optional<ApiError> content_length_error(const httplib::Request& req, size_t max_body) {
+  if (!req.has_header("Content-Length")) return std::nullopt;
+  const std::string value = req.get_header_value("Content-Length");
+  uint64_t length = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
+  if (req.get_header_value_count("Content-Length") > 1 || value.empty() || ec != std::errc() ||
+      end != value.data() + value.size())
+    return bad_request("the Content-Length header must be one number of bytes, not '" + value + "'");
+  if (length > max_body) return body_too_large_error(max_body);
+  return std::nullopt;
 }
 
 // The endpoint label metrics count requests under (a fixed set, so unknown paths cannot grow the series).
@@ -64,6 +109,11 @@ HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)), ht
   http_->set_payload_max_length(options_.max_body_bytes);
   const int n_threads = std::max(2, options_.n_http_threads);
   http_->new_task_queue = [n_threads] { return new httplib::ThreadPool(static_cast<size_t>(n_threads)); };
+  // Keeps the listening socket, for start() to widen its backlog.
+  http_->set_socket_options([this](int sock) {
+    httplib::default_socket_options(sock);
+    listen_fd_ = sock;
+  });
   install_routes();
 }
 
@@ -80,6 +130,8 @@ Status HttpServer::start() {
                       options_.port);
     port_ = options_.port;
   }
+  // httplib 0.11 listens with a backlog of 5: connections arriving in a burst past it were reset unanswered.
+  if (::listen(listen_fd_, SOMAXCONN) != 0) CAI_LOG_WARN("cannot widen the listen backlog: {}", std::strerror(errno));
   thread_ = std::thread([this] { http_->listen_after_bind(); });
   // stop() only unblocks a server that is already accepting: wait for that, so an early stop() cannot be missed.
   for (int i = 0; i < 5000 && !http_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -95,6 +147,7 @@ Status HttpServer::attach(std::unique_ptr<Engine> engine) {
   if (!prompts.has_template())
     CAI_LOG_WARN("the model has no chat template: chat messages are joined as plain text (contents separated by a "
                  "blank line)");
+  max_prompt_bytes_ = size_t(engine->ctx_size()) * prompts.longest_token_bytes();
   prompts_.emplace(std::move(prompts));
   engine_ = std::move(engine);
   ready_.store(true, std::memory_order_release);
@@ -109,7 +162,12 @@ void HttpServer::stop() {
 }
 
 void HttpServer::install_routes() {
+  // Refusals before the body is read (so the connection is closed after them).
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (std::optional<ApiError> e = content_length_error(req, options_.max_body_bytes)) {
+      send_error_and_close(res, *e);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (options_.api_key.empty() || !path_needs_auth(req.path)) return httplib::Server::HandlerResponse::Unhandled;
     if (bearer_matches(req.get_header_value("Authorization"), options_.api_key))
       return httplib::Server::HandlerResponse::Unhandled;
@@ -117,13 +175,13 @@ void HttpServer::install_routes() {
     e.http_status = 401;
     e.code = "invalid_api_key";
     e.message = "missing or incorrect API key: send \"Authorization: Bearer <key>\"";
-    send_error(res, e);
+    send_error_and_close(res, e);
     res.set_header("WWW-Authenticate", "Bearer");
     return httplib::Server::HandlerResponse::Handled;
   });
   http_->set_error_handler(httplib::Server::HandlerWithResponse(
       [this](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Unhandled;
         send_error(res, transport_error(req, res.status, options_.max_body_bytes));
         return httplib::Server::HandlerResponse::Handled;
       }));
@@ -180,12 +238,16 @@ void HttpServer::install_routes() {
     }
     res.set_content(json_text(model_json()), "application/json");
   });
-  http_->Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_generate(ApiKind::kChat, req, res);
-  });
-  http_->Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_generate(ApiKind::kCompletion, req, res);
-  });
+  // The generation routes read their bodies themselves (see read_body), under max_body_bytes whatever the encoding.
+  using ReaderHandler = httplib::Server::HandlerWithContentReader;
+  http_->Post("/v1/chat/completions", ReaderHandler([this](const httplib::Request&, httplib::Response& res,
+                                                           const httplib::ContentReader& reader) {
+                handle_generate(ApiKind::kChat, reader, res);
+              }));
+  http_->Post("/v1/completions", ReaderHandler([this](const httplib::Request&, httplib::Response& res,
+                                                      const httplib::ContentReader& reader) {
+                handle_generate(ApiKind::kCompletion, reader, res);
+              }));
 }
 
 }  // namespace cai::server

@@ -15,8 +15,8 @@
 #include "server/prompt_builder.h"
 
 namespace httplib {
+class ContentReader;
 class Server;
-struct Request;
 struct Response;
 }  // namespace httplib
 
@@ -55,7 +55,10 @@ class HttpServer {
 
  private:
   void install_routes();
-  void handle_generate(ApiKind kind, const httplib::Request& req, httplib::Response& res);
+  void handle_generate(ApiKind kind, const httplib::ContentReader& reader, httplib::Response& res);
+  // The request's prompt as tokens; false with `error` set when refused (a text longer than max_prompt_bytes_ before
+  // it is tokenized).
+  bool build_prompt(const ApiRequest& api, BuiltPrompt& prompt, ApiError& error) const;
   // Validated request → prompt tokens and a GenerationRequest; false with `error` set when refused.
   bool prepare(const ApiRequest& api, BuiltPrompt& prompt, GenerationRequest& gen, ApiError& error) const;
   void respond_full(std::shared_ptr<Generation> gen, ResponseWriter& writer, httplib::Response& res);
@@ -67,16 +70,28 @@ class HttpServer {
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
   int port_ = 0;
+  int listen_fd_ = -1;  // the listening socket (httplib's)
   std::unique_ptr<Engine> engine_;
   std::optional<PromptBuilder> prompts_;
+  size_t max_prompt_bytes_ = 0;  // longer prompt texts cannot fit the context (set by attach())
   std::atomic<bool> ready_{false};
   std::atomic<bool> stopped_{false};
   ServerMetrics metrics_;
 };
 
-// Writes `error` as the response (status + OpenAI error object).
+// Writes `error` as the response (status + OpenAI error object; a 429 also gets "Retry-After: 1").
 void send_error(httplib::Response& res, const ApiError& error);
+// As send_error, then closes the connection: for a request whose body was not (all) read, so that the rest of it is
+// not taken for the next request.
+void send_error_and_close(httplib::Response& res, const ApiError& error);
 // 503 while the model loads.
 ApiError loading_error();
+// 413 for a body over `max_body` bytes.
+ApiError body_too_large_error(size_t max_body);
+
+// HTTP threads for a server over an engine with these options: one per request the engine holds (running or
+// waiting) plus spares for /health and /metrics, so a full engine queue answers 429 before connections wait unserved
+// (at most 4096: a larger max_queue is not reachable over HTTP).
+int http_threads_for(const EngineOptions& engine);
 
 }  // namespace cai::server

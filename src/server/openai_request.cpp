@@ -277,6 +277,11 @@ void check_keys(FieldReader& r, const json& body, ApiKind kind) {
 }  // namespace
 
 std::optional<ApiRequest> parse_api_request(ApiKind kind, std::string_view body, ApiError& error) {
+  // nlohmann's lexer takes a NUL byte for the end of the input (ignoring what follows); JSON text never holds one.
+  if (body.find('\0') != std::string_view::npos) {
+    error = bad_request("the request body is not valid JSON (it holds a NUL byte)");
+    return std::nullopt;
+  }
   const json doc = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) {
     error = bad_request("the request body is not valid JSON");

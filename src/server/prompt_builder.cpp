@@ -1,9 +1,17 @@
 // Prompt building: chat template rendering (or the template-less fallback) and encoding to token ids.
 #include "server/prompt_builder.h"
 
+#include <algorithm>
+
 #include "tokenizer/reasoning_parser.h"
 
 namespace cai::server {
+
+PromptBuilder::PromptBuilder(const Tokenizer& tokenizer, std::optional<ChatTemplate> tpl)
+    : tok_(&tokenizer), tpl_(std::move(tpl)) {
+  for (int32_t id = 0; id < tok_->n_vocab(); ++id)
+    longest_token_bytes_ = std::max(longest_token_bytes_, tok_->token_text(id).size());
+}
 
 Result<PromptBuilder> PromptBuilder::create(const Tokenizer& tokenizer, const std::string& template_source) {
   if (template_source.empty()) return PromptBuilder(tokenizer, std::nullopt);
@@ -21,8 +29,7 @@ BuiltPrompt PromptBuilder::encode(const std::string& text) const {
   return out;
 }
 
-Result<BuiltPrompt> PromptBuilder::chat(const nlohmann::ordered_json& messages) const {
-  std::string text;
+Result<std::string> PromptBuilder::chat_text(const nlohmann::ordered_json& messages) const {
   if (tpl_) {
     nlohmann::ordered_json ctx = {{"messages", messages},
                                   {"add_generation_prompt", true},
@@ -31,19 +38,22 @@ Result<BuiltPrompt> PromptBuilder::chat(const nlohmann::ordered_json& messages) 
     Result<std::string> rendered = tpl_->render_ordered(ctx);
     if (!rendered.ok())
       return invalid_argument("the chat template rejected the messages: {}", rendered.status().message());
-    text = std::move(rendered).value();
-  } else {
-    for (const auto& m : messages) {
-      const std::string& content = m["content"].get_ref<const std::string&>();
-      if (content.empty()) continue;
-      if (!text.empty()) text += "\n\n";
-      text += content;
-    }
+    return std::move(rendered).value();
   }
-  return encode(text);
+  std::string text;
+  for (const auto& m : messages) {
+    const std::string& content = m["content"].get_ref<const std::string&>();
+    if (content.empty()) continue;
+    if (!text.empty()) text += "\n\n";
+    text += content;
+  }
+  return text;
 }
 
-Result<BuiltPrompt> PromptBuilder::completion_text(const std::string& text) const { return encode(text); }
+Result<BuiltPrompt> PromptBuilder::chat(const nlohmann::ordered_json& messages) const {
+  CAI_ASSIGN_OR_RETURN(std::string text, chat_text(messages));
+  return encode(text);
+}
 
 Result<BuiltPrompt> PromptBuilder::completion_tokens(const std::vector<int32_t>& ids) const {
   for (int32_t id : ids)

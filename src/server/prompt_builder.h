@@ -25,20 +25,28 @@ class PromptBuilder {
   // base model without a chat template (e.g. TinyStories) can continue. Bad template → invalid_argument.
   static Result<PromptBuilder> create(const Tokenizer& tokenizer, const std::string& template_source);
 
-  // Renders with add_generation_prompt=true, bos_token and eos_token. Template errors (e.g. raise_exception on a
-  // bad role order) → invalid_argument. BOS is added only when the tokenizer wants one and the text lacks it.
+  // The chat prompt's text: rendered with add_generation_prompt=true, bos_token and eos_token. Template errors (e.g.
+  // raise_exception on a bad role order) → invalid_argument.
+  Result<std::string> chat_text(const nlohmann::ordered_json& messages) const;
+  // chat_text, encoded.
   Result<BuiltPrompt> chat(const nlohmann::ordered_json& messages) const;
-  // Completion prompt as text (BOS per the tokenizer) or as token ids (checked against the vocabulary).
-  Result<BuiltPrompt> completion_text(const std::string& text) const;
+  // A prompt text (chat_text's, or a completion's) as tokens. BOS is added only when the tokenizer wants one and the
+  // text lacks it.
+  BuiltPrompt encode(const std::string& text) const;
+  // Completion prompt as token ids (checked against the vocabulary).
   Result<BuiltPrompt> completion_tokens(const std::vector<int32_t>& ids) const;
   bool has_template() const { return tpl_.has_value(); }
+  // The most text bytes one token stands for, so a text of B bytes has at least B / longest_token_bytes() tokens.
+  // Exceptions, all of text no model can use: where a vocabulary has no byte fallback, a run of unknown characters
+  // becomes one <unk>; a Strip normalizer drops whitespace; Unicode composition (NFC) shortens some sequences.
+  size_t longest_token_bytes() const { return longest_token_bytes_; }
 
  private:
-  PromptBuilder(const Tokenizer& tokenizer, std::optional<ChatTemplate> tpl) : tok_(&tokenizer), tpl_(std::move(tpl)) {}
-  BuiltPrompt encode(const std::string& text) const;
+  PromptBuilder(const Tokenizer& tokenizer, std::optional<ChatTemplate> tpl);
 
   const Tokenizer* tok_;
   std::optional<ChatTemplate> tpl_;
+  size_t longest_token_bytes_ = 1;
 };
 
 }  // namespace cai::server

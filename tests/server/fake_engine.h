@@ -28,6 +28,7 @@ class FakeEngine : public Engine {
     Status submit_status;                             // non-OK: submit() fails with it
     std::chrono::milliseconds delay{0};               // between events
     int n_cached = 0;
+    int max_active = 0;                               // > 0: submit fails (queue full) while this many are unfinished
   };
 
   explicit FakeEngine(int ctx_size = 64) : ctx_size_(ctx_size) {
@@ -46,11 +47,17 @@ class FakeEngine : public Engine {
     if (!script.submit_status.ok()) return script.submit_status;
     std::lock_guard lock(mu_);
     if (shut_) return unavailable("shutting down");
+    if (script.max_active > 0 && n_active_ >= script.max_active) return resource_exhausted("waiting queue full");
     const uint64_t id = ++next_id_;
     requests_.push_back(request);
     cancel_flags_[id] = std::make_shared<std::atomic<bool>>(false);
-    threads_.emplace_back(&FakeEngine::emit, this, id, std::move(request), script, cancel_flags_[id],
-                          std::move(on_event));
+    ++n_active_;
+    threads_.emplace_back([this, id, request = std::move(request), s = script, flag = cancel_flags_[id],
+                           cb = std::move(on_event)]() mutable {
+      emit(id, std::move(request), std::move(s), std::move(flag), std::move(cb));
+      std::lock_guard lock(mu_);
+      --n_active_;
+    });
     return id;
   }
   void cancel(uint64_t id) override {
@@ -138,6 +145,7 @@ class FakeEngine : public Engine {
   std::mutex mu_;
   std::condition_variable cv_;
   bool shut_ = false;
+  int n_active_ = 0;  // submitted requests whose last event is not yet out
   uint64_t next_id_ = 0;
   std::vector<GenerationRequest> requests_;
   std::vector<uint64_t> cancelled_;

@@ -83,6 +83,19 @@ TEST(OpenAiRequest, MalformedBodies) {
   }
 }
 
+// nlohmann's lexer ends the input at a NUL byte: what follows one must not be ignored.
+TEST(OpenAiRequest, TrailingBytesAfterTheJsonAreRefused) {
+  const std::string valid = R"({"messages": [{"role": "user", "content": "hi"}]})";
+  ApiError err;
+  ASSERT_TRUE(parse_chat(valid, err));
+  for (const std::string& tail : {std::string("\0garbage", 8), std::string(1, '\0'), std::string(" x"), valid}) {
+    std::string body = valid;
+    body.append(tail);
+    EXPECT_FALSE(parse_chat(body, err)) << body;
+    EXPECT_EQ(err.http_status, 400);
+  }
+}
+
 TEST(OpenAiRequest, ReadsEveryField) {
   ApiError err;
   auto req = parse_chat(R"({"model": "m", "messages": [

@@ -92,6 +92,7 @@ TEST(PromptBuilder, FallbackAndTemplate) {
   auto plain = PromptBuilder::create(tok, "");
   ASSERT_TRUE(plain.ok());
   EXPECT_FALSE(plain->has_template());
+  EXPECT_EQ(plain->chat_text(msgs).value(), "S\n\nU");
   auto p = plain->chat(msgs);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->tokens, tok.encode("S\n\nU", tok.add_bos_default()));
@@ -113,6 +114,22 @@ TEST(PromptBuilder, FallbackAndTemplate) {
   ASSERT_FALSE(err.ok());
   EXPECT_NE(err.status().message().find("roles must alternate"), std::string::npos);
   EXPECT_FALSE(PromptBuilder::create(tok, "{% for %}").ok());
+}
+
+TEST(PromptBuilder, LongestTokenBytesBoundsEveryToken) {
+  test::FakeEngine engine;
+  const Tokenizer& tok = *engine.model().tokenizer;
+  auto plain = PromptBuilder::create(tok, "");
+  ASSERT_TRUE(plain.ok());
+  size_t longest = 0;
+  for (int32_t id = 0; id < tok.n_vocab(); ++id) {
+    EXPECT_LE(tok.token_text(id).size(), plain->longest_token_bytes()) << id;
+    longest = std::max(longest, tok.token_text(id).size());
+  }
+  EXPECT_EQ(plain->longest_token_bytes(), longest);
+  // So no text has fewer tokens than its bytes / longest_token_bytes().
+  const std::string text = "Once upon a time there was a little girl named Lily.";
+  EXPECT_GE(tok.encode(text, false).size() * longest, text.size());
 }
 
 }  // namespace

@@ -68,7 +68,7 @@ Status finish_options(ServeOptions& o) {
   if (!o.kv_memory.empty()) {
     CAI_ASSIGN_OR_RETURN(o.engine.kv_memory_bytes, server::parse_byte_size(o.kv_memory));
   }
-  o.http.n_http_threads = o.engine.max_batch + std::min(o.engine.max_queue, 64) + 4;
+  o.http.n_http_threads = server::http_threads_for(o.engine);
   return {};
 }
 
