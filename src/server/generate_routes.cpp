@@ -90,10 +90,12 @@ bool HttpServer::build_prompt(const ApiRequest& api, BuiltPrompt& prompt, ApiErr
     rendered = std::move(text).value();
   }
   const std::string& text = api.kind == ApiKind::kChat ? rendered : api.prompt_text;
-  if (text.size() > max_prompt_bytes_) {  // tokenizing megabytes takes long, and the answer is known
+  // A text longer than this cannot fit the context: tokenizing megabytes takes long, and the answer is known.
+  const size_t max_bytes = size_t(engine_->ctx_size()) * prompts_->longest_token_bytes();
+  if (text.size() > max_bytes) {
     error = context_error(fmt::format("the prompt text has {} bytes but the model's context of {} tokens holds at most "
                                       "{} (no token spans more than {} bytes)", text.size(), engine_->ctx_size(),
-                                      max_prompt_bytes_, prompts_->longest_token_bytes()), api.kind);
+                                      max_bytes, prompts_->longest_token_bytes()), api.kind);
     return false;
   }
   prompt = prompts_->encode(text);

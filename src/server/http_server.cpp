@@ -147,7 +147,6 @@ Status HttpServer::attach(std::unique_ptr<Engine> engine) {
   if (!prompts.has_template())
     CAI_LOG_WARN("the model has no chat template: chat messages are joined as plain text (contents separated by a "
                  "blank line)");
-  max_prompt_bytes_ = size_t(engine->ctx_size()) * prompts.longest_token_bytes();
   prompts_.emplace(std::move(prompts));
   engine_ = std::move(engine);
   ready_.store(true, std::memory_order_release);

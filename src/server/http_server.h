@@ -56,8 +56,8 @@ class HttpServer {
  private:
   void install_routes();
   void handle_generate(ApiKind kind, const httplib::ContentReader& reader, httplib::Response& res);
-  // The request's prompt as tokens; false with `error` set when refused (a text longer than max_prompt_bytes_ before
-  // it is tokenized).
+  // The request's prompt as tokens; false with `error` set when refused (a text longer than the context could hold is
+  // refused before it is tokenized).
   bool build_prompt(const ApiRequest& api, BuiltPrompt& prompt, ApiError& error) const;
   // Validated request → prompt tokens and a GenerationRequest; false with `error` set when refused.
   bool prepare(const ApiRequest& api, BuiltPrompt& prompt, GenerationRequest& gen, ApiError& error) const;
@@ -73,7 +73,6 @@ class HttpServer {
   int listen_fd_ = -1;  // the listening socket (httplib's)
   std::unique_ptr<Engine> engine_;
   std::optional<PromptBuilder> prompts_;
-  size_t max_prompt_bytes_ = 0;  // longer prompt texts cannot fit the context (set by attach())
   std::atomic<bool> ready_{false};
   std::atomic<bool> stopped_{false};
   ServerMetrics metrics_;

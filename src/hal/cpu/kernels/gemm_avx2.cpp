@@ -190,13 +190,6 @@ struct CodesD {
 template <class D>
 constexpr bool kHasOne = requires(const uint8_t* w) { D::one(w, 0); };
 
-float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 // Σ over `in` elements, one chunk (4 vectors) per step; each activation row has 2 FMA chains whatever NX is.
 template <class D, int NX>
 void dot_nx(const uint8_t* w, const float* x, int64_t ldx, int64_t in, float* out) {
@@ -220,7 +213,7 @@ void dot_nx(const uint8_t* w, const float* x, int64_t ldx, int64_t in, float* ou
   for (int j = 0; j < NX; ++j) {
     __m256 s = acc[0][j];
     for (int i = 1; i < kSets; ++i) s = _mm256_add_ps(s, acc[i][j]);
-    out[j] = hsum(s);
+    out[j] = hsum8(s);
     if constexpr (kHasOne<D>) {
       for (int64_t k = n_blocks * 32; k < in; ++k) out[j] += D::one(w, k) * x[j * ldx + k];
     }

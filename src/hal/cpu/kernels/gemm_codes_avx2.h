@@ -12,7 +12,7 @@
 #include "core/block_bytes.h"
 #include "core/quant_grids.h"
 #include "core/quant_k.h"
-#include "hal/cpu/kernels/f16c_field.h"
+#include "hal/cpu/kernels/simd_scalars.h"
 
 namespace cai::hal::cpu::qc {
 namespace {

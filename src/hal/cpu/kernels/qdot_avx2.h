@@ -6,7 +6,7 @@
 
 #include <immintrin.h>
 
-#include "hal/cpu/kernels/f16c_field.h"
+#include "hal/cpu/kernels/simd_scalars.h"
 #include "hal/cpu/kernels/gemm_kernels.h"
 #include "hal/cpu/kernels/qdot_kernels.h"
 
@@ -24,12 +24,6 @@ inline __m256i dot_u8s8(__m256i u, __m256i s) {
 
 // Per int32 lane: Σ of 4 adjacent s8 × s8 products (w any int8, a in [-127, 127]): |w| times a with w's sign.
 inline __m256i dot_s8s8(__m256i w, __m256i a) { return dot_u8s8(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w)); }
-
-inline float hsum8(__m256 v) {
-  const __m128 t4 = _mm_add_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
-  const __m128 t2 = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));
-  return _mm_cvtss_f32(_mm_add_ss(t2, _mm_movehdup_ps(t2)));
-}
 
 inline __m256i load_act(const ActBlockQ8& a) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q)); }
 
