@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
-fuzz_seconds=${CAI_FUZZ_SECONDS:-20}
+fuzz_seconds=${CAI_FUZZ_SECONDS:-12}
 
 bash scripts/setup.sh
 echo "== tests (Release)"
@@ -31,17 +31,30 @@ if ((${#need[@]})); then
 fi
 npm ci --no-audit --no-fund --loglevel=error
 CAI_BIN="$PWD/build/cai" npm run --silent test:e2e
+echo "== soak (64 clients, 60 s: good, cancelled and bad requests; status, /health latency, RSS, KV blocks)"
+CAI_BIN="$PWD/build/cai" npm run --silent bench:soak -- --seconds 60
 
 echo "== tests (clang, ASan + UBSan) and fuzz targets"
 # One sanitizer build serves both: the tests run under ASan + UBSan, the libFuzzer targets link the same objects.
 # The cuda/hip plugins are built once, in the Release build; the simt plugin stays in this one.
-CC=clang CXX=clang++ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCAI_SANITIZE=ON -DCAI_FUZZ=ON \
-  -DCAI_BENCH=OFF -DCAI_GPU_PLUGINS=OFF >/dev/null
+source scripts/sanitizer-flags.sh
+CC=clang CXX=clang++ cmake -S . -B build-asan "${sanitizer_cmake_flags[@]}" -DCAI_SANITIZE=ON -DCAI_FUZZ=ON >/dev/null
 cmake --build build-asan -j"$jobs"
 # Under ASan the emulated GPU runs ~10× slower: the simt oracles run at warp 64 only and the kernels in one thread
 # order (the Release suite above covers warp 32 and the reverse order).
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j"$jobs" \
   -E 'OracleEvalDevice.*warp32|CudaKernelsInReverseThreadOrder'
+
+echo "== tests (clang, ThreadSanitizer): runtime and server"
+# TSan excludes ASan, so a third build, of the two test binaries whose code runs on several threads (engine thread,
+# host thread pool, HTTP workers). The simt device is left out: its GPU threads are Boost.Context fibers, which TSan
+# cannot follow without fiber annotations. The large-prompt test measures time and peak RSS, which TSan inflates.
+CC=clang CXX=clang++ cmake -S . -B build-tsan "${sanitizer_cmake_flags[@]}" -DCAI_TSAN=ON >/dev/null
+cmake --build build-tsan -j"$jobs" --target test_runtime test_server
+tsan="halt_on_error=1 second_deadlock_stack=1"
+TSAN_OPTIONS=$tsan ./build-tsan/test_runtime --gtest_brief=1 --gtest_filter='-*/simt'
+TSAN_OPTIONS=$tsan ./build-tsan/test_server --gtest_brief=1 \
+  --gtest_filter='-ServerTest.LargePromptCostsASmallMultipleOfItsBytes'
 
 echo "== fuzzing (${fuzz_seconds}s per target)"
 n_fuzz=0

@@ -10,6 +10,8 @@ namespace {
 
 using nlohmann::json;
 
+constexpr int kMaxHeadDim = 1 << 16;  // far above any real model; bounds the per-pair RoPE tables sized from it
+
 Result<int> get_int(const json& obj, const std::string& key, const std::string& where) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return not_found("{}: missing required field '{}'", where, key);
@@ -34,6 +36,12 @@ float opt_float(const json& obj, const std::string& key, float dflt) {
   return (it != obj.end() && it->is_number()) ? it->get<float>() : dflt;
 }
 
+// A string field, `dflt` when absent or not a string (json::value() would throw on another type).
+std::string opt_string(const json& obj, const std::string& key, const std::string& dflt) {
+  auto it = obj.find(key);
+  return (it != obj.end() && it->is_string()) ? it->get<std::string>() : dflt;
+}
+
 bool opt_bool(const json& obj, const std::string& key, bool dflt) {
   auto it = obj.find(key);
   return (it != obj.end() && it->is_boolean()) ? it->get<bool>() : dflt;
@@ -47,6 +55,8 @@ Status finish(ModelConfig& c, const std::string& where) {
     return invalid_argument("{}: {} attention heads is not a multiple of {} KV heads", where, c.num_attention_heads,
                             c.num_key_value_heads);
   if (c.head_dim <= 0) c.head_dim = c.hidden_size / c.num_attention_heads;
+  if (c.head_dim > kMaxHeadDim)
+    return invalid_argument("{}: head dimension {} is above {}", where, c.head_dim, kMaxHeadDim);
   if (c.rope_dim <= 0) c.rope_dim = c.head_dim;
   if (c.rope_dim > c.head_dim || c.rope_dim % 2) return invalid_argument("{}: rope dims {} invalid", where, c.rope_dim);
   if (c.max_position_embeddings <= 0) c.max_position_embeddings = 2048;
@@ -59,7 +69,7 @@ Status read_hf_rope_scaling(const json& cfg, ModelConfig& c) {
   if (it == cfg.end() || it->is_null()) return {};
   if (!it->is_object()) return invalid_argument("config.json: rope_scaling must be an object or null");
   const json& rs = *it;
-  std::string type = rs.value("rope_type", rs.value("type", std::string("default")));
+  std::string type = opt_string(rs, "rope_type", opt_string(rs, "type", "default"));
   const float factor = opt_float(rs, "factor", 1.0f);
   if (type == "default") return {};
   if (type == "linear") {
@@ -89,6 +99,8 @@ Status read_hf_mla_moe(const json& cfg, ModelConfig& c, const std::string& where
   CAI_ASSIGN_OR_RETURN(c.qk_rope_head_dim, get_int(cfg, "qk_rope_head_dim", where));
   CAI_ASSIGN_OR_RETURN(c.v_head_dim, get_int(cfg, "v_head_dim", where));
   c.q_lora_rank = opt_int(cfg, "q_lora_rank", 0);  // null → 0
+  if (c.qk_nope_head_dim > kMaxHeadDim - c.qk_rope_head_dim)
+    return invalid_argument("{}: qk_nope_head_dim + qk_rope_head_dim is above {}", where, kMaxHeadDim);
   c.head_dim = c.qk_nope_head_dim + c.qk_rope_head_dim;
   c.rope_dim = c.qk_rope_head_dim;
   c.rope_style = hal::RopeStyle::kNorm;
@@ -102,7 +114,7 @@ Status read_hf_mla_moe(const json& cfg, ModelConfig& c, const std::string& where
     c.topk_group = std::max(1, opt_int(cfg, "topk_group", 1));
     c.norm_topk_prob = opt_bool(cfg, "norm_topk_prob", false);
     c.routed_scaling_factor = opt_float(cfg, "routed_scaling_factor", 1.0f);
-    c.scoring_func = cfg.value("scoring_func", std::string("softmax"));
+    c.scoring_func = opt_string(cfg, "scoring_func", "softmax");
     if (c.scoring_func != "softmax" && c.scoring_func != "sigmoid")
       return unsupported("{}: scoring_func '{}' is not supported", where, c.scoring_func);
     if (c.num_experts_per_tok > c.n_routed_experts || c.n_routed_experts % c.n_group || c.topk_group > c.n_group)
@@ -124,7 +136,9 @@ Status read_gguf_mla_moe(const json& md, const std::string& arch, ModelConfig& c
   CAI_ASSIGN_OR_RETURN(int key_len, get_int(md, key(mainline ? "attention.key_length_mla" : "attention.key_length"), where));
   CAI_ASSIGN_OR_RETURN(c.v_head_dim, get_int(md, key(mainline ? "attention.value_length_mla" : "attention.value_length"), where));
   c.qk_nope_head_dim = key_len - c.qk_rope_head_dim;
-  if (c.qk_nope_head_dim <= 0) return invalid_argument("{}: key length {} <= rope dims {}", where, key_len, c.qk_rope_head_dim);
+  if (c.qk_nope_head_dim <= 0 || key_len > kMaxHeadDim)
+    return invalid_argument("{}: key length {} must exceed the rope dims {} and be at most {}", where, key_len,
+                            c.qk_rope_head_dim, kMaxHeadDim);
   c.head_dim = key_len;
   c.num_key_value_heads = c.num_attention_heads;  // MLA: every head reads the shared latent
   c.rope_style = hal::RopeStyle::kNorm;
@@ -195,7 +209,7 @@ Result<ModelConfig> config_from_hf(const json& cfg) {
   auto arch = cfg.find("architectures");
   if (arch != cfg.end() && arch->is_array() && !arch->empty() && arch->front().is_string())
     c.architecture = arch->front().get<std::string>();
-  c.model_type = cfg.value("model_type", std::string());
+  c.model_type = opt_string(cfg, "model_type", "");
   if (c.architecture.empty() && c.model_type.empty()) return not_found("{}: neither 'architectures' nor 'model_type'", where);
   CAI_ASSIGN_OR_RETURN(c.hidden_size, get_int(cfg, "hidden_size", where));
   CAI_ASSIGN_OR_RETURN(c.num_hidden_layers, get_int(cfg, "num_hidden_layers", where));
@@ -251,7 +265,7 @@ Result<ModelConfig> config_from_gguf(const json& md) {
   c.rope_style = arch == "qwen2" ? hal::RopeStyle::kNeox : hal::RopeStyle::kNorm;
   CAI_TRY(finish(c, where));
   if (arch == "deepseek2") CAI_TRY(read_gguf_mla_moe(md, arch, c));
-  const std::string scaling = md.value(key("rope.scaling.type"), std::string("none"));
+  const std::string scaling = opt_string(md, key("rope.scaling.type"), "none");
   const float factor = opt_float(md, key("rope.scaling.factor"), 1.0f);
   if (scaling == "linear" && factor != 1.0f) {
     c.rope_freq_divisors.assign(static_cast<size_t>(c.rope_dim / 2), factor);

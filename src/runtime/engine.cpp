@@ -69,6 +69,7 @@ class EngineImpl final : public Engine {
       : lm_(std::move(lm)), opt_(o), kv_(std::move(kv)), sched_(std::move(sched)), ctx_size_(ctx) {
     stats_.kv_dtype = std::string(dtype_name(kv_.spec().dtype));
     stats_.kv_bytes_per_token = kv_.spec().bytes_per_token();
+    publish_stats();  // /metrics shows the KV pool before the first step
     thread_ = std::thread([this] { loop(); });
   }
   ~EngineImpl() override { shutdown(); }
@@ -344,6 +345,30 @@ size_t default_kv_bytes(const Model& m, const EngineOptions& o, size_t block_byt
   return std::min(want, free_bytes / 10 * 9);
 }
 
+// Checks that one sequence of the asked context fits the n_blocks KV blocks. When the user sized both the context
+// and the KV cache they contradict each other: an error naming both numbers, what a full context needs and what to
+// change. When only the context was asked the cache was sized automatically: the engine serves the context that
+// fits, with a warning carrying the same numbers. The model's own context shrinks to what fits (the info line says).
+Status check_context_fits(const EngineOptions& o, int ctx, int n_blocks, size_t block_bytes, size_t kv_bytes) {
+  const int64_t fit = int64_t{n_blocks} * o.block_size;
+  if (o.ctx_size <= 0 || ctx <= fit) return {};
+  const int64_t need_blocks = (int64_t{ctx} + o.block_size - 1) / o.block_size;
+  const uint64_t need_bytes = static_cast<uint64_t>(need_blocks) * block_bytes;
+  const std::string need = fmt::format("-c {} needs {} bytes of KV cache for one sequence ({} blocks of {} tokens, {} "
+                                       "bytes each)", ctx, need_bytes, need_blocks, o.block_size, block_bytes);
+  if (o.n_kv_blocks > 0)
+    return invalid_argument("{}, but --kv-blocks {} holds {} tokens: raise --kv-blocks to at least {} or lower -c to "
+                            "at most {}", need, o.n_kv_blocks, fit, need_blocks, fit);
+  if (o.kv_memory_bytes > 0)
+    return invalid_argument("{}, but --kv-memory {} bytes holds {} blocks ({} tokens): raise --kv-memory to at least "
+                            "{} bytes or lower -c to at most {}", need, o.kv_memory_bytes, n_blocks, fit, need_bytes,
+                            fit);
+  CAI_LOG_WARN("{}, but the automatic KV cache size ({} bytes) holds {} blocks ({} tokens): serving a context of {} "
+               "tokens; raise --kv-memory to at least {} bytes or lower -c to at most {}", need, kv_bytes, n_blocks,
+               fit, fit, need_bytes, fit);
+  return {};
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Engine>> Engine::create(LoadedModel lm, const EngineOptions& o) {
@@ -357,7 +382,9 @@ Result<std::unique_ptr<Engine>> Engine::create(LoadedModel lm, const EngineOptio
   const size_t kv_bytes = o.kv_memory_bytes > 0 ? o.kv_memory_bytes : default_kv_bytes(m, o, block_bytes);
   const int n_blocks = o.n_kv_blocks > 0 ? o.n_kv_blocks : static_cast<int>(kv_bytes / std::max<size_t>(1, block_bytes));
   if (n_blocks < 1) return invalid_argument("KV memory {} bytes holds no block of {} bytes", kv_bytes, block_bytes);
-  const int ctx = std::min(o.ctx_size > 0 ? o.ctx_size : model_ctx, n_blocks * o.block_size);
+  const int want_ctx = o.ctx_size > 0 ? o.ctx_size : model_ctx;
+  CAI_TRY(check_context_fits(o, want_ctx, n_blocks, block_bytes, kv_bytes));
+  const int ctx = static_cast<int>(std::min<int64_t>(want_ctx, int64_t{n_blocks} * o.block_size));
   CAI_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(lm.model->device(), spec, n_blocks, o.block_size));
   SchedulerOptions so{o.max_batch, o.max_tokens_per_step, o.block_size, n_blocks, o.prefix_caching};
   CAI_ASSIGN_OR_RETURN(Scheduler sched, Scheduler::create(so));

@@ -1,5 +1,6 @@
 // The generation routes (/v1/chat/completions, /v1/completions): validate, build the prompt, submit, respond.
 #include <httplib.h>
+#include <malloc.h>
 
 #include <fmt/format.h>
 
@@ -7,6 +8,7 @@
 #include <mutex>
 #include <random>
 
+#include "server/connection.h"
 #include "server/generation.h"
 #include "server/http_server.h"
 #include "server/response_writer.h"
@@ -48,20 +50,58 @@ ApiError context_error(std::string message, ApiKind kind) {
   return e;
 }
 
-// Reads the request body into `body` whatever its transfer encoding, keeping at most `limit` bytes. The error to send
-// when it is longer (413: reading stops there) or could not be read (400: malformed chunks, the client stopped).
-std::optional<ApiError> read_body(const httplib::ContentReader& reader, size_t limit, std::string& body) {
-  bool too_large = false;
+// Bytes of request bodies held at once, server-wide: each body takes its bytes as they arrive and gives them back when
+// its request is done with them.
+class BodyBudget {
+ public:
+  BodyBudget(std::atomic<size_t>& in_flight, size_t limit) : in_flight_(in_flight), limit_(limit) {}
+  ~BodyBudget() { in_flight_ -= taken_; }
+  bool take(size_t n) {
+    if (in_flight_.fetch_add(n) + n > limit_) {
+      in_flight_ -= n;
+      return false;
+    }
+    taken_ += n;
+    return true;
+  }
+
+ private:
+  std::atomic<size_t>& in_flight_;
+  const size_t limit_;
+  size_t taken_ = 0;
+};
+
+ApiError bodies_in_flight_error(size_t limit) {
+  ApiError e;
+  e.http_status = 429;
+  e.type = "rate_limit_error";
+  e.code = "server_busy";
+  e.message = fmt::format("the server is holding {} bytes of other request bodies, its limit; retry shortly", limit);
+  return e;
+}
+
+// Reads the request body into `body` whatever its transfer encoding, keeping at most `limit` bytes and taking each
+// from `budget`. The error to send when it is longer (413: reading stops there), when the budget runs out (429), or
+// when it could not be read (400: malformed chunks, the client stopped).
+std::optional<ApiError> read_body(const httplib::ContentReader& reader, size_t limit, BodyBudget& budget,
+                                  size_t budget_limit, std::string& body) {
+  bool too_large = false, over_budget = false;
   const bool complete = reader([&](const char* data, size_t n) {
     too_large = n > limit - body.size();
-    if (!too_large) body.append(data, n);
-    return !too_large;
+    over_budget = !too_large && !budget.take(n);
+    if (too_large || over_budget) return false;
+    body.append(data, n);
+    return true;
   });
   if (too_large) return body_too_large_error(limit);
+  if (over_budget) return bodies_in_flight_error(budget_limit);
   if (!complete) return bad_request("the request body could not be read (malformed chunked encoding, or the client "
                                     "stopped sending)");
   return std::nullopt;
 }
+
+// How often a non-streaming request checks that its client is still there.
+constexpr std::chrono::milliseconds kQuietClientCheck{100};
 
 uint64_t random_seed() {
   static std::mutex mu;
@@ -98,6 +138,16 @@ bool HttpServer::build_prompt(const ApiRequest& api, BuiltPrompt& prompt, ApiErr
                                       max_bytes, prompts_->longest_token_bytes()), api.kind);
     return false;
   }
+  // Past a megabyte, a sliced count refuses a text over the context before the whole of it is encoded at once.
+  constexpr size_t kSlicedCountAbove = 1 << 20;
+  if (text.size() > kSlicedCountAbove) {
+    const size_t at_least = prompts_->tokens_at_least(text, size_t(engine_->ctx_size()));
+    if (at_least >= size_t(engine_->ctx_size())) {
+      error = context_error(fmt::format("the prompt has more than {} tokens but the model's context holds {}: nothing "
+                                        "is left to generate", at_least, engine_->ctx_size()), api.kind);
+      return false;
+    }
+  }
   prompt = prompts_->encode(text);
   return true;
 }
@@ -133,10 +183,28 @@ bool HttpServer::prepare(const ApiRequest& api, BuiltPrompt& prompt, GenerationR
   return true;
 }
 
+namespace {
+
+// Hands freed heap back to the system once a large request body (and its parsed copies) are gone: glibc keeps freed
+// blocks in per-thread arenas, so bodies near --max-body on many threads would otherwise hold their peak for good.
+struct TrimAfterLargeBody {
+  bool large = false;
+  ~TrimAfterLargeBody() {
+    if (large) malloc_trim(0);
+  }
+};
+
+}  // namespace
+
 void HttpServer::handle_generate(ApiKind kind, const httplib::ContentReader& reader, httplib::Response& res) {
+  TrimAfterLargeBody trim;  // first in, last out: runs once the body and all parsed from it are freed
+  const size_t budget_limit = options_.max_body_bytes_in_flight ? options_.max_body_bytes_in_flight
+                                                                : 16 * options_.max_body_bytes;
+  BodyBudget budget(body_bytes_in_flight_, budget_limit);
   std::string body;
-  if (std::optional<ApiError> e = read_body(reader, options_.max_body_bytes, body))
-    return send_error_and_close(res, *e);
+  std::optional<ApiError> body_error = read_body(reader, options_.max_body_bytes, budget, budget_limit, body);
+  trim.large = body.capacity() >= (size_t(1) << 20);
+  if (body_error) return send_error_and_close(res, *body_error);
   const Clock::time_point arrival = Clock::now();
   Engine* eng = engine();
   if (!eng) return send_error(res, loading_error());
@@ -159,15 +227,46 @@ void HttpServer::handle_generate(ApiKind kind, const httplib::ContentReader& rea
                     static_cast<int64_t>(std::time(nullptr)), options_.model_name};
   auto writer = std::make_shared<ResponseWriter>(*api, std::move(meta), prompt.opens_think);
   if (api->stream) return respond_stream(std::move(gen).value(), std::move(writer), res);
-  respond_full(std::move(gen).value(), *writer, res);
+  respond_full(std::move(gen).value(), std::move(writer), res);
 }
 
-void HttpServer::respond_full(std::shared_ptr<Generation> gen, ResponseWriter& writer, httplib::Response& res) {
-  while (!gen->finished())
-    for (const StreamEvent& ev : gen->next(options_.keep_alive)) writer.collect(ev);
+void HttpServer::respond_full(std::shared_ptr<Generation> gen, std::shared_ptr<ResponseWriter> writer,
+                              httplib::Response& res) {
+  const Connection* client = current_connection();
+  while (!gen->finished()) {
+    for (const StreamEvent& ev : gen->next(kQuietClientCheck)) writer->collect(ev);
+    if (!gen->finished() && client && client->peer_done_sending())
+      return respond_full_to_quiet_client(std::move(gen), std::move(writer), res);
+  }
   ApiError error;
-  if (writer.failed(&error)) return send_error(res, error);
-  res.set_content(json_text(writer.result(gen->usage())), "application/json");
+  if (writer->failed(&error)) return send_error(res, error);
+  res.set_content(json_text(writer->result(gen->usage())), "application/json");
+}
+
+// The client finished sending before its answer was ready: it hung up (the request must stop, freeing its KV blocks)
+// or half-closed its socket and still reads (it must get the answer). Only a write can tell the two apart, so the
+// answer starts now: a chunked 200 whose JSON body opens with one space per interval (JSON allows leading white
+// space). A write that fails means the client is gone and cancels the request. An error found after this point
+// comes as the error object under the 200 already sent.
+void HttpServer::respond_full_to_quiet_client(std::shared_ptr<Generation> gen, std::shared_ptr<ResponseWriter> writer,
+                                              httplib::Response& res) {
+  auto provider = [gen, writer](size_t, httplib::DataSink& sink) {
+    if (!gen->finished())
+      for (const StreamEvent& ev : gen->next(kQuietClientCheck)) writer->collect(ev);
+    if (!gen->finished()) {
+      if (sink.write(" ", 1)) return true;
+      gen->cancel();
+      return false;
+    }
+    ApiError error;
+    const std::string body = json_text(writer->failed(&error) ? error_json(error) : writer->result(gen->usage()));
+    if (!sink.write(body.data(), body.size())) return false;
+    sink.done();
+    return true;
+  };
+  res.set_chunked_content_provider("application/json", std::move(provider), [gen](bool success) {
+    if (!success) gen->cancel();
+  });
 }
 
 void HttpServer::respond_stream(std::shared_ptr<Generation> gen, std::shared_ptr<ResponseWriter> writer,

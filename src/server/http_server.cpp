@@ -2,6 +2,7 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -12,6 +13,7 @@
 
 #include "core/log.h"
 #include "server/auth.h"
+#include "server/http_transport.h"
 #include "server/sse.h"
 #include "server/web/chat_page.h"
 
@@ -19,14 +21,23 @@ namespace cai::server {
 
 using nlohmann::json;
 
-void send_error(httplib::Response& res, const ApiError& error) {
+namespace {
+
+// The status line's code, and when to come back for a server too busy (429) or not ready (503).
+void set_error_status(httplib::Response& res, const ApiError& error) {
   res.status = error.http_status;
-  if (error.http_status == 429) res.set_header("Retry-After", "1");
+  if (error.http_status == 429 || error.http_status == 503) res.set_header("Retry-After", "1");
+}
+
+}  // namespace
+
+void send_error(httplib::Response& res, const ApiError& error) {
+  set_error_status(res, error);
   res.set_content(json_text(error_json(error)), "application/json");
 }
 
 void send_error_and_close(httplib::Response& res, const ApiError& error) {
-  res.status = error.http_status;
+  set_error_status(res, error);
   res.set_header("Connection", "close");
   auto body = std::make_shared<const std::string>(json_text(error_json(error)));
   // httplib drops a connection only when writing its response fails: this provider writes the whole body, then
@@ -55,10 +66,20 @@ ApiError body_too_large_error(size_t max_body) {
   return e;
 }
 
-int http_threads_for(const EngineOptions& engine) {
-  constexpr int64_t kSpare = 8;  // /health, /metrics, and requests between arrival and Engine::submit
-  constexpr int64_t kMost = 4096;
-  return static_cast<int>(std::min(int64_t{engine.max_batch} + engine.max_queue, kMost - kSpare) + kSpare);
+int max_connections_for(const EngineOptions& engine, int requested) {
+  constexpr int64_t kSpare = 64;  // /health, /metrics, and requests between arrival and Engine::submit
+  int64_t n = std::max<int64_t>(requested, int64_t{engine.max_batch} + engine.max_queue + kSpare);
+  // Each connection is a descriptor; model files, the log and the engine need some too.
+  constexpr int64_t kOtherFiles = 64;
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY) {
+    if (static_cast<int64_t>(files.rlim_cur) < n + kOtherFiles && files.rlim_cur < files.rlim_max) {
+      files.rlim_cur = std::min<rlim_t>(files.rlim_max, static_cast<rlim_t>(n + kOtherFiles));
+      setrlimit(RLIMIT_NOFILE, &files);  // the soft limit may rise to the hard one unprivileged
+    }
+    n = std::min<int64_t>(n, static_cast<int64_t>(files.rlim_cur) - kOtherFiles);
+  }
+  return static_cast<int>(std::clamp<int64_t>(n, 8, 65536));
 }
 
 namespace {
@@ -105,10 +126,9 @@ std::string endpoint_label(const std::string& path) {
 
 }  // namespace
 
-HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)), http_(new httplib::Server) {
+HttpServer::HttpServer(ServerOptions options)
+    : options_(std::move(options)), http_(std::make_unique<HttpTransport>(options_.connections)) {
   http_->set_payload_max_length(options_.max_body_bytes);
-  const int n_threads = std::max(2, options_.n_http_threads);
-  http_->new_task_queue = [n_threads] { return new httplib::ThreadPool(static_cast<size_t>(n_threads)); };
   // Keeps the listening socket, for start() to widen its backlog.
   http_->set_socket_options([this](int sock) {
     httplib::default_socket_options(sock);
@@ -156,9 +176,11 @@ Status HttpServer::attach(std::unique_ptr<Engine> engine) {
 void HttpServer::stop() {
   if (stopped_.exchange(true)) return;
   if (engine_) engine_->shutdown();  // every running request gets its final event, so handlers return
-  http_->stop();
+  http_->shut_down();
   if (thread_.joinable()) thread_.join();
 }
+
+void HttpServer::serve_socket(int fd) { http_->serve_socket(fd); }
 
 void HttpServer::install_routes() {
   // Refusals before the body is read (so the connection is closed after them).
@@ -216,7 +238,7 @@ void HttpServer::install_routes() {
   http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     std::optional<EngineStats> stats;
     if (Engine* e = engine()) stats = e->stats();
-    res.set_content(metrics_.render(stats), "text/plain; version=0.0.4; charset=utf-8");
+    res.set_content(metrics_.render(stats, http_->counters(), http_->max_connections()), "text/plain; version=0.0.4; charset=utf-8");
   });
   auto model_json = [this] {
     json m = {{"id", options_.model_name}, {"object", "model"}, {"created", std::time(nullptr)}, {"owned_by", "cai"}};

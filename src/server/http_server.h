@@ -10,19 +10,20 @@
 
 #include "cai/engine.h"
 #include "core/status.h"
+#include "server/connection.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/prompt_builder.h"
 
 namespace httplib {
 class ContentReader;
-class Server;
 struct Response;
 }  // namespace httplib
 
 namespace cai::server {
 
 class Generation;
+class HttpTransport;
 class ResponseWriter;
 
 struct ServerOptions {
@@ -32,7 +33,8 @@ struct ServerOptions {
   std::string model_name = "cai";       // the id /v1/models lists; requests naming another model get 404
   std::string chat_template;            // template source replacing the model's ("" = the model's own)
   size_t max_body_bytes = size_t(8) << 20;  // larger bodies → 413
-  int n_http_threads = 32;              // connections served at once (each streaming request holds one)
+  size_t max_body_bytes_in_flight = 0;      // all bodies being read or served at once (0 = 16 × max_body_bytes): 429
+  ConnectionLimits connections;         // open connections, head deadline and size, keep-alive and I/O waits
   std::chrono::milliseconds keep_alive{1000};  // SSE comment interval while a request produces nothing
 };
 
@@ -52,6 +54,8 @@ class HttpServer {
   Status attach(std::unique_ptr<Engine> engine);
   // Shuts the engine down (its requests end), stops listening and joins the server thread. Idempotent.
   void stop();
+  // Serves one connected socket on the calling thread, as if it had been accepted (taking ownership of `fd`).
+  void serve_socket(int fd);
 
  private:
   void install_routes();
@@ -61,13 +65,16 @@ class HttpServer {
   bool build_prompt(const ApiRequest& api, BuiltPrompt& prompt, ApiError& error) const;
   // Validated request → prompt tokens and a GenerationRequest; false with `error` set when refused.
   bool prepare(const ApiRequest& api, BuiltPrompt& prompt, GenerationRequest& gen, ApiError& error) const;
-  void respond_full(std::shared_ptr<Generation> gen, ResponseWriter& writer, httplib::Response& res);
+  void respond_full(std::shared_ptr<Generation> gen, std::shared_ptr<ResponseWriter> writer, httplib::Response& res);
+  // respond_full's answer to a client that finished sending before its answer was ready (see the definition).
+  void respond_full_to_quiet_client(std::shared_ptr<Generation> gen, std::shared_ptr<ResponseWriter> writer,
+                                    httplib::Response& res);
   void respond_stream(std::shared_ptr<Generation> gen, std::shared_ptr<ResponseWriter> writer,
                       httplib::Response& res);
   Engine* engine() const { return ready_.load(std::memory_order_acquire) ? engine_.get() : nullptr; }
 
   ServerOptions options_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<HttpTransport> http_;
   std::thread thread_;
   int port_ = 0;
   int listen_fd_ = -1;  // the listening socket (httplib's)
@@ -75,10 +82,11 @@ class HttpServer {
   std::optional<PromptBuilder> prompts_;
   std::atomic<bool> ready_{false};
   std::atomic<bool> stopped_{false};
+  std::atomic<size_t> body_bytes_in_flight_{0};
   ServerMetrics metrics_;
 };
 
-// Writes `error` as the response (status + OpenAI error object; a 429 also gets "Retry-After: 1").
+// Writes `error` as the response (status + OpenAI error object; a 429 or 503 also gets "Retry-After: 1").
 void send_error(httplib::Response& res, const ApiError& error);
 // As send_error, then closes the connection: for a request whose body was not (all) read, so that the rest of it is
 // not taken for the next request.
@@ -88,9 +96,9 @@ ApiError loading_error();
 // 413 for a body over `max_body` bytes.
 ApiError body_too_large_error(size_t max_body);
 
-// HTTP threads for a server over an engine with these options: one per request the engine holds (running or
-// waiting) plus spares for /health and /metrics, so a full engine queue answers 429 before connections wait unserved
-// (at most 4096: a larger max_queue is not reachable over HTTP).
-int http_threads_for(const EngineOptions& engine);
+// The open-connection cap for a server over an engine with these options: at least `requested`, and room for every
+// request the engine holds (running or waiting) plus spares for /health and /metrics, so that a full engine queue
+// answers 429 before connections are refused; at most what the process's open-file limit allows.
+int max_connections_for(const EngineOptions& engine, int requested);
 
 }  // namespace cai::server

@@ -79,9 +79,19 @@ void engine_metrics(std::string& out, const EngineStats& s) {
 
 }  // namespace
 
-std::string ServerMetrics::render(const std::optional<EngineStats>& stats) const {
+std::string ServerMetrics::render(const std::optional<EngineStats>& stats, const ConnectionCounters& connections,
+                                  int max_connections) const {
   std::string out;
   scalar(out, "cai_model_loaded", "gauge", "1 once the model is loaded and the engine is serving.", stats ? 1 : 0);
+  scalar(out, "cai_http_connections_open", "gauge", "Client connections open.", connections.open.load());
+  scalar(out, "cai_http_connections_max", "gauge", "Client connections allowed at once (more are answered 503).",
+         max_connections);
+  scalar(out, "cai_http_connections_refused_total", "counter", "Connections answered 503: too many open.",
+         double(connections.refused_full.load()));
+  scalar(out, "cai_http_request_head_timeouts_total", "counter", "Requests answered 408: head not sent in time.",
+         double(connections.head_timeouts.load()));
+  scalar(out, "cai_http_request_head_too_large_total", "counter", "Requests answered 431: head over its limits.",
+         double(connections.head_too_large.load()));
   {
     std::lock_guard lock(mu_);
     out += "# HELP cai_http_requests_total HTTP requests by endpoint and status code.\n"

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cai/engine.h"
+#include "server/connection.h"
 
 namespace cai::server {
 
@@ -37,8 +38,10 @@ class ServerMetrics {
   // `n` output tokens that took `seconds_each` each.
   void observe_tpot(double seconds_each, uint64_t n);
   void observe_e2e(double seconds);
-  // All metrics as Prometheus text exposition; engine gauges/counters when `stats` is given (model loaded).
-  std::string render(const std::optional<EngineStats>& stats) const;
+  // All metrics as Prometheus text exposition: the front door's connections (open, the cap, refusals), and engine
+  // gauges/counters when `stats` is given (model loaded).
+  std::string render(const std::optional<EngineStats>& stats, const ConnectionCounters& connections,
+                     int max_connections) const;
 
  private:
   mutable std::mutex mu_;

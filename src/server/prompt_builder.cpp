@@ -29,6 +29,25 @@ BuiltPrompt PromptBuilder::encode(const std::string& text) const {
   return out;
 }
 
+size_t PromptBuilder::tokens_at_least(std::string_view text, size_t stop_above) const {
+  constexpr size_t kSlice = 256 << 10, kLookBack = 4 << 10;
+  size_t counted = 0, n_cuts = 0;
+  while (!text.empty()) {
+    size_t cut = text.size();
+    if (cut > kSlice) {
+      cut = kSlice;
+      const size_t space = text.substr(kSlice - kLookBack, kLookBack).find_last_of(" \n");
+      if (space != std::string_view::npos) cut = kSlice - kLookBack + space + 1;
+      while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+      ++n_cuts;
+    }
+    counted += tok_->encode(text.substr(0, cut), /*add_bos=*/false, /*parse_special=*/true).size();
+    text.remove_prefix(cut);
+    if (counted > stop_above + n_cuts * kCutSlack) break;
+  }
+  return counted > n_cuts * kCutSlack ? counted - n_cuts * kCutSlack : 0;
+}
+
 Result<std::string> PromptBuilder::chat_text(const nlohmann::ordered_json& messages) const {
   if (tpl_) {
     nlohmann::ordered_json ctx = {{"messages", messages},

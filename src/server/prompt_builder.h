@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -40,6 +41,12 @@ class PromptBuilder {
   // Exceptions, all of text no model can use: where a vocabulary has no byte fallback, a run of unknown characters
   // becomes one <unk>; a Strip normalizer drops whitespace; Unicode composition (NFC) shortens some sequences.
   size_t longest_token_bytes() const { return longest_token_bytes_; }
+  // A lower bound on the tokens of `text` (as encode() makes them) found without encoding it whole: slices of at
+  // most 256 KiB cut after white space are encoded one by one, stopping once the count passes `stop_above`, so the
+  // cost is that of one slice however long the text. A cut can merge fewer tokens than the whole text would: each
+  // counts kCutSlack tokens less, far more than any real text loses there.
+  size_t tokens_at_least(std::string_view text, size_t stop_above) const;
+  static constexpr size_t kCutSlack = 64;
 
  private:
   PromptBuilder(const Tokenizer& tokenizer, std::optional<ChatTemplate> tpl);

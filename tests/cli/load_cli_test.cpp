@@ -1,10 +1,13 @@
 // Loading through the `cai` verbs: a model that cannot fit is refused before loading with both byte counts, --mlock
-// names RLIMIT_MEMLOCK when the limit is too low, and `cai serve` takes the first part of a split GGUF.
+// names RLIMIT_MEMLOCK when the limit is too low, `cai serve` takes the first part of a split GGUF and refuses a
+// context its --kv-memory cannot hold.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "test_paths.h"
 
@@ -61,6 +64,52 @@ TEST(LoadCli, ServeTakesTheFirstPartOfASplitModel) {
   const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << r.out << test::read_file(log);
   EXPECT_EQ(j["usage"]["completion_tokens"], 2) << r.out;
+}
+
+// Runs `cai serve` on the Q8_0 model with `args` until the engine is ready or serve ends, then stops it (SIGTERM:
+// a clean exit). Returns serve's exit status and its stderr.
+std::pair<int, std::string> serve_until_ready(const std::string& args) {
+  const std::string log = test::make_temp_dir("serve-kv") + "/log";
+  test::CommandResult r = test::run_command(
+      "bash -c '" + cai_bin() + " serve -m " + q8_model() + " --port 0 -t 1 " + args + " 2>" + log + " & pid=$!; "
+      "for i in $(seq 300); do grep -q \"engine ready\" " + log + " && break; kill -0 $pid 2>/dev/null || break; "
+      "sleep 0.1; done; kill $pid 2>/dev/null; wait $pid'");
+  return {r.exit_code, test::read_file(log)};
+}
+
+// The Q8_0 model's KV cache takes 512 bytes per token, 8192 per block of 16: 64 KiB holds 8 blocks, 128 tokens.
+// -c 256 with --kv-memory 64KiB (or --kv-blocks 8) cannot hold one sequence: serve refuses to start, naming both
+// numbers, the bytes a full context needs and what to change. -c 128 fits and serves that context. -c alone beyond
+// the automatic 256 MiB (524288 tokens) serves what fits after a warning with the same numbers.
+TEST(LoadCli, ServeRefusesAContextItsKvMemoryCannotHold) {
+  auto [code, err] = serve_until_ready("-c 256 --kv-memory 64KiB");
+  EXPECT_EQ(code, 1) << err;
+  EXPECT_NE(err.find("error: invalid argument: -c 256 needs 131072 bytes of KV cache for one sequence (16 blocks of 16 "
+                     "tokens, 8192 bytes each), but --kv-memory 65536 bytes holds 8 blocks (128 tokens): raise "
+                     "--kv-memory to at least 131072 bytes or lower -c to at most 128"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("engine ready"), std::string::npos) << err;
+
+  std::tie(code, err) = serve_until_ready("-c 256 --kv-blocks 8");
+  EXPECT_EQ(code, 1) << err;
+  EXPECT_NE(err.find("but --kv-blocks 8 holds 128 tokens: raise --kv-blocks to at least 16 or lower -c to at most 128"),
+            std::string::npos)
+      << err;
+
+  std::tie(code, err) = serve_until_ready("-c 128 --kv-memory 64KiB");
+  EXPECT_EQ(code, 0) << err;
+  EXPECT_NE(err.find("engine ready: context 128 tokens"), std::string::npos) << err;
+
+  std::tie(code, err) = serve_until_ready("-c 1000000");
+  EXPECT_EQ(code, 0) << err;
+  EXPECT_NE(err.find("[warning] -c 1000000 needs 512000000 bytes of KV cache for one sequence (62500 blocks of 16 "
+                     "tokens, 8192 bytes each), but the automatic KV cache size (268435456 bytes) holds 32768 blocks "
+                     "(524288 tokens): serving a context of 524288 tokens; raise --kv-memory to at least 512000000 "
+                     "bytes or lower -c to at most 524288"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("engine ready: context 524288 tokens"), std::string::npos) << err;
 }
 
 }  // namespace

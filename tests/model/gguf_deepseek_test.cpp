@@ -1,5 +1,5 @@
 // attn_kv_b rebuilt from mainline llama.cpp's attn_k_b / attn_v_b: equal to the checkpoint's kv_b_proj on the oracle
-// file, an exact copy for matching float dtypes, exact F32 otherwise.
+// file, an exact copy for matching float dtypes, exact F32 otherwise; the MLA head sizes read from either key layout.
 #include "model/loaders/gguf_deepseek.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/weight_row.h"
+#include "model/config.h"
 #include "model/loaders/gguf.h"
 #include "model/loaders/gguf_writer.h"
 #include "model/loaders/safetensors.h"
@@ -20,6 +21,33 @@ std::vector<float> row_f32(const TensorView& w, int64_t r) {
   std::vector<float> out(static_cast<size_t>(w.cols()));
   dequantize_weight_row(w, r, out.data());
   return out;
+}
+
+// The head sizes in both metadata layouts: mainline's (one KV head of kv_lora + rope = 40 / kv_lora = 32, the per-head
+// 24 / 16 in key_length_mla / value_length_mla) and the older one (key_length / value_length per head, head_count_kv =
+// heads) read to the same configuration.
+TEST(GgufDeepseek, ConfigReadsMainlineAndOlderMlaKeys) {
+  auto file = GgufFile::open(test::data_path("oracle/deepseek_v3_tiny/mainline.gguf"));
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
+  const nlohmann::json mainline = (*file)->metadata();
+  EXPECT_EQ(mainline["deepseek2.attention.key_length"], 40);
+  EXPECT_EQ(mainline["deepseek2.attention.key_length_mla"], 24);
+  nlohmann::json older = mainline;
+  older.erase("deepseek2.attention.key_length_mla");
+  older.erase("deepseek2.attention.value_length_mla");
+  older["deepseek2.attention.key_length"] = 24;
+  older["deepseek2.attention.value_length"] = 16;
+  older["deepseek2.attention.head_count_kv"] = 4;
+  for (const nlohmann::json& md : {mainline, older}) {
+    Result<ModelConfig> c = config_from_gguf(md);
+    ASSERT_TRUE(c.ok()) << c.status().to_string();
+    EXPECT_EQ(c->kv_lora_rank, 32);
+    EXPECT_EQ(c->qk_nope_head_dim, 16);
+    EXPECT_EQ(c->qk_rope_head_dim, 8);
+    EXPECT_EQ(c->v_head_dim, 16);
+    EXPECT_EQ(c->head_dim, 24);
+    EXPECT_EQ(c->num_key_value_heads, 4);
+  }
 }
 
 // tests/data/oracle/deepseek_v3_tiny/mainline.gguf: 4 layers, 4 heads, nope 16, v 16, kv_lora 32, all F32.

@@ -7,12 +7,15 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include "core/quant.h"
 #include "core/weight_row.h"
 #include "hal/hal.h"
 #include "model/kv_cache.h"
+#include "model/config.h"
 #include "model/loaders/gguf.h"
+#include "model/loaders/gguf_deepseek.h"
 #include "model/loaders/safetensors.h"
 #include "model/model_loader.h"
 #include "test_paths.h"
@@ -134,7 +137,9 @@ TEST(MkmodelDeepseek, TinyPresetLoadsAndRunsInEveryFormat) {
   }
 }
 
-// GGUF: deepseek2 keys per FORMATS.md §1.6, kv_b kept, experts stacked [n_expert, out, in] holding the HF experts.
+// GGUF: deepseek2 keys per FORMATS.md §1.6 in mainline llama.cpp's MLA layout (one KV head of kv_lora + rope, the
+// per-head sizes in key_length_mla / value_length_mla, kv_b split into attn_k_b / attn_v_b, which rebuild the HF
+// kv_b_proj exactly), experts stacked [n_expert, out, in] holding the HF experts; the reader takes the head sizes back.
 TEST(MkmodelDeepseek, GgufHasDeepseek2KeysAndStackedExperts) {
   TempDir dir;
   mkmodel("--arch deepseek2 --preset tiny --seed 4 -o " + dir / "m.gguf");
@@ -149,14 +154,34 @@ TEST(MkmodelDeepseek, GgufHasDeepseek2KeysAndStackedExperts) {
   EXPECT_EQ(md["deepseek2.expert_used_count"], 4);
   EXPECT_EQ(md["deepseek2.leading_dense_block_count"], 1);
   EXPECT_EQ(md["deepseek2.attention.q_lora_rank"], 160);
-  EXPECT_EQ(md["deepseek2.attention.key_length"], 48);
-  EXPECT_EQ(md["deepseek2.attention.value_length"], 32);
+  EXPECT_EQ(md["deepseek2.attention.kv_lora_rank"], 64);
+  EXPECT_EQ(md["deepseek2.attention.head_count"], 4);
+  EXPECT_EQ(md["deepseek2.attention.head_count_kv"], 1);
+  EXPECT_EQ(md["deepseek2.attention.key_length"], 64 + 16);        // kv_lora + rope
+  EXPECT_EQ(md["deepseek2.attention.value_length"], 64);           // kv_lora
+  EXPECT_EQ(md["deepseek2.attention.key_length_mla"], 32 + 16);    // qk_nope + qk_rope
+  EXPECT_EQ(md["deepseek2.attention.value_length_mla"], 32);       // v_head_dim
   EXPECT_EQ(md["deepseek2.rope.dimension_count"], 16);
   EXPECT_NEAR(md["deepseek2.rope.scaling.yarn_log_multiplier"].get<double>(), 0.1, 1e-7);
   EXPECT_EQ(md["deepseek2.expert_weights_norm"], true);
-  const GgufTensorInfo* kv_b = (*g)->find("blk.0.attn_kv_b.weight");
-  ASSERT_TRUE(kv_b);
-  EXPECT_EQ(kv_b->ne, (std::vector<int64_t>{64, 4 * (32 + 32)}));
+  Result<ModelConfig> cfg = config_from_gguf(md);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().to_string();
+  EXPECT_EQ(cfg->qk_nope_head_dim, 32);
+  EXPECT_EQ(cfg->qk_rope_head_dim, 16);
+  EXPECT_EQ(cfg->v_head_dim, 32);
+  EXPECT_EQ(cfg->kv_lora_rank, 64);
+  EXPECT_EQ(cfg->num_key_value_heads, 4);
+
+  EXPECT_FALSE((*g)->find("blk.0.attn_kv_b.weight"));
+  const GgufTensorInfo* k_b = (*g)->find("blk.0.attn_k_b.weight");
+  const GgufTensorInfo* v_b = (*g)->find("blk.0.attn_v_b.weight");
+  ASSERT_TRUE(k_b && v_b);
+  EXPECT_EQ(k_b->ne, (std::vector<int64_t>{32, 64, 4}));
+  EXPECT_EQ(v_b->ne, (std::vector<int64_t>{64, 32, 4}));
+  std::set<std::string> replaced;
+  Result<std::vector<HostTensor>> rebuilt = rebuild_mla_kv_b(**g, &replaced);
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.status().to_string();
+  ASSERT_EQ(rebuilt->size(), 3u);
   EXPECT_EQ((*g)->find("blk.1.ffn_gate_inp.weight")->dtype, DType::kF32);
   EXPECT_EQ((*g)->find("blk.1.exp_probs_b.bias")->dtype, DType::kF32);
   EXPECT_FALSE((*g)->find("blk.0.ffn_gate_inp.weight"));  // layer 0 is dense
@@ -165,6 +190,13 @@ TEST(MkmodelDeepseek, GgufHasDeepseek2KeysAndStackedExperts) {
   ASSERT_EQ(up->ne, (std::vector<int64_t>{256, 64, 16}));
   auto hf = SafetensorsCheckpoint::open_dir(dir / "hf");
   ASSERT_TRUE(hf.ok());
+  for (const HostTensor& kv_b : *rebuilt) {
+    const std::string layer = kv_b.name.substr(4, kv_b.name.find('.', 4) - 4);
+    auto want = (*hf)->find("model.layers." + layer + ".self_attn.kv_b_proj.weight")->view();
+    ASSERT_TRUE(want.ok());
+    ASSERT_EQ(kv_b.view.n_bytes(), want->n_bytes()) << kv_b.name;
+    EXPECT_EQ(std::memcmp(kv_b.view.data, want->data, want->n_bytes()), 0) << kv_b.name;
+  }
   for (int e : {0, 9, 15}) {
     auto ev = (*hf)->find(fmt::format("model.layers.2.mlp.experts.{}.up_proj.weight", e))->view();
     ASSERT_TRUE(ev.ok());
@@ -247,6 +279,18 @@ TEST(MkmodelDeepseek, RoutingIsSpreadOverExperts) {
   }
 }
 
+// `got` holds the tensors of `want`: the same names, shapes, types and bytes.
+void expect_same_tensors(const GgufFile& want, const GgufFile& got) {
+  ASSERT_EQ(got.tensors().size(), want.tensors().size());
+  for (const GgufTensorInfo& t : want.tensors()) {
+    const GgufTensorInfo* u = got.find(t.name);
+    ASSERT_TRUE(u) << t.name;
+    EXPECT_EQ(u->ne, t.ne) << t.name;
+    EXPECT_EQ(u->dtype, t.dtype) << t.name;
+    EXPECT_TRUE(u->n_bytes == t.n_bytes && std::memcmp(u->data, t.data, t.n_bytes) == 0) << t.name;
+  }
+}
+
 // The converter maps every HF name, stacks experts and keys the config exactly as the generator does: converting the
 // generator's HF F32 output gives the generator's GGUF F32 tensors bit for bit, and the same tokenizer.
 TEST(MkmodelDeepseek, ConvertedHfEqualsGeneratedGguf) {
@@ -260,14 +304,7 @@ TEST(MkmodelDeepseek, ConvertedHfEqualsGeneratedGguf) {
     auto a = GgufFile::open(dir / arch + ".gguf");
     auto b = GgufFile::open(dir / arch + "_conv.gguf");
     ASSERT_TRUE(a.ok() && b.ok());
-    ASSERT_EQ((*a)->tensors().size(), (*b)->tensors().size());
-    for (const GgufTensorInfo& t : (*a)->tensors()) {
-      const GgufTensorInfo* u = (*b)->find(t.name);
-      ASSERT_TRUE(u) << t.name;
-      EXPECT_EQ(u->ne, t.ne) << t.name;
-      EXPECT_EQ(u->dtype, t.dtype) << t.name;
-      EXPECT_TRUE(u->n_bytes == t.n_bytes && std::memcmp(u->data, t.data, t.n_bytes) == 0) << t.name;
-    }
+    expect_same_tensors(**a, **b);
     const json& ma = (*a)->metadata();
     const json& mb = (*b)->metadata();
     for (const auto& [key, value] : ma.items()) {
@@ -277,6 +314,29 @@ TEST(MkmodelDeepseek, ConvertedHfEqualsGeneratedGguf) {
       EXPECT_EQ(mb.value(key, json()), value) << key;
     }
   }
+}
+
+// Converting the DeepSeek oracle checkpoint writes what mainline llama.cpp's converter wrote for it (its F32 GGUF in
+// tests/data): the same tensors, shapes and bytes (attn_k_b / attn_v_b, no attn_kv_b) and the same deepseek2.* keys,
+// key_length_mla / value_length_mla included.
+TEST(MkmodelDeepseek, ConvertedOracleMatchesMainlineLlamaCppGguf) {
+  TempDir dir;
+  mkmodel("--from " + test::data_path("oracle/deepseek_v3_tiny") + " --dtype f32 -o " + dir / "m.gguf");
+  auto mine = GgufFile::open(dir / "m.gguf");
+  auto ref = GgufFile::open(test::data_path("oracle/deepseek_v3_tiny/mainline.gguf"));
+  ASSERT_TRUE(mine.ok() && ref.ok());
+  expect_same_tensors(**ref, **mine);
+  const json& want = (*ref)->metadata();
+  const json& got = (*mine)->metadata();
+  int n_keys = 0;
+  for (const auto& [key, value] : want.items()) {
+    if (!key.starts_with("deepseek2.")) continue;
+    EXPECT_EQ(got.value(key, json()), value) << key;
+    ++n_keys;
+  }
+  EXPECT_EQ(n_keys, 32);
+  EXPECT_EQ(got["deepseek2.attention.key_length_mla"], 24);
+  EXPECT_EQ(got["deepseek2.attention.value_length_mla"], 16);
 }
 
 // Llama: the converter's Q/K permutation matches llama.cpp's own conversion of TinyStories-656K (F16) bit for bit.

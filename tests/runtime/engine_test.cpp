@@ -144,10 +144,53 @@ TEST(Engine, TinyKvCachePreemptsButLosesNoRequest) {
   EXPECT_EQ(e.stats().kv_blocks_used, 0);
 }
 
+// A context and a KV size the user both gave must agree: when one sequence of -c does not fit, creation fails naming
+// the context, the bytes it needs, the KV size given and what to change; a KV cache that holds it starts with the
+// context asked for. Sized automatically, the cache keeps serving the context that fits.
+TEST(Engine, ContextLargerThanTheGivenKvCacheIsRefused) {
+  const size_t block_bytes = load("models/TinyStories-656K-Q8_0.gguf").model->kv_spec().bytes_per_token() * 16;
+  EngineOptions o;
+  o.block_size = 16;
+  o.ctx_size = 200;                      // 13 blocks
+  o.kv_memory_bytes = 8 * block_bytes;   // 128 tokens
+  auto small = Engine::create(load("models/TinyStories-656K-Q8_0.gguf"), o);
+  ASSERT_FALSE(small.ok());
+  EXPECT_EQ(small.status().code(), StatusCode::kInvalidArgument);
+  const std::string need = fmt::format("-c 200 needs {} bytes of KV cache for one sequence", 13 * block_bytes);
+  EXPECT_NE(small.status().message().find(need), std::string::npos) << small.status().message();
+  EXPECT_NE(small.status().message().find(fmt::format("but --kv-memory {} bytes holds 8 blocks (128 tokens): raise "
+                                                      "--kv-memory to at least {} bytes or lower -c to at most 128",
+                                                      8 * block_bytes, 13 * block_bytes)),
+            std::string::npos)
+      << small.status().message();
+
+  o.kv_memory_bytes = 0;
+  o.n_kv_blocks = 8;
+  auto few_blocks = Engine::create(load("models/TinyStories-656K-Q8_0.gguf"), o);
+  ASSERT_FALSE(few_blocks.ok());
+  EXPECT_NE(few_blocks.status().message().find("but --kv-blocks 8 holds 128 tokens: raise --kv-blocks to at least 13 "
+                                               "or lower -c to at most 128"),
+            std::string::npos)
+      << few_blocks.status().message();
+
+  o.n_kv_blocks = 13;
+  auto fits = Engine::create(load("models/TinyStories-656K-Q8_0.gguf"), o);
+  ASSERT_TRUE(fits.ok()) << fits.status().to_string();
+  EXPECT_EQ((*fits)->ctx_size(), 200);
+
+  o.n_kv_blocks = 0;
+  o.ctx_size = 1 << 30;  // far beyond the automatic 256 MiB: a warning, and the context that fits
+  auto automatic = Engine::create(load("models/TinyStories-656K-Q8_0.gguf"), o);
+  ASSERT_TRUE(automatic.ok()) << automatic.status().to_string();
+  EXPECT_EQ((*automatic)->ctx_size(), static_cast<int>((size_t(256) << 20) / block_bytes * 16));
+}
+
 TEST(Engine, CancelEndsTheRequestAndFreesItsBlocks) {
   auto engine = Engine::create(load("models/TinyStories-656K-Q8_0.gguf"), EngineOptions{});
   ASSERT_TRUE(engine.ok());
   Engine& e = **engine;
+  EXPECT_GT(e.stats().kv_blocks_total, 0);  // the pool is visible before the first step
+  EXPECT_EQ(e.stats().steps, 0u);
   Collector c;
   auto id = e.submit(greedy(prompt_for(1, 20), 400), c.callback());
   ASSERT_TRUE(id.ok());

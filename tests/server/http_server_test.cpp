@@ -1,79 +1,12 @@
 // HttpServer over a FakeEngine: routes, SSE framing, reasoning split, every error status, auth, disconnect → cancel.
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <httplib.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <future>
-
-#include "fake_engine.h"
-#include "server/http_server.h"
+#include "server_fixture.h"
 
 namespace cai::server {
 namespace {
 
-using nlohmann::json;
-using test::FakeEngine;
-
-class ServerTest : public ::testing::Test {
- protected:
-  // Starts a server on a free port; attaches a FakeEngine unless `attach` is false.
-  void start(ServerOptions o = {}, bool attach = true, int ctx_size = 64) {
-    o.port = 0;
-    o.model_name = "tiny";
-    o.keep_alive = std::chrono::milliseconds(20);
-    server_ = std::make_unique<HttpServer>(o);
-    ASSERT_TRUE(server_->start().ok());
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
-    client_->set_read_timeout(10, 0);
-    if (attach) attach_engine(ctx_size);
-  }
-  void attach_engine(int ctx_size = 64) {
-    auto engine = std::make_unique<FakeEngine>(ctx_size);
-    engine_ = engine.get();
-    Status st = server_->attach(std::move(engine));
-    ASSERT_TRUE(st.ok()) << st.to_string();
-  }
-  httplib::Result post(const std::string& path, const std::string& body) {
-    return client_->Post(path.c_str(), body, "application/json");
-  }
-  // The error object of a response, checking its OpenAI shape.
-  static json error_of(const httplib::Result& r) {
-    json j = json::parse(r->body);
-    EXPECT_TRUE(j.contains("error")) << r->body;
-    for (const char* key : {"message", "type", "param", "code"}) EXPECT_TRUE(j["error"].contains(key)) << key;
-    return j["error"];
-  }
-  // Splits an SSE body into its data payloads, checking the framing ("data: ...\n\n" events, comments allowed).
-  static std::vector<std::string> sse_payloads(const std::string& body) {
-    std::vector<std::string> out;
-    size_t pos = 0;
-    while (pos < body.size()) {
-      const size_t end = body.find("\n\n", pos);
-      EXPECT_NE(end, std::string::npos) << "unterminated event: " << body.substr(pos);
-      if (end == std::string::npos) break;
-      const std::string event = body.substr(pos, end - pos);
-      pos = end + 2;
-      if (event.starts_with(":")) continue;
-      EXPECT_TRUE(event.starts_with("data: ")) << event;
-      EXPECT_EQ(event.find('\n'), std::string::npos) << event;
-      out.push_back(event.substr(6));
-    }
-    return out;
-  }
-
-  std::unique_ptr<HttpServer> server_;
-  std::unique_ptr<httplib::Client> client_;
-  FakeEngine* engine_ = nullptr;
-};
-
-constexpr const char* kChat = R"({"model": "tiny", "messages": [{"role": "user", "content": "Hello"}]})";
+using namespace test_support;
 
 TEST_F(ServerTest, HealthIs503WhileLoadingThen200) {
   start({}, /*attach=*/false);
@@ -338,123 +271,6 @@ TEST_F(ServerTest, EngineRefusalsMapToStatuses) {
   EXPECT_EQ(post("/v1/chat/completions", kChat)->status, 200);
 }
 
-// A TCP connection to the server on this machine.
-int connect_to(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  EXPECT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  return fd;
-}
-
-// Opens a streaming request on a raw socket, reads the response headers, then hangs up.
-void stream_then_disconnect(int port) {
-  const int fd = connect_to(port);
-  const std::string body = R"({"messages": [{"role": "user", "content": "Hi"}], "stream": true})";
-  const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-  ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
-  std::string got;
-  char buf[512];
-  while (got.find("\r\n\r\n") == std::string::npos) {
-    const ssize_t n = read(fd, buf, sizeof buf);
-    ASSERT_GT(n, 0);
-    got.append(buf, static_cast<size_t>(n));
-  }
-  EXPECT_TRUE(got.starts_with("HTTP/1.1 200")) << got;
-  close(fd);
-}
-
-// Whether `got` holds a whole response: headers and as many body bytes as its Content-Length says.
-bool response_complete(const std::string& got) {
-  const size_t end = got.find("\r\n\r\n");
-  if (end == std::string::npos) return false;
-  const size_t cl = got.find("Content-Length: ");
-  if (cl == std::string::npos || cl > end) return true;
-  return got.size() >= end + 4 + std::stoul(got.substr(cl + 16));
-}
-
-// Sends `request` on a raw socket while reading, as a client that streams a large body does: stops sending once the
-// server has answered or refuses more bytes. Returns the response, or what came before the server hung up.
-std::string raw_exchange(int port, const std::string& request) {
-  const int fd = connect_to(port);
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-  std::string got;
-  size_t sent = 0;
-  bool can_send = true;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!response_complete(got) && std::chrono::steady_clock::now() < deadline) {
-    const bool sending = can_send && sent < request.size();
-    pollfd p{fd, static_cast<short>(POLLIN | (sending ? POLLOUT : 0)), 0};
-    if (poll(&p, 1, 100) <= 0) continue;
-    if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
-      char buf[4096];
-      const ssize_t n = read(fd, buf, sizeof buf);
-      if (n > 0) got.append(buf, static_cast<size_t>(n));
-      else if (n == 0 || errno != EAGAIN) break;
-    }
-    if (sending && (p.revents & POLLOUT)) {
-      const ssize_t n = send(fd, request.data() + sent, std::min<size_t>(request.size() - sent, 1 << 16), MSG_NOSIGNAL);
-      if (n > 0) sent += static_cast<size_t>(n);
-      else if (errno != EAGAIN) can_send = false;
-    }
-  }
-  close(fd);
-  return got;
-}
-
-// A POST request whose body is sent with Transfer-Encoding: chunked, one chunk per piece.
-std::string chunked_post(const std::string& path, const std::vector<std::string>& pieces) {
-  std::string out = "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                    "Transfer-Encoding: chunked\r\n\r\n";
-  for (const std::string& p : pieces) out += fmt::format("{:x}\r\n{}\r\n", p.size(), p);
-  return out + "0\r\n\r\n";
-}
-
-// The body of a raw response.
-std::string body_of(const std::string& response) {
-  const size_t end = response.find("\r\n\r\n");
-  return end == std::string::npos ? std::string() : response.substr(end + 4);
-}
-
-TEST_F(ServerTest, ChunkedBodyOverTheLimitIs413) {
-  start();  // the default limit: 8 MiB
-  std::vector<std::string> pieces(40, std::string(size_t(1) << 20, 'a'));
-  pieces[0].replace(0, 12, R"({"prompt": ")");
-  const auto t0 = std::chrono::steady_clock::now();
-  const std::string got = raw_exchange(server_->port(), chunked_post("/v1/completions", pieces));
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
-  ASSERT_TRUE(got.starts_with("HTTP/1.1 413")) << got.substr(0, 200);
-  EXPECT_EQ(json::parse(body_of(got))["error"]["code"], "request_too_large");
-  EXPECT_TRUE(engine_->requests().empty());
-  EXPECT_EQ(client_->Get("/health")->status, 200);
-}
-
-TEST_F(ServerTest, ChunkedBodyUnderTheLimitIsServed) {
-  start();
-  const std::string body = kChat;
-  const std::string got = raw_exchange(server_->port(), chunked_post("/v1/chat/completions",
-                                                                     {body.substr(0, 10), body.substr(10)}));
-  ASSERT_TRUE(got.starts_with("HTTP/1.1 200")) << got;
-  EXPECT_EQ(json::parse(body_of(got))["choices"][0]["message"]["content"], "Once upon a time");
-}
-
-TEST_F(ServerTest, BadOrOversizedContentLengthRefusedBeforeTheBody) {
-  start();
-  for (const auto& [length, status] : {std::pair{"-1", 400}, {"12abc", 400}, {"99999999999999999999999", 400},
-                                       {"1000000000", 413}}) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const std::string got = raw_exchange(server_->port(), "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
-                                                          "Content-Length: " + std::string(length) + "\r\n\r\n{");
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2)) << length;
-    EXPECT_TRUE(got.starts_with("HTTP/1.1 " + std::to_string(status))) << length << ": " << got;
-  }
-  EXPECT_EQ(client_->Get("/health")->status, 200);
-}
-
 TEST_F(ServerTest, ClientDisconnectCancelsTheRequest) {
   start();
   engine_->script.hold = true;  // the request produces nothing until cancelled
@@ -463,53 +279,6 @@ TEST_F(ServerTest, ClientDisconnectCancelsTheRequest) {
   EXPECT_EQ(engine_->cancelled(), std::vector<uint64_t>{1});
   engine_->script.hold = false;
   EXPECT_EQ(post("/v1/chat/completions", kChat)->status, 200);  // the server carries on
-}
-
-TEST_F(ServerTest, PromptTooLongForTheContextRefusedBeforeTokenizing) {
-  start({}, true, /*ctx_size=*/8);
-  auto r = post("/v1/completions", R"({"prompt": ")" + std::string(size_t(1) << 20, 'a') + "\"}");
-  EXPECT_EQ(r->status, 400);
-  EXPECT_EQ(error_of(r)["code"], "context_length_exceeded");
-  EXPECT_NE(error_of(r)["message"].get<std::string>().find("bytes"), std::string::npos) << r->body;
-  std::string chat = R"({"messages": [{"role": "user", "content": ")" + std::string(size_t(1) << 20, 'a') + "\"}]}";
-  EXPECT_EQ(error_of(post("/v1/chat/completions", chat))["code"], "context_length_exceeded");
-}
-
-TEST_F(ServerTest, OverloadGets429WithRetryAfter) {
-  ServerOptions o;
-  o.n_http_threads = 70;
-  start(o);
-  engine_->script.max_active = 4;  // the engine's queue holds 4
-  engine_->script.delay = std::chrono::milliseconds(50);
-  // 64 requests at once, each answering its status and Retry-After header (or -1 and the client's error).
-  std::vector<std::future<std::pair<int, std::string>>> replies;
-  for (int i = 0; i < 64; ++i)
-    replies.push_back(std::async(std::launch::async, [port = server_->port()] {
-      httplib::Client c("127.0.0.1", port);
-      c.set_read_timeout(20, 0);
-      auto r = c.Post("/v1/chat/completions", kChat, "application/json");
-      return r ? std::pair{r->status, r->get_header_value("Retry-After")} : std::pair{-1, to_string(r.error())};
-    }));
-  int n_ok = 0, n_busy = 0;
-  for (auto& f : replies) {
-    const auto [status, header] = f.get();
-    n_ok += status == 200;
-    n_busy += status == 429;
-    EXPECT_TRUE(status == 200 || status == 429) << status << " " << header;
-    if (status == 429) {
-      EXPECT_EQ(header, "1");
-    }
-  }
-  EXPECT_GT(n_busy, 0);
-  EXPECT_GT(n_ok, 0);
-}
-
-TEST(HttpThreads, EnoughForTheEngineQueueToFill) {
-  const EngineOptions e;
-  EXPECT_GT(http_threads_for(e), e.max_batch + e.max_queue);  // so that 429 (queue full) comes before a stall
-  EngineOptions huge;
-  huge.max_queue = 1 << 30;
-  EXPECT_LE(http_threads_for(huge), 4096);
 }
 
 TEST_F(ServerTest, MetricsText) {

@@ -1,6 +1,9 @@
 // Server parts: histogram text format, SSE framing, bearer auth, YAML config entries, byte sizes, prompt building.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "fake_engine.h"
 #include "server/auth.h"
 #include "server/config_file.h"
@@ -28,7 +31,13 @@ TEST(Histogram, PrometheusText) {
 TEST(ServerMetrics, LoadingHasNoEngineSeries) {
   ServerMetrics m;
   m.count_request("/health", 503);
-  const std::string text = m.render(std::nullopt);
+  ConnectionCounters connections;
+  connections.open = 3;
+  connections.refused_full = 2;
+  const std::string text = m.render(std::nullopt, connections, 512);
+  EXPECT_NE(text.find("cai_http_connections_open 3\n"), std::string::npos);
+  EXPECT_NE(text.find("cai_http_connections_max 512\n"), std::string::npos);
+  EXPECT_NE(text.find("cai_http_connections_refused_total 2\n"), std::string::npos);
   EXPECT_NE(text.find("cai_model_loaded 0\n"), std::string::npos);
   EXPECT_NE(text.find("cai_http_requests_total{endpoint=\"/health\",status=\"503\"} 1\n"), std::string::npos);
   EXPECT_EQ(text.find("cai_kv_blocks_used"), std::string::npos);
@@ -130,6 +139,36 @@ TEST(PromptBuilder, LongestTokenBytesBoundsEveryToken) {
   // So no text has fewer tokens than its bytes / longest_token_bytes().
   const std::string text = "Once upon a time there was a little girl named Lily.";
   EXPECT_GE(tok.encode(text, false).size() * longest, text.size());
+}
+
+// The sliced count is a lower bound of the real one on byte-level BPE (with and without a pre-tokenizer regex) and
+// SentencePiece vocabularies, close to it, and stops early once past its limit.
+TEST(PromptBuilder, SlicedTokenCountIsALowerBound) {
+  std::ifstream in(test::data_path("text/stories.txt"));
+  const std::string story((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(story.size(), 1000u);
+  std::string text;
+  while (text.size() < 900'000) text += story + "\n\n";
+  text.resize(900'000);  // four slices of at most 256 KiB: three cuts
+  constexpr size_t kCuts = 3;
+  for (const char* vocab : {"models/TinyStories-656K-Q8_0.gguf", "tokenizer/gguf-vocab/ggml-vocab-llama-spm.gguf",
+                            "tokenizer/gguf-vocab/ggml-vocab-deepseek-llm.gguf"}) {
+    SCOPED_TRACE(vocab);
+    auto gguf = GgufFile::open(test::data_path(vocab));
+    ASSERT_TRUE(gguf.ok()) << gguf.status().to_string();
+    auto tok = Tokenizer::from_gguf_metadata(gguf.value()->metadata());
+    ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+    auto builder = PromptBuilder::create(**tok, "");
+    ASSERT_TRUE(builder.ok());
+    const size_t exact = (*tok)->encode(text, false).size();
+    const size_t at_least = builder->tokens_at_least(text, exact + 1000);
+    EXPECT_LE(at_least, exact);
+    const size_t sliced = at_least + kCuts * PromptBuilder::kCutSlack;  // what the slices counted
+    EXPECT_LE(sliced > exact ? sliced - exact : exact - sliced, 2 * kCuts);  // a cut changes a token or two
+    const size_t early = builder->tokens_at_least(text, 100);
+    EXPECT_GT(early, 100u);
+    EXPECT_LT(early, exact / 2);  // it stopped after the first slice
+  }
 }
 
 }  // namespace

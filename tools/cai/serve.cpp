@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -28,6 +29,8 @@ struct ServeOptions {
   EngineOptions engine;
   std::string kv_memory;          // "512MiB" etc.; empty = the engine default
   std::string chat_template_file;
+  double header_timeout_s = 10;  // --header-timeout
+  double idle_timeout_s = 5;     // --idle-timeout
 };
 
 // Fills every option the command line (or environment) left unset from the YAML file: flags win.
@@ -51,7 +54,7 @@ Status apply_config_file(CLI::App& cmd, const std::string& path) {
   return {};
 }
 
-// Completes the options: template file, model id, KV memory, HTTP threads.
+// Completes the options: template file, model id, KV memory, connection limits.
 Status finish_options(ServeOptions& o) {
   if (!o.chat_template_file.empty()) {
     std::ifstream in(o.chat_template_file, std::ios::binary);
@@ -68,7 +71,10 @@ Status finish_options(ServeOptions& o) {
   if (!o.kv_memory.empty()) {
     CAI_ASSIGN_OR_RETURN(o.engine.kv_memory_bytes, server::parse_byte_size(o.kv_memory));
   }
-  o.http.n_http_threads = server::http_threads_for(o.engine);
+  auto ms = [](double seconds) { return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)); };
+  o.http.connections.header_timeout = ms(o.header_timeout_s);
+  o.http.connections.idle_timeout = ms(o.idle_timeout_s);
+  o.http.connections.max_connections = server::max_connections_for(o.engine, o.http.connections.max_connections);
   return {};
 }
 
@@ -146,6 +152,13 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("-c,--ctx-size", o->engine.ctx_size, "tokens per sequence (0 = the model's context)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-queue", o->engine.max_queue, "waiting requests before 429")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-connections", o->http.connections.max_connections,
+                  "open connections at once (more: 503); raised to hold --max-batch + --max-queue")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--header-timeout", o->header_timeout_s, "seconds a client has to send a request's head (then 408)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--idle-timeout", o->idle_timeout_s, "seconds an idle keep-alive connection stays open")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--prefix-caching", o->engine.prefix_caching, "reuse KV blocks of shared prompt prefixes");
   cmd->callback([o, cmd, &exit_code] {
     Status st = o->config_file.empty() ? Status() : apply_config_file(*cmd, o->config_file);

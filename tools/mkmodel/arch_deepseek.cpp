@@ -1,6 +1,8 @@
-// DeepSeek V2/V3 random models: HF deepseek_v3 weights, GGUF deepseek2 tensors (experts stacked, kv_b kept), configs.
+// DeepSeek V2/V3 random models: HF deepseek_v3 weights, GGUF deepseek2 tensors in mainline llama.cpp's layout (experts
+// stacked, kv_b split into attn_k_b / attn_v_b), configs.
 #include <fmt/format.h>
 
+#include <atomic>
 #include <memory>
 
 #include "model_spec.h"
@@ -121,8 +123,11 @@ void add_attention(ModelSpec& m, const ModelShape& s, const std::string& L, cons
       {d.kv_lora_rank + d.qk_rope_head_dim, s.hidden}, Init::kNormal, kMat, kProj);
   add(m, L + "self_attn.kv_a_layernorm.weight", B + "attn_kv_a_norm.weight", {d.kv_lora_rank}, Init::kNormWeight,
       GgufRole::kF32, HfRole::kPlain);
-  add(m, L + "self_attn.kv_b_proj.weight", B + "attn_kv_b.weight",
-      {s.n_heads * (d.qk_nope_head_dim + d.v_head_dim), d.kv_lora_rank}, Init::kNormal, kMat, kProj);
+  WeightSpec kv_b{L + "self_attn.kv_b_proj.weight", {s.n_heads * (d.qk_nope_head_dim + d.v_head_dim), d.kv_lora_rank},
+                  Init::kNormal, kProj};
+  add_kv_b_split(s, B, [values = WeightValues(kv_b, m.seed)](int64_t r, float* dst) { values.row(r, dst); },
+                 m.gguf_tensors);
+  m.weights.push_back(std::move(kv_b));
   add(m, L + "self_attn.o_proj.weight", B + "attn_output.weight", {s.hidden, s.n_heads * d.v_head_dim},
       Init::kNormal, kMat, kProj);
 }
@@ -159,14 +164,48 @@ void add_ffn(ModelSpec& m, const ModelShape& s, int64_t layer, const std::string
   }
 }
 
+// The k_nope rows of one kv_b head, as the thread building attn_k_b rows last read them.
+struct KNopeRows {
+  uint64_t split = 0;  // which add_kv_b_split call
+  int64_t head = -1;
+  std::vector<float> rows;  // [nope, kv_lora]
+};
+
 }  // namespace
+
+void add_kv_b_split(const ModelShape& s, const std::string& block, RowMaker kv_b_row, std::vector<GgufTensorSpec>& out) {
+  const int64_t nope = s.mla.qk_nope_head_dim, v = s.mla.v_head_dim, lora = s.mla.kv_lora_rank, per_head = nope + v;
+  auto kv_b = std::make_shared<const RowMaker>(std::move(kv_b_row));
+  static std::atomic<uint64_t> n_splits{0};
+  const uint64_t split = ++n_splits;
+  // Row (h, c) of k_b is column c of head h's k_nope rows. The emitter gives each thread runs of consecutive rows, so
+  // a thread keeps the head it read last and reads each head about once.
+  out.push_back({block + "attn_k_b.weight", {s.n_heads, lora, nope}, GgufRole::kMatrix,
+                 [kv_b, split, nope, lora, per_head](int64_t r, float* dst) {
+                   thread_local KNopeRows cache;
+                   const int64_t h = r / lora, c = r % lora;
+                   if (cache.split != split || cache.head != h) {
+                     cache.rows.resize(static_cast<size_t>(nope * lora));
+                     for (int64_t i = 0; i < nope; ++i) (*kv_b)(h * per_head + i, cache.rows.data() + i * lora);
+                     cache.split = split;
+                     cache.head = h;
+                   }
+                   for (int64_t i = 0; i < nope; ++i) dst[i] = cache.rows[static_cast<size_t>(i * lora + c)];
+                 }});
+  out.push_back({block + "attn_v_b.weight", {s.n_heads, v, lora}, GgufRole::kMatrix,
+                 [kv_b, nope, v, per_head](int64_t r, float* dst) { (*kv_b)(r / v * per_head + nope + r % v, dst); }});
+}
 
 void deepseek2_gguf_keys(const ModelShape& s, GgufWriter& w) {
   const MlaMoeShape& d = s.mla;
   const std::string& a = s.arch;
-  common_gguf_keys(s, d.qk_rope_head_dim, w);
-  w.set_u32(a + ".attention.key_length", static_cast<uint32_t>(d.qk_nope_head_dim + d.qk_rope_head_dim));
-  w.set_u32(a + ".attention.value_length", static_cast<uint32_t>(d.v_head_dim));
+  ModelShape mqa = s;
+  mqa.n_kv_heads = 1;  // mainline llama.cpp runs MLA as MQA over the latent: one KV head of kv_lora + rope
+  common_gguf_keys(mqa, d.qk_rope_head_dim, w);
+  w.set_u32(a + ".attention.key_length", static_cast<uint32_t>(d.kv_lora_rank + d.qk_rope_head_dim));
+  w.set_u32(a + ".attention.value_length", static_cast<uint32_t>(d.kv_lora_rank));
+  w.set_u32(a + ".attention.key_length_mla", static_cast<uint32_t>(d.qk_nope_head_dim + d.qk_rope_head_dim));
+  w.set_u32(a + ".attention.value_length_mla", static_cast<uint32_t>(d.v_head_dim));
   w.set_u32(a + ".leading_dense_block_count", static_cast<uint32_t>(d.first_k_dense_replace));
   if (d.q_lora_rank > 0) w.set_u32(a + ".attention.q_lora_rank", static_cast<uint32_t>(d.q_lora_rank));
   w.set_u32(a + ".attention.kv_lora_rank", static_cast<uint32_t>(d.kv_lora_rank));

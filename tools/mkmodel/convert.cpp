@@ -1,4 +1,5 @@
-// HF → GGUF conversion: config.json → ModelShape → GGUF keys; safetensors rows → GGUF tensors, experts stacked.
+// HF → GGUF conversion: config.json → ModelShape → GGUF keys; safetensors rows → GGUF tensors, experts stacked,
+// DeepSeek kv_b split into attn_k_b / attn_v_b as mainline llama.cpp writes it.
 #include "convert.h"
 
 #include <fmt/format.h>
@@ -137,6 +138,17 @@ Result<std::vector<GgufTensorSpec>> gguf_tensors(const std::map<std::string, Sou
   std::map<std::tuple<int, int64_t, std::string>, GgufTensorSpec> ordered;
   const bool has_output = sources.count("output.weight") != 0;
   for (const auto& [name, src] : sources) {
+    if (s.arch == "deepseek2" && name.ends_with(".attn_kv_b.weight")) {  // written split, as mainline llama.cpp does
+      const std::vector<int64_t> want = {s.n_heads * (s.mla.qk_nope_head_dim + s.mla.v_head_dim), s.mla.kv_lora_rank};
+      if (src.shape != want) {
+        return invalid_argument("'{}' is not [{}, {}] (heads × (qk_nope + v), kv_lora_rank)", name, want[0], want[1]);
+      }
+      std::vector<GgufTensorSpec> split;
+      add_kv_b_split(s, name.substr(0, name.size() - std::string_view("attn_kv_b.weight").size()), row_maker(src, 0),
+                     split);
+      for (GgufTensorSpec& t : split) ordered[order_key(t.name)] = std::move(t);
+      continue;
+    }
     int64_t permute = 0;
     if (s.arch == "llama" && name.find(".attn_q.") != std::string::npos) permute = src.shape[0] / s.n_heads;
     if (s.arch == "llama" && name.find(".attn_k.") != std::string::npos) permute = src.shape[0] / s.n_kv_heads;

@@ -128,6 +128,10 @@ Result<ModelSpec> build_deepseek2(const ModelShape& shape, uint64_t seed);     /
 void common_gguf_keys(const ModelShape& s, int64_t rope_dims, GgufWriter& w);
 void llama_family_gguf_keys(const ModelShape& s, GgufWriter& w);
 void deepseek2_gguf_keys(const ModelShape& s, GgufWriter& w);
+// Mainline llama.cpp's MLA tensors (its kv_b split, FORMATS.md §3): kv_b_proj [n_head·(nope+v), kv_lora], given row
+// by row by kv_b_row, becomes attn_k_b [n_head, kv_lora, nope] (each head's k_nope rows, transposed) and attn_v_b
+// [n_head, v, kv_lora] (each head's v rows), appended to `out` under the prefix `block` ("blk.N.").
+void add_kv_b_split(const ModelShape& s, const std::string& block, RowMaker kv_b_row, std::vector<GgufTensorSpec>& out);
 // GGUF row r of a llama q/k weight (or bias) holds HF row llama_permuted_row(r, head_dim) (FORMATS.md §3).
 int64_t llama_permuted_row(int64_t r, int64_t head_dim);
 

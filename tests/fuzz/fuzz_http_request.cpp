@@ -1,0 +1,109 @@
+// libFuzzer target: any bytes as what a client sends on one connection (request heads, bodies of every transfer
+// encoding, pipelined requests, then the client's FIN), served by the real HttpServer — connection layer, httplib's
+// parser, routing, body limits, the OpenAI routes, prompt building — over a scripted engine. The server must answer
+// with well-formed HTTP and stay healthy: after every input, a plain /health request on a fresh connection gets 200.
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "cai/engine.h"
+#include "model/loaders/gguf.h"
+#include "server/http_server.h"
+#include "test_paths.h"
+
+namespace {
+
+using namespace cai;
+
+// Answers every request at once from the submitting thread: a reasoning block, then a few pieces of text.
+class ScriptedEngine : public Engine {
+ public:
+  explicit ScriptedEngine(std::unique_ptr<Tokenizer> tokenizer) {
+    model_.tokenizer = std::move(tokenizer);
+    model_.source = "fuzz";
+  }
+  Result<uint64_t> submit(GenerationRequest request, EventCallback on_event) override {
+    static const char* kPieces[] = {"<think>", "hm", "</think>", "Once", " upon", " a", " time"};
+    StreamEvent ev;
+    ev.n_prompt_tokens = static_cast<int>(request.prompt.size());
+    const int n = std::min<int>(request.max_tokens, 7);
+    for (int i = 0; i < n; ++i) {
+      ev.text = kPieces[i];
+      ev.tokens = {i};
+      ev.n_generated_tokens = i + 1;
+      ev.logprobs.clear();
+      if (request.top_logprobs >= 0) ev.logprobs.push_back({i, ev.text, -0.5f, {{"alt", -1.0f}}});
+      ev.finish = i + 1 == n ? (n == request.max_tokens ? FinishReason::kLength : FinishReason::kStop)
+                             : FinishReason::kNone;
+      on_event(ev);
+    }
+    return ++next_id_;
+  }
+  void cancel(uint64_t) override {}
+  EngineStats stats() const override { return {}; }
+  const LoadedModel& model() const override { return model_; }
+  int ctx_size() const override { return 256; }
+  void shutdown() override {}
+
+ private:
+  LoadedModel model_;
+  uint64_t next_id_ = 0;
+};
+
+server::HttpServer* g_server = nullptr;
+
+// Sends `input` on one end of a socketpair and FIN, serves the other end, and drains the answer concurrently.
+std::string exchange(const uint8_t* data, size_t size) {
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) std::abort();
+  std::string answer;
+  std::thread client([&] {
+    size_t sent = 0;
+    while (sent < size) {
+      const ssize_t n = send(fds[0], data + sent, size - sent, MSG_NOSIGNAL);
+      if (n <= 0) break;
+      sent += static_cast<size_t>(n);
+    }
+    shutdown(fds[0], SHUT_WR);
+    char buf[1 << 14];
+    for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) answer.append(buf, static_cast<size_t>(n));
+    close(fds[0]);
+  });
+  g_server->serve_socket(fds[1]);  // takes and closes fds[1]
+  client.join();
+  return answer;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  auto gguf = GgufFile::open(cai::test::data_path("models/TinyStories-656K-Q8_0.gguf"));
+  if (!gguf.ok()) std::abort();
+  auto tok = Tokenizer::from_gguf_metadata(gguf.value()->metadata());
+  if (!tok.ok()) std::abort();
+  server::ServerOptions o;
+  o.max_body_bytes = 1 << 16;
+  o.keep_alive = std::chrono::milliseconds(5);
+  o.connections.header_timeout = std::chrono::milliseconds(200);
+  o.connections.io_timeout = std::chrono::milliseconds(200);
+  g_server = new server::HttpServer(o);  // never started: connections come through serve_socket
+  if (!g_server->attach(std::make_unique<ScriptedEngine>(std::move(tok).value())).ok()) std::abort();
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string answer = exchange(data, size);
+  // Whatever came in, anything that came back is HTTP responses.
+  if (!answer.empty() && !answer.starts_with("HTTP/1.1 ")) __builtin_trap();
+  static const std::string kHealth = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::string health = exchange(reinterpret_cast<const uint8_t*>(kHealth.data()), kHealth.size());
+  if (!health.starts_with("HTTP/1.1 200")) __builtin_trap();
+  return 0;
+}
