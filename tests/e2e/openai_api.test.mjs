@@ -132,3 +132,33 @@ describe("reasoning_content when the chat template opens <think>", () => {
     assert.equal(content, "");
   });
 });
+
+describe("overload: --max-queue 4 --max-batch 2", () => {
+  let server;
+  before(async () => { server = await startServer(["--max-queue", "4", "--max-batch", "2"]); });
+  after(async () => { assert.equal(await server.stop(), 0); });
+
+  test("64 concurrent requests: the excess gets 429 with Retry-After, the rest complete", async () => {
+    const body = JSON.stringify({ messages: [{ role: "user", content: "Once upon a time" }], max_tokens: 48,
+                                  ignore_eos: true });
+    const replies = await Promise.all(Array.from({ length: 64 }, async () => {
+      const r = await fetch(`${server.baseURL}/chat/completions`, {
+        method: "POST", headers: { "Content-Type": "application/json" }, body,
+      });
+      const json = await r.json();
+      return { status: r.status, retryAfter: r.headers.get("retry-after"), json };
+    }));
+    const busy = replies.filter((r) => r.status === 429);
+    const ok = replies.filter((r) => r.status === 200);
+    assert.equal(busy.length + ok.length, 64, JSON.stringify(replies.map((r) => r.status)));
+    assert.ok(busy.length > 0, "no request was refused");
+    assert.ok(ok.length >= 4, `only ${ok.length} completed`);  // at least what the queue holds
+    for (const r of busy) {
+      assert.equal(r.retryAfter, "1");
+      assert.equal(r.json.error.code, "rate_limit_exceeded");
+    }
+    for (const r of ok) assert.equal(r.json.usage.completion_tokens, 48);
+    const metrics = await (await fetch(`${server.origin}/metrics`)).text();
+    assert.match(metrics, /cai_http_requests_total\{endpoint="\/v1\/chat\/completions",status="429"\} [1-9]/);
+  });
+});
