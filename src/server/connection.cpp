@@ -87,6 +87,7 @@ Connection::Wait Connection::wait_for(short events, SteadyClock::time_point dead
     }
     if (n == 0) continue;  // the deadline is checked above
     if (wake_fd_ >= 0 && (fds[1].revents & POLLIN)) return Wait::kStopping;
+    if (fds[0].revents & POLLNVAL) return Wait::kError;
     if (fds[0].revents & (events | POLLHUP | POLLERR)) return Wait::kReady;
   }
 }

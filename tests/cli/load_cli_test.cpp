@@ -59,7 +59,7 @@ TEST(LoadCli, ServeTakesTheFirstPartOfASplitModel) {
       "for i in $(seq 300); do grep -q \"engine ready\" " + log + " && break; sleep 0.1; done; "
       "port=$(sed -n \"s|.*chat page: http://[^:]*:\\([0-9]*\\)/.*|\\1|p\" " + log + "); "
       "curl -s -X POST http://127.0.0.1:$port/v1/completions -H \"Content-Type: application/json\" "
-      "-d \"{\\\"prompt\\\": \\\"hi\\\", \\\"max_tokens\\\": 2}\"; kill $pid; wait $pid || true'");
+      "-d \"{\\\"prompt\\\": \\\"hi\\\", \\\"max_tokens\\\": 2, \\\"ignore_eos\\\": true}\"; kill $pid; wait $pid || true'");
   ASSERT_EQ(r.exit_code, 0) << test::read_file(log);
   const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << r.out << test::read_file(log);
