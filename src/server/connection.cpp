@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include "server/sse.h"
+
 namespace cai::server {
 
 namespace {
@@ -114,10 +116,11 @@ bool Connection::fill_buffer() {
         // A client that started a head and did not finish it in time is told so; an idle one is just closed.
         if (in_head_ && head_started_) {
           ++counters_.head_timeouts;
-          refuse(408, "Request Timeout",
-                 fmt::format(R"({{"error": {{"message": "the request head did not arrive within {} ms", "type": )"
-                             R"("invalid_request_error", "param": null, "code": "request_timeout"}}}})",
-                             limits_.header_timeout.count()));
+          ApiError e = bad_request(fmt::format("the request head did not arrive within {} ms",
+                                               limits_.header_timeout.count()));
+          e.http_status = 408;
+          e.code = "request_timeout";
+          refuse(e, "Request Timeout");
         }
         return false;
       case Wait::kStopping:
@@ -139,10 +142,11 @@ bool Connection::account_head(const char* data, size_t n) {
     }
     if (in_head_ && (head_lines_ > limits_.max_header_lines || head_bytes_ > limits_.max_header_bytes)) {
       ++counters_.head_too_large;
-      refuse(431, "Request Header Fields Too Large",
-             fmt::format(R"({{"error": {{"message": "the request head is over the limit of {} lines or {} bytes", )"
-                         R"("type": "invalid_request_error", "param": null, "code": "request_header_too_large"}}}})",
-                         limits_.max_header_lines, limits_.max_header_bytes));
+      ApiError e = bad_request(fmt::format("the request head is over the limit of {} lines or {} bytes",
+                                           limits_.max_header_lines, limits_.max_header_bytes));
+      e.http_status = 431;
+      e.code = "request_header_too_large";
+      refuse(e, "Request Header Fields Too Large");
       return false;
     }
   }
@@ -204,12 +208,13 @@ bool Connection::peer_done_sending() const {
   return ::recv(fd_, &byte, 1, MSG_PEEK) == 0;
 }
 
-void Connection::refuse(int status, const char* reason, const std::string& json_body) {
+void Connection::refuse(const ApiError& error, const char* reason) {
   if (failed_) return;
+  const std::string body = json_text(error_json(error));
   const std::string response = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n"
                                            "Connection: close\r\n{}\r\n{}",
-                                           status, reason, json_body.size(),
-                                           status == 503 ? "Retry-After: 1\r\n" : "", json_body);
+                                           error.http_status, reason, body.size(),
+                                           retry_later(error) ? "Retry-After: 1\r\n" : "", body);
   write(response.data(), response.size());
   failed_ = true;
 }

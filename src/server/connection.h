@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string>
 
+#include "server/openai_request.h"
+
 namespace cai::server {
 
 using SteadyClock = std::chrono::steady_clock;
@@ -49,9 +51,9 @@ class Connection : public httplib::Stream {
   // True when the client has finished sending (FIN: it hung up, or half-closed and still reads) and no request
   // bytes are left to serve. Does not wait.
   bool peer_done_sending() const;
-  // Writes a complete error response of its own (for refusals before httplib parsed anything) and fails the
-  // connection: later reads and writes fail.
-  void refuse(int status, const char* reason, const std::string& json_body);
+  // Writes `error` as a complete response of its own, `reason` its status line's phrase (for refusals before httplib
+  // parsed anything), and fails the connection: later reads and writes fail.
+  void refuse(const ApiError& error, const char* reason);
 
   // httplib::Stream
   bool is_readable() const override;

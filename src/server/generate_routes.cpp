@@ -1,6 +1,5 @@
 // The generation routes (/v1/chat/completions, /v1/completions): validate, build the prompt, submit, respond.
 #include <httplib.h>
-#include <malloc.h>
 
 #include <fmt/format.h>
 
@@ -56,6 +55,7 @@ class BodyBudget {
  public:
   BodyBudget(std::atomic<size_t>& in_flight, size_t limit) : in_flight_(in_flight), limit_(limit) {}
   ~BodyBudget() { in_flight_ -= taken_; }
+  size_t limit() const { return limit_; }
   bool take(size_t n) {
     if (in_flight_.fetch_add(n) + n > limit_) {
       in_flight_ -= n;
@@ -84,7 +84,7 @@ ApiError bodies_in_flight_error(size_t limit) {
 // from `budget`. The error to send when it is longer (413: reading stops there), when the budget runs out (429), or
 // when it could not be read (400: malformed chunks, the client stopped).
 std::optional<ApiError> read_body(const httplib::ContentReader& reader, size_t limit, BodyBudget& budget,
-                                  size_t budget_limit, std::string& body) {
+                                  std::string& body) {
   bool too_large = false, over_budget = false;
   const bool complete = reader([&](const char* data, size_t n) {
     too_large = n > limit - body.size();
@@ -94,7 +94,7 @@ std::optional<ApiError> read_body(const httplib::ContentReader& reader, size_t l
     return true;
   });
   if (too_large) return body_too_large_error(limit);
-  if (over_budget) return bodies_in_flight_error(budget_limit);
+  if (over_budget) return bodies_in_flight_error(budget.limit());
   if (!complete) return bad_request("the request body could not be read (malformed chunked encoding, or the client "
                                     "stopped sending)");
   return std::nullopt;
@@ -183,28 +183,12 @@ bool HttpServer::prepare(const ApiRequest& api, BuiltPrompt& prompt, GenerationR
   return true;
 }
 
-namespace {
-
-// Hands freed heap back to the system once a large request body (and its parsed copies) are gone: glibc keeps freed
-// blocks in per-thread arenas, so bodies near --max-body on many threads would otherwise hold their peak for good.
-struct TrimAfterLargeBody {
-  bool large = false;
-  ~TrimAfterLargeBody() {
-    if (large) malloc_trim(0);
-  }
-};
-
-}  // namespace
-
 void HttpServer::handle_generate(ApiKind kind, const httplib::ContentReader& reader, httplib::Response& res) {
-  TrimAfterLargeBody trim;  // first in, last out: runs once the body and all parsed from it are freed
-  const size_t budget_limit = options_.max_body_bytes_in_flight ? options_.max_body_bytes_in_flight
-                                                                : 16 * options_.max_body_bytes;
-  BodyBudget budget(body_bytes_in_flight_, budget_limit);
+  BodyBudget budget(body_bytes_in_flight_, options_.max_body_bytes_in_flight ? options_.max_body_bytes_in_flight
+                                                                             : 16 * options_.max_body_bytes);
   std::string body;
-  std::optional<ApiError> body_error = read_body(reader, options_.max_body_bytes, budget, budget_limit, body);
-  trim.large = body.capacity() >= (size_t(1) << 20);
-  if (body_error) return send_error_and_close(res, *body_error);
+  if (std::optional<ApiError> e = read_body(reader, options_.max_body_bytes, budget, body))
+    return send_error_and_close(res, *e);
   const Clock::time_point arrival = Clock::now();
   Engine* eng = engine();
   if (!eng) return send_error(res, loading_error());

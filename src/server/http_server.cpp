@@ -26,7 +26,7 @@ namespace {
 // The status line's code, and when to come back for a server too busy (429) or not ready (503).
 void set_error_status(httplib::Response& res, const ApiError& error) {
   res.status = error.http_status;
-  if (error.http_status == 429 || error.http_status == 503) res.set_header("Retry-After", "1");
+  if (retry_later(error)) res.set_header("Retry-After", "1");
 }
 
 }  // namespace

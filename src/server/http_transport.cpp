@@ -8,14 +8,6 @@
 
 namespace cai::server {
 
-namespace {
-
-constexpr const char* kTooManyConnections =
-    R"({"error": {"message": "the server has too many open connections; retry shortly", "type": "server_error", )"
-    R"("param": null, "code": "too_many_connections"}})";
-
-}  // namespace
-
 HttpTransport::HttpTransport(ConnectionLimits limits) : limits_(limits), wake_fd_(::eventfd(0, EFD_CLOEXEC)) {
   // A few threads beyond the connection cap: a connection past the cap still needs one to be told 503.
   const size_t max_threads = static_cast<size_t>(std::max(1, limits_.max_connections)) + 16;
@@ -52,7 +44,12 @@ void HttpTransport::serve_socket(int fd) {
   } count{counters_.open};
   if (++counters_.open > limits_.max_connections) {
     ++counters_.refused_full;
-    return conn.refuse(503, "Service Unavailable", kTooManyConnections);
+    ApiError e;
+    e.http_status = 503;
+    e.type = "server_error";
+    e.code = "too_many_connections";
+    e.message = "the server has too many open connections; retry shortly";
+    return conn.refuse(e, "Service Unavailable");
   }
   CurrentConnectionScope current(&conn);
   for (int i = 0; i < limits_.max_requests; ++i) {

@@ -27,6 +27,9 @@ struct ApiError {
 ApiError bad_request(std::string message, std::string param = {});
 // {"error": {...}} for `e`.
 nlohmann::json error_json(const ApiError& e);
+// Whether the answer to `e` tells the client when to come back ("Retry-After: 1"): a busy (429) or not ready (503)
+// server.
+inline bool retry_later(const ApiError& e) { return e.http_status == 429 || e.http_status == 503; }
 
 struct ApiRequest {
   ApiKind kind = ApiKind::kChat;
