@@ -34,10 +34,18 @@ struct EngineOptions {
 struct GenerationRequest {
   std::vector<int32_t> prompt;
   SamplingParams sampling;
-  int max_tokens = 256;                // generated tokens at most
+  int max_tokens = 256;                // generated tokens at most (per choice)
   std::vector<std::string> stop;       // stop strings (not included in the output)
   bool ignore_eos = false;
   int top_logprobs = -1;               // -1: no logprobs; 0..20: logprob of the chosen token + this many alternatives
+  // Choices (1..kMaxChoices) generated from the prompt, sharing its KV blocks. Choice i > 0 samples with a seed
+  // derived from sampling.seed and i; choice 0 uses sampling.seed itself.
+  int n = 1;
+  // Reasoning budget: -1 = none; otherwise once this many tokens were generated inside <think> (opened by the prompt,
+  // see prompt_opens_think, or by the model's first tokens) the tokens of "\n</think>\n\n" are forced.
+  int max_reasoning_tokens = -1;
+  bool prompt_opens_think = false;     // the prompt ends inside <think>: the output starts as reasoning
+  static constexpr int kMaxChoices = 128;
 };
 
 struct TokenLogprob {
@@ -50,8 +58,10 @@ struct TokenLogprob {
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };
 const char* finish_reason_name(FinishReason r);  // "stop", "length", "cancelled", "error"
 
-// What the engine reports for a request, in order, from the engine thread. The last event has finish != kNone.
+// What the engine reports for a request, in order per choice, from the engine thread. Each choice's last event has
+// finish != kNone; a request with n choices ends after n such events.
 struct StreamEvent {
+  int index = 0;                        // the choice (0..n-1) this event belongs to
   std::string text;                     // new text since the previous event (UTF-8 complete; may be empty)
   std::vector<int32_t> tokens;          // token ids generated since the previous event
   std::vector<TokenLogprob> logprobs;   // one per token this event covers, when requested
@@ -87,10 +97,12 @@ class Engine {
   static Result<std::unique_ptr<Engine>> create(LoadedModel model, const EngineOptions& options);
   virtual ~Engine() = default;
 
-  // Queue a request. Errors: invalid_argument (empty prompt, prompt + max_tokens > ctx, bad sampling values),
-  // resource_exhausted (waiting queue full), unavailable (shutting down). `on_event` must be quick and thread-safe.
+  // Queue a request (all its n choices, or none). Errors: invalid_argument (empty prompt, prompt + max_tokens > ctx,
+  // bad sampling values or n), resource_exhausted (the waiting queue has no room for n more sequences), unavailable
+  // (shutting down). `on_event` must be quick and thread-safe.
   virtual Result<uint64_t> submit(GenerationRequest request, EventCallback on_event) = 0;
-  // Stop a request at the next step boundary and free its KV blocks; its callback gets a final kCancelled event.
+  // Stop a request (every choice) at the next step boundary and free its KV blocks; each unfinished choice gets a
+  // final kCancelled event.
   virtual void cancel(uint64_t request_id) = 0;
   virtual EngineStats stats() const = 0;
   virtual const LoadedModel& model() const = 0;

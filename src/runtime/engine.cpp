@@ -54,7 +54,23 @@ Status validate(const GenerationRequest& r, int n_vocab, int ctx_size) {
       !(s.repetition_penalty > 0) || !std::isfinite(s.presence_penalty) || !std::isfinite(s.frequency_penalty))
     return invalid_argument("sampling parameters out of range");
   if (r.top_logprobs > 20) return invalid_argument("top_logprobs must be at most 20");
+  if (r.n < 1 || r.n > GenerationRequest::kMaxChoices)
+    return invalid_argument("n must be between 1 and {}, got {}", GenerationRequest::kMaxChoices, r.n);
+  for (const auto& [t, bias] : s.logit_bias) {
+    if (t < 0 || t >= n_vocab)
+      return invalid_argument("logit_bias token id {} is outside the vocabulary of {}", t, n_vocab);
+    if (!(bias >= -100 && bias <= 100)) return invalid_argument("logit_bias for token {} must be in [-100, 100]", t);
+  }
   return {};
+}
+
+// Choice i's seed: choice 0 keeps the request's, the others get distinct ones derived from it (splitmix64).
+uint64_t choice_seed(uint64_t seed, int i) {
+  if (i == 0) return seed;
+  uint64_t z = seed + static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
 }
 
 struct Pending {
@@ -78,9 +94,14 @@ class EngineImpl final : public Engine {
     CAI_TRY(validate(request, lm_.model->config().vocab_size, ctx_size_));
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return unavailable("the engine is shutting down");
-    if (static_cast<int>(incoming_.size()) + n_waiting_.load() >= opt_.max_queue)
-      return resource_exhausted("{} requests are already waiting (max_queue {})", opt_.max_queue, opt_.max_queue);
-    const uint64_t id = next_id_++;
+    // All n choices are queued or none: they need n places (an empty queue takes any n).
+    const int queued = n_incoming_ + n_waiting_.load();
+    if (queued > 0 && queued + request.n > opt_.max_queue)
+      return resource_exhausted("{} sequences are already waiting (max_queue {}){}", queued, opt_.max_queue,
+                                request.n > 1 ? fmt::format(", no room for {} more", request.n) : "");
+    const uint64_t id = next_id_;
+    next_id_ += static_cast<uint64_t>(request.n);  // choice i runs as sequence id + i
+    n_incoming_ += request.n;
     incoming_.push_back({id, std::move(request), std::move(on_event)});
     cv_.notify_one();
     return id;
@@ -112,6 +133,7 @@ class EngineImpl final : public Engine {
  private:
   void loop();
   void take_new_work(std::deque<Pending>& incoming, std::vector<uint64_t>& cancels);
+  void add_choices(Pending& p);
   void run_step();
   Status sample_and_emit(const SchedulerOutput& out, const std::vector<float>& logits);
   void fail_step(const SchedulerOutput& out, const Status& st);
@@ -127,9 +149,10 @@ class EngineImpl final : public Engine {
   int ctx_size_;
   std::thread thread_;
 
-  std::mutex mu_;  // guards incoming_, cancels_, stop_
+  std::mutex mu_;  // guards incoming_, n_incoming_, cancels_, stop_
   std::condition_variable cv_;
   std::deque<Pending> incoming_;
+  int n_incoming_ = 0;  // sequences in incoming_ (the sum of their n)
   std::vector<uint64_t> cancels_;
   bool stop_ = false;
   uint64_t next_id_ = 1;
@@ -151,6 +174,7 @@ void EngineImpl::loop() {
       cv_.wait(lock, [&] { return stop_ || !incoming_.empty() || !cancels_.empty() || sched_.has_work(); });
       if (stop_) break;
       incoming.swap(incoming_);
+      n_incoming_ = 0;
       cancels.swap(cancels_);
     }
     take_new_work(incoming, cancels);
@@ -163,9 +187,12 @@ void EngineImpl::loop() {
   // Shutting down: everything still queued or running ends as cancelled.
   std::lock_guard<std::mutex> lock(mu_);
   for (Pending& p : incoming_) {
-    StreamEvent ev;
-    ev.finish = FinishReason::kCancelled;
-    p.on_event(ev);
+    for (int i = 0; i < p.request.n; ++i) {
+      StreamEvent ev;
+      ev.index = i;
+      ev.finish = FinishReason::kCancelled;
+      p.on_event(ev);
+    }
   }
   incoming_.clear();
   std::vector<uint64_t> ids;
@@ -173,16 +200,28 @@ void EngineImpl::loop() {
   for (uint64_t id : ids) end_request(id, FinishReason::kCancelled);
 }
 
-void EngineImpl::take_new_work(std::deque<Pending>& incoming, std::vector<uint64_t>& cancels) {
-  for (Pending& p : incoming) {
-    const int n_prompt = static_cast<int>(p.request.prompt.size());
-    Status st = sched_.add(p.id, p.request.prompt, p.request.max_tokens);
-    prompt_tokens_ += static_cast<uint64_t>(n_prompt);
-    live_.emplace(p.id, RequestState(std::move(p.request), std::move(p.on_event), lm_.tokenizer.get()));
-    if (!st.ok()) end_request(p.id, FinishReason::kError, st);
+// Each choice of a request is a sequence of its own; choices after the first follow the first so that they share the
+// prompt's KV blocks once it is computed (see Scheduler::add).
+void EngineImpl::add_choices(Pending& p) {
+  const int n = p.request.n;
+  for (int i = 0; i < n; ++i) {
+    const uint64_t id = p.id + static_cast<uint64_t>(i);
+    GenerationRequest r = i + 1 < n ? p.request : std::move(p.request);
+    r.sampling.seed = choice_seed(r.sampling.seed, i);
+    Status st = sched_.add(id, r.prompt, r.max_tokens, i == 0 ? 0 : p.id);
+    prompt_tokens_ += i == 0 ? r.prompt.size() : 0;
+    live_.emplace(id, RequestState(std::move(r), p.on_event, lm_.tokenizer.get(), p.id, i));
+    if (!st.ok()) end_request(id, FinishReason::kError, st);
   }
-  for (uint64_t id : cancels) {
-    end_request(id, FinishReason::kCancelled);  // no-op when it already finished
+}
+
+void EngineImpl::take_new_work(std::deque<Pending>& incoming, std::vector<uint64_t>& cancels) {
+  for (Pending& p : incoming) add_choices(p);
+  for (uint64_t id : cancels) {  // every unfinished choice of the request; none when it already finished
+    std::vector<uint64_t> seqs;
+    for (const auto& [seq, st] : live_)
+      if (st.group() == id) seqs.push_back(seq);
+    for (uint64_t seq : seqs) end_request(seq, FinishReason::kCancelled);
   }
   n_waiting_ = sched_.n_waiting();
 }
@@ -253,8 +292,12 @@ Status EngineImpl::sample_and_emit(const SchedulerOutput& out, const std::vector
     std::vector<float> work;
     for (int64_t i = begin; i < end; ++i) {
       Draw& d = draws[static_cast<size_t>(i)];
-      work.assign(d.raw.begin(), d.raw.end());
-      d.token = d.rs->sampler().sample(work, *d.history);
+      if (std::optional<int32_t> forced = d.rs->forced_token()) {
+        d.token = *forced;  // the reasoning budget is spent: </think> is being written
+      } else {
+        work.assign(d.raw.begin(), d.raw.end());
+        d.token = d.rs->sampler().sample(work, *d.history);
+      }
       if (d.rs->request().top_logprobs >= 0 && lm_.tokenizer)
         d.logprob = token_logprobs(d.raw, d.token, d.rs->request().top_logprobs, *lm_.tokenizer);
     }

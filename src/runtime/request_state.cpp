@@ -1,21 +1,29 @@
-// RequestState: detokenization and stop strings for one request.
+// RequestState: detokenization, stop strings and the reasoning budget for one sequence.
 #include "runtime/request_state.h"
 
 #include <algorithm>
 
 namespace cai {
 
-RequestState::RequestState(GenerationRequest request, EventCallback on_event, const Tokenizer* tokenizer)
-    : request_(std::move(request)), on_event_(std::move(on_event)), sampler_(request_.sampling) {
-  if (tokenizer)
-    decoder_ = std::make_unique<Tokenizer::StreamingDecoder>(*tokenizer, /*skip_special=*/true, /*continues_text=*/true);
+RequestState::RequestState(GenerationRequest request, EventCallback on_event, const Tokenizer* tokenizer,
+                           uint64_t group, int index)
+    : request_(std::move(request)), on_event_(std::move(on_event)), sampler_(request_.sampling), group_(group),
+      index_(index) {
+  if (tokenizer) {
+    decoder_ = std::make_unique<Tokenizer::StreamingDecoder>(*tokenizer, /*skip_special=*/true,
+                                                             /*continues_text=*/true);
+    if (request_.max_reasoning_tokens >= 0)
+      budget_.emplace(request_.max_reasoning_tokens, request_.prompt_opens_think, reasoning_close_tokens(*tokenizer));
+  }
   for (const std::string& s : request_.stop) max_stop_len_ = std::max(max_stop_len_, s.size());
 }
 
 std::string RequestState::push_token(int32_t token, bool& stop_hit) {
   stop_hit = false;
   if (stopped_ || !decoder_) return {};
-  held_ += decoder_->push(token);
+  const std::string piece = decoder_->push(token);
+  if (budget_) budget_->observe(piece);
+  held_ += piece;
   // The earliest stop string wins; text before it is released, the rest dropped.
   size_t cut = std::string::npos;
   for (const std::string& s : request_.stop)

@@ -1,4 +1,5 @@
-// RequestState: what the engine thread keeps per live request: sampler, incremental detokenizer, stop-string holdback.
+// RequestState: what the engine thread keeps per live sequence: sampler, incremental detokenizer, stop-string holdback,
+// reasoning budget, and which request (group of n choices) and choice it is.
 #pragma once
 
 #include <memory>
@@ -6,18 +7,28 @@
 #include <string>
 
 #include "cai/engine.h"
+#include "runtime/reasoning_budget.h"
 #include "tokenizer/tokenizer.h"
 
 namespace cai {
 
 class RequestState {
  public:
-  RequestState(GenerationRequest request, EventCallback on_event, const Tokenizer* tokenizer);
+  // Choice `index` of the request whose id is `group`.
+  RequestState(GenerationRequest request, EventCallback on_event, const Tokenizer* tokenizer, uint64_t group = 0,
+               int index = 0);
 
   const GenerationRequest& request() const { return request_; }
   Sampler& sampler() { return sampler_; }
-  void emit(const StreamEvent& ev) const { on_event_(ev); }
+  uint64_t group() const { return group_; }
+  // Sends `ev` to the client, tagged with this sequence's choice index.
+  void emit(StreamEvent& ev) const {
+    ev.index = index_;
+    on_event_(ev);
+  }
 
+  // The token to emit instead of sampling (the reasoning budget is spent and </think> is being forced).
+  std::optional<int32_t> forced_token() const { return budget_ ? budget_->forced() : std::nullopt; }
   // Feeds one generated token. Returns the text that may be released now; sets `stop_hit` when a stop string appeared
   // (the text from the stop string on is dropped and nothing more is produced).
   std::string push_token(int32_t token, bool& stop_hit);
@@ -29,7 +40,10 @@ class RequestState {
   GenerationRequest request_;
   EventCallback on_event_;
   Sampler sampler_;
+  uint64_t group_;
+  int index_;
   std::unique_ptr<Tokenizer::StreamingDecoder> decoder_;  // null without a tokenizer
+  std::optional<ReasoningBudget> budget_;                 // with max_reasoning_tokens >= 0 and a tokenizer
   std::string held_;  // decoded text not yet released: it could be the start of a stop string
   size_t max_stop_len_ = 0;
   bool stopped_ = false;

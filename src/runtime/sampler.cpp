@@ -1,10 +1,11 @@
-// Sampler implementation: penalties → greedy, or temperature → top-k → top-p → min-p → draw.
+// Sampler implementation: penalties and logit bias → greedy, or temperature → top-k → top-p → min-p → draw.
 // Only what needs an order is sorted: top-k partially sorts k ids, top-p selects and sorts a growing prefix until it
 // holds the nucleus, and plain temperature / min-p sampling draws over the vocabulary in id order without sorting.
 #include "runtime/sampler.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <unordered_map>
 #include <vector>
@@ -37,8 +38,17 @@ void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> 
   }
 }
 
+void Sampler::apply_bias(std::span<float> logits) const {
+  for (const auto& [t, bias] : p_.logit_bias) {
+    if (t < 0 || static_cast<size_t>(t) >= logits.size()) continue;
+    float& l = logits[static_cast<size_t>(t)];
+    l = bias <= kBanBias ? -std::numeric_limits<float>::infinity() : l + bias;
+  }
+}
+
 int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
   apply_penalties(logits, history);
+  apply_bias(logits);
   const int32_t top = argmax(logits);
   if (p_.temperature <= 0.0f || p_.top_k == 1) return top;
 
@@ -107,7 +117,10 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
     acc += weight[static_cast<size_t>(ids[i])];
     if (acc > u) return ids[i];
   }
-  return ids[keep - 1];  // rounding left u at the very end
+  // Rounding left u at the very end: the last candidate that has any weight (a banned token has none).
+  size_t last = keep - 1;
+  while (last > 0 && weight[static_cast<size_t>(ids[last])] == 0) --last;
+  return ids[last];
 }
 
 }  // namespace cai

@@ -1,9 +1,12 @@
-// Sampler: turns a row of logits into a token (greedy, temperature, top-k, top-p, min-p, penalties, seeded RNG).
+// Sampler: turns a row of logits into a token (logit bias, penalties, greedy, temperature, top-k, top-p, min-p,
+// seeded RNG).
 #pragma once
 
 #include <cstdint>
 #include <random>
 #include <span>
+#include <utility>
+#include <vector>
 
 namespace cai {
 
@@ -16,7 +19,12 @@ struct SamplingParams {
   float presence_penalty = 0.0f;    // subtract once per seen token (OpenAI)
   float frequency_penalty = 0.0f;   // subtract per occurrence (OpenAI)
   uint64_t seed = 0;
+  // (token id, bias) added to the logits before anything else looks at them (greedy too); -100 bans the token.
+  std::vector<std::pair<int32_t, float>> logit_bias{};
 };
+
+// A bias at or below this bans its token (the logit becomes -infinity), as OpenAI documents for -100.
+inline constexpr float kBanBias = -100.0f;
 
 class Sampler {
  public:
@@ -27,6 +35,7 @@ class Sampler {
 
  private:
   void apply_penalties(std::span<float> logits, std::span<const int32_t> history) const;
+  void apply_bias(std::span<float> logits) const;
 
   SamplingParams p_;
   std::mt19937_64 rng_;

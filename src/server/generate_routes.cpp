@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <ctime>
 #include <mutex>
 #include <random>
@@ -166,20 +167,31 @@ bool HttpServer::prepare(const ApiRequest& api, BuiltPrompt& prompt, GenerationR
     return false;
   }
   const int room = n_ctx - n_prompt;
+  const int n_vocab = prompts_->n_vocab();
+  for (const auto& [token, bias] : api.sampling.logit_bias) {
+    if (token < n_vocab) continue;
+    error = bad_request(fmt::format("logit_bias key '{}' is not a token id: the vocabulary has {} tokens (0..{})",
+                                    token, n_vocab, n_vocab - 1), "logit_bias");
+    return false;
+  }
   if (api.max_tokens && *api.max_tokens > room) {
     error = context_error(fmt::format("this model's maximum context length is {} tokens; the request asks for {} "
                                       "({} in the prompt, {} to generate)", n_ctx, n_prompt + *api.max_tokens,
                                       n_prompt, *api.max_tokens), api.kind);
     return false;
   }
-  // Defaults as OpenAI: completions stop after 16 tokens, chat runs until the model ends or the context is full.
-  gen.max_tokens = api.max_tokens ? *api.max_tokens : api.kind == ApiKind::kChat ? room : std::min(16, room);
+  // Defaults: completions stop after 16 tokens as OpenAI's; chat after --default-max-tokens (0: the context left).
+  const int chat_default = options_.default_max_tokens > 0 ? std::min(options_.default_max_tokens, room) : room;
+  gen.max_tokens = api.max_tokens ? *api.max_tokens : api.kind == ApiKind::kChat ? chat_default : std::min(16, room);
   gen.prompt = prompt.tokens;
   gen.sampling = api.sampling;
   if (!api.seed_given) gen.sampling.seed = random_seed();
   gen.stop = api.stop;
   gen.ignore_eos = api.ignore_eos;
   gen.top_logprobs = api.top_logprobs;
+  gen.n = api.n;
+  gen.max_reasoning_tokens = api.max_reasoning_tokens;
+  gen.prompt_opens_think = prompt.opens_think;
   return true;
 }
 
@@ -195,20 +207,16 @@ void HttpServer::handle_generate(ApiKind kind, const httplib::ContentReader& rea
   ApiError error;
   std::optional<ApiRequest> api = parse_api_request(kind, body, error);
   if (!api) return send_error(res, error);
-  if (!api->model.empty() && api->model != options_.model_name) {
-    error = bad_request("the model '" + api->model + "' does not exist; this server serves '" + options_.model_name +
-                        "'", "model");
-    error.http_status = 404;
-    error.code = "model_not_found";
-    return send_error(res, error);
-  }
+  const std::vector<std::string>& served = options_.model_names;
+  if (!api->model.empty() && std::find(served.begin(), served.end(), api->model) == served.end())
+    return send_error(res, model_not_found_error(api->model, served));
   BuiltPrompt prompt;
   GenerationRequest gen_request;
   if (!prepare(*api, prompt, gen_request, error)) return send_error(res, error);
   Result<std::shared_ptr<Generation>> gen = Generation::submit(*eng, metrics_, std::move(gen_request), arrival);
   if (!gen.ok()) return send_error(res, submit_error(gen.status()));
   ResponseMeta meta{new_response_id(kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-"),
-                    static_cast<int64_t>(std::time(nullptr)), options_.model_name};
+                    static_cast<int64_t>(std::time(nullptr)), api->model.empty() ? served.front() : api->model};
   auto writer = std::make_shared<ResponseWriter>(*api, std::move(meta), prompt.opens_think);
   if (api->stream) return respond_stream(std::move(gen).value(), std::move(writer), res);
   respond_full(std::move(gen).value(), std::move(writer), res);
@@ -267,7 +275,8 @@ void HttpServer::respond_stream(std::shared_ptr<Generation> gen, std::shared_ptr
       gen->cancel();
       return false;
     }
-    if (gen->finished()) sink.done();
+    if (writer->done() && !gen->finished()) gen->cancel();  // a choice failed: the stream ended, stop the others
+    if (gen->finished() || writer->done()) sink.done();
     return true;
   };
   res.set_chunked_content_provider("text/event-stream", std::move(provider), [gen](bool success) {

@@ -1,6 +1,8 @@
 // One submitted request: engine events queued for the HTTP thread, latency metrics, cancellation.
 #include "server/generation.h"
 
+#include <algorithm>
+
 namespace cai::server {
 
 void EventChannel::push(const StreamEvent& ev) {
@@ -21,7 +23,7 @@ std::vector<StreamEvent> EventChannel::wait(std::chrono::milliseconds timeout) {
 
 Result<std::shared_ptr<Generation>> Generation::submit(Engine& engine, ServerMetrics& metrics,
                                                        GenerationRequest request, Clock::time_point arrival) {
-  std::shared_ptr<Generation> gen(new Generation(engine, metrics, arrival));
+  std::shared_ptr<Generation> gen(new Generation(engine, metrics, arrival, request.n));
   // The callback holds the channel, not the Generation: events after the HTTP side is gone are simply dropped.
   std::shared_ptr<EventChannel> channel = gen->channel_;
   CAI_ASSIGN_OR_RETURN(gen->id_, engine.submit(std::move(request), [channel](const StreamEvent& ev) {
@@ -33,7 +35,7 @@ Result<std::shared_ptr<Generation>> Generation::submit(Engine& engine, ServerMet
 Generation::~Generation() { cancel(); }
 
 void Generation::cancel() {
-  if (finished_ || cancelled_) return;
+  if (finished() || cancelled_) return;
   cancelled_ = true;
   engine_.cancel(id_);
 }
@@ -45,11 +47,21 @@ std::vector<StreamEvent> Generation::next(std::chrono::milliseconds timeout) {
   return events;
 }
 
+Usage Generation::usage() const {
+  Usage u;
+  u.prompt_tokens = prompt_tokens_;
+  u.cached_tokens = cached_tokens_;
+  for (int n : generated_) u.completion_tokens += n;
+  return u;
+}
+
 void Generation::account(const StreamEvent& ev, Clock::time_point now) {
-  usage_.prompt_tokens = ev.n_prompt_tokens;
-  usage_.cached_tokens = ev.n_cached_prompt_tokens;
-  usage_.completion_tokens = ev.n_generated_tokens;
-  const int n_new = ev.n_generated_tokens - n_generated_seen_;
+  if (ev.index < 0 || static_cast<size_t>(ev.index) >= generated_.size()) return;
+  if (ev.n_prompt_tokens > 0) prompt_tokens_ = ev.n_prompt_tokens;
+  if (ev.index == 0) cached_tokens_ = ev.n_cached_prompt_tokens;
+  int& generated = generated_[static_cast<size_t>(ev.index)];
+  const int n_new = std::max(0, ev.n_generated_tokens - generated);
+  generated = std::max(generated, ev.n_generated_tokens);
   if (n_new > 0) {
     if (n_generated_seen_ == 0) {
       metrics_.observe_ttft(std::chrono::duration<double>(now - arrival_).count());
@@ -58,12 +70,10 @@ void Generation::account(const StreamEvent& ev, Clock::time_point now) {
       metrics_.observe_tpot(std::chrono::duration<double>(now - last_token_time_).count() / n_new, n_new);
     }
     last_token_time_ = now;
-    n_generated_seen_ = ev.n_generated_tokens;
+    n_generated_seen_ += n_new;
   }
-  if (ev.finish != FinishReason::kNone) {
-    finished_ = true;
+  if (ev.finish != FinishReason::kNone && ++n_finished_ == static_cast<int>(generated_.size()))
     metrics_.observe_e2e(std::chrono::duration<double>(now - arrival_).count());
-  }
 }
 
 }  // namespace cai::server

@@ -1,4 +1,5 @@
-// One submitted request as the HTTP side sees it: the event queue the engine thread fills, timing, cancellation.
+// One submitted request (all its choices) as the HTTP side sees it: the event queue the engine thread fills, timing,
+// usage, cancellation.
 #pragma once
 
 #include <chrono>
@@ -41,12 +42,14 @@ class Generation {
   std::vector<StreamEvent> next(std::chrono::milliseconds timeout);
   // Cancels the engine request unless it already finished (e.g. the client went away). Idempotent.
   void cancel();
-  bool finished() const { return finished_; }
-  Usage usage() const { return usage_; }
+  // Every choice has had its final event.
+  bool finished() const { return n_finished_ == static_cast<int>(generated_.size()); }
+  // The prompt counted once, the completion tokens of every choice summed.
+  Usage usage() const;
 
  private:
-  Generation(Engine& engine, ServerMetrics& metrics, Clock::time_point arrival)
-      : engine_(engine), metrics_(metrics), arrival_(arrival) {}
+  Generation(Engine& engine, ServerMetrics& metrics, Clock::time_point arrival, int n_choices)
+      : engine_(engine), metrics_(metrics), arrival_(arrival), generated_(static_cast<size_t>(n_choices), 0) {}
   void account(const StreamEvent& ev, Clock::time_point now);
 
   Engine& engine_;
@@ -55,10 +58,12 @@ class Generation {
   uint64_t id_ = 0;
   Clock::time_point arrival_;
   Clock::time_point last_token_time_{};
-  int n_generated_seen_ = 0;
-  bool finished_ = false;
+  int n_generated_seen_ = 0;     // all choices together
+  std::vector<int> generated_;   // per choice: tokens generated so far
+  int n_finished_ = 0;           // choices that had their final event
   bool cancelled_ = false;
-  Usage usage_;
+  int prompt_tokens_ = 0;
+  int cached_tokens_ = 0;
 };
 
 }  // namespace cai::server

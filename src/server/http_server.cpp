@@ -5,6 +5,9 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <csignal>
@@ -63,6 +66,15 @@ ApiError body_too_large_error(size_t max_body) {
   e.http_status = 413;
   e.code = "request_too_large";
   e.message = "the request body is larger than the limit of " + std::to_string(max_body) + " bytes";
+  return e;
+}
+
+ApiError model_not_found_error(const std::string& model, const std::vector<std::string>& served) {
+  std::string names;
+  for (const std::string& id : served) names += (names.empty() ? "'" : ", '") + id + "'";
+  ApiError e = bad_request(fmt::format("the model '{}' does not exist; this server serves {}", model, names), "model");
+  e.http_status = 404;
+  e.code = "model_not_found";
   return e;
 }
 
@@ -240,24 +252,23 @@ void HttpServer::install_routes() {
     if (Engine* e = engine()) stats = e->stats();
     res.set_content(metrics_.render(stats, http_->counters(), http_->max_connections()), "text/plain; version=0.0.4; charset=utf-8");
   });
-  auto model_json = [this] {
-    json m = {{"id", options_.model_name}, {"object", "model"}, {"created", std::time(nullptr)}, {"owned_by", "cai"}};
+  auto model_json = [this](const std::string& id) {
+    json m = {{"id", id}, {"object", "model"}, {"created", std::time(nullptr)}, {"owned_by", "cai"}};
     if (Engine* e = engine()) m["max_model_len"] = e->ctx_size();
     return m;
   };
   http_->Get("/v1/models", [this, model_json](const httplib::Request&, httplib::Response& res) {
     if (!engine()) return send_error(res, loading_error());
-    res.set_content(json_text({{"object", "list"}, {"data", json::array({model_json()})}}), "application/json");
+    json data = json::array();
+    for (const std::string& id : options_.model_names) data.push_back(model_json(id));
+    res.set_content(json_text({{"object", "list"}, {"data", std::move(data)}}), "application/json");
   });
   http_->Get("/v1/models/(.+)", [this, model_json](const httplib::Request& req, httplib::Response& res) {
     if (!engine()) return send_error(res, loading_error());
-    if (req.matches[1] != options_.model_name) {
-      ApiError e = bad_request("the model '" + req.matches[1].str() + "' does not exist", "model");
-      e.http_status = 404;
-      e.code = "model_not_found";
-      return send_error(res, e);
-    }
-    res.set_content(json_text(model_json()), "application/json");
+    const std::string id = req.matches[1].str();
+    if (std::find(options_.model_names.begin(), options_.model_names.end(), id) == options_.model_names.end())
+      return send_error(res, model_not_found_error(id, options_.model_names));
+    res.set_content(json_text(model_json(id)), "application/json");
   });
   // The generation routes read their bodies themselves (see read_body), under max_body_bytes whatever the encoding.
   using ReaderHandler = httplib::Server::HandlerWithContentReader;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cai/engine.h"
 #include "core/status.h"
@@ -30,7 +31,10 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8000;                      // 0 = any free port (see HttpServer::port())
   std::string api_key;                  // non-empty: /v1/* needs "Authorization: Bearer <api_key>"
-  std::string model_name = "cai";       // the id /v1/models lists; requests naming another model get 404
+  // Model ids clients may use (--served-model-name a,b,...): /v1/models lists each; a request naming another gets 404;
+  // a response names the id its request used, or the first.
+  std::vector<std::string> model_names = {"cai"};
+  int default_max_tokens = 8192;        // chat max_tokens when the request gives none (0: all the context left)
   std::string chat_template;            // template source replacing the model's ("" = the model's own)
   size_t max_body_bytes = size_t(8) << 20;  // larger bodies → 413
   size_t max_body_bytes_in_flight = 0;      // all bodies being read or served at once (0 = 16 × max_body_bytes): 429
@@ -95,6 +99,8 @@ void send_error_and_close(httplib::Response& res, const ApiError& error);
 ApiError loading_error();
 // 413 for a body over `max_body` bytes.
 ApiError body_too_large_error(size_t max_body);
+// 404 for a model id outside `served`, naming the ids that are served.
+ApiError model_not_found_error(const std::string& model, const std::vector<std::string>& served);
 
 // The open-connection cap for a server over an engine with these options: at least `requested`, and room for every
 // request the engine holds (running or waiting) plus spares for /health and /metrics, so that a full engine queue

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -25,16 +26,24 @@ json error_json(const ApiError& e) {
   return {{"error", std::move(err)}};
 }
 
+int reasoning_budget_for(std::string_view effort) {
+  if (effort == "none") return 0;
+  if (effort == "minimal") return 256;
+  if (effort == "low") return 512;
+  if (effort == "medium") return 2048;
+  if (effort == "high") return 8192;
+  return -2;
+}
+
 namespace {
 
 // Parameters of either endpoint that change nothing here and are accepted whatever their value.
-constexpr std::array<std::string_view, 10> kIgnored = {
+constexpr std::array<std::string_view, 9> kIgnored = {
     "user", "metadata", "store", "service_tier", "parallel_tool_calls", "prompt_cache_key", "safety_identifier",
-    "reasoning_effort", "verbosity", "modalities"};
+    "verbosity", "modalities"};
 // OpenAI parameters this server cannot honour: accepted only when null or empty.
-constexpr std::array<std::string_view, 9> kUnsupported = {
-    "tools", "tool_choice", "functions", "function_call", "logit_bias", "audio", "prediction", "web_search_options",
-    "suffix"};
+constexpr std::array<std::string_view, 8> kUnsupported = {
+    "tools", "tool_choice", "functions", "function_call", "audio", "prediction", "web_search_options", "suffix"};
 
 template <size_t N>
 bool contains(const std::array<std::string_view, N>& names, std::string_view key) {
@@ -209,7 +218,7 @@ void read_lengths_and_counts(FieldReader& r, ApiRequest& req) {
   if (r.integer("max_tokens", v, 1, std::numeric_limits<int32_t>::max())) req.max_tokens = static_cast<int>(v);
   if (r.integer("max_completion_tokens", v, 1, std::numeric_limits<int32_t>::max()))
     req.max_tokens = static_cast<int>(v);
-  if (r.integer("n", v, 1, 128) && v != 1) r.fail("only n=1 is supported", "n");
+  if (r.integer("n", v, 1, kMaxChoices)) req.n = static_cast<int>(v);
   if (r.integer("best_of", v, 1, 128) && v != 1) r.fail("only best_of=1 is supported", "best_of");
 }
 
@@ -246,14 +255,45 @@ void read_logprobs(FieldReader& r, ApiRequest& req) {
   }
 }
 
+// {"token id": bias, ...}: keys are decimal token ids, biases in [-100, 100].
+void read_logit_bias(FieldReader& r, ApiRequest& req) {
+  const json* lb = r.get("logit_bias");
+  if (!lb) return;
+  if (!lb->is_object()) return r.fail("'logit_bias' must be an object mapping token ids to biases", "logit_bias");
+  for (auto it = lb->begin(); it != lb->end(); ++it) {
+    const std::string& key = it.key();
+    const bool digits = !key.empty() && key.size() <= 10 && key.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || std::stoll(key) > std::numeric_limits<int32_t>::max())
+      return r.fail(fmt::format("logit_bias key '{}' is not a token id (a non-negative integer)", key), "logit_bias");
+    if (!it->is_number() || !(it->get<double>() >= -100 && it->get<double>() <= 100))
+      return r.fail(fmt::format("logit_bias['{}'] must be a number in [-100, 100]", key), "logit_bias");
+    req.sampling.logit_bias.emplace_back(static_cast<int32_t>(std::stoll(key)), it->get<float>());
+  }
+  std::sort(req.sampling.logit_bias.begin(), req.sampling.logit_bias.end());  // by token id
+}
+
+void read_reasoning_budget(FieldReader& r, ApiRequest& req) {
+  std::string effort;
+  r.string("reasoning_effort", effort);
+  if (!effort.empty()) {
+    req.max_reasoning_tokens = reasoning_budget_for(effort);
+    if (req.max_reasoning_tokens < -1)
+      return r.fail(fmt::format("'reasoning_effort' must be one of none, minimal, low, medium, high; got '{}'", effort),
+                    "reasoning_effort");
+  }
+  int64_t v = 0;
+  if (r.integer("max_reasoning_tokens", v, 0, std::numeric_limits<int32_t>::max()))
+    req.max_reasoning_tokens = static_cast<int>(v);  // wins over reasoning_effort
+}
+
 bool is_empty_value(const json& v) { return v.is_null() || ((v.is_array() || v.is_object()) && v.empty()); }
 
 // Rejects parameters that are neither known, ignorable, nor harmlessly empty.
 void check_keys(FieldReader& r, const json& body, ApiKind kind) {
-  static constexpr std::array<std::string_view, 20> kCommon = {
+  static constexpr std::array<std::string_view, 23> kCommon = {
       "model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty",
       "repetition_penalty", "seed", "stop", "stream", "stream_options", "logprobs", "n", "ignore_eos", "best_of",
-      "echo", "response_format", "max_completion_tokens"};
+      "echo", "response_format", "max_completion_tokens", "logit_bias", "reasoning_effort", "max_reasoning_tokens"};
   for (auto it = body.begin(); it != body.end(); ++it) {
     const std::string& key = it.key();
     if (contains(kCommon, key) || contains(kIgnored, key)) continue;
@@ -303,6 +343,8 @@ std::optional<ApiRequest> parse_api_request(ApiKind kind, std::string_view body,
   read_stop(r, req);
   read_stream(r, req);
   read_logprobs(r, req);
+  read_logit_bias(r, req);
+  read_reasoning_budget(r, req);
   r.boolean("ignore_eos", req.ignore_eos);
   if (r.failed()) return std::nullopt;
   return req;

@@ -46,11 +46,22 @@ struct ApiRequest {
   bool include_usage = false;           // stream_options.include_usage
   int top_logprobs = -1;                // -1: no logprobs
   bool ignore_eos = false;              // extension (vLLM): keep generating past EOS
+  int n = 1;                            // choices, 1..kMaxChoices
+  // Reasoning budget in tokens (-1: none), from max_reasoning_tokens or reasoning_effort (see reasoning_budget_for).
+  int max_reasoning_tokens = -1;
 };
+
+// Most choices one request may ask for (n).
+inline constexpr int kMaxChoices = 16;
+
+// reasoning_effort → a budget of reasoning tokens: "none" 0, "minimal" 256, "low" 512, "medium" 2048, "high" 8192;
+// -2 for any other value.
+int reasoning_budget_for(std::string_view effort);
 
 // Parses and validates a /v1/chat/completions or /v1/completions body. Unknown parameters are rejected unless they
 // are OpenAI parameters that do not change the output (user, metadata, store, ...); parameters this server cannot
-// honour (tools, logit_bias, n > 1, echo, ...) are rejected with a message saying so.
+// honour (tools, n > kMaxChoices, echo, ...) are rejected with a message saying so. logit_bias keys are checked
+// against the vocabulary later (the parser does not know it).
 std::optional<ApiRequest> parse_api_request(ApiKind kind, std::string_view body, ApiError& error);
 
 }  // namespace cai::server

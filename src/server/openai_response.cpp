@@ -64,35 +64,41 @@ json completion_logprobs_json(const std::vector<TokenLogprob>& lps, size_t text_
   return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
 }
 
-json chat_completion_json(const ResponseMeta& meta, const std::string& reasoning, const std::string& content,
-                          FinishReason finish, const Usage& usage, const json& logprobs) {
-  json message = {{"role", "assistant"}, {"content", content}};
-  if (!reasoning.empty()) message["reasoning_content"] = reasoning;
-  json choice = {{"index", 0}, {"message", std::move(message)}, {"logprobs", logprobs},
-                 {"finish_reason", finish_reason_json(finish)}};
+json chat_completion_json(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices, const Usage& usage) {
+  json out = json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const ChoiceResult& c = choices[i];
+    json message = {{"role", "assistant"}, {"content", c.text}};
+    if (!c.reasoning.empty()) message["reasoning_content"] = c.reasoning;
+    out.push_back({{"index", i}, {"message", std::move(message)}, {"logprobs", c.logprobs},
+                   {"finish_reason", finish_reason_json(c.finish)}});
+  }
   return {{"id", meta.id},           {"object", "chat.completion"},
           {"created", meta.created}, {"model", meta.model},
-          {"choices", json::array({std::move(choice)})}, {"usage", usage_json(usage)}};
+          {"choices", std::move(out)}, {"usage", usage_json(usage)}};
 }
 
-json chat_chunk_json(const ResponseMeta& meta, json delta, FinishReason finish, const json& logprobs) {
-  json choice = {{"index", 0}, {"delta", std::move(delta)}, {"logprobs", logprobs},
+json chat_chunk_json(const ResponseMeta& meta, int index, json delta, FinishReason finish, const json& logprobs) {
+  json choice = {{"index", index}, {"delta", std::move(delta)}, {"logprobs", logprobs},
                  {"finish_reason", finish_reason_json(finish)}};
   return {{"id", meta.id}, {"object", "chat.completion.chunk"}, {"created", meta.created}, {"model", meta.model},
           {"choices", json::array({std::move(choice)})}};
 }
 
-json completion_json(const ResponseMeta& meta, const std::string& text, FinishReason finish, const Usage& usage,
-                     const json& logprobs) {
-  json choice = {{"index", 0}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish_reason_json(finish)}};
+json completion_json(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices, const Usage& usage) {
+  json out = json::array();
+  for (size_t i = 0; i < choices.size(); ++i)
+    out.push_back({{"index", i}, {"text", choices[i].text}, {"logprobs", choices[i].logprobs},
+                   {"finish_reason", finish_reason_json(choices[i].finish)}});
   return {{"id", meta.id},           {"object", "text_completion"},
           {"created", meta.created}, {"model", meta.model},
-          {"choices", json::array({std::move(choice)})}, {"usage", usage_json(usage)}};
+          {"choices", std::move(out)}, {"usage", usage_json(usage)}};
 }
 
-json completion_chunk_json(const ResponseMeta& meta, const std::string& text, FinishReason finish,
+json completion_chunk_json(const ResponseMeta& meta, int index, const std::string& text, FinishReason finish,
                            const json& logprobs) {
-  json choice = {{"index", 0}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish_reason_json(finish)}};
+  json choice = {{"index", index}, {"text", text}, {"logprobs", logprobs},
+                 {"finish_reason", finish_reason_json(finish)}};
   return {{"id", meta.id}, {"object", "text_completion"}, {"created", meta.created}, {"model", meta.model},
           {"choices", json::array({std::move(choice)})}};
 }

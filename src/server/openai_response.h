@@ -35,17 +35,24 @@ nlohmann::json chat_logprobs_json(const std::vector<TokenLogprob>& lps);
 // Completions: {"tokens", "token_logprobs", "top_logprobs", "text_offset"}; offsets start at `text_offset0`.
 nlohmann::json completion_logprobs_json(const std::vector<TokenLogprob>& lps, size_t text_offset0);
 
-// A whole chat.completion. `reasoning` empty → no reasoning_content field.
-nlohmann::json chat_completion_json(const ResponseMeta& meta, const std::string& reasoning, const std::string& content,
-                                    FinishReason finish, const Usage& usage, const nlohmann::json& logprobs);
-// One chat.completion.chunk with `delta` (e.g. {"content": "…"}).
-nlohmann::json chat_chunk_json(const ResponseMeta& meta, nlohmann::json delta, FinishReason finish,
+// One choice of a whole response, in index order.
+struct ChoiceResult {
+  std::string reasoning;  // chat only; empty → no reasoning_content field
+  std::string text;       // chat: message content; completions: text
+  FinishReason finish = FinishReason::kNone;
+  nlohmann::json logprobs;  // null when not requested
+};
+
+// A whole chat.completion.
+nlohmann::json chat_completion_json(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
+                                    const Usage& usage);
+// One chat.completion.chunk for choice `index` with `delta` (e.g. {"content": "…"}).
+nlohmann::json chat_chunk_json(const ResponseMeta& meta, int index, nlohmann::json delta, FinishReason finish,
                                const nlohmann::json& logprobs);
 // A whole text_completion.
-nlohmann::json completion_json(const ResponseMeta& meta, const std::string& text, FinishReason finish,
-                               const Usage& usage, const nlohmann::json& logprobs);
-// One streamed text_completion.
-nlohmann::json completion_chunk_json(const ResponseMeta& meta, const std::string& text, FinishReason finish,
+nlohmann::json completion_json(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices, const Usage& usage);
+// One streamed text_completion for choice `index`.
+nlohmann::json completion_chunk_json(const ResponseMeta& meta, int index, const std::string& text, FinishReason finish,
                                      const nlohmann::json& logprobs);
 // The last chunk when stream_options.include_usage is set: no choices, only usage.
 nlohmann::json usage_chunk_json(const ResponseMeta& meta, bool chat, const Usage& usage);

@@ -37,6 +37,7 @@ class PromptBuilder {
   // Completion prompt as token ids (checked against the vocabulary).
   Result<BuiltPrompt> completion_tokens(const std::vector<int32_t>& ids) const;
   bool has_template() const { return tpl_.has_value(); }
+  int n_vocab() const { return tok_->n_vocab(); }
   // The most text bytes one token stands for, so a text of B bytes has at least B / longest_token_bytes() tokens.
   // Exceptions, all of text no model can use: where a vocabulary has no byte fallback, a run of unknown characters
   // becomes one <unk>; a Strip normalizer drops whitespace; Unicode composition (NFC) shortens some sequences.

@@ -32,87 +32,107 @@ ResponseWriter::ResponseWriter(const ApiRequest& request, ResponseMeta meta, boo
       want_logprobs_(request.top_logprobs >= 0),
       include_usage_(request.include_usage),
       meta_(std::move(meta)),
-      parser_(opens_think) {}
+      choices_(static_cast<size_t>(request.n), Choice(opens_think)) {}
 
-json ResponseWriter::logprobs_json(const std::vector<TokenLogprob>& lps) {
+json ResponseWriter::logprobs_json(Choice& c, const std::vector<TokenLogprob>& lps) {
   if (!want_logprobs_) return nullptr;
   if (kind_ == ApiKind::kChat) return chat_logprobs_json(lps);
-  json j = completion_logprobs_json(lps, text_offset_);
-  for (const TokenLogprob& lp : lps) text_offset_ += lp.text.size();
+  json j = completion_logprobs_json(lps, c.text_offset);
+  for (const TokenLogprob& lp : lps) c.text_offset += lp.text.size();
   return j;
 }
 
-std::string ResponseWriter::stream_chat(const StreamEvent& ev) {
-  std::string out;
-  if (!sent_role_) {
-    out += sse_data(chat_chunk_json(meta_, {{"role", "assistant"}, {"content", ""}}, FinishReason::kNone, nullptr));
-    sent_role_ = true;
+bool ResponseWriter::end_choice(Choice& c, const StreamEvent& ev) {
+  c.finish = ev.finish;
+  ++n_ended_;
+  if (ev.finish == FinishReason::kStop || ev.finish == FinishReason::kLength) return true;
+  if (error_finish_ == FinishReason::kNone) {
+    error_finish_ = ev.finish;
+    error_ = ev.error;
+    error_code_ = ev.error_code;
   }
-  ReasoningDelta d = parser_.push(ev.text);
+  return false;
+}
+
+std::string ResponseWriter::stream_chat(int index, Choice& c, const StreamEvent& ev) {
+  std::string out;
+  if (!c.sent_role) {
+    out += sse_data(chat_chunk_json(meta_, index, {{"role", "assistant"}, {"content", ""}}, FinishReason::kNone,
+                                    nullptr));
+    c.sent_role = true;
+  }
+  ReasoningDelta d = c.parser.push(ev.text);
   if (ev.finish != FinishReason::kNone) {
-    ReasoningDelta rest = parser_.finish();
+    ReasoningDelta rest = c.parser.finish();
     d.reasoning += rest.reasoning;
     d.content += rest.content;
   }
-  json lp = ev.logprobs.empty() ? json(nullptr) : logprobs_json(ev.logprobs);
+  json lp = ev.logprobs.empty() ? json(nullptr) : logprobs_json(c, ev.logprobs);
   if (!d.reasoning.empty())
-    out += sse_data(chat_chunk_json(meta_, {{"reasoning_content", d.reasoning}}, FinishReason::kNone,
+    out += sse_data(chat_chunk_json(meta_, index, {{"reasoning_content", d.reasoning}}, FinishReason::kNone,
                                     d.content.empty() ? lp : json(nullptr)));
   if (!d.content.empty() || (d.reasoning.empty() && !lp.is_null()))
-    out += sse_data(chat_chunk_json(meta_, {{"content", d.content}}, FinishReason::kNone, lp));
+    out += sse_data(chat_chunk_json(meta_, index, {{"content", d.content}}, FinishReason::kNone, lp));
   return out;
 }
 
-std::string ResponseWriter::stream_completion(const StreamEvent& ev) {
-  json lp = ev.logprobs.empty() ? json(nullptr) : logprobs_json(ev.logprobs);
+std::string ResponseWriter::stream_completion(int index, Choice& c, const StreamEvent& ev) {
+  json lp = ev.logprobs.empty() ? json(nullptr) : logprobs_json(c, ev.logprobs);
   if (ev.text.empty() && lp.is_null()) return {};
-  return sse_data(completion_chunk_json(meta_, ev.text, FinishReason::kNone, lp));
+  return sse_data(completion_chunk_json(meta_, index, ev.text, FinishReason::kNone, lp));
 }
 
 std::string ResponseWriter::stream(const StreamEvent& ev, const Usage& usage) {
-  std::string out = kind_ == ApiKind::kChat ? stream_chat(ev) : stream_completion(ev);
+  if (done_ || ev.index < 0 || static_cast<size_t>(ev.index) >= choices_.size()) return {};
+  Choice& c = choices_[static_cast<size_t>(ev.index)];
+  std::string out = kind_ == ApiKind::kChat ? stream_chat(ev.index, c, ev) : stream_completion(ev.index, c, ev);
   if (ev.finish == FinishReason::kNone) return out;
-  if (ev.finish == FinishReason::kStop || ev.finish == FinishReason::kLength) {
-    out += sse_data(kind_ == ApiKind::kChat ? chat_chunk_json(meta_, json::object(), ev.finish, nullptr)
-                                            : completion_chunk_json(meta_, "", ev.finish, nullptr));
-    if (include_usage_) out += sse_data(usage_chunk_json(meta_, kind_ == ApiKind::kChat, usage));
-  } else {
-    out += sse_data(error_json(engine_end_error(ev.finish, ev.error, ev.error_code)));
+  if (!end_choice(c, ev)) {
+    out += sse_data(error_json(engine_end_error(error_finish_, error_, error_code_)));
+    out += kSseDone;
+    done_ = true;
+    return out;
   }
+  out += sse_data(kind_ == ApiKind::kChat ? chat_chunk_json(meta_, ev.index, json::object(), ev.finish, nullptr)
+                                          : completion_chunk_json(meta_, ev.index, "", ev.finish, nullptr));
+  if (n_ended_ < static_cast<int>(choices_.size())) return out;
+  if (include_usage_) out += sse_data(usage_chunk_json(meta_, kind_ == ApiKind::kChat, usage));
   out += kSseDone;
+  done_ = true;
   return out;
 }
 
 void ResponseWriter::collect(const StreamEvent& ev) {
+  if (ev.index < 0 || static_cast<size_t>(ev.index) >= choices_.size()) return;
+  Choice& c = choices_[static_cast<size_t>(ev.index)];
   if (kind_ == ApiKind::kChat) {
-    ReasoningDelta d = parser_.push(ev.text);
-    reasoning_ += d.reasoning;
-    text_ += d.content;
+    ReasoningDelta d = c.parser.push(ev.text);
+    c.reasoning += d.reasoning;
+    c.text += d.content;
   } else {
-    text_ += ev.text;
+    c.text += ev.text;
   }
-  if (want_logprobs_) logprobs_.insert(logprobs_.end(), ev.logprobs.begin(), ev.logprobs.end());
+  if (want_logprobs_) c.logprobs.insert(c.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
   if (ev.finish == FinishReason::kNone) return;
-  finish_ = ev.finish;
-  error_ = ev.error;
-  error_code_ = ev.error_code;
+  (void)end_choice(c, ev);
   if (kind_ == ApiKind::kChat) {
-    ReasoningDelta rest = parser_.finish();
-    reasoning_ += rest.reasoning;
-    text_ += rest.content;
+    ReasoningDelta rest = c.parser.finish();
+    c.reasoning += rest.reasoning;
+    c.text += rest.content;
   }
 }
 
 bool ResponseWriter::failed(ApiError* error) const {
-  if (finish_ == FinishReason::kStop || finish_ == FinishReason::kLength) return false;
-  *error = engine_end_error(finish_, error_, error_code_);
+  if (error_finish_ == FinishReason::kNone) return false;
+  *error = engine_end_error(error_finish_, error_, error_code_);
   return true;
 }
 
 json ResponseWriter::result(const Usage& usage) {
-  json lp = logprobs_json(logprobs_);
-  if (kind_ == ApiKind::kChat) return chat_completion_json(meta_, reasoning_, text_, finish_, usage, lp);
-  return completion_json(meta_, text_, finish_, usage, lp);
+  std::vector<ChoiceResult> out;
+  for (Choice& c : choices_) out.push_back({c.reasoning, c.text, c.finish, logprobs_json(c, c.logprobs)});
+  if (kind_ == ApiKind::kChat) return chat_completion_json(meta_, out, usage);
+  return completion_json(meta_, out, usage);
 }
 
 }  // namespace cai::server

@@ -1,4 +1,5 @@
-// Turns one request's engine events into its OpenAI output: SSE chunks while streaming, or one JSON object at the end.
+// Turns one request's engine events into its OpenAI output: SSE chunks while streaming, or one JSON object at the end,
+// with one choice per generated sequence (n > 1).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -18,32 +19,45 @@ class ResponseWriter {
   // Chat output is split into reasoning_content / content (`opens_think`: the prompt left <think> open).
   ResponseWriter(const ApiRequest& request, ResponseMeta meta, bool opens_think);
 
-  // SSE text for one event (the role chunk first for chat; after the final event: finish chunk, optional usage
-  // chunk and "data: [DONE]"). An engine error or cancellation becomes an error event before [DONE].
+  // SSE text for one event (a choice's role chunk first for chat; its finish chunk after its final event; once every
+  // choice ended: the optional usage chunk and "data: [DONE]"). An engine error or cancellation becomes an error event
+  // before [DONE], ending the stream at once.
   std::string stream(const StreamEvent& ev, const Usage& usage);
+  // Streaming: [DONE] was written (every choice ended, or one failed).
+  bool done() const { return done_; }
   // Non-streaming: add one event's text and logprobs.
   void collect(const StreamEvent& ev);
-  // Non-streaming result after the final event: the response object, or the error the engine ended with.
+  // Non-streaming result after every final event: the response object, or the error a choice ended with.
   bool failed(ApiError* error) const;
   nlohmann::json result(const Usage& usage);
 
  private:
-  std::string stream_chat(const StreamEvent& ev);
-  std::string stream_completion(const StreamEvent& ev);
-  nlohmann::json logprobs_json(const std::vector<TokenLogprob>& lps);
+  struct Choice {
+    explicit Choice(bool opens_think) : parser(opens_think) {}
+    ReasoningParser parser;
+    bool sent_role = false;
+    size_t text_offset = 0;  // completions: bytes of text so far (logprobs text_offset)
+    FinishReason finish = FinishReason::kNone;
+    std::string text, reasoning;  // non-streaming accumulation
+    std::vector<TokenLogprob> logprobs;
+  };
+
+  std::string stream_chat(int index, Choice& c, const StreamEvent& ev);
+  std::string stream_completion(int index, Choice& c, const StreamEvent& ev);
+  nlohmann::json logprobs_json(Choice& c, const std::vector<TokenLogprob>& lps);
+  // Records a choice's final event; false when it ended with an error (kept for failed()).
+  bool end_choice(Choice& c, const StreamEvent& ev);
 
   ApiKind kind_;
   bool want_logprobs_;
   bool include_usage_;
   ResponseMeta meta_;
-  ReasoningParser parser_;
-  bool sent_role_ = false;
-  size_t text_offset_ = 0;  // completions: bytes of text so far (logprobs text_offset)
-  FinishReason finish_ = FinishReason::kNone;
+  std::vector<Choice> choices_;
+  int n_ended_ = 0;
+  bool done_ = false;
+  FinishReason error_finish_ = FinishReason::kNone;  // the first choice that ended without stop/length
   std::string error_;
   StatusCode error_code_ = StatusCode::kOk;
-  std::string text_, reasoning_;  // non-streaming accumulation
-  std::vector<TokenLogprob> logprobs_;
 };
 
 // The HTTP status and error object for a request the engine ended with kError or kCancelled.

@@ -23,6 +23,9 @@ class ReasoningParser {
   ReasoningDelta push(std::string_view text);
   // End of output: releases whatever was held back into the section it belongs to.
   ReasoningDelta finish();
+  // Where the output is now: inside <think>…</think>, or past it (or never in it).
+  bool in_reasoning() const { return state_ == State::kReasoning; }
+  bool in_content() const { return state_ == State::kContent; }
 
  private:
   enum class State { kStart, kReasoning, kContent };

@@ -75,7 +75,7 @@ describe("cai serve with TinyStories (no chat template: plain-text fallback)", (
 
   test("errors are OpenAI error objects", async () => {
     await assert.rejects(
-      client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "hi" }], n: 2 }),
+      client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "hi" }], n: 17 }),
       (err) => err instanceof OpenAI.BadRequestError && err.status === 400 && err.param === "n");
     await assert.rejects(
       client.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "hi" }] }),

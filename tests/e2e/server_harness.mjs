@@ -1,6 +1,6 @@
 // Starts a real `cai serve` on a free loopback port for the e2e tests and stops it afterwards.
 import { spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -10,18 +10,26 @@ export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../.."
 export const caiBin = process.env.CAI_BIN ?? join(repoRoot, "build", "cai");
 export const defaultModel = join(repoRoot, "data", "models", "TinyStories-656K-Q8_0.gguf");
 
+// A fresh temporary directory, removed when the test process exits.
+export function tempDir(prefix) {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
 // A chat template that opens <think> in the prompt, as the DeepSeek-R1 distills' templates do.
 export function thinkTemplateFile() {
-  const dir = mkdtempSync(join(tmpdir(), "cai-e2e-"));
+  const dir = tempDir("cai-e2e-");
   const path = join(dir, "think.jinja");
   writeFileSync(path, "{% for m in messages %}{{ m['content'] }}\n{% endfor %}{% if add_generation_prompt %}<think>\n{% endif %}");
   return path;
 }
 
-// Spawns `cai serve --port 0 ...extraArgs`, reads the bound address from its "chat page:" log line and waits until
-// /health answers 200. Returns { baseURL, origin, stop(), stderr() }.
-export async function startServer(extraArgs = [], { timeoutMs = 120_000 } = {}) {
-  const args = ["serve", "-m", defaultModel, "--host", "127.0.0.1", "--port", "0", "--ctx-size", "256", ...extraArgs];
+// Spawns `cai serve -m model --port 0 ...extraArgs`, reads the bound address from its "chat page:" log line and waits
+// until /health answers 200. Returns { baseURL, origin, stop(), stderr() }.
+export async function startServer(extraArgs = [], { timeoutMs = 120_000, model = defaultModel, ctxSize = 256 } = {}) {
+  const args = ["serve", "-m", model, "--host", "127.0.0.1", "--port", "0", "--ctx-size", String(ctxSize),
+                ...extraArgs];
   const proc = spawn(caiBin, args, { stdio: ["ignore", "ignore", "pipe"] });
   let log = "";
   const origin = await new Promise((resolveOrigin, reject) => {

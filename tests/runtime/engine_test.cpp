@@ -5,69 +5,16 @@
 #include <future>
 #include <mutex>
 
-#include "cai/engine.h"
-#include "hal/hal.h"
-#include "runtime/device_under_test.h"
-#include "test_paths.h"
+#include "engine_test_util.h"
 
 namespace cai {
 namespace {
 
-LoadedModel load(const std::string& rel, const std::string& device = "cpu") {
-  hal::Device* dev = test::device_named(device);
-  Result<LoadedModel> m = load_model(test::data_path(rel), *dev);
-  EXPECT_TRUE(m.ok()) << m.status().to_string();
-  return std::move(m).value();
-}
-
-// Collects one request's events; wait() returns when the final one arrived.
-struct Collector {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<int32_t> tokens;
-  std::string text;
-  StreamEvent last;
-  bool done = false;
-
-  EventCallback callback() {
-    return [this](const StreamEvent& ev) {
-      std::lock_guard<std::mutex> lock(mu);
-      tokens.insert(tokens.end(), ev.tokens.begin(), ev.tokens.end());
-      text += ev.text;
-      if (ev.finish != FinishReason::kNone) {
-        last = ev;
-        done = true;
-        cv.notify_all();
-      }
-    };
-  }
-  void wait() {
-    std::unique_lock<std::mutex> lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(120), [&] { return done; }));
-  }
-};
-
-GenerationRequest greedy(std::vector<int32_t> prompt, int max_tokens) {
-  GenerationRequest r;
-  r.prompt = std::move(prompt);
-  r.sampling.temperature = 0;
-  r.max_tokens = max_tokens;
-  r.ignore_eos = true;
-  return r;
-}
-
-std::vector<int32_t> prompt_for(int i, int len) {
-  std::vector<int32_t> p = {1};
-  for (int j = 0; j < len; ++j) p.push_back(static_cast<int32_t>((i * 131 + j * 17 + 5) % 2000 + 3));
-  return p;
-}
-
-std::vector<int32_t> run_alone(Engine& e, const GenerationRequest& r) {
-  Collector c;
-  EXPECT_TRUE(e.submit(r, c.callback()).ok());
-  c.wait();
-  return c.tokens;
-}
+using test::Collector;
+using test::greedy;
+using test::load;
+using test::prompt_for;
+using test::run_alone;
 
 class EngineOn : public ::testing::TestWithParam<std::string> {};
 

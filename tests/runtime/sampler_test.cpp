@@ -1,5 +1,6 @@
-// Sampler: greedy ties, penalties, seeded determinism, and the drawn frequencies / candidate sets of temperature,
-// top-k, top-p (including a nucleus far wider than the first sorted guess) and min-p against a brute-force sort.
+// Sampler: greedy ties, penalties, logit bias, seeded determinism, and the drawn frequencies / candidate sets of
+// temperature, top-k, top-p (including a nucleus far wider than the first sorted guess) and min-p against a
+// brute-force sort.
 #include "runtime/sampler.h"
 
 #include <gtest/gtest.h>
@@ -46,6 +47,23 @@ TEST(Sampler, PenaltiesChangeTheGreedyChoice) {
   EXPECT_EQ(Sampler({.temperature = 0.0f, .presence_penalty = 0.4f}).sample(l, twice), 0);  // 1 − 0.4 > 0.5
   l = {1.0f, 0.5f};
   EXPECT_EQ(Sampler({.temperature = 0.0f, .presence_penalty = 0.6f}).sample(l, twice), 1);
+}
+
+TEST(Sampler, LogitBiasShiftsAndBans) {
+  std::vector<float> l = {2.0f, 1.5f, 0.0f};
+  EXPECT_EQ(Sampler({.temperature = 0.0f, .logit_bias = {{0, -100.0f}}}).sample(l, {}), 1);  // banned under greedy
+  l = {2.0f, 1.5f, 0.0f};
+  EXPECT_EQ(Sampler({.temperature = 0.0f, .logit_bias = {{2, 2.5f}}}).sample(l, {}), 2);
+  l = {2.0f, 1.5f, 0.0f};
+  EXPECT_EQ(Sampler({.temperature = 0.0f, .logit_bias = {{1, 0.4f}}}).sample(l, {}), 0);  // 1.9 < 2
+  // Sampled: a banned token is never drawn, however likely it was.
+  auto f = frequencies({.temperature = 1.0f, .seed = 3, .logit_bias = {{0, -100.0f}}}, kThree, 20000);
+  EXPECT_EQ(f.count(0), 0u);
+  EXPECT_NEAR(f[1], 0.3 / 0.5, 0.015);
+  auto only = frequencies({.temperature = 1.0f, .top_p = 0.9f, .seed = 4, .logit_bias = {{0, -100.0f}, {1, -100.0f}}},
+                          kThree, 1000);
+  EXPECT_EQ(only.size(), 1u);
+  EXPECT_EQ(only.count(2), 1u);
 }
 
 TEST(Sampler, SameSeedSameDrawsOtherSeedOtherDraws) {

@@ -166,6 +166,36 @@ TEST(Scheduler, SecondRequestComputesOnlyItsNewTokens) {
   EXPECT_TRUE(out.requests[0].sample);
 }
 
+// The choices of an n > 1 request: the followers wait until the leader's prompt is computed, then take its full
+// prompt blocks by reference (prefix caching on or off) and compute only the rest of the prompt.
+TEST(Scheduler, FollowersShareTheirLeadersPromptBlocks) {
+  for (bool caching : {true, false}) {
+    SCOPED_TRACE(caching ? "prefix caching" : "no prefix caching");
+    Scheduler s = make(4, 32, 16, 100, caching);
+    FakeEngine e(s);
+    const Ids prompt = iota_tokens(70, 7);  // 4 full blocks + 6 tokens
+    ASSERT_TRUE(s.add(1, prompt, 4).ok());
+    ASSERT_TRUE(s.add(2, prompt, 4, /*follows=*/1).ok());
+    ASSERT_TRUE(s.add(3, prompt, 4, /*follows=*/1).ok());
+    for (int step = 0; step < 3; ++step) EXPECT_EQ(e.step().requests.size(), 1u) << "step " << step;  // prefill
+    SchedulerOutput out = e.step();
+    ASSERT_EQ(out.requests.size(), 3u);
+    const Ids lead(out.requests[0].block_table.begin(), out.requests[0].block_table.begin() + 4);
+    for (size_t i = 1; i < 3; ++i) {
+      EXPECT_EQ(out.requests[i].start, 64);
+      EXPECT_EQ(out.requests[i].n_new, 6);
+      EXPECT_EQ(Ids(out.requests[i].block_table.begin(), out.requests[i].block_table.begin() + 4), lead);
+      EXPECT_EQ(s.request(out.requests[i].id)->n_cached_prompt_tokens, 64);
+    }
+    EXPECT_EQ(s.kv().pool().ref_count(lead[0]), 3);
+    EXPECT_EQ(s.kv().pool().n_used(), 5 + 2);  // the leader's 5 blocks, one more per follower
+    while (s.has_work()) e.step();
+    for (uint64_t id : {1, 2, 3}) EXPECT_EQ(e.outputs[id], expected_outputs(id, 4)) << "request " << id;
+    EXPECT_EQ(e.n_bad_reads, 0);
+    EXPECT_EQ(s.kv().pool().n_used(), 0);
+  }
+}
+
 TEST(Scheduler, PreemptsNewestWhenBlocksRunOutAndResumes) {
   Scheduler s = make(4, 64, 4, 6);  // 24 KV slots
   FakeEngine e(s);

@@ -1,4 +1,5 @@
-// FakeEngine: a scripted Engine for server tests (emits given text pieces from its own thread, records cancels).
+// FakeEngine: a scripted Engine for server tests (emits given text pieces from its own thread, for each of a request's
+// n choices, records cancels).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -131,13 +132,13 @@ class FakeEngine : public Engine {
       const bool last = i + 1 == s.pieces.size();
       ev.finish = last ? s.finish : FinishReason::kNone;
       if (last) ev.error = s.error, ev.error_code = s.error_code;
-      cb(ev);
+      for (ev.index = 0; ev.index < req.n; ++ev.index) cb(ev);
       if (last) return;
     }
     ev.text.clear();
     ev.logprobs.clear();
     ev.finish = FinishReason::kCancelled;
-    cb(ev);
+    for (ev.index = 0; ev.index < req.n; ++ev.index) cb(ev);
   }
 
   LoadedModel model_;

@@ -186,8 +186,9 @@ TEST_F(ServerTest, BadRequests) {
   auto unknown = post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "wat": 1})");
   EXPECT_EQ(unknown->status, 400);
   EXPECT_EQ(error_of(unknown)["param"], "wat");
-  auto n2 = post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "n": 2})");
-  EXPECT_EQ(n2->status, 400);
+  auto n17 = post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "n": 17})");
+  EXPECT_EQ(n17->status, 400);
+  EXPECT_EQ(error_of(n17)["param"], "n");
   auto ignored = post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "user": "me",
                                                   "metadata": {"a": "b"}, "parallel_tool_calls": true})");
   EXPECT_EQ(ignored->status, 200);

@@ -39,9 +39,15 @@ TEST(OpenAiRequest, RejectsBadFieldsNamingTheParameter) {
       {R"("stream": true, "stream_options": {"x": 1})", "stream_options"},
       {R"("logprobs": 1)", "logprobs"},               {R"("top_logprobs": 3)", "top_logprobs"},
       {R"("logprobs": true, "top_logprobs": 21)", "top_logprobs"},
-      {R"("n": 2)", "n"},                             {R"("n": "1")", "n"},
+      {R"("n": 17)", "n"},                            {R"("n": "1")", "n"},
+      {R"("n": 0)", "n"},                             {R"("logit_bias": [1])", "logit_bias"},
+      {R"("logit_bias": {"abc": 1})", "logit_bias"},  {R"("logit_bias": {"-5": 1})", "logit_bias"},
+      {R"("logit_bias": {"5": 101})", "logit_bias"},  {R"("logit_bias": {"5": "x"})", "logit_bias"},
+      {R"("logit_bias": {"99999999999": 1})", "logit_bias"},
+      {R"("reasoning_effort": "extreme")", "reasoning_effort"}, {R"("reasoning_effort": 3)", "reasoning_effort"},
+      {R"("max_reasoning_tokens": -1)", "max_reasoning_tokens"},
       {R"("model": 7)", "model"},                     {R"("frobnicate": true)", "frobnicate"},
-      {R"("tools": [{"type": "function"}])", "tools"}, {R"("logit_bias": {"50256": -100})", "logit_bias"},
+      {R"("tools": [{"type": "function"}])", "tools"},
       {R"("response_format": {"type": "json_object"})", "response_format"}, {R"("ignore_eos": 1)", "ignore_eos"},
       {R"("prompt": "x")", "prompt"},  // a completions field on the chat route
   };
@@ -129,6 +135,26 @@ TEST(OpenAiRequest, ReadsEveryField) {
   EXPECT_TRUE(req->include_usage);
   EXPECT_EQ(req->top_logprobs, 2);
   EXPECT_TRUE(req->ignore_eos);
+}
+
+TEST(OpenAiRequest, ChoicesLogitBiasAndReasoningBudget) {
+  ApiError err;
+  auto req = parse_chat(chat_body(R"("n": 16, "logit_bias": {"5": -100, "0012": 2.5}, "reasoning_effort": "low")"), err);
+  ASSERT_TRUE(req) << err.message;
+  EXPECT_EQ(req->n, 16);
+  EXPECT_EQ(req->sampling.logit_bias, (std::vector<std::pair<int32_t, float>>{{5, -100.0f}, {12, 2.5f}}));
+  EXPECT_EQ(req->max_reasoning_tokens, 512);
+  auto both = parse_chat(chat_body(R"("reasoning_effort": "high", "max_reasoning_tokens": 7)"), err);
+  ASSERT_TRUE(both) << err.message;
+  EXPECT_EQ(both->max_reasoning_tokens, 7);  // the explicit count wins
+  for (auto [effort, budget] : {std::pair{"none", 0}, std::pair{"minimal", 256}, std::pair{"low", 512},
+                                std::pair{"medium", 2048}, std::pair{"high", 8192}})
+    EXPECT_EQ(reasoning_budget_for(effort), budget) << effort;
+  auto plain = parse_chat(chat_body(""), err);
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->n, 1);
+  EXPECT_EQ(plain->max_reasoning_tokens, -1);
+  EXPECT_TRUE(plain->sampling.logit_bias.empty());
 }
 
 TEST(OpenAiRequest, Defaults) {

@@ -31,7 +31,7 @@ class ServerTest : public ::testing::Test {
   // Starts a server on a free port; attaches a FakeEngine unless `attach` is false.
   void start(ServerOptions o = {}, bool attach = true, int ctx_size = 64) {
     o.port = 0;
-    o.model_name = "tiny";
+    if (o.model_names == ServerOptions{}.model_names) o.model_names = {"tiny"};
     o.keep_alive = std::chrono::milliseconds(20);
     server_ = std::make_unique<HttpServer>(o);
     ASSERT_TRUE(server_->start().ok());

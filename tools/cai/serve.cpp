@@ -63,10 +63,11 @@ Status finish_options(ServeOptions& o) {
     ss << in.rdbuf();
     o.http.chat_template = ss.str();
   }
-  if (o.http.model_name.empty()) {
+  std::erase(o.http.model_names, std::string());
+  if (o.http.model_names.empty()) {
     std::filesystem::path p(o.common.model);
     if (!p.has_filename()) p = p.parent_path();
-    o.http.model_name = p.extension() == ".gguf" ? p.stem().string() : p.filename().string();
+    o.http.model_names = {p.extension() == ".gguf" ? p.stem().string() : p.filename().string()};
   }
   if (!o.kv_memory.empty()) {
     CAI_ASSIGN_OR_RETURN(o.engine.kv_memory_bytes, server::parse_byte_size(o.kv_memory));
@@ -130,7 +131,7 @@ Status serve(ServeOptions o) {
 
 void register_serve(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<ServeOptions>();
-  o->http.model_name.clear();  // default: derived from the model path
+  o->http.model_names.clear();  // default: derived from the model path
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server with a chat page at /");
   add_common_options(*cmd, o->common);
   cmd->get_option("--model")->required(false);  // may come from the config file; checked in serve()
@@ -139,7 +140,13 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--port", o->http.port, "TCP port; 0 = any free port (logged)")->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key", o->http.api_key, "require \"Authorization: Bearer KEY\" on /v1/*")
       ->envname("CAI_API_KEY");
-  cmd->add_option("--model-name", o->http.model_name, "model id clients use (default: the file/directory name)");
+  cmd->add_option("--served-model-name,--model-name", o->http.model_names,
+                  "model ids clients may use, e.g. a,b,c (/v1/models lists each; responses name the one asked for, "
+                  "else the first; default: the file/directory name)")
+      ->delimiter(',');
+  cmd->add_option("--default-max-tokens", o->http.default_max_tokens,
+                  "chat max_tokens when a request gives none (default 8192; 0 = all the context the prompt leaves)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--chat-template", o->chat_template_file, "Jinja chat template file replacing the model's");
   cmd->add_option("--max-body", o->http.max_body_bytes, "largest request body in bytes (larger: 413)");
   cmd->add_option("--max-batch", o->engine.max_batch, "most sequences per step")->check(CLI::PositiveNumber);

@@ -44,6 +44,18 @@ ComputedPrefix KvCacheManager::get_computed_blocks(std::span<const int32_t> toke
   return prefix;
 }
 
+ComputedPrefix KvCacheManager::shared_prefix(uint64_t owner, int n_tokens) const {
+  ComputedPrefix prefix;
+  auto it = requests_.find(owner);
+  if (it == requests_.end() || n_tokens <= 0) return prefix;
+  const RequestBlocks& req = it->second;
+  const size_t n = std::min(size_t(n_tokens) / size_t(block_size_), req.table.size());
+  prefix.blocks.assign(req.table.begin(), req.table.begin() + ptrdiff_t(n));
+  prefix.hashes.assign(req.hashes.begin(), req.hashes.begin() + ptrdiff_t(std::min(n, req.hashes.size())));
+  prefix.n_tokens = int(n) * block_size_;
+  return prefix;
+}
+
 bool KvCacheManager::allocate_slots(uint64_t id, int n_tokens, const ComputedPrefix& prefix) {
   auto it = requests_.find(id);
   const bool is_new = it == requests_.end();

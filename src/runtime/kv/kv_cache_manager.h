@@ -37,6 +37,11 @@ class KvCacheManager {
   // Empty when prefix caching is off.
   ComputedPrefix get_computed_blocks(std::span<const int32_t> tokens) const;
 
+  // The first full blocks of request `owner`'s table, to share by reference with a request whose tokens start with
+  // the same `n_tokens` tokens (rounded down to whole blocks) and whose KV the owner has computed. Takes no references;
+  // pass the result to allocate_slots() at once. Works with prefix caching off too.
+  ComputedPrefix shared_prefix(uint64_t owner, int n_tokens) const;
+
   // Grows request `id`'s block table to hold `n_tokens` positions. For a request without a table,
   // `prefix` (from get_computed_blocks) becomes its first blocks by taking references. False, changing
   // nothing, when the pool has too few free blocks.

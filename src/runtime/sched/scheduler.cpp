@@ -33,7 +33,7 @@ Scheduler::Scheduler(const SchedulerOptions& options)
       kv_(options.n_blocks, options.block_size, options.prefix_caching),
       token_budget_(options.max_tokens_per_step) {}
 
-Status Scheduler::add(uint64_t id, std::vector<int32_t> prompt, int max_tokens) {
+Status Scheduler::add(uint64_t id, std::vector<int32_t> prompt, int max_tokens, uint64_t follows) {
   if (requests_.count(id)) return invalid_argument("request id {} is already queued or running", id);
   if (prompt.empty()) return invalid_argument("request {} has an empty prompt", id);
   if (max_tokens < 1) return invalid_argument("request {}: max_tokens must be at least 1, got {}", id, max_tokens);
@@ -50,6 +50,7 @@ Status Scheduler::add(uint64_t id, std::vector<int32_t> prompt, int max_tokens) 
   r.n_prompt = int(prompt.size());
   r.tokens = std::move(prompt);
   r.max_tokens = max_tokens;
+  r.follows = follows;
   requests_.emplace(id, std::move(r));
   waiting_.push_back(id);
   return {};
@@ -102,7 +103,8 @@ void Scheduler::schedule_running(SchedulerOutput& out, int& budget) {
 void Scheduler::schedule_waiting(SchedulerOutput& out, int& budget) {
   while (!waiting_.empty() && budget > 0 && int(running_.size()) < options_.max_batch) {
     SchedRequest& r = requests_.at(waiting_.front());
-    const ComputedPrefix prefix = kv_.get_computed_blocks(r.tokens);
+    ComputedPrefix prefix;
+    if (!admission_prefix(r, prefix)) break;  // FIFO: the head waits for its leader's prompt
     const int n_new = std::min(int(r.tokens.size()) - prefix.n_tokens, budget);
     if (!kv_.allocate_slots(r.id, prefix.n_tokens + n_new, prefix)) break;  // FIFO: nobody overtakes the head
     if (r.status == RequestStatus::kWaiting) r.n_cached_prompt_tokens = std::min(prefix.n_tokens, r.n_prompt);
@@ -113,6 +115,19 @@ void Scheduler::schedule_waiting(SchedulerOutput& out, int& budget) {
     running_.push_back(r.id);
     emit(out, r, n_new, budget);
   }
+}
+
+bool Scheduler::admission_prefix(const SchedRequest& r, ComputedPrefix& prefix) const {
+  prefix = kv_.get_computed_blocks(r.tokens);
+  const SchedRequest* lead = r.follows ? request(r.follows) : nullptr;
+  if (!lead || lead->status != RequestStatus::kRunning) return true;  // the leader is gone or queued: no sharing
+  if (lead->n_computed < lead->n_prompt) return false;
+  // Both start with the same prompt; at least one token of r is left to compute (its logits give the next token).
+  const int n_share = std::min(lead->n_prompt, int(r.tokens.size()) - 1);
+  if (!std::equal(r.tokens.begin(), r.tokens.begin() + n_share, lead->tokens.begin())) return true;
+  ComputedPrefix shared = kv_.shared_prefix(lead->id, n_share);
+  if (shared.n_tokens > prefix.n_tokens) prefix = std::move(shared);
+  return true;
 }
 
 SchedulerOutput Scheduler::schedule() {

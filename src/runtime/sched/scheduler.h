@@ -29,7 +29,8 @@ struct SchedRequest {
   int n_computed = 0;  // leading tokens whose KV is in the cache
   int max_tokens = 0;  // generated tokens at most
   RequestStatus status = RequestStatus::kWaiting;
-  int n_cached_prompt_tokens = 0;  // prompt tokens found in the prefix cache at first admission
+  int n_cached_prompt_tokens = 0;  // prompt tokens found in the prefix cache (or shared) at first admission
+  uint64_t follows = 0;            // a sibling with the same prompt whose prompt KV blocks this one shares (0: none)
   int n_generated() const { return int(tokens.size()) - n_prompt; }
 };
 
@@ -47,8 +48,10 @@ class Scheduler {
   static Result<Scheduler> create(const SchedulerOptions& options);
 
   // Queues a request. invalid_argument for a duplicate id, an empty prompt, max_tokens < 1, or a request
-  // that could not fit in the whole KV cache even alone (it would preempt forever).
-  Status add(uint64_t id, std::vector<int32_t> prompt, int max_tokens);
+  // that could not fit in the whole KV cache even alone (it would preempt forever). With `follows` (a request queued
+  // earlier with the same prompt: the other choices of an n > 1 request) it is admitted once that request's prompt is
+  // computed and takes its full prompt blocks by reference instead of computing them.
+  Status add(uint64_t id, std::vector<int32_t> prompt, int max_tokens, uint64_t follows = 0);
 
   // Picks this step's work: running requests first (preempting the most recently admitted ones when
   // blocks run out), then waiting requests FIFO while budget, batch slots and blocks last.
@@ -86,6 +89,9 @@ class Scheduler {
 
   void schedule_running(SchedulerOutput& out, int& budget);
   void schedule_waiting(SchedulerOutput& out, int& budget);
+  // The blocks `r` may take at admission: the prefix cache's, or its leader's prompt blocks when longer. False while
+  // the leader is still computing its prompt (r must wait).
+  bool admission_prefix(const SchedRequest& r, ComputedPrefix& prefix) const;
   void emit(SchedulerOutput& out, const SchedRequest& r, int n_new, int& budget);
   void preempt(SchedRequest& r);
   void remove(uint64_t id);

@@ -1,0 +1,67 @@
+// HttpServer over a real Engine and model (stories260K, whose byte-fallback vocabulary can write "</think>") with a
+// chat template that opens <think>: the reasoning budget cuts the reasoning after exactly its tokens and the answer
+// follows; n = 3 sampled choices differ.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "hal/hal.h"
+#include "server_fixture.h"
+
+namespace cai::server {
+namespace {
+
+using namespace test_support;
+
+class RealEngineTest : public ServerTest {
+ protected:
+  void SetUp() override {
+    ServerOptions o;
+    o.chat_template = "{% for m in messages %}{{ m['content'] }}\n{% endfor %}<think>\n";
+    start(o, /*attach=*/false);
+    Result<hal::Device*> cpu = hal::Registry::global().find_device("cpu");
+    ASSERT_TRUE(cpu.ok());
+    Result<LoadedModel> model = load_model(test::data_path("models/stories260K.gguf"), **cpu);
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    auto engine = Engine::create(std::move(model).value(), EngineOptions{});
+    ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+    ASSERT_TRUE(server_->attach(std::move(engine).value()).ok());
+  }
+  json chat(const std::string& extra) {
+    auto r = post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "Once upon a time"}], )" + extra +
+                                              "}");
+    EXPECT_EQ(r->status, 200) << r->body;
+    return json::parse(r->body);
+  }
+};
+
+TEST_F(RealEngineTest, ReasoningBudgetKeepsItsFirstTokensThenTheAnswerFollows) {
+  const json free = chat(R"("max_tokens": 24, "temperature": 0, "ignore_eos": true, "logprobs": true)");
+  EXPECT_EQ(free["choices"][0]["message"]["content"], "");  // this model never closes </think> itself
+  const json& tokens = free["choices"][0]["logprobs"]["content"];
+  for (int budget : {4, 9}) {
+    std::string first;
+    for (int i = 0; i < budget; ++i) first += tokens[i]["token"].get<std::string>();
+    first.erase(0, first.find_first_not_of(" \n"));  // white space after <think> is dropped
+    const json cut = chat(R"("max_tokens": 24, "temperature": 0, "ignore_eos": true, "max_reasoning_tokens": )" +
+                          std::to_string(budget));
+    const json& msg = cut["choices"][0]["message"];
+    EXPECT_EQ(msg["reasoning_content"], first + "\n") << "budget " << budget;
+    EXPECT_FALSE(msg["content"].get<std::string>().empty()) << cut.dump();
+    EXPECT_EQ(cut["usage"]["completion_tokens"], 24);
+  }
+}
+
+TEST_F(RealEngineTest, SampledChoicesDiffer) {
+  const json r = chat(R"("max_tokens": 12, "temperature": 1, "seed": 3, "n": 3, "ignore_eos": true)");
+  ASSERT_EQ(r["choices"].size(), 3u);
+  std::set<std::string> texts;
+  for (const json& c : r["choices"]) texts.insert(c["message"]["reasoning_content"].get<std::string>());
+  EXPECT_EQ(texts.size(), 3u);
+  EXPECT_EQ(r["usage"]["completion_tokens"], 36);
+  EXPECT_EQ(chat(R"("max_tokens": 12, "temperature": 1, "seed": 3, "n": 3, "ignore_eos": true)")["choices"],
+            r["choices"]);  // reproducible with the seed
+}
+
+}  // namespace
+}  // namespace cai::server
