@@ -34,5 +34,7 @@ void register_tokenize(CLI::App& app, int& exit_code);
 void register_eval(CLI::App& app, int& exit_code);
 void register_bench(CLI::App& app, int& exit_code);
 void register_serve(CLI::App& app, int& exit_code);
+void register_plan(CLI::App& app, int& exit_code);
+void register_detect(CLI::App& app, int& exit_code);
 
 }  // namespace cai::cli
