@@ -5,9 +5,9 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 
 #include "core/host_memory.h"
+#include "core/json_file.h"
 #include "core/log.h"
 #include "model/arch_registry.h"
 #include "model/loaders/gguf.h"
@@ -18,14 +18,6 @@ namespace cai {
 namespace fs = std::filesystem;
 
 namespace {
-
-Result<nlohmann::json> read_json_file(const fs::path& p) {
-  std::ifstream in(p);
-  if (!in) return io_error("cannot open {}", p.string());
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return corrupt("{} is not valid JSON", p.string());
-  return j;
-}
 
 // Fails, before any weight is read, when `weight_bytes` plus the KV cache the caller plans exceed what the device has
 // available (host: MemAvailable). A device that reports no memory is not checked.
@@ -80,7 +72,7 @@ Result<LoadedModel> load_gguf(const std::string& path, hal::Device& device, DTyp
 }
 
 Result<LoadedModel> load_hf_dir(const fs::path& dir, hal::Device& device, DType kv_dtype, const LoadOptions& o) {
-  CAI_ASSIGN_OR_RETURN(nlohmann::json cfg_json, read_json_file(dir / "config.json"));
+  CAI_ASSIGN_OR_RETURN(nlohmann::json cfg_json, read_json_file((dir / "config.json").string()));
   CAI_ASSIGN_OR_RETURN(ModelConfig cfg, config_from_hf(cfg_json));
   CAI_ASSIGN_OR_RETURN(const ArchEntry* arch, find_arch(cfg));
   LoadedModel out;
@@ -91,9 +83,10 @@ Result<LoadedModel> load_hf_dir(const fs::path& dir, hal::Device& device, DType 
   CAI_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsCheckpoint> ckpt, SafetensorsCheckpoint::open_dir(dir.string()));
   size_t weight_bytes = 0;
   for (const auto& shard : ckpt->shards())
-    for (const SafetensorsTensor& t : shard->tensors()) weight_bytes += t.n_bytes;
+    for (const SafetensorsTensor& t : shard->tensors())
+      if (hf_layer_index(t.name) < cfg.num_hidden_layers) weight_bytes += t.n_bytes;
   CAI_TRY(check_fits(device, cfg, weight_bytes, kv_dtype, o));
-  CAI_ASSIGN_OR_RETURN(WeightStore ws, WeightStore::from_checkpoint(std::move(ckpt), device));
+  CAI_ASSIGN_OR_RETURN(WeightStore ws, WeightStore::from_checkpoint(std::move(ckpt), cfg.num_hidden_layers, device));
   CAI_ASSIGN_OR_RETURN(out.model, make_model(*arch, cfg, std::move(ws), device, kv_dtype, o));
   out.format = "hf";
   return out;

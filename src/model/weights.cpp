@@ -1,6 +1,7 @@
 // WeightStore: HF→canonical name mapping, shape checks naming the tensor, F32 copies of small tensors, device upload.
 #include "model/weights.h"
 
+#include <charconv>
 #include <regex>
 #include <set>
 
@@ -69,6 +70,15 @@ std::optional<std::string> canonical_name_from_hf(const std::string& hf) {
   for (const auto& [from, to] : layer_suffix_map())
     if (m[2] == from) return "blk." + m[1].str() + "." + to;
   return std::nullopt;
+}
+
+int hf_layer_index(const std::string& hf) {
+  static constexpr std::string_view kPrefix = "model.layers.";
+  if (!hf.starts_with(kPrefix)) return -1;
+  int layer = 0;
+  const char* end = hf.data() + hf.size();
+  const auto [p, ec] = std::from_chars(hf.data() + kPrefix.size(), end, layer);
+  return ec == std::errc() && p < end && *p == '.' ? layer : -1;
 }
 
 WeightStore::WeightStore() = default;
@@ -147,7 +157,8 @@ Result<WeightStore> WeightStore::from_gguf(std::unique_ptr<GgufFile> file, hal::
   return ws;
 }
 
-Result<WeightStore> WeightStore::from_checkpoint(std::unique_ptr<SafetensorsCheckpoint> ckpt, hal::Device& device) {
+Result<WeightStore> WeightStore::from_checkpoint(std::unique_ptr<SafetensorsCheckpoint> ckpt, int n_layers,
+                                                 hal::Device& device) {
   static const std::regex expert_re(R"((blk\.\d+\.ffn_(?:gate|up|down)_exps)\.(\d+)\.weight)");
   WeightStore ws;
   ws.device_ = &device;
@@ -155,8 +166,9 @@ Result<WeightStore> WeightStore::from_checkpoint(std::unique_ptr<SafetensorsChec
   std::map<std::string, std::vector<std::string>> expert_groups;  // stacked name → HF names by expert index
   size_t total = 0;
   for (const std::string& name : ckpt->names()) {
+    if (hf_layer_index(name) >= n_layers) continue;  // MTP layers
     std::optional<std::string> canon = canonical_name_from_hf(name);
-    if (!canon) continue;  // rotary caches, MTP layers and other tensors the model does not read
+    if (!canon) continue;  // rotary caches, MTP-only tensors and others the model does not read
     const SafetensorsTensor* t = ckpt->find(name);
     if (!t->dtype) return unsupported("tensor '{}' has dtype {}, which CAI cannot compute with", name, t->dtype_name);
     std::smatch m;

@@ -21,6 +21,9 @@ class SafetensorsCheckpoint;
 std::string experts_name(int layer, const std::string& proj);
 // HF parameter name → canonical name ("model.layers.3.mlp.up_proj.weight" → "blk.3.ffn_up.weight"), or nullopt.
 std::optional<std::string> canonical_name_from_hf(const std::string& hf_name);
+// The decoder layer an HF tensor belongs to ("model.layers.12.…" → 12), or -1 for tensors outside the layers. Layers
+// at or past config.num_hidden_layers are DeepSeek's multi-token-prediction modules, which inference does not run.
+int hf_layer_index(const std::string& hf_name);
 
 class WeightStore {
  public:
@@ -30,7 +33,9 @@ class WeightStore {
   WeightStore& operator=(WeightStore&&) noexcept;
 
   static Result<WeightStore> from_gguf(std::unique_ptr<GgufFile> file, hal::Device& device);
-  static Result<WeightStore> from_checkpoint(std::unique_ptr<SafetensorsCheckpoint> ckpt, hal::Device& device);
+  // Loads the tensors of layers [0, n_layers) and those outside the layers; MTP layers past them are left unread.
+  static Result<WeightStore> from_checkpoint(std::unique_ptr<SafetensorsCheckpoint> ckpt, int n_layers,
+                                             hal::Device& device);
 
   bool has(const std::string& name) const { return tensors_.count(name) != 0; }
   // The tensor with exactly this shape (PyTorch order), or an error naming it and both shapes.
