@@ -4,12 +4,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 fuzz_seconds=${CAI_FUZZ_SECONDS:-12}
+# Each phase's header carries the seconds since the start, so CI logs show where the time goes.
+phase() { echo "== $* [${SECONDS}s]"; }
 
+phase "set-up and Release build"
 bash scripts/setup.sh
-echo "== tests (Release)"
+phase "tests (Release)"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
-echo "== out-of-tree plugin (installed SDK, clang++) against the engine's loader"
+phase "out-of-tree plugin (installed SDK, clang++) against the engine's loader"
 sdk=$(mktemp -d)
 cmake --install build --prefix "$sdk/prefix" >/dev/null
 CXX=clang++ cmake -S tests/hal/plugin -B "$sdk/echo" -DCMAKE_PREFIX_PATH="$sdk/prefix" >/dev/null
@@ -17,7 +20,7 @@ cmake --build "$sdk/echo" -j"$jobs" >/dev/null
 CAI_ECHO_PLUGIN="$sdk/echo/libcai-backend-echo.so" ./build/test_hal --gtest_filter='PluginRegistry.*' --gtest_brief=1
 rm -rf "$sdk"
 
-echo "== end-to-end (official openai client, chat page in headless Chromium)"
+phase "end-to-end (official openai client, chat page in headless Chromium)"
 # Install only what is missing, and never Debian's npm next to a Node.js that brings its own (they conflict).
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
@@ -31,10 +34,10 @@ if ((${#need[@]})); then
 fi
 npm ci --no-audit --no-fund --loglevel=error
 CAI_BIN="$PWD/build/cai" npm run --silent test:e2e
-echo "== soak (64 clients, 60 s: good, cancelled and bad requests; status, /health latency, RSS, KV blocks)"
+phase "soak (64 clients, 60 s: good, cancelled and bad requests; status, /health latency, RSS, KV blocks)"
 CAI_BIN="$PWD/build/cai" npm run --silent bench:soak -- --seconds 60
 
-echo "== tests (clang, ASan + UBSan) and fuzz targets"
+phase "tests (clang, ASan + UBSan) and fuzz targets"
 # One sanitizer build serves both: the tests run under ASan + UBSan, the libFuzzer targets link the same objects.
 # The cuda/hip plugins are built once, in the Release build; the simt plugin stays in this one.
 source scripts/sanitizer-flags.sh
@@ -46,7 +49,7 @@ cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j"$jobs" \
   -E 'OracleEvalDevice.*warp32|CudaKernelsInReverseThreadOrder|LargePromptCostsASmallMultipleOfItsBytes'
 
-echo "== tests (clang, ThreadSanitizer): runtime and server"
+phase "tests (clang, ThreadSanitizer): runtime and server"
 # TSan excludes ASan, so a third build, of the two test binaries whose code runs on several threads (engine thread,
 # host thread pool, HTTP workers). The simt device is left out: its GPU threads are Boost.Context fibers, which TSan
 # cannot follow without fiber annotations. The large-prompt test measures time and peak RSS, which TSan inflates.
@@ -57,7 +60,7 @@ TSAN_OPTIONS=$tsan ./build-tsan/test_runtime --gtest_brief=1 --gtest_filter='-*/
 TSAN_OPTIONS=$tsan ./build-tsan/test_server --gtest_brief=1 \
   --gtest_filter='-ServerTest.LargePromptCostsASmallMultipleOfItsBytes'
 
-echo "== fuzzing (${fuzz_seconds}s per target)"
+phase "fuzzing (${fuzz_seconds}s per target)"
 n_fuzz=0
 for src in tests/fuzz/fuzz_*.cpp; do
   name=$(basename "$src" .cpp)
@@ -77,3 +80,4 @@ for src in tests/fuzz/fuzz_*.cpp; do
   rm -rf "$corpus"
 done
 echo "fuzz: $n_fuzz targets ran without a crash"
+phase "all tests passed"

@@ -3,6 +3,7 @@
 #include "test_paths.h"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -45,14 +46,41 @@ std::vector<float> read_f32(const std::string& path) {
   return v;
 }
 
-std::string make_temp_dir(const std::string& tag) {
+namespace {
+
+// The directories this process made, removed when it exits (not by a forked child that exits).
+class TempDirs {
+ public:
+  void add(const std::string& dir) { dirs_.push_back(dir); }
+  ~TempDirs() {
+    if (getpid() != owner_) return;
+    std::error_code ec;
+    for (const auto& d : dirs_) std::filesystem::remove_all(d, ec);
+  }
+
+ private:
+  pid_t owner_ = getpid();
+  std::vector<std::string> dirs_;
+};
+
+std::string unique_temp_dir(const std::string& tag) {
   std::string tmpl = std::filesystem::temp_directory_path().string() + "/cai-" + tag + "-XXXXXX";
   if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
   return tmpl;
 }
 
+}  // namespace
+
+std::string make_temp_dir(const std::string& tag) {
+  static TempDirs dirs;
+  std::string dir = unique_temp_dir(tag);
+  dirs.add(dir);
+  return dir;
+}
+
 CommandResult run_command(const std::string& cmd) {
-  const std::string err_path = make_temp_dir("cmd") + "/stderr";
+  const std::string dir = unique_temp_dir("cmd");
+  const std::string err_path = dir + "/stderr";
   CommandResult r;
   FILE* p = popen((cmd + " 2>" + err_path).c_str(), "r");
   if (!p) throw std::runtime_error("popen failed: " + cmd);
@@ -62,6 +90,7 @@ CommandResult run_command(const std::string& cmd) {
   const int status = pclose(p);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.err = read_file(err_path);
+  std::filesystem::remove_all(dir);
   return r;
 }
 

@@ -18,6 +18,6 @@ struct CommandResult {
 };
 // Runs a shell command line and captures its stdout and stderr.
 CommandResult run_command(const std::string& cmd);
-// A fresh temporary directory (removed by the OS tmp cleaner, not by the test).
+// A fresh temporary directory, removed with its contents when the test process exits.
 std::string make_temp_dir(const std::string& tag);
 }  // namespace cai::test

@@ -1,12 +1,11 @@
 // E2E: the built-in chat page in headless Chromium (playwright-core): type, send, see the reply stream in.
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { chromium } from "playwright-core";
 
-import { startServer, thinkTemplateFile } from "./server_harness.mjs";
+import { startServer, tempDir, thinkTemplateFile } from "./server_harness.mjs";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -23,7 +22,7 @@ describe("chat page", { skip: missing }, () => {
   let context;
   before(async () => {
     [plain, thinking] = await Promise.all([startServer(), startServer(["--chat-template", thinkTemplateFile()])]);
-    context = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), "cai-chromium-")), {
+    context = await chromium.launchPersistentContext(tempDir("cai-chromium-"), {
       executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1000, height: 720 },
     });
   });

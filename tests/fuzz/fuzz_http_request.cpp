@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -34,15 +36,17 @@ class ScriptedEngine : public Engine {
     StreamEvent ev;
     ev.n_prompt_tokens = static_cast<int>(request.prompt.size());
     const int n = std::min<int>(request.max_tokens, 7);
-    for (int i = 0; i < n; ++i) {
-      ev.text = kPieces[i];
-      ev.tokens = {i};
-      ev.n_generated_tokens = i + 1;
-      ev.logprobs.clear();
-      if (request.top_logprobs >= 0) ev.logprobs.push_back({i, ev.text, -0.5f, {{"alt", -1.0f}}});
-      ev.finish = i + 1 == n ? (n == request.max_tokens ? FinishReason::kLength : FinishReason::kStop)
-                             : FinishReason::kNone;
-      on_event(ev);
+    for (ev.index = 0; ev.index < request.n; ++ev.index) {  // each of the request's choices
+      for (int i = 0; i < n; ++i) {
+        ev.text = kPieces[i];
+        ev.tokens = {i};
+        ev.n_generated_tokens = i + 1;
+        ev.logprobs.clear();
+        if (request.top_logprobs >= 0) ev.logprobs.push_back({i, ev.text, -0.5f, {{"alt", -1.0f}}});
+        ev.finish = i + 1 == n ? (n == request.max_tokens ? FinishReason::kLength : FinishReason::kStop)
+                               : FinishReason::kNone;
+        on_event(ev);
+      }
     }
     return ++next_id_;
   }
@@ -59,26 +63,72 @@ class ScriptedEngine : public Engine {
 
 server::HttpServer* g_server = nullptr;
 
-// Sends `input` on one end of a socketpair and FIN, serves the other end, and drains the answer concurrently.
-std::string exchange(const uint8_t* data, size_t size) {
-  int fds[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) std::abort();
-  std::string answer;
-  std::thread client([&] {
+// The client side of each exchange, on one long-lived thread (a thread per input spent most of the run in the
+// kernel, unmapping sanitizer thread state): sends the input and FIN, then reads the answer until the server closes.
+class Client {
+ public:
+  Client() : thread_([this] { loop(); }) {}
+  // Starts a client exchange on `fd`; take the answer with wait().
+  void start(int fd, const uint8_t* data, size_t size) {
+    std::lock_guard lock(mu_);
+    fd_ = fd;
+    data_ = data;
+    size_ = size;
+    answer_.clear();
+    cv_.notify_all();
+  }
+  std::string wait() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return fd_ < 0; });
+    return std::move(answer_);
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return fd_ >= 0; });
+      const int fd = fd_;
+      lock.unlock();
+      std::string answer = talk(fd, data_, size_);
+      lock.lock();
+      answer_ = std::move(answer);
+      fd_ = -1;
+      cv_.notify_all();
+    }
+  }
+  static std::string talk(int fd, const uint8_t* data, size_t size) {
     size_t sent = 0;
     while (sent < size) {
-      const ssize_t n = send(fds[0], data + sent, size - sent, MSG_NOSIGNAL);
+      const ssize_t n = send(fd, data + sent, size - sent, MSG_NOSIGNAL);
       if (n <= 0) break;
       sent += static_cast<size_t>(n);
     }
-    shutdown(fds[0], SHUT_WR);
+    shutdown(fd, SHUT_WR);
+    std::string answer;
     char buf[1 << 14];
-    for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) answer.append(buf, static_cast<size_t>(n));
-    close(fds[0]);
-  });
+    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) answer.append(buf, static_cast<size_t>(n));
+    close(fd);
+    return answer;
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int fd_ = -1;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  std::string answer_;
+  std::thread thread_;  // last: starts after the members it reads
+};
+
+// Sends `input` on one end of a socketpair and FIN, serves the other end, and drains the answer concurrently.
+std::string exchange(const uint8_t* data, size_t size) {
+  static Client* client = new Client;  // never joined: the process ends inside libFuzzer
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) std::abort();
+  client->start(fds[0], data, size);
   g_server->serve_socket(fds[1]);  // takes and closes fds[1]
-  client.join();
-  return answer;
+  return client->wait();
 }
 
 }  // namespace
