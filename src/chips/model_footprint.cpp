@@ -211,13 +211,7 @@ Result<ModelFootprint> load_footprint(const std::string& model) {
   return from_gguf(model);
 }
 
-std::string default_preset_dir() {
-#ifdef CAI_PRESETS_SOURCE_DIR
-  return find_data_dir("CAI_PRESETS_DIR", "presets", CAI_PRESETS_SOURCE_DIR);
-#else
-  return find_data_dir("CAI_PRESETS_DIR", "presets", "data/presets");
-#endif
-}
+std::string default_preset_dir() { return find_data_dir("CAI_PRESETS_DIR", "presets", CAI_PRESETS_SOURCE_DIR); }
 
 std::vector<std::string> list_presets(const std::string& dir) {
   std::vector<std::string> names;
