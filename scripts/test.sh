@@ -80,4 +80,16 @@ for src in tests/fuzz/fuzz_*.cpp; do
   rm -rf "$corpus"
 done
 echo "fuzz: $n_fuzz targets ran without a crash"
+phase "container image (deploy/Dockerfile, the base stage)"
+# Only where a container builder and the Debian base image are already here: nothing is pulled from a registry. The cuda
+# and hip stages need their toolchains' packages and are built by hand (README, "Container images and Kubernetes").
+builder=""
+for b in docker podman; do
+  if command -v "$b" >/dev/null 2>&1 && "$b" image inspect debian:bookworm >/dev/null 2>&1; then builder=$b; break; fi
+done
+if [ -z "$builder" ]; then
+  echo "image: skipped (no docker or podman with debian:bookworm on this machine)"
+else
+  "$builder" build --pull=never -f deploy/Dockerfile --target base -t cai:base .
+fi
 phase "all tests passed"

@@ -11,6 +11,7 @@
 
 #include "core/status.h"
 #include "model/model_loader.h"
+#include "runtime/grammar/grammar.h"
 #include "runtime/sampler.h"
 
 namespace cai {
@@ -45,6 +46,10 @@ struct GenerationRequest {
   // see prompt_opens_think, or by the model's first tokens) the tokens of "\n</think>\n\n" are forced.
   int max_reasoning_tokens = -1;
   bool prompt_opens_think = false;     // the prompt ends inside <think>: the output starts as reasoning
+  // Structured output: the text after the reasoning (all of it without prompt_opens_think) is constrained to this
+  // language by masking the logits before sampling (forced tokens bypass it); once it is complete and nothing may
+  // follow, the choice finishes with kStop. Null: unconstrained.
+  std::shared_ptr<const grammar::Grammar> grammar;
   static constexpr int kMaxChoices = 128;
 };
 
@@ -67,6 +72,7 @@ struct StreamEvent {
   std::vector<TokenLogprob> logprobs;   // one per token this event covers, when requested
   FinishReason finish = FinishReason::kNone;
   std::string error;                    // when finish == kError
+  std::string stop_sequence;            // when finish == kStop because of a stop string: that string ("" for EOS)
   StatusCode error_code = StatusCode::kOk;  // when finish == kError: e.g. kOutOfMemory when the device ran out
   int n_prompt_tokens = 0;
   int n_cached_prompt_tokens = 0;       // prompt tokens served from the prefix cache

@@ -124,6 +124,22 @@ class FieldReader {
   std::string prefix_;
 };
 
+// "<DNS subdomain>/<name>": the domain has a dot, lowercase alphanumerics, '-' and '.'; the name alphanumerics with
+// '-', '_', '.' inside (Kubernetes' extended resource names, as device plugins register them).
+bool is_extended_resource_name(const std::string& s) {
+  const size_t slash = s.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 >= s.size() || s.size() > 253 + 1 + 63) return false;
+  const std::string domain = s.substr(0, slash), name = s.substr(slash + 1);
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  const bool domain_ok = domain.find('.') != std::string::npos && alnum(domain.front()) && alnum(domain.back()) &&
+                         std::all_of(domain.begin(), domain.end(), [&](char c) {
+                           return (alnum(c) && !std::isupper(static_cast<unsigned char>(c))) || c == '-' || c == '.';
+                         });
+  const bool name_ok = name.size() <= 63 && alnum(name.front()) && alnum(name.back()) &&
+                       std::all_of(name.begin(), name.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+  return domain_ok && name_ok;
+}
+
 Status parse_pci(const FieldReader& r, DeviceProfile& p) {
   uint32_t v = 0;
   if (const Json* j = r.get("pci_vendor_id")) {
@@ -184,7 +200,7 @@ Result<DeviceProfile> parse_profile(const std::string& json_text, const std::str
   FieldReader r(j, file, "");
   CAI_TRY(r.check_keys({"id", "vendor", "name", "pci_vendor_id", "pci_device_ids", "pci_class", "runtime_libraries",
                         "stack", "memory_gib", "bandwidth_gbs", "sram_mib", "bf16_tflops", "int8_tops", "fp8",
-                        "interconnect", "collectives", "smi_tool", "notes", "sources", "policies"}));
+                        "interconnect", "collectives", "smi_tool", "k8s_resource", "notes", "sources", "policies"}));
   DeviceProfile p;
   p.file = file;
   CAI_TRY(r.required_string("id", p.id));
@@ -207,6 +223,10 @@ Result<DeviceProfile> parse_profile(const std::string& json_text, const std::str
   CAI_TRY(r.string("interconnect", p.interconnect));
   CAI_TRY(r.string("collectives", p.collectives));
   CAI_TRY(r.string("smi_tool", p.smi_tool));
+  CAI_TRY(r.string("k8s_resource", p.k8s_resource));
+  if (!p.k8s_resource.empty() && !is_extended_resource_name(p.k8s_resource))
+    return r.error("k8s_resource", fmt::format("\"{}\" is not a Kubernetes extended resource name (vendor-domain/name, "
+                                               "e.g. nvidia.com/gpu)", p.k8s_resource));
   CAI_TRY(r.string("notes", p.notes));
   CAI_TRY(r.strings("sources", p.sources));
   if (const Json* pol = r.get("policies")) CAI_TRY(parse_policies(*pol, file, p.policies));

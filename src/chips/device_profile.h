@@ -42,6 +42,7 @@ struct DeviceProfile {
   std::string interconnect;
   std::string collectives;
   std::string smi_tool;
+  std::string k8s_resource;  // the Kubernetes resource its vendor's device plugin registers ("nvidia.com/gpu"); "" = unknown
   std::string notes;
   std::vector<std::string> sources;
   ChipPolicies policies;

@@ -91,6 +91,8 @@ class Device {
   virtual std::string description() const = 0;  // "x86-64 AVX-512, 2 threads"
   virtual MemoryInfo memory_info() const = 0;
   virtual Telemetry telemetry() const = 0;
+  // Where telemetry()'s temperature comes from ("hwmon k10temp Tctl (/sys/...)"); "" = no temperature sensor.
+  virtual std::string telemetry_sensor() const { return {}; }
   virtual const OpTable& ops() const = 0;
   virtual Stream& default_stream() = 0;
   virtual OpContext op_context() = 0;

@@ -277,6 +277,12 @@ Telemetry PluginDevice::telemetry() const {
   return t;
 }
 
+// The ABI carries readings, not their source: a plugin that reports a temperature reads its vendor library.
+std::string PluginDevice::telemetry_sensor() const {
+  if (!telemetry().temperature_c) return {};
+  return fmt::format("the {} plugin's vendor telemetry library", name_.substr(0, name_.find(':')));
+}
+
 OpContext PluginDevice::op_context() {
   OpContext ctx;
   ctx.stream = &stream_;

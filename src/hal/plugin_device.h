@@ -54,6 +54,7 @@ class PluginDevice final : public Device {
   std::string description() const override { return description_; }
   MemoryInfo memory_info() const override;
   Telemetry telemetry() const override;
+  std::string telemetry_sensor() const override;
   const OpTable& ops() const override { return table_; }
   Stream& default_stream() override { return stream_; }
   OpContext op_context() override;

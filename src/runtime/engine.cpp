@@ -13,6 +13,7 @@
 #include "cai/engine.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
+#include "runtime/grammar/masker_cache.h"
 #include "runtime/logprobs.h"
 #include "runtime/request_state.h"
 #include "runtime/sched/scheduler.h"
@@ -92,6 +93,7 @@ class EngineImpl final : public Engine {
 
   Result<uint64_t> submit(GenerationRequest request, EventCallback on_event) override {
     CAI_TRY(validate(request, lm_.model->config().vocab_size, ctx_size_));
+    if (request.grammar && !lm_.tokenizer) return invalid_argument("constrained output needs the model's tokenizer");
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return unavailable("the engine is shutting down");
     // All n choices are queued or none: they need n places (an empty queue takes any n).
@@ -159,6 +161,7 @@ class EngineImpl final : public Engine {
   std::atomic<int> n_waiting_{0};
 
   std::unordered_map<uint64_t, RequestState> live_;  // engine thread only
+  grammar::MaskerCache maskers_;  // structured output: one token masker per grammar in use
   ThreadPool host_pool_{0};  // host-side work between forward passes (sampling), one thread per core
   mutable std::mutex stats_mu_;
   EngineStats stats_;
@@ -204,13 +207,21 @@ void EngineImpl::loop() {
 // prompt's KV blocks once it is computed (see Scheduler::add).
 void EngineImpl::add_choices(Pending& p) {
   const int n = p.request.n;
+  std::shared_ptr<grammar::TokenMasker> masker;  // shared by the choices (and by other requests with this grammar)
+  if (p.request.grammar && lm_.tokenizer)
+    masker = maskers_.get(*p.request.grammar, p.request.prompt_opens_think, *lm_.tokenizer);
   for (int i = 0; i < n; ++i) {
     const uint64_t id = p.id + static_cast<uint64_t>(i);
     GenerationRequest r = i + 1 < n ? p.request : std::move(p.request);
     r.sampling.seed = choice_seed(r.sampling.seed, i);
     Status st = sched_.add(id, r.prompt, r.max_tokens, i == 0 ? 0 : p.id);
     prompt_tokens_ += i == 0 ? r.prompt.size() : 0;
-    live_.emplace(id, RequestState(std::move(r), p.on_event, lm_.tokenizer.get(), p.id, i));
+    const bool starts_in_reasoning = r.prompt_opens_think;
+    RequestState& rs = live_.emplace(id, RequestState(std::move(r), p.on_event, lm_.tokenizer.get(), p.id, i))
+                           .first->second;
+    if (masker) rs.set_grammar(std::make_unique<grammar::SequenceGrammar>(masker, starts_in_reasoning));
+    if (st.ok() && masker && !masker->can_start())
+      st = invalid_argument("the model's vocabulary cannot write the text the output format requires");
     if (!st.ok()) end_request(id, FinishReason::kError, st);
   }
 }
@@ -296,7 +307,15 @@ Status EngineImpl::sample_and_emit(const SchedulerOutput& out, const std::vector
         d.token = *forced;  // the reasoning budget is spent: </think> is being written
       } else {
         work.assign(d.raw.begin(), d.raw.end());
+        grammar::SequenceGrammar* g = d.rs->grammar();
+        if (g && g->active() && !grammar::SequenceGrammar::can_check_first(d.rs->request().sampling))
+          g->apply(work);  // structured output: disallowed tokens get -inf
         d.token = d.rs->sampler().sample(work, *d.history);
+        if (g && g->active() && !g->allows(d.token)) {  // the unmasked draw broke the grammar: draw again, masked
+          work.assign(d.raw.begin(), d.raw.end());
+          g->apply(work);
+          d.token = d.rs->sampler().sample(work, *d.history);
+        }
       }
       if (d.rs->request().top_logprobs >= 0 && lm_.tokenizer)
         d.logprob = token_logprobs(d.raw, d.token, d.rs->request().top_logprobs, *lm_.tokenizer);
@@ -311,7 +330,8 @@ Status EngineImpl::sample_and_emit(const SchedulerOutput& out, const std::vector
     const bool eos = !d.rs->request().ignore_eos && lm_.tokenizer && lm_.tokenizer->is_eog(d.token);
     bool stop_hit = false;
     if (!eos) ev.text = d.rs->push_token(d.token, stop_hit);
-    sampled.push_back({d.id, d.token, eos || stop_hit});
+    const bool complete = d.rs->grammar() && d.rs->grammar()->finished();  // structured output is whole
+    sampled.push_back({d.id, d.token, eos || stop_hit || complete});
     ++generated_tokens_;
   }
   for (auto& [id, ev] : events) {  // counts before update(): a finished request is gone from the scheduler after it
@@ -327,6 +347,7 @@ Status EngineImpl::sample_and_emit(const SchedulerOutput& out, const std::vector
     StreamEvent& ev = events[f.id];
     ev.text += it->second.finish_text();
     ev.finish = reason_of(f.status);
+    ev.stop_sequence = it->second.stop_string();
     ev.n_generated_tokens = f.n_generated;
   }
   publish_stats();  // a client reading stats after its final event sees this step

@@ -23,11 +23,14 @@ std::string RequestState::push_token(int32_t token, bool& stop_hit) {
   if (stopped_ || !decoder_) return {};
   const std::string piece = decoder_->push(token);
   if (budget_) budget_->observe(piece);
+  if (grammar_) grammar_->push(token, piece);
   held_ += piece;
   // The earliest stop string wins; text before it is released, the rest dropped.
   size_t cut = std::string::npos;
-  for (const std::string& s : request_.stop)
-    if (!s.empty()) cut = std::min(cut, held_.find(s));
+  for (const std::string& s : request_.stop) {
+    const size_t at = s.empty() ? std::string::npos : held_.find(s);
+    if (at < cut) cut = at, stop_string_ = s;
+  }
   if (cut != std::string::npos) {
     std::string out = held_.substr(0, cut);
     held_.clear();

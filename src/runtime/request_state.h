@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cai/engine.h"
+#include "runtime/grammar/sequence_grammar.h"
 #include "runtime/reasoning_budget.h"
 #include "tokenizer/tokenizer.h"
 
@@ -35,6 +36,11 @@ class RequestState {
   // Releases the held-back text at the end (not after a stop string).
   std::string finish_text();
   bool stopped() const { return stopped_; }
+  // Structured output (the request's grammar, set by the engine); null when unconstrained.
+  void set_grammar(std::unique_ptr<grammar::SequenceGrammar> g) { grammar_ = std::move(g); }
+  grammar::SequenceGrammar* grammar() { return grammar_.get(); }
+  // The stop string that ended the sequence ("" when none did).
+  const std::string& stop_string() const { return stop_string_; }
 
  private:
   GenerationRequest request_;
@@ -44,9 +50,11 @@ class RequestState {
   int index_;
   std::unique_ptr<Tokenizer::StreamingDecoder> decoder_;  // null without a tokenizer
   std::optional<ReasoningBudget> budget_;                 // with max_reasoning_tokens >= 0 and a tokenizer
+  std::unique_ptr<grammar::SequenceGrammar> grammar_;
   std::string held_;  // decoded text not yet released: it could be the start of a stop string
   size_t max_stop_len_ = 0;
   bool stopped_ = false;
+  std::string stop_string_;
 };
 
 }  // namespace cai

@@ -1,4 +1,4 @@
-// Bearer-token auth: constant-time key comparison and the routes it guards.
+// API-key auth: constant-time key comparison (Bearer token or x-api-key) and the routes it guards.
 #include "server/auth.h"
 
 #include <cctype>
@@ -14,9 +14,13 @@ bool bearer_matches(std::string_view authorization, std::string_view key) {
     if (std::tolower(static_cast<unsigned char>(authorization[i])) != kScheme[i]) return false;
   std::string_view token = authorization.substr(kScheme.size());
   while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
-  unsigned diff = token.size() == key.size() ? 0u : 1u;
+  return key_matches(token, key);
+}
+
+bool key_matches(std::string_view given, std::string_view key) {
+  unsigned diff = given.size() == key.size() ? 0u : 1u;
   for (size_t i = 0; i < key.size(); ++i)
-    diff |= static_cast<unsigned char>(key[i]) ^ static_cast<unsigned char>(i < token.size() ? token[i] : 0);
+    diff |= static_cast<unsigned char>(key[i]) ^ static_cast<unsigned char>(i < given.size() ? given[i] : 0);
   return diff == 0;
 }
 

@@ -1,4 +1,5 @@
-// Bearer-token auth for --api-key: which routes need it and whether a request's Authorization header matches.
+// API-key auth for --api-key: which routes need it and whether a request's Authorization (OpenAI) or x-api-key
+// (Anthropic) header matches.
 #pragma once
 
 #include <string_view>
@@ -10,5 +11,7 @@ bool path_needs_auth(std::string_view path);
 // Whether `authorization` is "Bearer <key>" (scheme case-insensitive); the comparison takes the same time wherever
 // the strings differ.
 bool bearer_matches(std::string_view authorization, std::string_view key);
+// Whether `given` (an x-api-key header) is `key`, in the same constant time.
+bool key_matches(std::string_view given, std::string_view key);
 
 }  // namespace cai::server

@@ -11,14 +11,13 @@
 #include "server/connection.h"
 #include "server/generation.h"
 #include "server/http_server.h"
+#include "server/request_body.h"
 #include "server/response_writer.h"
 #include "server/sse.h"
+#include "server/tool_grammar.h"
 
 namespace cai::server {
 
-namespace {
-
-// The HTTP answer to an Engine::submit failure.
 ApiError submit_error(const Status& st) {
   ApiError e;
   e.message = st.message();
@@ -44,61 +43,12 @@ ApiError submit_error(const Status& st) {
   return e;
 }
 
+namespace {
+
 ApiError context_error(std::string message, ApiKind kind) {
   ApiError e = bad_request(std::move(message), kind == ApiKind::kChat ? "messages" : "prompt");
   e.code = "context_length_exceeded";
   return e;
-}
-
-// Bytes of request bodies held at once, server-wide: each body takes its bytes as they arrive and gives them back when
-// its request is done with them.
-class BodyBudget {
- public:
-  BodyBudget(std::atomic<size_t>& in_flight, size_t limit) : in_flight_(in_flight), limit_(limit) {}
-  ~BodyBudget() { in_flight_ -= taken_; }
-  size_t limit() const { return limit_; }
-  bool take(size_t n) {
-    if (in_flight_.fetch_add(n) + n > limit_) {
-      in_flight_ -= n;
-      return false;
-    }
-    taken_ += n;
-    return true;
-  }
-
- private:
-  std::atomic<size_t>& in_flight_;
-  const size_t limit_;
-  size_t taken_ = 0;
-};
-
-ApiError bodies_in_flight_error(size_t limit) {
-  ApiError e;
-  e.http_status = 429;
-  e.type = "rate_limit_error";
-  e.code = "server_busy";
-  e.message = fmt::format("the server is holding {} bytes of other request bodies, its limit; retry shortly", limit);
-  return e;
-}
-
-// Reads the request body into `body` whatever its transfer encoding, keeping at most `limit` bytes and taking each
-// from `budget`. The error to send when it is longer (413: reading stops there), when the budget runs out (429), or
-// when it could not be read (400: malformed chunks, the client stopped).
-std::optional<ApiError> read_body(const httplib::ContentReader& reader, size_t limit, BodyBudget& budget,
-                                  std::string& body) {
-  bool too_large = false, over_budget = false;
-  const bool complete = reader([&](const char* data, size_t n) {
-    too_large = n > limit - body.size();
-    over_budget = !too_large && !budget.take(n);
-    if (too_large || over_budget) return false;
-    body.append(data, n);
-    return true;
-  });
-  if (too_large) return body_too_large_error(limit);
-  if (over_budget) return bodies_in_flight_error(budget.limit());
-  if (!complete) return bad_request("the request body could not be read (malformed chunked encoding, or the client "
-                                    "stopped sending)");
-  return std::nullopt;
 }
 
 // How often a non-streaming request checks that its client is still there.
@@ -123,7 +73,7 @@ bool HttpServer::build_prompt(const ApiRequest& api, BuiltPrompt& prompt, ApiErr
   }
   std::string rendered;
   if (api.kind == ApiKind::kChat) {
-    Result<std::string> text = prompts_->chat_text(api.messages);
+    Result<std::string> text = prompts_->chat_text(api.messages, tool_offer(api));
     if (!text.ok()) {
       error = bad_request(text.status().message(), param);
       return false;
@@ -192,12 +142,20 @@ bool HttpServer::prepare(const ApiRequest& api, BuiltPrompt& prompt, GenerationR
   gen.n = api.n;
   gen.max_reasoning_tokens = api.max_reasoning_tokens;
   gen.prompt_opens_think = prompt.opens_think;
+  gen.grammar = api.response_format;
+  if (auto forced = forced_tool_grammar(prompts_->tool_style().syntax, tool_offer(api), api.parallel_tool_calls)) {
+    if (gen.grammar) {
+      error = bad_request("'response_format' cannot be combined with a tool_choice that requires a call",
+                          "response_format");
+      return false;
+    }
+    gen.grammar = std::move(forced);
+  }
   return true;
 }
 
 void HttpServer::handle_generate(ApiKind kind, const httplib::ContentReader& reader, httplib::Response& res) {
-  BodyBudget budget(body_bytes_in_flight_, options_.max_body_bytes_in_flight ? options_.max_body_bytes_in_flight
-                                                                             : 16 * options_.max_body_bytes);
+  BodyBudget budget(body_bytes_in_flight_, body_bytes_in_flight_limit(options_));
   std::string body;
   if (std::optional<ApiError> e = read_body(reader, options_.max_body_bytes, budget, body))
     return send_error_and_close(res, *e);
@@ -217,12 +175,13 @@ void HttpServer::handle_generate(ApiKind kind, const httplib::ContentReader& rea
   if (!gen.ok()) return send_error(res, submit_error(gen.status()));
   ResponseMeta meta{new_response_id(kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-"),
                     static_cast<int64_t>(std::time(nullptr)), api->model.empty() ? served.front() : api->model};
-  auto writer = std::make_shared<ResponseWriter>(*api, std::move(meta), prompt.opens_think);
+  auto writer = std::make_shared<ResponseWriter>(*api, std::move(meta), prompt.opens_think,
+                                                 prompts_->tool_style().syntax);
   if (api->stream) return respond_stream(std::move(gen).value(), std::move(writer), res);
   respond_full(std::move(gen).value(), std::move(writer), res);
 }
 
-void HttpServer::respond_full(std::shared_ptr<Generation> gen, std::shared_ptr<ResponseWriter> writer,
+void HttpServer::respond_full(std::shared_ptr<Generation> gen, std::shared_ptr<EventWriter> writer,
                               httplib::Response& res) {
   const Connection* client = current_connection();
   while (!gen->finished()) {
@@ -231,7 +190,7 @@ void HttpServer::respond_full(std::shared_ptr<Generation> gen, std::shared_ptr<R
       return respond_full_to_quiet_client(std::move(gen), std::move(writer), res);
   }
   ApiError error;
-  if (writer->failed(&error)) return send_error(res, error);
+  if (writer->failed(&error)) return send_error(res, error, writer->error_shape());
   res.set_content(json_text(writer->result(gen->usage())), "application/json");
 }
 
@@ -240,7 +199,7 @@ void HttpServer::respond_full(std::shared_ptr<Generation> gen, std::shared_ptr<R
 // answer starts now: a chunked 200 whose JSON body opens with one space per interval (JSON allows leading white
 // space). A write that fails means the client is gone and cancels the request. An error found after this point
 // comes as the error object under the 200 already sent.
-void HttpServer::respond_full_to_quiet_client(std::shared_ptr<Generation> gen, std::shared_ptr<ResponseWriter> writer,
+void HttpServer::respond_full_to_quiet_client(std::shared_ptr<Generation> gen, std::shared_ptr<EventWriter> writer,
                                               httplib::Response& res) {
   auto provider = [gen, writer](size_t, httplib::DataSink& sink) {
     if (!gen->finished())
@@ -251,7 +210,8 @@ void HttpServer::respond_full_to_quiet_client(std::shared_ptr<Generation> gen, s
       return false;
     }
     ApiError error;
-    const std::string body = json_text(writer->failed(&error) ? error_json(error) : writer->result(gen->usage()));
+    const std::string body =
+        json_text(writer->failed(&error) ? error_body(error, writer->error_shape()) : writer->result(gen->usage()));
     if (!sink.write(body.data(), body.size())) return false;
     sink.done();
     return true;
@@ -261,7 +221,7 @@ void HttpServer::respond_full_to_quiet_client(std::shared_ptr<Generation> gen, s
   });
 }
 
-void HttpServer::respond_stream(std::shared_ptr<Generation> gen, std::shared_ptr<ResponseWriter> writer,
+void HttpServer::respond_stream(std::shared_ptr<Generation> gen, std::shared_ptr<EventWriter> writer,
                                 httplib::Response& res) {
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
@@ -269,7 +229,7 @@ void HttpServer::respond_stream(std::shared_ptr<Generation> gen, std::shared_ptr
   // A failed write means the client is gone: cancel at once so the engine frees the sequence's KV blocks.
   auto provider = [gen, writer, keep_alive](size_t, httplib::DataSink& sink) {
     const std::vector<StreamEvent> events = gen->next(keep_alive);
-    std::string out = events.empty() ? std::string(kSseKeepAlive) : std::string();
+    std::string out = events.empty() ? writer->keep_alive() : std::string();
     for (const StreamEvent& ev : events) out += writer->stream(ev, gen->usage());
     if (!out.empty() && !sink.write(out.data(), out.size())) {
       gen->cancel();

@@ -15,6 +15,7 @@
 #include <ctime>
 
 #include "core/log.h"
+#include "server/anthropic_request.h"
 #include "server/auth.h"
 #include "server/http_transport.h"
 #include "server/sse.h"
@@ -27,22 +28,22 @@ using nlohmann::json;
 namespace {
 
 // The status line's code, and when to come back for a server too busy (429) or not ready (503).
-void set_error_status(httplib::Response& res, const ApiError& error) {
-  res.status = error.http_status;
+void set_error_status(httplib::Response& res, const ApiError& error, ErrorShape shape) {
+  res.status = error_status(error, shape);
   if (retry_later(error)) res.set_header("Retry-After", "1");
 }
 
 }  // namespace
 
-void send_error(httplib::Response& res, const ApiError& error) {
-  set_error_status(res, error);
-  res.set_content(json_text(error_json(error)), "application/json");
+void send_error(httplib::Response& res, const ApiError& error, ErrorShape shape) {
+  set_error_status(res, error, shape);
+  res.set_content(json_text(error_body(error, shape)), "application/json");
 }
 
-void send_error_and_close(httplib::Response& res, const ApiError& error) {
-  set_error_status(res, error);
+void send_error_and_close(httplib::Response& res, const ApiError& error, ErrorShape shape) {
+  set_error_status(res, error, shape);
   res.set_header("Connection", "close");
-  auto body = std::make_shared<const std::string>(json_text(error_json(error)));
+  auto body = std::make_shared<const std::string>(json_text(error_body(error, shape)));
   // httplib drops a connection only when writing its response fails: this provider writes the whole body, then
   // reports failure.
   res.set_content_provider(body->size(), "application/json",
@@ -130,7 +131,8 @@ std::optional<ApiError> content_length_error(const httplib::Request& req, size_t
 
 // The endpoint label metrics count requests under (a fixed set, so unknown paths cannot grow the series).
 std::string endpoint_label(const std::string& path) {
-  for (const char* known : {"/", "/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions"})
+  for (const char* known : {"/", "/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions",
+                            "/v1/messages", "/v1/messages/count_tokens"})
     if (path == known) return path;
   if (path.starts_with("/v1/models/")) return "/v1/models";
   return "other";
@@ -197,25 +199,27 @@ void HttpServer::serve_socket(int fd) { http_->serve_socket(fd); }
 void HttpServer::install_routes() {
   // Refusals before the body is read (so the connection is closed after them).
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    const ErrorShape shape = error_shape_for(req.path);
     if (std::optional<ApiError> e = content_length_error(req, options_.max_body_bytes)) {
-      send_error_and_close(res, *e);
+      send_error_and_close(res, *e, shape);
       return httplib::Server::HandlerResponse::Handled;
     }
     if (options_.api_key.empty() || !path_needs_auth(req.path)) return httplib::Server::HandlerResponse::Unhandled;
-    if (bearer_matches(req.get_header_value("Authorization"), options_.api_key))
+    if (bearer_matches(req.get_header_value("Authorization"), options_.api_key) ||
+        (req.has_header("x-api-key") && key_matches(req.get_header_value("x-api-key"), options_.api_key)))
       return httplib::Server::HandlerResponse::Unhandled;
     ApiError e;
     e.http_status = 401;
     e.code = "invalid_api_key";
-    e.message = "missing or incorrect API key: send \"Authorization: Bearer <key>\"";
-    send_error_and_close(res, e);
+    e.message = "missing or incorrect API key: send \"Authorization: Bearer <key>\" or \"x-api-key: <key>\"";
+    send_error_and_close(res, e, shape);
     res.set_header("WWW-Authenticate", "Bearer");
     return httplib::Server::HandlerResponse::Handled;
   });
   http_->set_error_handler(httplib::Server::HandlerWithResponse(
       [this](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Unhandled;
-        send_error(res, transport_error(req, res.status, options_.max_body_bytes));
+        send_error(res, transport_error(req, res.status, options_.max_body_bytes), error_shape_for(req.path));
         return httplib::Server::HandlerResponse::Handled;
       }));
   http_->set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
@@ -231,7 +235,7 @@ void HttpServer::install_routes() {
     e.http_status = 500;
     e.type = "server_error";
     e.message = "internal server error: " + what;
-    send_error(res, e);
+    send_error(res, e, error_shape_for(req.path));
   });
   // Counted just before the response is written (so a client that reads /metrics next sees its request).
   http_->set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -249,8 +253,14 @@ void HttpServer::install_routes() {
   });
   http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     std::optional<EngineStats> stats;
-    if (Engine* e = engine()) stats = e->stats();
-    res.set_content(metrics_.render(stats, http_->counters(), http_->max_connections()), "text/plain; version=0.0.4; charset=utf-8");
+    std::optional<DeviceReadings> device;
+    if (Engine* e = engine()) {
+      stats = e->stats();
+      if (const Model* m = e->model().model.get())
+        device = DeviceReadings{m->device().name(), m->device().telemetry_sensor(), m->device().telemetry()};
+    }
+    res.set_content(metrics_.render(stats, http_->counters(), http_->max_connections(), device),
+                    "text/plain; version=0.0.4; charset=utf-8");
   });
   auto model_json = [this](const std::string& id) {
     json m = {{"id", id}, {"object", "model"}, {"created", std::time(nullptr)}, {"owned_by", "cai"}};
@@ -279,6 +289,14 @@ void HttpServer::install_routes() {
   http_->Post("/v1/completions", ReaderHandler([this](const httplib::Request&, httplib::Response& res,
                                                       const httplib::ContentReader& reader) {
                 handle_generate(ApiKind::kCompletion, reader, res);
+              }));
+  http_->Post("/v1/messages", ReaderHandler([this](const httplib::Request&, httplib::Response& res,
+                                                   const httplib::ContentReader& reader) {
+                handle_anthropic(AnthropicRoute::kMessages, reader, res);
+              }));
+  http_->Post("/v1/messages/count_tokens", ReaderHandler([this](const httplib::Request&, httplib::Response& res,
+                                                                const httplib::ContentReader& reader) {
+                handle_anthropic(AnthropicRoute::kCountTokens, reader, res);
               }));
 }
 

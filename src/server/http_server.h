@@ -1,4 +1,4 @@
-// HttpServer: the OpenAI-compatible HTTP front end (routes, auth, errors, SSE) over one Engine.
+// HttpServer: the OpenAI- and Anthropic-compatible HTTP front end (routes, auth, errors, SSE) over one Engine.
 #pragma once
 
 #include <atomic>
@@ -12,6 +12,7 @@
 #include "cai/engine.h"
 #include "core/status.h"
 #include "server/connection.h"
+#include "server/error_shape.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/prompt_builder.h"
@@ -23,14 +24,15 @@ struct Response;
 
 namespace cai::server {
 
+enum class AnthropicRoute;
+class EventWriter;
 class Generation;
 class HttpTransport;
-class ResponseWriter;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8000;                      // 0 = any free port (see HttpServer::port())
-  std::string api_key;                  // non-empty: /v1/* needs "Authorization: Bearer <api_key>"
+  std::string api_key;                  // non-empty: /v1/* needs "Authorization: Bearer <api_key>" or "x-api-key"
   // Model ids clients may use (--served-model-name a,b,...): /v1/models lists each; a request naming another gets 404;
   // a response names the id its request used, or the first.
   std::vector<std::string> model_names = {"cai"};
@@ -64,16 +66,18 @@ class HttpServer {
  private:
   void install_routes();
   void handle_generate(ApiKind kind, const httplib::ContentReader& reader, httplib::Response& res);
+  // The Anthropic Messages API (anthropic_routes.cpp): POST /v1/messages or /v1/messages/count_tokens.
+  void handle_anthropic(AnthropicRoute route, const httplib::ContentReader& reader, httplib::Response& res);
   // The request's prompt as tokens; false with `error` set when refused (a text longer than the context could hold is
   // refused before it is tokenized).
   bool build_prompt(const ApiRequest& api, BuiltPrompt& prompt, ApiError& error) const;
   // Validated request → prompt tokens and a GenerationRequest; false with `error` set when refused.
   bool prepare(const ApiRequest& api, BuiltPrompt& prompt, GenerationRequest& gen, ApiError& error) const;
-  void respond_full(std::shared_ptr<Generation> gen, std::shared_ptr<ResponseWriter> writer, httplib::Response& res);
+  void respond_full(std::shared_ptr<Generation> gen, std::shared_ptr<EventWriter> writer, httplib::Response& res);
   // respond_full's answer to a client that finished sending before its answer was ready (see the definition).
-  void respond_full_to_quiet_client(std::shared_ptr<Generation> gen, std::shared_ptr<ResponseWriter> writer,
+  void respond_full_to_quiet_client(std::shared_ptr<Generation> gen, std::shared_ptr<EventWriter> writer,
                                     httplib::Response& res);
-  void respond_stream(std::shared_ptr<Generation> gen, std::shared_ptr<ResponseWriter> writer,
+  void respond_stream(std::shared_ptr<Generation> gen, std::shared_ptr<EventWriter> writer,
                       httplib::Response& res);
   Engine* engine() const { return ready_.load(std::memory_order_acquire) ? engine_.get() : nullptr; }
 
@@ -90,11 +94,13 @@ class HttpServer {
   ServerMetrics metrics_;
 };
 
-// Writes `error` as the response (status + OpenAI error object; a 429 or 503 also gets "Retry-After: 1").
-void send_error(httplib::Response& res, const ApiError& error);
+// Writes `error` as the response (status + error object in `shape`; a 429 or 503 also gets "Retry-After: 1").
+void send_error(httplib::Response& res, const ApiError& error, ErrorShape shape = ErrorShape::kOpenAI);
 // As send_error, then closes the connection: for a request whose body was not (all) read, so that the rest of it is
 // not taken for the next request.
-void send_error_and_close(httplib::Response& res, const ApiError& error);
+void send_error_and_close(httplib::Response& res, const ApiError& error, ErrorShape shape = ErrorShape::kOpenAI);
+// The HTTP answer to an Engine::submit failure (429 when the queue is full, 503 when shutting down).
+ApiError submit_error(const Status& st);
 // 503 while the model loads.
 ApiError loading_error();
 // 413 for a body over `max_body` bytes.

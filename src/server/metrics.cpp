@@ -1,4 +1,4 @@
-// Server metrics: Prometheus text exposition of request counters, latency histograms and engine stats.
+// Server metrics: Prometheus text exposition of request counters, latency histograms, engine stats and device readings.
 #include "server/metrics.h"
 
 #include <fmt/format.h>
@@ -75,12 +75,41 @@ void engine_metrics(std::string& out, const EngineStats& s) {
          double(s.computed_prompt_tokens));
   scalar(out, "cai_preemptions_total", "counter", "Requests preempted for lack of KV blocks.", double(s.preemptions));
   scalar(out, "cai_engine_steps_total", "counter", "Engine steps run.", double(s.steps));
+  scalar(out, "cai_engine_step_token_budget", "gauge",
+         "Tokens one engine step may take now (lowered while the device is at its thermal limit).", s.token_budget);
+}
+
+// A Prometheus label value: backslash, double quote and newline escaped.
+std::string label_value(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\' || c == '"') out += '\\';
+    out += c == '\n' ? std::string("\\n") : std::string(1, c);
+  }
+  return out;
+}
+
+void device_metrics(std::string& out, const DeviceReadings& d) {
+  const std::string device = label_value(d.device);
+  out += fmt::format("# HELP cai_device_info The serving device and the sensor its temperature is read from "
+                     "(sensor=\"none\": no temperature).\n# TYPE cai_device_info gauge\n"
+                     "cai_device_info{{device=\"{}\",sensor=\"{}\"}} 1\n",
+                     device, d.sensor.empty() ? "none" : label_value(d.sensor));
+  auto reading = [&](const char* name, const char* help, const std::optional<float>& v, double scale) {
+    if (!v) return;
+    out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{}{{device=\"{}\"}} {}\n", name, help, name, name, device,
+                       double(*v) * scale);
+  };
+  reading("cai_device_temperature_celsius", "Device temperature.", d.telemetry.temperature_c, 1);
+  reading("cai_device_clock_hertz", "Device compute (SM) clock.", d.telemetry.clock_mhz, 1e6);
+  reading("cai_device_power_watts", "Device power draw.", d.telemetry.power_w, 1);
+  reading("cai_device_utilization_ratio", "Fraction of time the device was busy (0..1).", d.telemetry.utilization, 1);
 }
 
 }  // namespace
 
 std::string ServerMetrics::render(const std::optional<EngineStats>& stats, const ConnectionCounters& connections,
-                                  int max_connections) const {
+                                  int max_connections, const std::optional<DeviceReadings>& device) const {
   std::string out;
   scalar(out, "cai_model_loaded", "gauge", "1 once the model is loaded and the engine is serving.", stats ? 1 : 0);
   scalar(out, "cai_http_connections_open", "gauge", "Client connections open.", connections.open.load());
@@ -103,6 +132,7 @@ std::string ServerMetrics::render(const std::optional<EngineStats>& stats, const
     e2e_.render(out, "cai_e2e_request_latency_seconds", "Time from request arrival to its last token.");
   }
   if (stats) engine_metrics(out, *stats);
+  if (device) device_metrics(out, *device);
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cai/engine.h"
+#include "hal/hal.h"
 #include "server/connection.h"
 
 namespace cai::server {
@@ -30,6 +31,13 @@ class Histogram {
   uint64_t count_ = 0;
 };
 
+// The serving device as /metrics shows it: its name, the sensor its temperature comes from, its readings.
+struct DeviceReadings {
+  std::string device;  // "cpu:0"
+  std::string sensor;  // hal::Device::telemetry_sensor(); "" = none
+  hal::Telemetry telemetry;
+};
+
 class ServerMetrics {
  public:
   ServerMetrics();
@@ -38,10 +46,10 @@ class ServerMetrics {
   // `n` output tokens that took `seconds_each` each.
   void observe_tpot(double seconds_each, uint64_t n);
   void observe_e2e(double seconds);
-  // All metrics as Prometheus text exposition: the front door's connections (open, the cap, refusals), and engine
-  // gauges/counters when `stats` is given (model loaded).
+  // All metrics as Prometheus text exposition: the front door's connections (open, the cap, refusals), engine
+  // gauges/counters when `stats` is given (model loaded), and the device's sensor and readings when `device` is.
   std::string render(const std::optional<EngineStats>& stats, const ConnectionCounters& connections,
-                     int max_connections) const;
+                     int max_connections, const std::optional<DeviceReadings>& device = std::nullopt) const;
 
  private:
   mutable std::mutex mu_;

@@ -1,5 +1,6 @@
 // OpenAI request schema: field-by-field validation of chat and completion bodies.
 #include "server/openai_request.h"
+#include "server/response_format.h"
 
 #include <fmt/format.h>
 
@@ -7,6 +8,8 @@
 #include <array>
 #include <cmath>
 #include <limits>
+
+#include "server/tool_request.h"
 
 namespace cai::server {
 
@@ -156,6 +159,7 @@ void read_messages(FieldReader& r, ApiRequest& req) {
     nlohmann::ordered_json out = {{"role", role_name}, {"content", text}};
     auto name = m.find("name");
     if (name != m.end() && name->is_string()) out["name"] = *name;
+    if (auto e = read_message_tool_parts(m, role_name, param, out)) return r.fail(e->message, e->param);
     req.messages.push_back(std::move(out));
   }
 }
@@ -286,6 +290,16 @@ void read_reasoning_budget(FieldReader& r, ApiRequest& req) {
     req.max_reasoning_tokens = static_cast<int>(v);  // wins over reasoning_effort
 }
 
+// Read from `body` again as ordered JSON: a schema's properties are generated in the order the client wrote them.
+void read_response_format(FieldReader& r, ApiRequest& req, std::string_view body) {
+  const json* rf = r.get("response_format");
+  if (!rf || rf->is_null()) return;
+  const auto doc = nlohmann::ordered_json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  Result<std::shared_ptr<const grammar::Grammar>> g = parse_response_format(doc.at("response_format"));
+  if (!g.ok()) return r.fail(g.status().message(), "response_format");
+  req.response_format = std::move(g).value();
+}
+
 bool is_empty_value(const json& v) { return v.is_null() || ((v.is_array() || v.is_object()) && v.empty()); }
 
 // Rejects parameters that are neither known, ignorable, nor harmlessly empty.
@@ -297,7 +311,9 @@ void check_keys(FieldReader& r, const json& body, ApiKind kind) {
   for (auto it = body.begin(); it != body.end(); ++it) {
     const std::string& key = it.key();
     if (contains(kCommon, key) || contains(kIgnored, key)) continue;
-    if (kind == ApiKind::kChat && (key == "messages" || key == "top_logprobs")) continue;
+    if (kind == ApiKind::kChat && (key == "messages" || key == "top_logprobs" || key == "tools" ||
+                                   key == "tool_choice" || key == "parallel_tool_calls"))
+      continue;
     if (kind == ApiKind::kCompletion && key == "prompt") continue;
     if (contains(kUnsupported, key)) {
       const bool harmless = is_empty_value(*it) || (key == "tool_choice" && *it == "none");
@@ -308,10 +324,6 @@ void check_keys(FieldReader& r, const json& body, ApiKind kind) {
   }
   bool echo = false;
   if (r.boolean("echo", echo) && echo) r.fail("'echo' is not supported by this server", "echo");
-  if (const json* rf = r.get("response_format")) {
-    if (!rf->is_object() || rf->value("type", json()) != "text")
-      r.fail("only response_format {\"type\": \"text\"} is supported", "response_format");
-  }
 }
 
 }  // namespace
@@ -336,8 +348,12 @@ std::optional<ApiRequest> parse_api_request(ApiKind kind, std::string_view body,
   FieldReader r(doc, error);
   check_keys(r, doc, kind);
   r.string("model", req.model);
-  if (kind == ApiKind::kChat) read_messages(r, req);
-  else read_prompt(r, req);
+  if (kind == ApiKind::kChat) {
+    read_messages(r, req);
+    if (auto e = read_tool_fields(doc, req)) r.fail(e->message, e->param);
+  } else {
+    read_prompt(r, req);
+  }
   read_lengths_and_counts(r, req);
   read_sampling(r, req);
   read_stop(r, req);
@@ -345,6 +361,7 @@ std::optional<ApiRequest> parse_api_request(ApiKind kind, std::string_view body,
   read_logprobs(r, req);
   read_logit_bias(r, req);
   read_reasoning_budget(r, req);
+  read_response_format(r, req, body);
   r.boolean("ignore_eos", req.ignore_eos);
   if (r.failed()) return std::nullopt;
   return req;

@@ -4,11 +4,13 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "runtime/grammar/grammar.h"
 #include "runtime/sampler.h"
 
 namespace cai::server {
@@ -31,10 +33,15 @@ nlohmann::json error_json(const ApiError& e);
 // server.
 inline bool retry_later(const ApiError& e) { return e.http_status == 429 || e.http_status == 503; }
 
+// tool_choice: "auto" (the model decides), "none" (no tools offered), "required" (some call), or one named function.
+enum class ToolChoice { kAuto, kNone, kRequired, kFunction };
+
 struct ApiRequest {
   ApiKind kind = ApiKind::kChat;
   std::string model;                    // "" when not given
-  nlohmann::ordered_json messages;      // chat: [{"role", "content": string, ["name"]}, ...]
+  // chat: [{"role", "content": string (null for an assistant message with only tool_calls), ["name"], ["tool_calls"],
+  //         ["tool_call_id"]}, ...]
+  nlohmann::ordered_json messages;
   std::string prompt_text;              // completion: the prompt as text ...
   std::vector<int32_t> prompt_tokens;   // ... or as token ids (prompt_is_tokens)
   bool prompt_is_tokens = false;
@@ -49,6 +56,13 @@ struct ApiRequest {
   int n = 1;                            // choices, 1..kMaxChoices
   // Reasoning budget in tokens (-1: none), from max_reasoning_tokens or reasoning_effort (see reasoning_budget_for).
   int max_reasoning_tokens = -1;
+  // Structured output from response_format (see response_format.h); null: free text.
+  std::shared_ptr<const grammar::Grammar> response_format;
+  // Tool calling (chat; see tool_request.h): the validated tool definitions as sent ([] when none) and the choice.
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();
+  ToolChoice tool_choice = ToolChoice::kAuto;
+  std::string tool_choice_name;         // kFunction: the function to call
+  bool parallel_tool_calls = true;
 };
 
 // Most choices one request may ask for (n).
@@ -60,8 +74,8 @@ int reasoning_budget_for(std::string_view effort);
 
 // Parses and validates a /v1/chat/completions or /v1/completions body. Unknown parameters are rejected unless they
 // are OpenAI parameters that do not change the output (user, metadata, store, ...); parameters this server cannot
-// honour (tools, n > kMaxChoices, echo, ...) are rejected with a message saying so. logit_bias keys are checked
-// against the vocabulary later (the parser does not know it).
+// honour (tools on completions, n > kMaxChoices, echo, ...) are rejected with a message saying so. logit_bias keys are
+// checked against the vocabulary later (the parser does not know it).
 std::optional<ApiRequest> parse_api_request(ApiKind kind, std::string_view body, ApiError& error);
 
 }  // namespace cai::server

@@ -64,14 +64,37 @@ json completion_logprobs_json(const std::vector<TokenLogprob>& lps, size_t text_
   return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
 }
 
+json chat_finish_reason_json(FinishReason r, bool made_tool_calls) {
+  return made_tool_calls && r == FinishReason::kStop ? json("tool_calls") : finish_reason_json(r);
+}
+
+json tool_calls_json(const std::vector<ToolCall>& calls) {
+  json out = json::array();
+  for (const ToolCall& c : calls)
+    out.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+  return out;
+}
+
+json tool_call_delta_json(const ToolCallDelta& d) {
+  if (d.id.empty()) return {{"index", d.index}, {"function", {{"arguments", d.arguments}}}};
+  return {{"index", d.index},
+          {"id", d.id},
+          {"type", "function"},
+          {"function", {{"name", d.name}, {"arguments", d.arguments}}}};
+}
+
 json chat_completion_json(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices, const Usage& usage) {
   json out = json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
     const ChoiceResult& c = choices[i];
     json message = {{"role", "assistant"}, {"content", c.text}};
     if (!c.reasoning.empty()) message["reasoning_content"] = c.reasoning;
+    if (!c.tool_calls.empty()) {
+      if (c.text.empty()) message["content"] = nullptr;
+      message["tool_calls"] = tool_calls_json(c.tool_calls);
+    }
     out.push_back({{"index", i}, {"message", std::move(message)}, {"logprobs", c.logprobs},
-                   {"finish_reason", finish_reason_json(c.finish)}});
+                   {"finish_reason", chat_finish_reason_json(c.finish, !c.tool_calls.empty())}});
   }
   return {{"id", meta.id},           {"object", "chat.completion"},
           {"created", meta.created}, {"model", meta.model},

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cai/engine.h"
+#include "server/tool_calls.h"
 
 namespace cai::server {
 
@@ -41,7 +42,16 @@ struct ChoiceResult {
   std::string text;       // chat: message content; completions: text
   FinishReason finish = FinishReason::kNone;
   nlohmann::json logprobs;  // null when not requested
+  std::vector<ToolCall> tool_calls;  // chat: the calls parsed from the answer (text holds the rest)
 };
+
+// A chat choice's finish_reason: "tool_calls" when it stopped after making calls, else finish_reason_json.
+nlohmann::json chat_finish_reason_json(FinishReason r, bool made_tool_calls);
+// message.tool_calls: [{"id", "type": "function", "function": {"name", "arguments"}}].
+nlohmann::json tool_calls_json(const std::vector<ToolCall>& calls);
+// One element of delta.tool_calls: {"index", "id", "type", "function": {"name", "arguments"}} for the first piece of
+// a call, {"index", "function": {"arguments"}} for later ones.
+nlohmann::json tool_call_delta_json(const ToolCallDelta& d);
 
 // A whole chat.completion.
 nlohmann::json chat_completion_json(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,

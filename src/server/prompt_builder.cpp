@@ -7,17 +7,17 @@
 
 namespace cai::server {
 
-PromptBuilder::PromptBuilder(const Tokenizer& tokenizer, std::optional<ChatTemplate> tpl)
-    : tok_(&tokenizer), tpl_(std::move(tpl)) {
+PromptBuilder::PromptBuilder(const Tokenizer& tokenizer, std::optional<ChatTemplate> tpl, ToolTemplateStyle tool_style)
+    : tok_(&tokenizer), tpl_(std::move(tpl)), tool_style_(tool_style) {
   for (int32_t id = 0; id < tok_->n_vocab(); ++id)
     longest_token_bytes_ = std::max(longest_token_bytes_, tok_->token_text(id).size());
 }
 
 Result<PromptBuilder> PromptBuilder::create(const Tokenizer& tokenizer, const std::string& template_source) {
-  if (template_source.empty()) return PromptBuilder(tokenizer, std::nullopt);
+  if (template_source.empty()) return PromptBuilder(tokenizer, std::nullopt, tool_template_style(""));
   Result<ChatTemplate> tpl = ChatTemplate::parse(template_source);
   if (!tpl.ok()) return invalid_argument("chat template: {}", tpl.status().message());
-  return PromptBuilder(tokenizer, std::move(tpl).value());
+  return PromptBuilder(tokenizer, std::move(tpl).value(), tool_template_style(template_source));
 }
 
 BuiltPrompt PromptBuilder::encode(const std::string& text) const {
@@ -48,19 +48,37 @@ size_t PromptBuilder::tokens_at_least(std::string_view text, size_t stop_above) 
   return counted > n_cuts * kCutSlack ? counted - n_cuts * kCutSlack : 0;
 }
 
-Result<std::string> PromptBuilder::chat_text(const nlohmann::ordered_json& messages) const {
+namespace {
+
+// `messages` with every null content made "" (for templates that fail on an assistant tool-call message without
+// content, which OpenAI clients send as null); false when there was none.
+bool null_contents_emptied(nlohmann::ordered_json& messages) {
+  bool any = false;
+  for (auto& m : messages)
+    if (m.contains("content") && m["content"].is_null()) m["content"] = "", any = true;
+  return any;
+}
+
+}  // namespace
+
+Result<std::string> PromptBuilder::chat_text(const nlohmann::ordered_json& original,
+                                             const ToolOffer& tools) const {
+  nlohmann::ordered_json messages = messages_for_template(tool_style_, original, tools);
   if (tpl_) {
     nlohmann::ordered_json ctx = {{"messages", messages},
                                   {"add_generation_prompt", true},
                                   {"bos_token", tok_->bos_text()},
                                   {"eos_token", tok_->eos_text()}};
+    if (!tools.tools.empty() && tool_style_.uses_tools) ctx["tools"] = tools.tools;
     Result<std::string> rendered = tpl_->render_ordered(ctx);
+    if (!rendered.ok() && null_contents_emptied(ctx["messages"])) rendered = tpl_->render_ordered(ctx);
     if (!rendered.ok())
       return invalid_argument("the chat template rejected the messages: {}", rendered.status().message());
     return std::move(rendered).value();
   }
   std::string text;
   for (const auto& m : messages) {
+    if (!m["content"].is_string()) continue;
     const std::string& content = m["content"].get_ref<const std::string&>();
     if (content.empty()) continue;
     if (!text.empty()) text += "\n\n";
@@ -69,8 +87,8 @@ Result<std::string> PromptBuilder::chat_text(const nlohmann::ordered_json& messa
   return text;
 }
 
-Result<BuiltPrompt> PromptBuilder::chat(const nlohmann::ordered_json& messages) const {
-  CAI_ASSIGN_OR_RETURN(std::string text, chat_text(messages));
+Result<BuiltPrompt> PromptBuilder::chat(const nlohmann::ordered_json& messages, const ToolOffer& tools) const {
+  CAI_ASSIGN_OR_RETURN(std::string text, chat_text(messages, tools));
   return encode(text);
 }
 

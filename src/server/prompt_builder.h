@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "server/tool_prompt.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -26,11 +27,13 @@ class PromptBuilder {
   // base model without a chat template (e.g. TinyStories) can continue. Bad template → invalid_argument.
   static Result<PromptBuilder> create(const Tokenizer& tokenizer, const std::string& template_source);
 
-  // The chat prompt's text: rendered with add_generation_prompt=true, bos_token and eos_token. Template errors (e.g.
-  // raise_exception on a bad role order) → invalid_argument.
-  Result<std::string> chat_text(const nlohmann::ordered_json& messages) const;
+  // The chat prompt's text: rendered with add_generation_prompt=true, bos_token and eos_token, and the `tools` offered
+  // (see tool_prompt.h). Template errors (e.g. raise_exception on a bad role order) → invalid_argument.
+  Result<std::string> chat_text(const nlohmann::ordered_json& messages, const ToolOffer& tools = {}) const;
   // chat_text, encoded.
-  Result<BuiltPrompt> chat(const nlohmann::ordered_json& messages) const;
+  Result<BuiltPrompt> chat(const nlohmann::ordered_json& messages, const ToolOffer& tools = {}) const;
+  // How the model writes tool calls, and what its template does with tools.
+  const ToolTemplateStyle& tool_style() const { return tool_style_; }
   // A prompt text (chat_text's, or a completion's) as tokens. BOS is added only when the tokenizer wants one and the
   // text lacks it.
   BuiltPrompt encode(const std::string& text) const;
@@ -50,10 +53,11 @@ class PromptBuilder {
   static constexpr size_t kCutSlack = 64;
 
  private:
-  PromptBuilder(const Tokenizer& tokenizer, std::optional<ChatTemplate> tpl);
+  PromptBuilder(const Tokenizer& tokenizer, std::optional<ChatTemplate> tpl, ToolTemplateStyle tool_style);
 
   const Tokenizer* tok_;
   std::optional<ChatTemplate> tpl_;
+  ToolTemplateStyle tool_style_;
   size_t longest_token_bytes_ = 1;
 };
 

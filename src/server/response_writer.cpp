@@ -2,6 +2,7 @@
 #include "server/response_writer.h"
 
 #include "server/sse.h"
+#include "server/tool_prompt.h"
 
 namespace cai::server {
 
@@ -14,6 +15,8 @@ ApiError engine_end_error(FinishReason finish, const std::string& message, Statu
     e.type = "server_error";
     e.code = "device_out_of_memory";
     e.message = "the device ran out of memory: " + message;
+  } else if (finish == FinishReason::kError && code == StatusCode::kInvalidArgument) {
+    e = bad_request(message);  // the request asks what this model cannot do, e.g. a format its vocabulary cannot write
   } else if (finish == FinishReason::kCancelled) {
     e.http_status = 503;
     e.type = "server_error";
@@ -27,12 +30,17 @@ ApiError engine_end_error(FinishReason finish, const std::string& message, Statu
   return e;
 }
 
-ResponseWriter::ResponseWriter(const ApiRequest& request, ResponseMeta meta, bool opens_think)
+ResponseWriter::ResponseWriter(const ApiRequest& request, ResponseMeta meta, bool opens_think, ToolSyntax tool_syntax)
     : kind_(request.kind),
       want_logprobs_(request.top_logprobs >= 0),
       include_usage_(request.include_usage),
+      tool_syntax_(tool_syntax),
+      parallel_tool_calls_(request.parallel_tool_calls),
       meta_(std::move(meta)),
-      choices_(static_cast<size_t>(request.n), Choice(opens_think)) {}
+      choices_(static_cast<size_t>(request.n), Choice(opens_think)) {
+  if (request.kind == ApiKind::kChat && !tool_offer(request).tools.empty())
+    for (Choice& c : choices_) c.tools.emplace(tool_syntax);
+}
 
 json ResponseWriter::logprobs_json(Choice& c, const std::vector<TokenLogprob>& lps) {
   if (!want_logprobs_) return nullptr;
@@ -67,12 +75,27 @@ std::string ResponseWriter::stream_chat(int index, Choice& c, const StreamEvent&
     d.reasoning += rest.reasoning;
     d.content += rest.content;
   }
+  std::vector<ToolCallDelta> calls;
+  if (c.tools) {
+    ToolCallStream::Delta td = c.tools->push(d.content);
+    if (ev.finish != FinishReason::kNone) {
+      ToolCallStream::Delta rest = c.tools->finish();
+      td.content += rest.content;
+      td.calls.insert(td.calls.end(), rest.calls.begin(), rest.calls.end());
+    }
+    d.content = std::move(td.content);
+    for (ToolCallDelta& call : td.calls)
+      if (parallel_tool_calls_ || call.index == 0) calls.push_back(std::move(call));
+  }
   json lp = ev.logprobs.empty() ? json(nullptr) : logprobs_json(c, ev.logprobs);
   if (!d.reasoning.empty())
     out += sse_data(chat_chunk_json(meta_, index, {{"reasoning_content", d.reasoning}}, FinishReason::kNone,
                                     d.content.empty() ? lp : json(nullptr)));
   if (!d.content.empty() || (d.reasoning.empty() && !lp.is_null()))
     out += sse_data(chat_chunk_json(meta_, index, {{"content", d.content}}, FinishReason::kNone, lp));
+  for (const ToolCallDelta& call : calls)
+    out += sse_data(chat_chunk_json(meta_, index, {{"tool_calls", json::array({tool_call_delta_json(call)})}},
+                                    FinishReason::kNone, nullptr));
   return out;
 }
 
@@ -93,8 +116,10 @@ std::string ResponseWriter::stream(const StreamEvent& ev, const Usage& usage) {
     done_ = true;
     return out;
   }
-  out += sse_data(kind_ == ApiKind::kChat ? chat_chunk_json(meta_, ev.index, json::object(), ev.finish, nullptr)
-                                          : completion_chunk_json(meta_, ev.index, "", ev.finish, nullptr));
+  json last = kind_ == ApiKind::kChat ? chat_chunk_json(meta_, ev.index, json::object(), ev.finish, nullptr)
+                                      : completion_chunk_json(meta_, ev.index, "", ev.finish, nullptr);
+  if (c.tools) last["choices"][0]["finish_reason"] = chat_finish_reason_json(ev.finish, !c.tools->calls().empty());
+  out += sse_data(last);
   if (n_ended_ < static_cast<int>(choices_.size())) return out;
   if (include_usage_) out += sse_data(usage_chunk_json(meta_, kind_ == ApiKind::kChat, usage));
   out += kSseDone;
@@ -119,6 +144,12 @@ void ResponseWriter::collect(const StreamEvent& ev) {
     ReasoningDelta rest = c.parser.finish();
     c.reasoning += rest.reasoning;
     c.text += rest.content;
+    if (c.tools) {
+      ParsedAnswer answer = parse_tool_calls(tool_syntax_, c.text);
+      c.text = std::move(answer.content);
+      c.tool_calls = std::move(answer.tool_calls);
+      if (!parallel_tool_calls_ && c.tool_calls.size() > 1) c.tool_calls.resize(1);
+    }
   }
 }
 
@@ -130,7 +161,7 @@ bool ResponseWriter::failed(ApiError* error) const {
 
 json ResponseWriter::result(const Usage& usage) {
   std::vector<ChoiceResult> out;
-  for (Choice& c : choices_) out.push_back({c.reasoning, c.text, c.finish, logprobs_json(c, c.logprobs)});
+  for (Choice& c : choices_) out.push_back({c.reasoning, c.text, c.finish, logprobs_json(c, c.logprobs), c.tool_calls});
   if (kind_ == ApiKind::kChat) return chat_completion_json(meta_, out, usage);
   return completion_json(meta_, out, usage);
 }

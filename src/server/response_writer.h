@@ -4,32 +4,37 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cai/engine.h"
+#include "server/event_writer.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
+#include "server/tool_calls.h"
 #include "tokenizer/reasoning_parser.h"
 
 namespace cai::server {
 
-class ResponseWriter {
+class ResponseWriter : public EventWriter {
  public:
-  // Chat output is split into reasoning_content / content (`opens_think`: the prompt left <think> open).
-  ResponseWriter(const ApiRequest& request, ResponseMeta meta, bool opens_think);
+  // Chat output is split into reasoning_content / content (`opens_think`: the prompt left <think> open), and the
+  // content into content / tool_calls written in `tool_syntax` when the request offers tools.
+  ResponseWriter(const ApiRequest& request, ResponseMeta meta, bool opens_think,
+                 ToolSyntax tool_syntax = ToolSyntax::kGeneric);
 
   // SSE text for one event (a choice's role chunk first for chat; its finish chunk after its final event; once every
   // choice ended: the optional usage chunk and "data: [DONE]"). An engine error or cancellation becomes an error event
   // before [DONE], ending the stream at once.
-  std::string stream(const StreamEvent& ev, const Usage& usage);
+  std::string stream(const StreamEvent& ev, const Usage& usage) override;
   // Streaming: [DONE] was written (every choice ended, or one failed).
-  bool done() const { return done_; }
+  bool done() const override { return done_; }
   // Non-streaming: add one event's text and logprobs.
-  void collect(const StreamEvent& ev);
+  void collect(const StreamEvent& ev) override;
   // Non-streaming result after every final event: the response object, or the error a choice ended with.
-  bool failed(ApiError* error) const;
-  nlohmann::json result(const Usage& usage);
+  bool failed(ApiError* error) const override;
+  nlohmann::json result(const Usage& usage) override;
 
  private:
   struct Choice {
@@ -40,6 +45,8 @@ class ResponseWriter {
     FinishReason finish = FinishReason::kNone;
     std::string text, reasoning;  // non-streaming accumulation
     std::vector<TokenLogprob> logprobs;
+    std::optional<ToolCallStream> tools;  // with tools offered
+    std::vector<ToolCall> tool_calls;     // non-streaming: the calls of the answer
   };
 
   std::string stream_chat(int index, Choice& c, const StreamEvent& ev);
@@ -51,6 +58,8 @@ class ResponseWriter {
   ApiKind kind_;
   bool want_logprobs_;
   bool include_usage_;
+  ToolSyntax tool_syntax_;
+  bool parallel_tool_calls_;
   ResponseMeta meta_;
   std::vector<Choice> choices_;
   int n_ended_ = 0;

@@ -1,4 +1,4 @@
-// Server-sent events framing: "data: <json>\n\n" events.
+// Server-sent events framing: "data: <json>\n\n" events, optionally named ("event: <name>").
 #include "server/sse.h"
 
 namespace cai::server {
@@ -12,6 +12,13 @@ std::string sse_data(const nlohmann::json& j) {
   out += json_text(j);
   out += "\n\n";
   return out;
+}
+
+std::string sse_event(std::string_view name, const nlohmann::json& j) {
+  std::string out = "event: ";
+  out += name;
+  out += '\n';
+  return out + sse_data(j);
 }
 
 }  // namespace cai::server

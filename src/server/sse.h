@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <string_view>
 
 namespace cai::server {
 
@@ -11,6 +12,8 @@ namespace cai::server {
 std::string json_text(const nlohmann::json& j);
 // One SSE event carrying `j`: "data: {...}\n\n".
 std::string sse_data(const nlohmann::json& j);
+// One named SSE event (Anthropic's streams name each): "event: <name>\ndata: {...}\n\n".
+std::string sse_event(std::string_view name, const nlohmann::json& j);
 // The stream terminator OpenAI clients wait for.
 inline constexpr const char* kSseDone = "data: [DONE]\n\n";
 // A comment line clients ignore; written while a request waits so that a vanished client is noticed.

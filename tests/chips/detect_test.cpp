@@ -7,16 +7,13 @@
 #include <set>
 
 #include "chips/detect_report.h"
+#include "shipped_profiles.h"
 #include "test_paths.h"
 
 namespace cai::chips {
 namespace {
 
-std::vector<DeviceProfile> profiles() {
-  auto r = load_profiles(std::string(CAI_SOURCE_DIR) + "/data/chips");
-  EXPECT_TRUE(r.ok()) << r.status().to_string();
-  return r.ok() ? r.value() : std::vector<DeviceProfile>{};
-}
+using test_support::shipped_profiles;
 
 DetectOptions fixture(const std::string& sysfs, const std::string& proc, std::set<std::string> present = {}) {
   DetectOptions o;
@@ -85,7 +82,7 @@ TEST(Detect, ScanReadsVendorDeviceAndClassSortedByAddress) {
 // vendor's backend), and four devices that must not count: Huawei NIC, HiSilicon ZIP engine, Huawei BMC VGA, audio.
 TEST(Detect, MixedHostMatchesAcceleratorsOnly) {
   hal::Registry reg;
-  const auto ps = profiles();
+  const auto ps = shipped_profiles();
   const DetectReport r = detect(ps, reg, fixture("sysfs-mixed", "proc-x86"));
   ASSERT_EQ(r.accelerators.size(), 3u);
   const Accelerator* h200 = at(r, "0000:17:00.0");
@@ -117,12 +114,12 @@ TEST(Detect, MixedHostMatchesAcceleratorsOnly) {
 
 TEST(Detect, HostWithOnlyOrdinaryDevicesHasNoAccelerators) {
   hal::Registry reg;
-  EXPECT_TRUE(detect(profiles(), reg, fixture("sysfs-plain", "proc-x86")).accelerators.empty());
+  EXPECT_TRUE(detect(shipped_profiles(), reg, fixture("sysfs-plain", "proc-x86")).accelerators.empty());
 }
 
 // backend_available needs the backend registered AND one of the profile's runtime libraries loading.
 TEST(Detect, BackendAvailableNeedsLoadedBackendAndRuntime) {
-  const auto ps = profiles();
+  const auto ps = shipped_profiles();
   hal::Registry none;
   const DetectReport no_backend = detect(ps, none, fixture("sysfs-mixed", "proc-x86", {"libcuda.so.1"}));
   EXPECT_TRUE(at(no_backend, "0000:17:00.0")->runtime_available);
@@ -151,10 +148,10 @@ TEST(Detect, BackendAvailableNeedsLoadedBackendAndRuntime) {
 
 TEST(Detect, AutoDeviceIsCpuWithoutAccelerators) {
   hal::Registry reg;
-  const AutoDevice c = choose_auto_device(detect(profiles(), reg, fixture("sysfs-plain", "proc-x86")));
+  const AutoDevice c = choose_auto_device(detect(shipped_profiles(), reg, fixture("sysfs-plain", "proc-x86")));
   EXPECT_EQ(c.device, "cpu");
   EXPECT_EQ(c.reason, "no accelerator recognised on PCI");
-  const AutoDevice m = choose_auto_device(detect(profiles(), reg, fixture("sysfs-mixed", "proc-x86")));
+  const AutoDevice m = choose_auto_device(detect(shipped_profiles(), reg, fixture("sysfs-mixed", "proc-x86")));
   EXPECT_EQ(m.device, "cpu");
   EXPECT_NE(m.reason.find("0000:81:00.0 (ascend-910b2): CAI has no backend for this chip yet"), std::string::npos) << m.reason;
   EXPECT_NE(m.reason.find("backend 'cuda' not loaded"), std::string::npos) << m.reason;
@@ -162,7 +159,7 @@ TEST(Detect, AutoDeviceIsCpuWithoutAccelerators) {
 
 // One device per vendor in the profiles: the profile it gets (or none).
 TEST(Detect, EveryProfiledVendorMatches) {
-  const auto ps = profiles();
+  const auto ps = shipped_profiles();
   struct Case {
     uint16_t vendor, device;
     uint32_t cls;
@@ -253,7 +250,7 @@ TEST(Detect, ProbeLibraryDlopensAndReportsFailures) {
 TEST(Detect, JsonShape) {
   hal::Registry reg;
   reg.add(std::make_unique<FakeBackend>("cuda", std::vector<size_t>{1ull << 30}));
-  const auto j = report_json(detect(profiles(), reg, fixture("sysfs-mixed", "proc-x86", {"libcuda.so.1"})));
+  const auto j = report_json(detect(shipped_profiles(), reg, fixture("sysfs-mixed", "proc-x86", {"libcuda.so.1"})));
   ASSERT_TRUE(j.contains("cpu") && j.contains("accelerators") && j.contains("backends")) << j.dump();
   EXPECT_EQ(j["cpu"]["isa_level"], "x86-64-v4");
   ASSERT_EQ(j["accelerators"].size(), 3u);
@@ -277,7 +274,7 @@ TEST(Detect, JsonShape) {
 
 TEST(Detect, TableListsEveryAcceleratorAndWhy) {
   hal::Registry reg;
-  const std::string t = report_table(detect(profiles(), reg, fixture("sysfs-mixed", "proc-x86")));
+  const std::string t = report_table(detect(shipped_profiles(), reg, fixture("sysfs-mixed", "proc-x86")));
   EXPECT_NE(t.find("Intel(R) Xeon(R) Platinum 8480+ (x86_64, x86-64-v4"), std::string::npos) << t;
   EXPECT_NE(t.find("Accelerators (3):"), std::string::npos) << t;
   EXPECT_NE(t.find("nvidia-h200-sxm"), std::string::npos) << t;

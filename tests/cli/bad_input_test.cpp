@@ -11,7 +11,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string cai_bin() { return test::binary_path("cai"); }
+using test::cai_bin;
 
 // Expect exit code 1 (an error we reported, not a signal) and an "error:" line mentioning `needle`.
 void expect_clean_error(const std::string& args, const std::string& needle) {

@@ -12,7 +12,7 @@
 namespace cai {
 namespace {
 
-std::string cai_bin() { return test::binary_path("cai"); }
+using test::cai_bin;
 
 test::CommandResult detect_on(const std::string& sysfs, const std::string& extra_env = "") {
   return test::run_command("CAI_SYSFS_ROOT=" + sysfs + " CAI_PROC_ROOT=" + test::data_path("chips/proc-x86") + " " +

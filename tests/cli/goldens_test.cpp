@@ -12,7 +12,7 @@
 namespace cai {
 namespace {
 
-std::string cai_bin() { return test::binary_path("cai"); }
+using test::cai_bin;
 std::string model(const std::string& name) { return test::data_path("models/" + name); }
 
 std::string run_greedy(const std::string& model_path, const std::string& prompt, int n) {

@@ -14,7 +14,7 @@
 namespace cai {
 namespace {
 
-std::string cai_bin() { return test::binary_path("cai"); }
+using test::cai_bin;
 std::string q8_model() { return test::data_path("quants/Q8_0.gguf"); }
 
 // 2·10^9 context positions of the Q8_0 test model's KV cache (1 layer × 2 × 64 F32 = 512 bytes each) are 1.024 TB.

@@ -4,19 +4,13 @@
 
 #include <gtest/gtest.h>
 
-#include "model/loaders/gguf.h"
 #include "test_paths.h"
+#include "tiny_tokenizer.h"
 
 namespace cai {
 namespace {
 
-std::unique_ptr<Tokenizer> tiny_tokenizer() {
-  auto gguf = GgufFile::open(test::data_path("models/TinyStories-656K-Q8_0.gguf"));
-  EXPECT_TRUE(gguf.ok());
-  auto tok = Tokenizer::from_gguf_metadata(gguf.value()->metadata());
-  EXPECT_TRUE(tok.ok());
-  return std::move(tok).value();
-}
+using test::tiny_tokenizer;
 
 TEST(RequestState, StopStringSpanningTokensIsHeldBackAndCut) {
   const auto tok = tiny_tokenizer();
@@ -44,6 +38,7 @@ TEST(RequestState, StopStringSpanningTokensIsHeldBackAndCut) {
   }
   EXPECT_EQ(released, full.substr(0, start));
   EXPECT_TRUE(rs.stopped());
+  EXPECT_EQ(rs.stop_string(), stop);  // the one that matched, not the first listed
   EXPECT_EQ(rs.finish_text(), "");  // nothing after a stop string
 
   GenerationRequest none;
@@ -53,6 +48,7 @@ TEST(RequestState, StopStringSpanningTokensIsHeldBackAndCut) {
   for (int32_t id : ids) released += plain.push_token(id, stop_hit);
   EXPECT_LT(released.size(), full.size());  // the last 4 bytes could still begin "zebra"
   EXPECT_EQ(released + plain.finish_text(), full);
+  EXPECT_EQ(plain.stop_string(), "");
 }
 
 }  // namespace

@@ -257,6 +257,15 @@ TEST_F(ServerTest, EngineRefusalsMapToStatuses) {
   auto failed = post("/v1/chat/completions", kChat);
   EXPECT_EQ(failed->status, 500);
   EXPECT_NE(error_of(failed)["message"].get<std::string>().find("device lost"), std::string::npos);
+  // The engine refusing what the request asks of this model (e.g. an output format its vocabulary cannot write) is the
+  // client's error.
+  engine_->script.error_code = StatusCode::kInvalidArgument;
+  engine_->script.error = "the model's vocabulary cannot write the text the output format requires";
+  auto refused = post("/v1/chat/completions", kChat);
+  EXPECT_EQ(refused->status, 400);
+  EXPECT_EQ(error_of(refused)["type"], "invalid_request_error");
+  engine_->script.error_code = StatusCode::kInternal;
+  engine_->script.error = "device lost";
   auto stream = post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "stream": true})");
   std::vector<std::string> data = sse_payloads(stream->body);
   ASSERT_GE(data.size(), 2u);

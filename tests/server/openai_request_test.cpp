@@ -47,8 +47,8 @@ TEST(OpenAiRequest, RejectsBadFieldsNamingTheParameter) {
       {R"("reasoning_effort": "extreme")", "reasoning_effort"}, {R"("reasoning_effort": 3)", "reasoning_effort"},
       {R"("max_reasoning_tokens": -1)", "max_reasoning_tokens"},
       {R"("model": 7)", "model"},                     {R"("frobnicate": true)", "frobnicate"},
-      {R"("tools": [{"type": "function"}])", "tools"},
-      {R"("response_format": {"type": "json_object"})", "response_format"}, {R"("ignore_eos": 1)", "ignore_eos"},
+      {R"("tools": [{"type": "function"}])", "tools[0].function"},
+      {R"("response_format": {"type": "xml"})", "response_format"}, {R"("ignore_eos": 1)", "ignore_eos"},
       {R"("prompt": "x")", "prompt"},  // a completions field on the chat route
   };
   for (const BadCase& c : cases) {

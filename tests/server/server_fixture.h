@@ -93,10 +93,11 @@ inline int connect_to(int port) {
 }
 
 // Opens a streaming request on a raw socket, reads the response headers, then hangs up.
-inline void stream_then_disconnect(int port) {
+inline void stream_then_disconnect(
+    int port, const std::string& path = "/v1/chat/completions",
+    const std::string& body = R"({"messages": [{"role": "user", "content": "Hi"}], "stream": true})") {
   const int fd = connect_to(port);
-  const std::string body = R"({"messages": [{"role": "user", "content": "Hi"}], "stream": true})";
-  const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+  const std::string req = "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
   std::string got;

@@ -1,7 +1,10 @@
-// Shared CLI plumbing: model/device/thread options and error printing.
+// Shared CLI plumbing: model/device/thread options, the device profile's policies, and error printing.
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "chips/detect_report.h"
+#include "chips/device_policy.h"
 #include "core/log.h"
 #include "hal/cpu/cpu_backend.h"
 #include "verbs.h"
@@ -14,10 +17,15 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
                  "device to run on: cpu, a plugin backend such as cuda:0, or auto (the usable accelerator with the most "
                  "memory, else cpu; see `cai detect`)");
   cmd.add_option("-t,--threads", o.threads, "CPU threads (0 = all)");
-  cmd.add_flag("--prewarm-experts", o.prewarm_experts, "touch every MoE expert's weight pages at load");
+  cmd.add_flag_function(
+      "--prewarm-experts,!--no-prewarm-experts", [&o](int64_t n) { o.prewarm_experts = n > 0; },
+      "touch every MoE expert's weight pages at load (default: the device profile's expert_prewarm)");
   cmd.add_option("--kv-dtype", o.kv_dtype,
-                 "KV cache element type: f32, bf16, f16 or q8_0 (cpu only; default: f32 on cpu, bf16 on devices "
-                 "with own memory)");
+                 "KV cache element type: f32, bf16, f16 or q8_0 (cpu only; default: the device profile's, else f32 on "
+                 "cpu, bf16 on devices with own memory)");
+  cmd.add_option("--profile", o.profile,
+                 "device profile whose policies apply (an id from data/chips, e.g. nvidia-h200-sxm; default: the "
+                 "profile `cai detect` matches to the device)");
   cmd.add_option("--precision", o.precision,
                  "exact: F32 activations, as the reference; fast: int8 activations and int8 dot products for "
                  "Q8_0/Q4_0/Q2_K..Q6_K weights on the CPU")
@@ -31,31 +39,105 @@ int fail(const Status& st) {
   return 1;
 }
 
+void add_sampling_options(CLI::App& cmd, SamplingParams& s) {
+  cmd.add_option("--temp", s.temperature, "temperature; 0 = greedy")->check(CLI::NonNegativeNumber);
+  cmd.add_option("--top-k", s.top_k, "top-k (0 = off)")->check(CLI::NonNegativeNumber);
+  cmd.add_option("--top-p", s.top_p, "top-p (1 = off)")->check(CLI::Range(0.0, 1.0));
+  cmd.add_option("--min-p", s.min_p, "min-p (0 = off)")->check(CLI::Range(0.0, 1.0));
+  cmd.add_option("--repeat-penalty", s.repetition_penalty, "repetition penalty (1 = off)");
+  cmd.add_option("--seed", s.seed, "random seed");
+}
+
+Result<std::string> read_text_file(const std::string& path, std::string_view what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return io_error("cannot read {} {}", what, path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 namespace {
 
-// --device auto: the same detection as `cai detect`; without readable profiles nothing is recognised and the CPU runs.
-std::string auto_device(const hal::Registry& reg) {
+// What detection knows about this host; without readable profiles nothing is recognised and no policy applies.
+struct HostChips {
+  std::vector<chips::DeviceProfile> profiles;
+  chips::DetectReport report;
+};
+
+// Runtime libraries are probed (dlopen) only for --device auto, which needs to know what is usable.
+HostChips scan_host(const hal::Registry& reg, bool probe_runtimes) {
+  HostChips h;
   auto profiles = chips::load_profiles(chips::default_profile_dir());
-  if (!profiles.ok()) CAI_LOG_WARN("--device auto: {}; accelerators cannot be recognised", profiles.status().to_string());
-  const chips::DetectReport report = chips::detect(profiles.ok() ? profiles.value() : std::vector<chips::DeviceProfile>{},
-                                                   reg, chips::DetectOptions::from_env());
+  if (profiles.ok())
+    h.profiles = std::move(profiles).value();
+  else
+    CAI_LOG_WARN("{}; devices cannot be matched to profiles", profiles.status().to_string());
+  chips::DetectOptions options = chips::DetectOptions::from_env();
+  if (!probe_runtimes) options.probe = [](const std::string& name) { return chips::LibraryProbe{name, false, "not probed"}; };
+  h.report = chips::detect(h.profiles, reg, options);
+  return h;
+}
+
+// --device auto: the same choice as `cai detect` shows.
+std::string auto_device(const chips::DetectReport& report) {
   const chips::AutoDevice choice = chips::choose_auto_device(report);
   CAI_LOG_INFO("--device auto: chose {}: {}", choice.device, choice.reason);
   return choice.device;
 }
 
+// The options the device's profile supplies where the user set none; logs the profile and each policy.
+Result<chips::PolicyOptions> device_policies(const CommonOptions& o, const HostChips& host, const hal::Device& dev,
+                                             bool has_engine) {
+  chips::PolicyOptions pol;
+  if (!o.kv_dtype.empty()) pol.kv_dtype = o.kv_dtype;
+  pol.prewarm_experts = o.prewarm_experts;
+  pol.thermal_limit_c = o.thermal_limit_c;
+  pol.has_engine = has_engine;
+  CAI_ASSIGN_OR_RETURN(chips::ProfileChoice choice,
+                       chips::profile_for_device(host.report, host.profiles, dev.name(), o.profile));
+  if (!choice.profile) {
+    CAI_LOG_INFO("{}: no device profile ({}); engine defaults apply", dev.name(), choice.reason);
+    return pol;
+  }
+  CAI_LOG_INFO("{}: device profile {} ({}; {})", dev.name(), choice.profile->id, choice.profile->name, choice.reason);
+  for (const std::string& line : chips::apply_policies(choice.profile->policies, pol))
+    CAI_LOG_INFO("  policy {}", line);
+  return pol;
+}
+
+// Which sensor the thermal limit reads, or that there is none.
+void log_sensor(const hal::Device& dev, float thermal_limit_c) {
+  const std::string sensor = dev.telemetry_sensor();
+  const std::optional<float> now = dev.telemetry().temperature_c;
+  if (!sensor.empty() && now)
+    CAI_LOG_INFO("{}: temperature sensor {}: {:.1f} °C", dev.name(), sensor, *now);
+  else
+    CAI_LOG_INFO("{}: no temperature sensor", dev.name());
+  if (thermal_limit_c > 0 && !now)
+    CAI_LOG_WARN("thermal limit {:g} °C has no effect: {} reports no temperature", thermal_limit_c, dev.name());
+  else if (thermal_limit_c > 0)
+    CAI_LOG_INFO("thermal limit {:g} °C: the step token budget halves while {} is at or above it", thermal_limit_c,
+                 dev.name());
+}
+
 }  // namespace
 
-Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t kv_bytes) {
-  LoadOptions load{o.prewarm_experts, std::nullopt, o.mlock, kv_tokens, kv_bytes};
-  if (!o.kv_dtype.empty()) {
-    CAI_ASSIGN_OR_RETURN(load.kv_dtype, parse_kv_dtype(o.kv_dtype));
-  }
+Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t kv_bytes, DeviceSettings* engine) {
   hal::Registry& reg = hal::Registry::global();
   if (o.device.rfind("cpu", 0) != 0) reg.load_plugins_from_default_paths();
   hal::cpu::set_cpu_threads(o.threads);
-  const std::string spec = o.device == "auto" ? auto_device(reg) : o.device;
+  const HostChips host = scan_host(reg, o.device == "auto");
+  const std::string spec = o.device == "auto" ? auto_device(host.report) : o.device;
   CAI_ASSIGN_OR_RETURN(hal::Device * dev, reg.find_device(spec));
+  CAI_ASSIGN_OR_RETURN(chips::PolicyOptions pol, device_policies(o, host, *dev, engine != nullptr));
+  LoadOptions load{pol.prewarm_experts.value_or(false), std::nullopt, o.mlock, kv_tokens, kv_bytes};
+  if (pol.kv_dtype) {
+    CAI_ASSIGN_OR_RETURN(load.kv_dtype, parse_kv_dtype(*pol.kv_dtype));
+  }
+  if (engine) {
+    engine->thermal_limit_c = pol.thermal_limit_c.value_or(0.0f);
+    log_sensor(*dev, engine->thermal_limit_c);
+  }
   dev->set_precision(o.precision == "exact" ? hal::Precision::kExact : hal::Precision::kFast);
   if (o.precision == "fast")
     CAI_LOG_INFO("--precision fast: int8 activations and dot products for Q8_0/Q4_0/Q2_K..Q6_K weights where {} has "

@@ -85,12 +85,7 @@ void register_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--system", o->system, "with --chat: a system message");
   cmd->add_option("-n,--n-predict", o->n_predict, "tokens to generate")->check(CLI::NonNegativeNumber);
   cmd->add_option("-c,--ctx-size", o->ctx_size, "context size (default: the model's)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--temp", o->sampling.temperature, "temperature; 0 = greedy")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--top-k", o->sampling.top_k, "top-k (0 = off)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--top-p", o->sampling.top_p, "top-p (1 = off)")->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--min-p", o->sampling.min_p, "min-p (0 = off)")->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--repeat-penalty", o->sampling.repetition_penalty, "repetition penalty (1 = off)");
-  cmd->add_option("--seed", o->sampling.seed, "random seed");
+  add_sampling_options(*cmd, o->sampling);
   cmd->callback([o, &exit_code] {
     Status st = run(*o);
     if (!st.ok()) exit_code = fail(st);

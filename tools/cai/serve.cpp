@@ -7,9 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 #include "cai/engine.h"
@@ -35,11 +33,8 @@ struct ServeOptions {
 
 // Fills every option the command line (or environment) left unset from the YAML file: flags win.
 Status apply_config_file(CLI::App& cmd, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_error("cannot read config file {}", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  CAI_ASSIGN_OR_RETURN(std::vector<server::ConfigEntry> entries, server::parse_config_yaml(ss.str()));
+  CAI_ASSIGN_OR_RETURN(const std::string yaml, read_text_file(path, "config file"));
+  CAI_ASSIGN_OR_RETURN(std::vector<server::ConfigEntry> entries, server::parse_config_yaml(yaml));
   for (server::ConfigEntry& e : entries) {
     CLI::Option* opt = e.name == "config" ? nullptr : cmd.get_option_no_throw("--" + e.name);
     if (!opt) return invalid_argument("config file {}: unknown option '{}'", path, e.name);
@@ -57,11 +52,7 @@ Status apply_config_file(CLI::App& cmd, const std::string& path) {
 // Completes the options: template file, model id, KV memory, connection limits.
 Status finish_options(ServeOptions& o) {
   if (!o.chat_template_file.empty()) {
-    std::ifstream in(o.chat_template_file, std::ios::binary);
-    if (!in) return io_error("cannot read chat template file {}", o.chat_template_file);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    o.http.chat_template = ss.str();
+    CAI_ASSIGN_OR_RETURN(o.http.chat_template, read_text_file(o.chat_template_file, "chat template file"));
   }
   std::erase(o.http.model_names, std::string());
   if (o.http.model_names.empty()) {
@@ -97,8 +88,10 @@ Status serve(ServeOptions o) {
   bool loaded = false;
   std::thread loader([&] {
     Status st = [&]() -> Status {
+      DeviceSettings device;
       CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common, int64_t{o.engine.n_kv_blocks} * o.engine.block_size,
-                                                      o.engine.kv_memory_bytes));
+                                                      o.engine.kv_memory_bytes, &device));
+      o.engine.thermal_limit_c = device.thermal_limit_c;
       CAI_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::create(std::move(lm), o.engine));
       CAI_LOG_INFO("engine ready: context {} tokens, max batch {}", engine->ctx_size(), o.engine.max_batch);
       return http.attach(std::move(engine));
@@ -166,6 +159,10 @@ void register_serve(CLI::App& app, int& exit_code) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--idle-timeout", o->idle_timeout_s, "seconds an idle keep-alive connection stays open")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--thermal-limit", o->common.thermal_limit_c,
+                  "°C at which the step token budget halves (doubled back 5 °C below); 0 = off; default: the device "
+                  "profile's thermal_limit_c, else off")
+      ->check(CLI::Range(0.0, 150.0));
   cmd->add_option("--prefix-caching", o->engine.prefix_caching, "reuse KV blocks of shared prompt prefixes");
   cmd->callback([o, cmd, &exit_code] {
     Status st = o->config_file.empty() ? Status() : apply_config_file(*cmd, o->config_file);

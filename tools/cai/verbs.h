@@ -3,10 +3,13 @@
 
 #include <CLI/CLI.hpp>
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "hal/hal.h"
 #include "model/model_loader.h"
+#include "runtime/sampler.h"
 
 namespace cai::cli {
 
@@ -15,19 +18,32 @@ struct CommonOptions {
   std::string model;
   std::string device = "cpu";
   int threads = 0;  // 0 = all hardware threads
-  bool prewarm_experts = false;
-  std::string kv_dtype;  // "" = the device's default (default_kv_dtype)
+  std::optional<bool> prewarm_experts;  // unset: the device profile's expert_prewarm
+  std::string kv_dtype;  // "" = the device profile's, else the device's default (default_kv_dtype)
+  std::string profile;   // --profile: the device profile to apply instead of the detected one
+  std::optional<float> thermal_limit_c;  // --thermal-limit (serve); unset: the profile's; 0 = off
   bool mlock = false;
   // "fast": int8 activations and dot products where the CPU has a kernel for the weight type; "exact": F32 activations
   // (the reference path, and the default until the fast path meets its quality gate: see tests/cli/precision_cli_test).
   std::string precision = "exact";
 };
 void add_common_options(CLI::App& cmd, CommonOptions& o);
-// Resolve the device (loading plugins) and load the model, which must fit the device's memory together with the KV
-// cache the verb will allocate (LoadOptions::kv_tokens, kv_bytes); errors are printed as "error: ..." to stderr.
-Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t kv_bytes = 0);
+// What open_model settled for a verb that runs a serving engine: the engine options the device profile supplies.
+struct DeviceSettings {
+  float thermal_limit_c = 0;  // 0 = off
+};
+// Resolve the device (loading plugins), apply its profile's policies where the options leave them unset (logging the
+// profile, each policy and the temperature sensor) and load the model, which must fit the device's memory together
+// with the KV cache the verb will allocate (LoadOptions::kv_tokens, kv_bytes). `engine` is given by verbs that run a
+// serving engine and receives its settings. Errors are printed as "error: ..." to stderr.
+Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t kv_bytes = 0,
+                               DeviceSettings* engine = nullptr);
 // Print a Status to stderr and return exit code 1.
 int fail(const Status& st);
+// --temp, --top-k, --top-p, --min-p, --repeat-penalty, --seed.
+void add_sampling_options(CLI::App& cmd, SamplingParams& s);
+// A whole file as text; `what` names it in the error, e.g. "chat template file".
+Result<std::string> read_text_file(const std::string& path, std::string_view what);
 
 void register_run(CLI::App& app, int& exit_code);
 void register_tokenize(CLI::App& app, int& exit_code);
@@ -36,5 +52,6 @@ void register_bench(CLI::App& app, int& exit_code);
 void register_serve(CLI::App& app, int& exit_code);
 void register_plan(CLI::App& app, int& exit_code);
 void register_detect(CLI::App& app, int& exit_code);
+void register_chat(CLI::App& app, int& exit_code);
 
 }  // namespace cai::cli

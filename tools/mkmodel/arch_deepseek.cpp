@@ -10,7 +10,7 @@
 namespace cai::mkmodel {
 namespace {
 
-Status check_shape(const ModelShape& s) {
+Status check_deepseek_shape(const ModelShape& s) {
   const MlaMoeShape& d = s.mla;
   if (s.hidden <= 0 || s.n_layers <= 0 || s.n_heads <= 0 || s.ffn <= 0 || s.ctx <= 0 || d.kv_lora_rank <= 0 ||
       d.qk_nope_head_dim <= 0 || d.qk_rope_head_dim <= 0 || d.v_head_dim <= 0 || d.q_lora_rank < 0) {
@@ -30,7 +30,7 @@ Status check_shape(const ModelShape& s) {
   return Status::ok_status();
 }
 
-nlohmann::json hf_config(const ModelShape& s) {
+nlohmann::json deepseek_hf_config(const ModelShape& s) {
   const MlaMoeShape& d = s.mla;
   nlohmann::json rope_scaling = nullptr;
   if (s.yarn_factor > 1.0f) {
@@ -225,7 +225,7 @@ void deepseek2_gguf_keys(const ModelShape& s, GgufWriter& w) {
 
 Result<ModelSpec> build_deepseek2(const ModelShape& s, uint64_t seed) {
   if (s.arch != "deepseek2") return unsupported("architecture '{}' is not deepseek2", s.arch);
-  CAI_TRY(check_shape(s));
+  CAI_TRY(check_deepseek_shape(s));
   ModelSpec m;
   m.shape = s;
   m.seed = seed;
@@ -248,7 +248,7 @@ Result<ModelSpec> build_deepseek2(const ModelShape& s, uint64_t seed) {
     add(m, "lm_head.weight", "output.weight", {s.vocab, s.hidden}, Init::kNormal, GgufRole::kOutput, HfRole::kPlain);
   }
   m.gguf_metadata = [s](GgufWriter& w) { deepseek2_gguf_keys(s, w); };
-  m.hf_config = hf_config(s);
+  m.hf_config = deepseek_hf_config(s);
   return m;
 }
 

@@ -6,7 +6,7 @@
 namespace cai::mkmodel {
 namespace {
 
-Status check_shape(const ModelShape& s) {
+Status check_llama_shape(const ModelShape& s) {
   if (s.hidden <= 0 || s.n_layers <= 0 || s.n_heads <= 0 || s.n_kv_heads <= 0 || s.ffn <= 0 || s.ctx <= 0) {
     return invalid_argument("hidden, layers, heads, kv-heads, ffn and ctx must all be positive");
   }
@@ -20,7 +20,7 @@ Status check_shape(const ModelShape& s) {
   return Status::ok_status();
 }
 
-nlohmann::json hf_config(const ModelShape& s) {
+nlohmann::json llama_hf_config(const ModelShape& s) {
   const bool qwen2 = s.arch == "qwen2";
   nlohmann::json c = {
       {"architectures", {qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"}},
@@ -108,7 +108,7 @@ void llama_family_gguf_keys(const ModelShape& s, GgufWriter& w) { common_gguf_ke
 
 Result<ModelSpec> build_llama_family(const ModelShape& s, uint64_t seed) {
   if (s.arch != "llama" && s.arch != "qwen2") return unsupported("architecture '{}' is not llama or qwen2", s.arch);
-  CAI_TRY(check_shape(s));
+  CAI_TRY(check_llama_shape(s));
   const bool qwen2 = s.arch == "qwen2";
   const int64_t hd = s.head_dim();
   const int64_t q_dim = s.n_heads * hd;
@@ -152,7 +152,7 @@ Result<ModelSpec> build_llama_family(const ModelShape& s, uint64_t seed) {
     add(m, seed, "lm_head.weight", "output.weight", {s.vocab, s.hidden}, Init::kNormal, GgufRole::kOutput);
   }
   m.gguf_metadata = [s](GgufWriter& w) { llama_family_gguf_keys(s, w); };
-  m.hf_config = hf_config(s);
+  m.hf_config = llama_hf_config(s);
   return m;
 }
 

@@ -1,4 +1,4 @@
-// CpuDevice: host allocations (64-byte aligned), eager stream, /proc and /sys readings for memory and telemetry.
+// CpuDevice: host allocations (64-byte aligned), eager stream, /proc readings for memory, hwmon for temperature.
 #include "hal/cpu/cpu_backend.h"
 
 #include <unistd.h>
@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/thread_pool.h"
+#include "hal/cpu/hwmon.h"
 
 namespace cai::hal::cpu {
 
@@ -47,7 +48,7 @@ size_t meminfo_bytes(const char* key) {
 
 class CpuDevice final : public Device {
  public:
-  CpuDevice() : pool_(std::make_unique<ThreadPool>(0)) {}
+  CpuDevice() : pool_(std::make_unique<ThreadPool>(0)), sensor_(find_cpu_package_sensor(sysfs_root_from_env())) {}
   std::string name() const override { return "cpu:0"; }
   std::string description() const override {
     return fmt::format("host CPU, {} threads", pool_->size());
@@ -55,11 +56,10 @@ class CpuDevice final : public Device {
   MemoryInfo memory_info() const override { return {meminfo_bytes("MemTotal:"), meminfo_bytes("MemAvailable:")}; }
   Telemetry telemetry() const override {
     Telemetry t;
-    std::ifstream in("/sys/class/thermal/thermal_zone0/temp");
-    long milli = 0;
-    if (in >> milli) t.temperature_c = static_cast<float>(milli) / 1000.0f;
+    t.temperature_c = sensor_.read_celsius();
     return t;
   }
+  std::string telemetry_sensor() const override { return sensor_.describe(); }
   const OpTable& ops() const override { return cpu_op_table(); }
   Stream& default_stream() override { return stream_; }
   OpContext op_context() override {
@@ -82,6 +82,7 @@ class CpuDevice final : public Device {
 
  private:
   std::unique_ptr<ThreadPool> pool_;
+  CpuPackageSensor sensor_;
   CpuStream stream_;
   bool batch_invariant_ = false;
   Precision precision_ = Precision::kExact;

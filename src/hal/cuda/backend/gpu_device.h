@@ -19,7 +19,8 @@ int runtime_fail(CaiError* err, gpuError_t e, const char* what);
 // The ops table shared by every device of this plugin (ops.cu).
 const CaiOps& gpu_ops();
 
-// Vendor telemetry (CUDA: NVML loaded at run time; elsewhere nothing). open() returns null when unavailable.
+// Vendor telemetry, its library loaded at run time (CUDA: NVML; HIP: ROCm SMI; simt: none). open() returns null
+// when unavailable; read() then reports nothing.
 void* telemetry_open(int device_index);
 void telemetry_read(void* source, CaiTelemetry* out);
 

@@ -1,0 +1,86 @@
+// Tool calls: which syntax a model writes its calls in (from its chat template), and the model's answer text parsed
+// back into content plus calls, whole or as a stream of deltas. Text that is not a valid call stays content.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cai::server {
+
+// One call the model made. `arguments` is the text of a JSON object (OpenAI's function.arguments).
+struct ToolCall {
+  std::string id;  // "call_" + random characters, unique within the response
+  std::string name;
+  std::string arguments;
+};
+
+// An answer (the text after any reasoning) split into what the user reads and the calls.
+struct ParsedAnswer {
+  std::string content;
+  std::vector<ToolCall> tool_calls;
+};
+
+// A piece of one call, as OpenAI streams it: the first delta of a call carries id and name, later ones only more
+// argument text.
+struct ToolCallDelta {
+  int index = 0;  // which call of this answer (0, 1, ...)
+  std::string id;
+  std::string name;
+  std::string arguments;
+};
+
+// How a model family writes tool calls.
+enum class ToolSyntax {
+  kDeepSeek,  // DeepSeek-V3/R1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n...```
+  kHermes,    // Qwen2.5: <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>
+  kLlama3,    // Llama 3.x: {"name": ..., "parameters": {...}}
+  kGeneric,   // any other template: the server describes the tools itself and the model answers with JSON
+};
+
+// The syntax the model whose chat template is `chat_template` (may be empty) writes.
+ToolSyntax detect_tool_syntax(std::string_view chat_template);
+// Whether the template reads the `tools` variable (else the server describes the tools in a system message), and
+// whether it renders assistant `tool_calls` itself (else the server writes them into the message content).
+bool template_uses_tools(std::string_view chat_template);
+bool template_renders_tool_calls(std::string_view chat_template);
+
+// A tool (function) name as OpenAI allows it: [a-zA-Z0-9_-]{1,64}.
+bool is_valid_tool_name(std::string_view name);
+// "call_" + 24 random letters and digits.
+std::string new_tool_call_id();
+
+// The whole answer at once.
+ParsedAnswer parse_tool_calls(ToolSyntax syntax, std::string_view answer);
+
+// The same, fed as the engine streams text. Content that may still turn out to be the start of a call is held back
+// until it is decided; finish() releases what is left (an unfinished or invalid call comes back as content).
+class ToolCallStream {
+ public:
+  explicit ToolCallStream(ToolSyntax syntax);
+
+  struct Delta {
+    std::string content;
+    std::vector<ToolCallDelta> calls;
+  };
+  Delta push(std::string_view text);
+  Delta finish();
+  // Every call completed so far, whole (for usage in a final message or a non-streaming answer).
+  const std::vector<ToolCall>& calls() const;
+
+ private:
+  // Where in pending_ a call (or a marker cut off by the end of the text so far) may start; npos when nowhere.
+  size_t call_start() const;
+  // Adds text known to be content; trailing white space is held until more content follows (dropped when the answer
+  // has calls, so the space around calls does not become content).
+  void emit_content(Delta& out, std::string_view text);
+  Delta drain(bool at_end);
+
+  ToolSyntax syntax_;
+  std::string pending_;     // text not decided yet
+  std::string held_space_;  // white space after the last content
+  bool json_allowed_ = true;  // Llama 3 / generic: a call may start here (answer start, or right after a call)
+  std::vector<ToolCall> calls_;
+};
+
+}  // namespace cai::server
