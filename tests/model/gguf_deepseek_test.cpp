@@ -12,16 +12,13 @@
 #include "model/loaders/gguf.h"
 #include "model/loaders/gguf_writer.h"
 #include "model/loaders/safetensors.h"
+#include "model_test_util.h"
 #include "test_paths.h"
 
 namespace cai {
 namespace {
 
-std::vector<float> row_f32(const TensorView& w, int64_t r) {
-  std::vector<float> out(static_cast<size_t>(w.cols()));
-  dequantize_weight_row(w, r, out.data());
-  return out;
-}
+using test::row_f32;
 
 // The head sizes in both metadata layouts: mainline's (one KV head of kv_lora + rope = 40 / kv_lora = 32, the per-head
 // 24 / 16 in key_length_mla / value_length_mla) and the older one (key_length / value_length per head, head_count_kv =

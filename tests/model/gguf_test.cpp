@@ -8,17 +8,15 @@
 #include <limits>
 #include <string_view>
 
+#include "model_test_util.h"
 #include "test_paths.h"
 
 namespace cai {
 namespace {
 
-using Bytes = std::vector<uint8_t>;
+using test::load_bytes;
 
-Bytes load_bytes(const std::string& rel) {
-  std::string s = test::read_file(test::data_path(rel));
-  return Bytes(s.begin(), s.end());
-}
+using test::Bytes;
 
 Result<std::unique_ptr<GgufFile>> parse_bytes(const Bytes& b) { return GgufFile::parse(b.data(), b.size(), "test.gguf"); }
 
@@ -56,7 +54,7 @@ InfoFields info_fields(const Bytes& b, std::string_view name, size_t n_dims) {
 }
 
 // Expect parsing to fail with `code` and a message naming the source and containing `needle`.
-void expect_error(const Bytes& b, StatusCode code, std::string_view needle) {
+void expect_gguf_error(const Bytes& b, StatusCode code, std::string_view needle) {
   auto r = parse_bytes(b);
   ASSERT_FALSE(r.ok()) << "expected an error mentioning " << needle;
   EXPECT_EQ(r.status().code(), code) << r.status().to_string();
@@ -216,14 +214,14 @@ TEST(GgufTest, VersionsAndMagic) {
   put<uint32_t>(b, 4, 2);
   EXPECT_TRUE(parse_bytes(b).ok());  // v2 has the same layout
   put<uint32_t>(b, 4, 1);
-  expect_error(b, StatusCode::kUnsupported, "v1");
+  expect_gguf_error(b, StatusCode::kUnsupported, "v1");
   put<uint32_t>(b, 4, 0x03000000);
-  expect_error(b, StatusCode::kUnsupported, "byte-swapped");
+  expect_gguf_error(b, StatusCode::kUnsupported, "byte-swapped");
   put<uint32_t>(b, 4, 4);
-  expect_error(b, StatusCode::kUnsupported, "version 4");
+  expect_gguf_error(b, StatusCode::kUnsupported, "version 4");
   put<uint32_t>(b, 4, 3);
   b[0] = 'X';
-  expect_error(b, StatusCode::kCorrupt, "magic");
+  expect_gguf_error(b, StatusCode::kCorrupt, "magic");
 }
 
 TEST(GgufTest, BadTensorInfos) {
@@ -233,91 +231,91 @@ TEST(GgufTest, BadTensorInfos) {
   ASSERT_EQ(get<uint64_t>(orig, emb.offset), 512u);
   Bytes b = orig;
   put<uint32_t>(b, emb.type, 99);
-  expect_error(b, StatusCode::kUnsupported, "'token_embd.weight' has unknown or unsupported ggml type id 99");
+  expect_gguf_error(b, StatusCode::kUnsupported, "'token_embd.weight' has unknown or unsupported ggml type id 99");
   b = orig;
   put<uint32_t>(b, emb.n_dims, 5);
-  expect_error(b, StatusCode::kCorrupt, "5 dimensions");
+  expect_gguf_error(b, StatusCode::kCorrupt, "5 dimensions");
   b = orig;
   put<uint64_t>(b, emb.ne0, 100);
-  expect_error(b, StatusCode::kCorrupt, "not a multiple of the q8_0 block size 32");
+  expect_gguf_error(b, StatusCode::kCorrupt, "not a multiple of the q8_0 block size 32");
   b = orig;
   put<uint64_t>(b, emb.offset, 513);
-  expect_error(b, StatusCode::kCorrupt, "not a multiple of the alignment 32");
+  expect_gguf_error(b, StatusCode::kCorrupt, "not a multiple of the alignment 32");
   b = orig;
   put<uint64_t>(b, emb.offset, uint64_t{1} << 40);
-  expect_error(b, StatusCode::kCorrupt, "runs past the end");
+  expect_gguf_error(b, StatusCode::kCorrupt, "runs past the end");
   b = orig;
   put<uint64_t>(b, emb.offset, std::numeric_limits<uint64_t>::max() - 31);  // offset + size would wrap
-  expect_error(b, StatusCode::kCorrupt, "runs past the end");
+  expect_gguf_error(b, StatusCode::kCorrupt, "runs past the end");
   b = orig;
   put<uint64_t>(b, emb.ne0 + 8, uint64_t{1} << 62);  // ne[1]: the byte size overflows
-  expect_error(b, StatusCode::kCorrupt, "overflows");
+  expect_gguf_error(b, StatusCode::kCorrupt, "overflows");
   b = orig;
   size_t k_name = find_record(b, "blk.0.attn_k.weight") + 8;
   b[k_name + std::string_view("blk.0.attn_").size()] = 'q';
-  expect_error(b, StatusCode::kCorrupt, "duplicate tensor name 'blk.0.attn_q.weight'");
+  expect_gguf_error(b, StatusCode::kCorrupt, "duplicate tensor name 'blk.0.attn_q.weight'");
 }
 
 TEST(GgufTest, HugeCountsFailBeforeAllocating) {
   const Bytes orig = load_bytes("models/TinyStories-656K-Q8_0.gguf");
   Bytes b = orig;
   put<uint64_t>(b, 8, uint64_t{1} << 60);
-  expect_error(b, StatusCode::kCorrupt, "tensor count");
+  expect_gguf_error(b, StatusCode::kCorrupt, "tensor count");
   b = orig;
   put<uint64_t>(b, 16, uint64_t{1} << 60);
-  expect_error(b, StatusCode::kCorrupt, "metadata count");
+  expect_gguf_error(b, StatusCode::kCorrupt, "metadata count");
   b = orig;
   put<uint64_t>(b, 24, uint64_t{1} << 50);  // the first key's length
-  expect_error(b, StatusCode::kCorrupt, "metadata key");
+  expect_gguf_error(b, StatusCode::kCorrupt, "metadata key");
   b = orig;
   const size_t tokens = find_record(b, "tokenizer.ggml.tokens") + 8 + 21;  // value type, elem type, count
   ASSERT_EQ(get<uint32_t>(b, tokens), 9u);
   ASSERT_EQ(get<uint64_t>(b, tokens + 8), 2048u);
   put<uint64_t>(b, tokens + 8, uint64_t{1} << 62);
-  expect_error(b, StatusCode::kCorrupt, "'tokenizer.ggml.tokens': array of 4611686018427387904 elements");
+  expect_gguf_error(b, StatusCode::kCorrupt, "'tokenizer.ggml.tokens': array of 4611686018427387904 elements");
   b = orig;
   put<uint64_t>(b, tokens + 16, uint64_t{1} << 40);  // the first token's length
-  expect_error(b, StatusCode::kCorrupt, "tokenizer.ggml.tokens");
+  expect_gguf_error(b, StatusCode::kCorrupt, "tokenizer.ggml.tokens");
 }
 
 TEST(GgufTest, BadValueTypes) {
   const Bytes orig = load_bytes("models/TinyStories-656K-Q8_0.gguf");
   Bytes b = orig;
   put<uint32_t>(b, 24 + 8 + 20, 13);  // general.architecture's value type
-  expect_error(b, StatusCode::kCorrupt, "'general.architecture': unknown value type 13");
+  expect_gguf_error(b, StatusCode::kCorrupt, "'general.architecture': unknown value type 13");
   const size_t tokens = find_record(b, "tokenizer.ggml.tokens") + 8 + 21;
   b = orig;
   put<uint32_t>(b, tokens + 4, 9);
-  expect_error(b, StatusCode::kCorrupt, "arrays of arrays");
+  expect_gguf_error(b, StatusCode::kCorrupt, "arrays of arrays");
   b = orig;
   put<uint32_t>(b, tokens + 4, 77);
-  expect_error(b, StatusCode::kCorrupt, "unknown array element type 77");
+  expect_gguf_error(b, StatusCode::kCorrupt, "unknown array element type 77");
   b = orig;
   const size_t bos = find_record(b, "tokenizer.ggml.add_bos_token") + 8 + 28;
   ASSERT_EQ(get<uint32_t>(b, bos), 7u);
   b[bos + 4] = 2;
-  expect_error(b, StatusCode::kCorrupt, "neither 0 nor 1");
+  expect_gguf_error(b, StatusCode::kCorrupt, "neither 0 nor 1");
 }
 
 // A tiny GGUF writer for shapes no real file has.
-class GgufWriter {
+class TinyGgufWriter {
  public:
   template <class T>
-  GgufWriter& raw(T v) {
+  TinyGgufWriter& raw(T v) {
     const auto* p = reinterpret_cast<const uint8_t*>(&v);
     body_.insert(body_.end(), p, p + sizeof(T));
     return *this;
   }
-  GgufWriter& str(std::string_view s) {
+  TinyGgufWriter& str(std::string_view s) {
     raw<uint64_t>(s.size());
     body_.insert(body_.end(), s.begin(), s.end());
     return *this;
   }
-  GgufWriter& kv(std::string_view key, uint32_t type) {
+  TinyGgufWriter& kv(std::string_view key, uint32_t type) {
     ++n_kv_;
     return str(key).raw(type);
   }
-  GgufWriter& tensor(std::string_view name, std::vector<uint64_t> ne, uint32_t type, uint64_t offset) {
+  TinyGgufWriter& tensor(std::string_view name, std::vector<uint64_t> ne, uint32_t type, uint64_t offset) {
     ++n_tensors_;
     str(name).raw<uint32_t>(static_cast<uint32_t>(ne.size()));
     for (uint64_t d : ne) raw(d);
@@ -346,7 +344,7 @@ class GgufWriter {
 };
 
 TEST(GgufTest, AllValueTypesAndAlignment) {
-  GgufWriter w;
+  TinyGgufWriter w;
   w.kv("general.alignment", 4).raw<uint32_t>(64);
   w.kv("u8", 0).raw<uint8_t>(200);
   w.kv("i8", 1).raw<int8_t>(-5);
@@ -393,24 +391,24 @@ TEST(GgufTest, AllValueTypesAndAlignment) {
 
 TEST(GgufTest, BadAlignmentAndDuplicateKeys) {
   for (uint32_t a : {0u, 48u}) {
-    GgufWriter w;
+    TinyGgufWriter w;
     w.kv("general.alignment", 4).raw<uint32_t>(a);
-    expect_error(w.finish(3, 32, {}), StatusCode::kCorrupt, "general.alignment must be a power-of-two u32");
+    expect_gguf_error(w.finish(3, 32, {}), StatusCode::kCorrupt, "general.alignment must be a power-of-two u32");
   }
-  GgufWriter neg;
+  TinyGgufWriter neg;
   neg.kv("general.alignment", 5).raw<int32_t>(32);  // an i32 is not a u32
-  expect_error(neg.finish(3, 32, {}), StatusCode::kCorrupt, "power-of-two u32, got a number");
-  GgufWriter str;
+  expect_gguf_error(neg.finish(3, 32, {}), StatusCode::kCorrupt, "power-of-two u32, got a number");
+  TinyGgufWriter str;
   str.kv("general.alignment", 8).str("\xff");  // must not reach json::dump, which throws on invalid UTF-8
-  expect_error(str.finish(3, 32, {}), StatusCode::kCorrupt, "got a string");
-  GgufWriter w;
+  expect_gguf_error(str.finish(3, 32, {}), StatusCode::kCorrupt, "got a string");
+  TinyGgufWriter w;
   w.kv("general.alignment", 4).raw<uint32_t>(64);
   w.tensor("t", {8}, 0, 32);  // fine for the default 32, not for 64
-  expect_error(w.finish(3, 64, Bytes(64, 0)), StatusCode::kCorrupt, "alignment 64");
-  GgufWriter dup;
+  expect_gguf_error(w.finish(3, 64, Bytes(64, 0)), StatusCode::kCorrupt, "alignment 64");
+  TinyGgufWriter dup;
   dup.kv("a", 4).raw<uint32_t>(1);
   dup.kv("a", 4).raw<uint32_t>(2);
-  expect_error(dup.finish(3, 32, {}), StatusCode::kCorrupt, "duplicate metadata key 'a'");
+  expect_gguf_error(dup.finish(3, 32, {}), StatusCode::kCorrupt, "duplicate metadata key 'a'");
 }
 
 }  // namespace

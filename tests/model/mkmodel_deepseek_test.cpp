@@ -18,29 +18,20 @@
 #include "model/loaders/gguf_deepseek.h"
 #include "model/loaders/safetensors.h"
 #include "model/model_loader.h"
+#include "model_test_util.h"
 #include "test_paths.h"
 
 namespace cai {
 namespace {
 
+using test::TempDir;
+using test::rel_rms_error;
+using test::row_f32;
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-class TempDir {
- public:
-  TempDir() : path_(fs::temp_directory_path() / fmt::format("cai_mkmodel_ds_{}_{}", ::getpid(), counter_++)) {
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  static inline int counter_ = 0;
-  fs::path path_;
-};
-
-void mkmodel(const std::string& args) {
+void make_model(const std::string& args) {
   const test::CommandResult r = test::run_command(test::binary_path("cai-mkmodel") + " " + args);
   ASSERT_EQ(r.exit_code, 0) << args << "\n" << r.out << r.err;
 }
@@ -85,24 +76,8 @@ float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   return m;
 }
 
-// ||a − b|| / ||b||.
-double rel_rms_error(const std::vector<float>& a, const std::vector<float>& b) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    num += (a[i] - b[i]) * (a[i] - b[i]);
-    den += b[i] * b[i];
-  }
-  return std::sqrt(num / den);
-}
-
 bool all_finite(const std::vector<float>& v) {
   return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
-}
-
-std::vector<float> row_f32(const TensorView& v, int64_t r) {
-  std::vector<float> out(static_cast<size_t>(v.cols()));
-  dequantize_weight_row(v, r, out.data());
-  return out;
 }
 
 // The tiny preset in every format, one seed: all load and run; same weights give the same logits; BF16 and FP8
@@ -110,12 +85,12 @@ std::vector<float> row_f32(const TensorView& v, int64_t r) {
 TEST(MkmodelDeepseek, TinyPresetLoadsAndRunsInEveryFormat) {
   TempDir dir;
   const std::string common = "--arch deepseek2 --preset tiny --seed 11 ";
-  mkmodel(common + "-o " + dir / "f32.gguf");
-  mkmodel(common + "--dtype q8_0 -o " + dir / "q8.gguf");
-  mkmodel(common + "--format hf -o " + dir / "hf32");
-  mkmodel(common + "--format hf --dtype bf16 -o " + dir / "hfbf16");
-  mkmodel(common + "--format hf --dtype fp8 --shard-mb 1 -o " + dir / "hffp8");
-  mkmodel("--from " + dir / "hffp8" + " --dtype f32 -o " + dir / "fp8conv.gguf");
+  make_model(common + "-o " + dir / "f32.gguf");
+  make_model(common + "--dtype q8_0 -o " + dir / "q8.gguf");
+  make_model(common + "--format hf -o " + dir / "hf32");
+  make_model(common + "--format hf --dtype bf16 -o " + dir / "hfbf16");
+  make_model(common + "--format hf --dtype fp8 --shard-mb 1 -o " + dir / "hffp8");
+  make_model("--from " + dir / "hffp8" + " --dtype f32 -o " + dir / "fp8conv.gguf");
 
   const std::vector<float> ref = forward_logits(dir / "f32.gguf");
   ASSERT_EQ(ref.size(), kTokens.size() * 300);
@@ -142,8 +117,8 @@ TEST(MkmodelDeepseek, TinyPresetLoadsAndRunsInEveryFormat) {
 // kv_b_proj exactly), experts stacked [n_expert, out, in] holding the HF experts; the reader takes the head sizes back.
 TEST(MkmodelDeepseek, GgufHasDeepseek2KeysAndStackedExperts) {
   TempDir dir;
-  mkmodel("--arch deepseek2 --preset tiny --seed 4 -o " + dir / "m.gguf");
-  mkmodel("--arch deepseek2 --preset tiny --seed 4 --format hf --dtype f32 -o " + dir / "hf");
+  make_model("--arch deepseek2 --preset tiny --seed 4 -o " + dir / "m.gguf");
+  make_model("--arch deepseek2 --preset tiny --seed 4 --format hf --dtype f32 -o " + dir / "hf");
   auto g = GgufFile::open(dir / "m.gguf");
   ASSERT_TRUE(g.ok()) << g.status().to_string();
   const json& md = (*g)->metadata();
@@ -208,8 +183,8 @@ TEST(MkmodelDeepseek, GgufHasDeepseek2KeysAndStackedExperts) {
 // ceil(in/128)] scales where each block's largest |w| codes to 448; embeddings, norms and router BF16, bias F32.
 TEST(MkmodelDeepseek, Fp8CheckpointHasBlockScales) {
   TempDir dir;
-  mkmodel("--arch deepseek2 --preset tiny --seed 4 --format hf --dtype fp8 -o " + dir / "fp8");
-  mkmodel("--arch deepseek2 --preset tiny --seed 4 --format hf --dtype f32 -o " + dir / "f32");
+  make_model("--arch deepseek2 --preset tiny --seed 4 --format hf --dtype fp8 -o " + dir / "fp8");
+  make_model("--arch deepseek2 --preset tiny --seed 4 --format hf --dtype f32 -o " + dir / "f32");
   auto c8 = SafetensorsCheckpoint::open_dir(dir / "fp8");
   auto c32 = SafetensorsCheckpoint::open_dir(dir / "f32");
   ASSERT_TRUE(c8.ok() && c32.ok());
@@ -250,7 +225,7 @@ TEST(MkmodelDeepseek, Fp8CheckpointHasBlockScales) {
 // MoE input) every expert is in some token's top-4, and none takes more than a quarter of the picks.
 TEST(MkmodelDeepseek, RoutingIsSpreadOverExperts) {
   TempDir dir;
-  mkmodel("--arch deepseek2 --preset tiny --seed 5 -o " + dir / "m.gguf");
+  make_model("--arch deepseek2 --preset tiny --seed 5 -o " + dir / "m.gguf");
   auto g = GgufFile::open(dir / "m.gguf");
   ASSERT_TRUE(g.ok());
   const TensorView emb = (*g)->find("token_embd.weight")->view();
@@ -298,9 +273,9 @@ TEST(MkmodelDeepseek, ConvertedHfEqualsGeneratedGguf) {
   for (const std::string& arch : std::vector<std::string>{"deepseek2", "llama", "qwen2"}) {
     SCOPED_TRACE(arch);
     const std::string common = "--arch " + arch + " --preset tiny --seed 8 ";
-    mkmodel(common + "-o " + dir / arch + ".gguf");
-    mkmodel(common + "--format hf --shard-mb 1 -o " + dir / arch);
-    mkmodel("--from " + dir / arch + " -o " + dir / arch + "_conv.gguf");
+    make_model(common + "-o " + dir / arch + ".gguf");
+    make_model(common + "--format hf --shard-mb 1 -o " + dir / arch);
+    make_model("--from " + dir / arch + " -o " + dir / arch + "_conv.gguf");
     auto a = GgufFile::open(dir / arch + ".gguf");
     auto b = GgufFile::open(dir / arch + "_conv.gguf");
     ASSERT_TRUE(a.ok() && b.ok());
@@ -321,7 +296,7 @@ TEST(MkmodelDeepseek, ConvertedHfEqualsGeneratedGguf) {
 // key_length_mla / value_length_mla included.
 TEST(MkmodelDeepseek, ConvertedOracleMatchesMainlineLlamaCppGguf) {
   TempDir dir;
-  mkmodel("--from " + test::data_path("oracle/deepseek_v3_tiny") + " --dtype f32 -o " + dir / "m.gguf");
+  make_model("--from " + test::data_path("oracle/deepseek_v3_tiny") + " --dtype f32 -o " + dir / "m.gguf");
   auto mine = GgufFile::open(dir / "m.gguf");
   auto ref = GgufFile::open(test::data_path("oracle/deepseek_v3_tiny/mainline.gguf"));
   ASSERT_TRUE(mine.ok() && ref.ok());
@@ -342,7 +317,7 @@ TEST(MkmodelDeepseek, ConvertedOracleMatchesMainlineLlamaCppGguf) {
 // Llama: the converter's Q/K permutation matches llama.cpp's own conversion of TinyStories-656K (F16) bit for bit.
 TEST(MkmodelDeepseek, LlamaConversionMatchesLlamaCppF16) {
   TempDir dir;
-  mkmodel("--from " + test::data_path("models/TinyStories-656K-hf") + " --dtype f16 -o " + dir / "m.gguf");
+  make_model("--from " + test::data_path("models/TinyStories-656K-hf") + " --dtype f16 -o " + dir / "m.gguf");
   auto mine = GgufFile::open(dir / "m.gguf");
   auto ref = GgufFile::open(test::data_path("models/TinyStories-656K.f16.gguf"));
   ASSERT_TRUE(mine.ok() && ref.ok());

@@ -17,30 +17,18 @@
 #include "model/loaders/gguf_writer.h"
 #include "model/loaders/safetensors.h"
 #include "model/loaders/safetensors_writer.h"
+#include "model_test_util.h"
 #include "test_paths.h"
 
 namespace cai {
 namespace {
 
+using test::TempDir;
+using test::rel_rms_error;
+
 namespace fs = std::filesystem;
-using Bytes = std::vector<uint8_t>;
+using test::Bytes;
 using nlohmann::json;
-
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::temp_directory_path() / fmt::format("cai_mkmodel_{}_{}_{}", info->name(), ::getpid(), counter_++);
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  static inline int counter_ = 0;
-  fs::path path_;
-};
 
 // Deterministic test floats with a spread of magnitudes and signs.
 std::vector<float> test_floats(size_t n, float scale) {
@@ -59,16 +47,6 @@ std::vector<float> decode(DType t, const uint8_t* data, int64_t n) {
   std::vector<float> out(static_cast<size_t>(n));
   dequantize_row(t, data, out.data(), n);
   return out;
-}
-
-// Root-mean-square of (a − b) divided by the root-mean-square of b.
-double rel_rms_error(const std::vector<float>& a, const std::vector<float>& b) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    num += (a[i] - b[i]) * (a[i] - b[i]);
-    den += b[i] * b[i];
-  }
-  return std::sqrt(num / den);
 }
 
 std::unique_ptr<GgufFile> open_gguf(const std::string& path) {

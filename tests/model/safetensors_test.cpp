@@ -13,21 +13,19 @@
 
 #include "core/dtype.h"
 #include "model/loaders/gguf.h"
+#include "model_test_util.h"
 #include "test_paths.h"
 
 namespace cai {
 namespace {
 
+using test::load_bytes;
+
 namespace fs = std::filesystem;
-using Bytes = std::vector<uint8_t>;
+using test::Bytes;
 using nlohmann::json;
 
 const char* kTinyStories = "models/TinyStories-656K-hf/model.safetensors";
-
-Bytes load_bytes(const std::string& rel) {
-  std::string s = test::read_file(test::data_path(rel));
-  return Bytes(s.begin(), s.end());
-}
 
 // A safetensors file from header text and buffer; pads the header with spaces to a multiple of 8 when asked.
 Bytes st_file(std::string header, const Bytes& buffer, bool pad = true) {
@@ -57,7 +55,7 @@ void write_shard(const fs::path& path, const std::vector<const SafetensorsTensor
 
 void write_text(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 
-void expect_error(const Bytes& b, StatusCode code, std::string_view needle) {
+void expect_safetensors_error(const Bytes& b, StatusCode code, std::string_view needle) {
   auto r = SafetensorsFile::parse(b.data(), b.size(), "test.safetensors");
   ASSERT_FALSE(r.ok()) << "expected an error mentioning " << needle;
   EXPECT_EQ(r.status().code(), code) << r.status().to_string();
@@ -300,21 +298,21 @@ TEST(SafetensorsTest, EveryHeaderTruncationIsAnError) {
   }
   Bytes longer = full;
   longer.push_back(0);
-  expect_error(longer, StatusCode::kCorrupt, "tensors cover 2624000 bytes but the buffer has 2624001");
+  expect_safetensors_error(longer, StatusCode::kCorrupt, "tensors cover 2624000 bytes but the buffer has 2624001");
   Bytes b = full;
   uint64_t huge = 200'000'000;
   std::memcpy(b.data(), &huge, 8);
-  expect_error(b, StatusCode::kCorrupt, "exceeds");
+  expect_safetensors_error(b, StatusCode::kCorrupt, "exceeds");
   huge = full.size();
   std::memcpy(b.data(), &huge, 8);
-  expect_error(b, StatusCode::kCorrupt, "truncated");
+  expect_safetensors_error(b, StatusCode::kCorrupt, "truncated");
 }
 
 TEST(SafetensorsTest, BadHeaders) {
   const Bytes four(4, 0);
   const std::string ok_entry = R"("a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]})";
   auto bad = [&](const std::string& header, const Bytes& buf, std::string_view needle,
-                 StatusCode code = StatusCode::kCorrupt) { expect_error(st_file(header, buf), code, needle); };
+                 StatusCode code = StatusCode::kCorrupt) { expect_safetensors_error(st_file(header, buf), code, needle); };
   bad("[1, 2]", four, "does not start with '{'");
   bad(" {" + ok_entry + "}", four, "does not start with '{'");
   bad("{" + ok_entry, four, "not valid JSON");
