@@ -3,6 +3,7 @@
 #include "runtime/grammar/token_mask.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <limits>
 #include <numeric>
@@ -52,8 +53,47 @@ void TokenVocabulary::index() {
   }
 }
 
+TokenMasker::ClassIndex TokenMasker::index_classes(const Program& program, const TokenVocabulary& vocab) {
+  std::array<bool, 257> starts{};  // a class starts at byte b
+  starts[0] = true;
+  for (const NfaNode& n : program.nodes)
+    for (const NfaNode::ByteEdge& e : n.bytes) starts[e.lo] = true, starts[static_cast<size_t>(e.hi) + 1] = true;
+  std::array<char, 256> rep{};
+  unsigned char first = 0;
+  for (int b = 0; b < 256; ++b) {
+    if (starts[static_cast<size_t>(b)]) first = static_cast<unsigned char>(b);
+    rep[static_cast<size_t>(b)] = static_cast<char>(first);
+  }
+  ClassIndex ix;
+  std::vector<std::string> cls(vocab.sorted_.size());
+  for (size_t i = 0; i < vocab.sorted_.size(); ++i) {
+    std::string& c = cls[i];
+    c = vocab.bytes(vocab.sorted_[i]);
+    for (char& ch : c) ch = rep[static_cast<unsigned char>(ch)];
+  }
+  std::vector<uint32_t> perm(cls.size());
+  std::iota(perm.begin(), perm.end(), 0u);
+  std::sort(perm.begin(), perm.end(), [&](uint32_t a, uint32_t b) { return cls[a] < cls[b]; });
+  ix.order.reserve(perm.size());
+  ix.shared.assign(perm.size(), 0);
+  for (size_t i = 0; i < perm.size(); ++i) {
+    ix.order.push_back(vocab.sorted_[perm[i]]);
+    ix.offsets.push_back(static_cast<uint32_t>(ix.bytes.size()));
+    ix.bytes += cls[perm[i]];
+    if (i == 0) continue;
+    const std::string& a = cls[perm[i - 1]];
+    const std::string& b = cls[perm[i]];
+    const size_t most = std::min({a.size(), b.size(), size_t{std::numeric_limits<uint16_t>::max()}});
+    size_t k = 0;
+    while (k < most && a[k] == b[k]) ++k;
+    ix.shared[i] = static_cast<uint16_t>(k);
+  }
+  ix.offsets.push_back(static_cast<uint32_t>(ix.bytes.size()));
+  return ix;
+}
+
 TokenMasker::TokenMasker(Program program, std::shared_ptr<const TokenVocabulary> vocab)
-    : dfa_(std::move(program)), vocab_(std::move(vocab)) {}
+    : classes_(index_classes(program, *vocab)), dfa_(std::move(program)), vocab_(std::move(vocab)) {}
 
 std::shared_ptr<const TokenBitset> TokenMasker::allowed(int32_t state) {
   std::lock_guard lock(mu_);
@@ -73,12 +113,12 @@ std::shared_ptr<const TokenBitset> TokenMasker::compute(int32_t state) {
   // path[d] = the DFA state after the first d bytes of the current token.
   std::vector<int32_t> path{state};
   size_t dead_at = std::numeric_limits<size_t>::max();  // the current prefix of this length is dead
-  for (size_t i = 0; i < v.sorted_.size(); ++i) {
-    const size_t shared = v.shared_[i];
+  const ClassIndex& c = classes_;
+  for (size_t i = 0; i < c.order.size(); ++i) {
+    const size_t shared = c.shared[i];
     if (shared >= dead_at) continue;  // starts with the dead prefix
     dead_at = std::numeric_limits<size_t>::max();
-    const std::string_view b(v.sorted_bytes_.data() + v.sorted_offsets_[i],
-                             v.sorted_offsets_[i + 1] - v.sorted_offsets_[i]);
+    const std::string_view b(c.bytes.data() + c.offsets[i], c.offsets[i + 1] - c.offsets[i]);
     path.resize(shared + 1);
     size_t d = shared;
     for (; d < b.size(); ++d) {
@@ -87,7 +127,7 @@ std::shared_ptr<const TokenBitset> TokenMasker::compute(int32_t state) {
       path.push_back(next);
     }
     if (d == b.size())
-      allow(v.sorted_[i]);
+      allow(c.order[i]);
     else
       dead_at = d + 1;
   }

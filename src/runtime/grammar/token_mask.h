@@ -79,7 +79,18 @@ class TokenMasker {
   std::shared_ptr<const TokenBitset> compute(int32_t state);  // with mu_ held
   int32_t walk(int32_t state, std::string_view bytes);         // with mu_ held
 
+  // The vocabulary's tokens as strings of byte classes (bytes that every edge of the grammar treats alike, written
+  // as the class's first byte), sorted so that tokens of one class string are walked once.
+  struct ClassIndex {
+    std::vector<int32_t> order;      // token ids in class-string order
+    std::vector<uint16_t> shared;    // class bytes order[i] shares with order[i - 1]
+    std::string bytes;               // the class strings back to back
+    std::vector<uint32_t> offsets;   // where each starts in `bytes`; one more at the end
+  };
+  static ClassIndex index_classes(const Program& program, const TokenVocabulary& vocab);
+
   std::mutex mu_;
+  ClassIndex classes_;
   ByteDfa dfa_;
   std::shared_ptr<const TokenVocabulary> vocab_;
   std::unordered_map<int32_t, std::shared_ptr<const TokenBitset>> cache_;
