@@ -56,7 +56,7 @@ phase "tests (clang, ThreadSanitizer): runtime and server"
 CC=clang CXX=clang++ cmake -S . -B build-tsan "${sanitizer_cmake_flags[@]}" -DCAI_TSAN=ON >/dev/null
 cmake --build build-tsan -j"$jobs" --target test_runtime test_server
 tsan="halt_on_error=1 second_deadlock_stack=1"
-TSAN_OPTIONS=$tsan ./build-tsan/test_runtime --gtest_brief=1 --gtest_filter='-*/simt'
+TSAN_OPTIONS=$tsan ./build-tsan/test_runtime --gtest_brief=1 --gtest_filter='-*/simt:*KvOffload*'
 TSAN_OPTIONS=$tsan ./build-tsan/test_server --gtest_brief=1 \
   --gtest_filter='-ServerTest.LargePromptCostsASmallMultipleOfItsBytes'
 

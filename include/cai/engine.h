@@ -30,6 +30,11 @@ struct EngineOptions {
   // Thermal-aware batching: when the device reports at least this temperature the per-step token budget is halved
   // (repeatedly, down to max_batch), and doubled back once it is 5 °C cooler. 0 = off.
   float thermal_limit_c = 0.0f;
+  // Host KV tier ("layered offload"): the K/V of the last this-many layers live in host memory and are streamed to the
+  // device each step, so a device too small for the whole cache serves max_batch full contexts. The cache is then sized
+  // for those contexts unless n_kv_blocks or kv_memory_bytes says otherwise. No effect on a device whose memory the
+  // host addresses (the CPU). 0 = every layer on the device.
+  int kv_offload_layers = 0;
 };
 
 struct GenerationRequest {
@@ -95,6 +100,10 @@ struct EngineStats {
   uint64_t preemptions = 0;
   uint64_t steps = 0;
   int token_budget = 0;  // per-step budget now in force (lowered while the device is hot)
+  int kv_offload_layers = 0;          // layers whose KV lives in host memory (EngineOptions::kv_offload_layers)
+  uint64_t kv_host_bytes = 0;         // host memory they take
+  uint64_t kv_offload_uploaded_bytes = 0;    // host → device KV traffic so far
+  uint64_t kv_offload_downloaded_bytes = 0;  // device → host (the rows each step wrote)
 };
 
 class Engine {

@@ -59,8 +59,17 @@ std::vector<std::string> apply_policies(const ChipPolicies& p, PolicyOptions& o)
       lines.push_back(fmt::format("thermal_limit_c {}: applied",
                                   *(o.thermal_limit_c = static_cast<float>(*p.thermal_limit_c))));
   }
-  if (p.host_offload_below)
-    lines.push_back(fmt::format("host_offload_below {}: no effect yet (no host KV tier)", *p.host_offload_below));
+  if (p.host_offload_below) {
+    if (!o.has_engine)
+      lines.push_back(fmt::format("host_offload_below {}: no effect (this verb runs no serving engine)",
+                                  *p.host_offload_below));
+    else if (o.kv_offload_layers)
+      lines.push_back(fmt::format("host_offload_below {}: not applied, --kv-offload-layers {} given",
+                                  *p.host_offload_below, *o.kv_offload_layers));
+    else
+      lines.push_back(fmt::format("host_offload_below {}: applied (KV layers the device cannot hold go to host memory, "
+                                  "as `cai plan` plans them)", *(o.host_offload_below = p.host_offload_below)));
+  }
   if (!p.pool_length_buckets.empty())
     lines.push_back(fmt::format("pool_length_buckets [{}]: no effect yet (one pool for every length)",
                                 fmt::join(p.pool_length_buckets, ", ")));

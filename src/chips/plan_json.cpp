@@ -84,7 +84,7 @@ nlohmann::json plan_to_json(const Plan& p, const ModelFootprint& m, const Device
                       {"compute_efficiency", kComputeEfficiency},
                       {"runtime_reserve_fraction", kRuntimeReserve},
                       {"cards_per_node", kCardsPerNode},
-                      {"step_tokens", kStepTokens},
+                      {"step_tokens", p.request.step_tokens},
                       {"host_link_gbs", kHostLinkGBs},
                       {"activations", "F32 workspace per token x max(step_tokens, batch) + logits rows, whole on every card"},
                       {"communication", "not modelled (all-reduce, all-to-all, pipeline transfers)"}};

@@ -56,7 +56,7 @@ Plan evaluate(const PlanInputs& in, int tp, int pp, int dp) {
   p.card_bytes = static_cast<size_t>(in.memory_gib * kGiB);
   p.reserved_bytes_per_card = static_cast<size_t>(static_cast<double>(p.card_bytes) * kRuntimeReserve);
   const int64_t usable = static_cast<int64_t>(p.card_bytes - p.reserved_bytes_per_card);
-  p.activation_bytes_per_card = activation_bytes_per_token(cfg) * static_cast<size_t>(std::max<int64_t>(kStepTokens, b)) +
+  p.activation_bytes_per_card = activation_bytes_per_token(cfg) * static_cast<size_t>(std::max<int64_t>(in.request.step_tokens, b)) +
                                 logits_bytes_per_row(cfg) * static_cast<size_t>(b);
   p.weights_fit = true;
   p.kv_capacity_tokens = INT64_MAX;
@@ -73,17 +73,25 @@ Plan evaluate(const PlanInputs& in, int tp, int pp, int dp) {
   p.max_batch = p.kv_capacity_tokens / ctx * dp;
   p.fits = p.weights_fit && p.kv_capacity_tokens >= b * ctx;
   if (p.weights_fit && !p.fits && in.host_offload_below) {  // the layers whose KV does not fit go to host memory
+    // The engine's host KV tier (KvHostTier) streams each host layer through one staging layer on the card, which
+    // takes a layer's KV: a stage keeps one layer fewer than its budget holds, and needs room for at least one.
     const size_t kv_layer = detail::kv_layer_bytes_per_card(cfg, in.kv_dtype, tp) * static_cast<size_t>(b * ctx);
+    bool every_stage_fits = true;
     for (PlanStage& st : p.layout.stages) {
       const int64_t budget = usable - static_cast<int64_t>(st.weights_bytes_per_card + p.activation_bytes_per_card);
       const double need = static_cast<double>(kv_layer) * st.n_layers;
-      if (static_cast<double>(budget) >= *in.host_offload_below * need) continue;
-      const int on_card = static_cast<int>(std::min<int64_t>(st.n_layers, budget / static_cast<int64_t>(kv_layer)));
+      if (static_cast<double>(budget) >= need) continue;
+      const int64_t layers_in_budget = budget / static_cast<int64_t>(kv_layer);
+      if (static_cast<double>(budget) >= *in.host_offload_below * need || layers_in_budget < 1) {
+        every_stage_fits = false;
+        continue;
+      }
+      const int on_card = static_cast<int>(std::min<int64_t>(st.n_layers, layers_in_budget - 1));
       st.kv_offload_layers = st.n_layers - on_card;
       p.kv_offload_layers += st.kv_offload_layers;
       p.kv_host_bytes += static_cast<size_t>(st.kv_offload_layers) * kv_layer * static_cast<size_t>(tp * dp);
     }
-    p.fits = p.kv_offload_layers > 0;
+    p.fits = every_stage_fits && p.kv_offload_layers > 0;
   }
   return p;
 }
@@ -165,6 +173,7 @@ Result<Plan> make_plan(const ModelFootprint& model, const DeviceProfile& chip, c
   if (request.cards < 1 || request.cards > kMaxPlannedCards)
     return invalid_argument("--cards must be between 1 and {}, got {}", kMaxPlannedCards, request.cards);
   if (request.batch < 1) return invalid_argument("--batch must be at least 1, got {}", request.batch);
+  if (request.step_tokens < 1) return invalid_argument("--step-tokens must be at least 1, got {}", request.step_tokens);
   if (request.ctx < 0) return invalid_argument("--ctx must be positive, got {}", request.ctx);
   const double memory_gib = request.memory_gib.value_or(chip.memory_gib.value_or(0));
   if (memory_gib <= 0)

@@ -21,7 +21,7 @@ inline constexpr double kBandwidthEfficiency = 0.8;  // achievable fraction of p
 inline constexpr double kComputeEfficiency = 0.5;    // achievable fraction of peak BF16/INT8 throughput
 inline constexpr double kRuntimeReserve = 0.08;      // card memory kept for the runtime (context, collectives, fragments)
 inline constexpr int kCardsPerNode = 8;              // tensor/expert parallel stays inside one node
-inline constexpr int kStepTokens = 512;              // tokens per engine step (SchedulerOptions::max_tokens_per_step)
+inline constexpr int kStepTokens = 512;              // default tokens per engine step (EngineOptions::max_tokens_per_step)
 inline constexpr double kHostLinkGBs = 25.0;         // host↔card link for offloaded KV (PCIe 4.0 x16, achievable)
 inline constexpr int kMaxPlannedCards = 4096;
 
@@ -31,6 +31,7 @@ struct PlanRequest {
   int batch = 1;         // concurrent sequences
   std::string kv_dtype;  // "" = the profile's policy, else bf16 (f32 on the cpu backend)
   std::optional<double> memory_gib;  // per card; overrides the profile's (which CPU profiles leave empty)
+  int step_tokens = kStepTokens;     // tokens per engine step: sizes the activations and prefill's weight passes
 };
 
 struct PlanStage {

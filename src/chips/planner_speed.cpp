@@ -87,7 +87,7 @@ void estimate_decode(const PlanInputs& in, Plan& p, std::optional<double> peak) 
 }
 
 // One prompt of ctx tokens on one replica: math over all its cards (chunks pipeline through the stages), at least
-// one pass over each card's weights per engine step of kStepTokens tokens.
+// one pass over each card's weights per engine step of step_tokens tokens.
 void estimate_prefill(const PlanInputs& in, Plan& p, double peak) {
   const ModelConfig& c = in.model.config;
   const double n = static_cast<double>(in.request.ctx);
@@ -98,7 +98,7 @@ void estimate_prefill(const PlanInputs& in, Plan& p, double peak) {
   if (in.chip.bandwidth_gbs) {
     double weights = 0;
     for (const PlanStage& st : p.layout.stages) weights += static_cast<double>(st.weights_bytes_per_card);
-    const double steps = std::ceil(n / kStepTokens);
+    const double steps = std::ceil(n / in.request.step_tokens);
     seconds = std::max(seconds, steps * weights / (*in.chip.bandwidth_gbs * 1e9 * kBandwidthEfficiency));
   }
   p.prefill_seconds = seconds;

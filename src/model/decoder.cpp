@@ -109,14 +109,26 @@ Status DecoderModel::forward(const StepBatch& batch, KvCache& kv, float* logits)
     profile::Scope scope("embed");
     CAI_TRY(ops::embed(d, tok_embd_, step.tokens, x));
   }
-  for (const DecoderBlock& b : blocks_) {
+  KvHostTier* host_kv = kv.host_tier();
+  if (host_kv) CAI_TRY(host_kv->begin_step(batch));
+  for (size_t layer = 0; layer < blocks_.size(); ++layer) {
+    const DecoderBlock& b = blocks_[layer];
+    const bool on_host = host_kv && host_kv->holds(static_cast<int>(layer));
     {
       profile::Scope scope("norm_residual");
       CAI_TRY(ops::rms_norm(d, x, b.attn_norm, cfg_.rms_norm_eps, h));
     }
+    if (on_host) {
+      profile::Scope scope("kv_offload");
+      CAI_TRY(host_kv->stage_in(static_cast<int>(layer)));
+    }
     {
       profile::Scope scope("attention");
       CAI_TRY(std::visit([&](const auto& attn) { return attn.forward(d, ws_, step, h, kv, y); }, b.attn));
+    }
+    if (on_host) {
+      profile::Scope scope("kv_offload");
+      CAI_TRY(host_kv->keep_new_rows(static_cast<int>(layer), step.slots));
     }
     {
       profile::Scope scope("norm_residual");
@@ -126,6 +138,10 @@ Status DecoderModel::forward(const StepBatch& batch, KvCache& kv, float* logits)
     CAI_TRY(std::visit([&](const auto& ffn) { return ffn.forward(d, ws_, h, y); }, b.ffn));  // profiled inside
     profile::Scope scope("norm_residual");
     CAI_TRY(ops::add(d, x, y, x));
+  }
+  if (host_kv) {
+    profile::Scope scope("kv_offload");
+    CAI_TRY(host_kv->end_step());
   }
   if (m == 0) return {};
   profile::Scope scope("lm_head");

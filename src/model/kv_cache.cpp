@@ -32,16 +32,23 @@ Status check_kv_layout(const KvSpec& spec) {
 
 }  // namespace
 
-Result<KvCache> KvCache::create(hal::Device& device, const KvSpec& spec, int n_blocks, int block_size) {
+Result<KvCache> KvCache::create(hal::Device& device, const KvSpec& spec, int n_blocks, int block_size,
+                                KvHostLayers host) {
   if (n_blocks <= 0 || block_size <= 0) return invalid_argument("KV cache needs positive blocks and block size");
   CAI_TRY(hal::check_kv_cache_dtype(device, "KvCache::create", spec.dtype));
   CAI_TRY(check_kv_layout(spec));
+  if (host.n_layers < 0 || host.n_layers > spec.n_layers)
+    return invalid_argument("KV host layers: {} asked of {} layers", host.n_layers, spec.n_layers);
+  if (host.n_layers > 0 && device.host_visible())
+    return invalid_argument("KV host layers: {} addresses host memory already; there is no device memory to spare",
+                            device.name());
   KvCache kv;
   kv.spec_ = spec;
   kv.n_blocks_ = n_blocks;
   kv.block_size_ = block_size;
   const int64_t n_slots = static_cast<int64_t>(n_blocks) * block_size;
-  for (int l = 0; l < spec.n_layers; ++l) {
+  const int first_host = spec.n_layers - host.n_layers;
+  for (int l = 0; l < first_host; ++l) {
     for (int which = 0; which < 2; ++which) {
       const int width = which == 0 ? spec.k_width : spec.v_width;
       TensorView view = TensorView::make(nullptr, spec.dtype, {n_slots, width});
@@ -55,11 +62,24 @@ Result<KvCache> KvCache::create(hal::Device& device, const KvSpec& spec, int n_b
       (which == 0 ? kv.k_ : kv.v_).push_back(view);
     }
   }
+  if (host.n_layers > 0) {
+    CAI_ASSIGN_OR_RETURN(KvHostTier tier, KvHostTier::create(device, spec, first_host, n_slots, block_size,
+                                                             host.max_step_tokens));
+    kv.host_ = std::make_unique<KvHostTier>(std::move(tier));
+  }
   return kv;
 }
 
+TensorView KvCache::k(int layer) const {
+  return host_ && host_->holds(layer) ? host_->staging_k() : k_[static_cast<size_t>(layer)];
+}
+
+TensorView KvCache::v(int layer) const {
+  return host_ && host_->holds(layer) ? host_->staging_v() : v_[static_cast<size_t>(layer)];
+}
+
 size_t KvCache::total_bytes() const {
-  size_t n = 0;
+  size_t n = host_ ? host_->staging_bytes() : 0;
   for (const auto& b : buffers_) n += b.size();
   return n;
 }

@@ -1,12 +1,14 @@
 // KvSpec (what one token costs per layer) and KvCache (per-layer paged K/V storage on the device).
 #pragma once
 
+#include <memory>
 #include <string_view>
 #include <vector>
 
 #include "core/status.h"
 #include "core/tensor_view.h"
 #include "hal/hal.h"
+#include "model/kv_host_tier.h"
 
 namespace cai {
 
@@ -37,20 +39,31 @@ DType default_kv_dtype(const hal::Device& device);
 // A --kv-dtype value: "f32", "bf16", "f16" or "q8_0"; anything else is invalid_argument listing those.
 Result<DType> parse_kv_dtype(std::string_view name);
 
+// The host KV tier a cache gets: the K/V of the last n_layers layers in host memory (KvHostTier), sized for steps of
+// at most max_step_tokens tokens. 0 layers: every layer on the device.
+struct KvHostLayers {
+  int n_layers = 0;
+  int max_step_tokens = 0;
+};
+
 class KvCache {
  public:
   // n_blocks blocks of block_size token slots, for every layer. Errors: a dtype the device has no KV kernels for
-  // (unsupported), parts that are not whole blocks of a block dtype (invalid_argument naming the part).
-  static Result<KvCache> create(hal::Device& device, const KvSpec& spec, int n_blocks, int block_size);
+  // (unsupported), parts that are not whole blocks of a block dtype (invalid_argument naming the part), host layers
+  // asked of a device whose memory the host addresses (invalid_argument: there is nothing to offload to).
+  static Result<KvCache> create(hal::Device& device, const KvSpec& spec, int n_blocks, int block_size,
+                                KvHostLayers host = {});
 
   const KvSpec& spec() const { return spec_; }
   int n_blocks() const { return n_blocks_; }
   int block_size() const { return block_size_; }
   int n_slots() const { return n_blocks_ * block_size_; }
-  // [n_slots, k_width] / [n_slots, v_width] views of layer l.
-  TensorView k(int layer) const { return k_[static_cast<size_t>(layer)]; }
-  TensorView v(int layer) const { return v_[static_cast<size_t>(layer)]; }
-  size_t total_bytes() const;
+  // [n_slots, k_width] / [n_slots, v_width] device views of layer l (a host layer's: the staging layer).
+  TensorView k(int layer) const;
+  TensorView v(int layer) const;
+  size_t total_bytes() const;  // device memory, the host tier's staging included
+  // The host tier, or null when every layer lives on the device.
+  KvHostTier* host_tier() const { return host_.get(); }
 
  private:
   KvSpec spec_;
@@ -58,6 +71,7 @@ class KvCache {
   int block_size_ = 0;
   std::vector<hal::Buffer> buffers_;
   std::vector<TensorView> k_, v_;
+  std::unique_ptr<KvHostTier> host_;
 };
 
 // The simplest block table: one sequence owning blocks 0, 1, 2, ... (CLI runs, eval, bench).

@@ -86,6 +86,10 @@ class EngineImpl final : public Engine {
       : lm_(std::move(lm)), opt_(o), kv_(std::move(kv)), sched_(std::move(sched)), ctx_size_(ctx) {
     stats_.kv_dtype = std::string(dtype_name(kv_.spec().dtype));
     stats_.kv_bytes_per_token = kv_.spec().bytes_per_token();
+    if (const KvHostTier* host = kv_.host_tier()) {
+      stats_.kv_offload_layers = host->n_layers();
+      stats_.kv_host_bytes = host->host_bytes();
+    }
     publish_stats();  // /metrics shows the KV pool before the first step
     thread_ = std::thread([this] { loop(); });
   }
@@ -395,18 +399,51 @@ void EngineImpl::publish_stats() {
   stats_.preemptions = c.preemptions;
   stats_.steps = c.steps;
   stats_.token_budget = sched_.token_budget();
+  if (const KvHostTier* host = kv_.host_tier()) {
+    stats_.kv_offload_uploaded_bytes = host->bytes_uploaded();
+    stats_.kv_offload_downloaded_bytes = host->bytes_downloaded();
+  }
 }
 
 // KV bytes when the user gave none: host memory is shared with everything else, so a fixed 256 MiB; a device's own
-// memory is taken at 90 % of what is free after the weights, up to max_batch full contexts.
-size_t default_kv_bytes(const Model& m, const EngineOptions& o, size_t block_bytes) {
+// memory is taken at 90 % of what is free after the weights, up to max_batch full contexts. With host layers the
+// cache holds max_batch full contexts: the host tier exists to make room for them.
+size_t default_kv_bytes(const Model& m, const EngineOptions& o, size_t block_bytes, int host_layers) {
   constexpr size_t kHostDefault = size_t(256) << 20;
   hal::Device& d = m.device();
   if (d.host_visible()) return kHostDefault;
   const int ctx = o.ctx_size > 0 ? o.ctx_size : m.config().max_position_embeddings;
   const size_t want = static_cast<size_t>(o.max_batch) * static_cast<size_t>((ctx + o.block_size - 1) / o.block_size) * block_bytes;
+  if (host_layers > 0) return want;
   const size_t free_bytes = d.memory_info().free_bytes;
   return std::min(want, free_bytes / 10 * 9);
+}
+
+// The host layers the engine gives its cache: none on a device the host addresses (the CPU: nothing to offload to).
+Result<int> host_layers_for(const Model& m, const EngineOptions& o) {
+  const int n = o.kv_offload_layers, n_layers = m.kv_spec().n_layers;
+  if (n < 0 || n > n_layers)
+    return invalid_argument("--kv-offload-layers {}: the model has {} layers with a KV cache", n, n_layers);
+  if (n > 0 && m.device().host_visible()) {
+    CAI_LOG_INFO("KV offload of {} layers has no effect on {}: its KV cache is in host memory already", n,
+                 m.device().name());
+    return 0;
+  }
+  return n;
+}
+
+// The cache itself; with host layers an allocation failure says how the device memory was being split.
+Result<KvCache> create_kv_cache(const Model& m, const EngineOptions& o, int n_blocks, int host_layers) {
+  const KvSpec spec = m.kv_spec();
+  Result<KvCache> kv = KvCache::create(m.device(), spec, n_blocks, o.block_size, {host_layers, o.max_tokens_per_step});
+  if (kv.ok() || host_layers == 0) return kv;
+  const uint64_t layer_bytes = spec.bytes_per_token() / static_cast<uint64_t>(spec.n_layers) *
+                               static_cast<uint64_t>(n_blocks) * static_cast<uint64_t>(o.block_size);
+  return Status(kv.status().code(),
+                fmt::format("KV cache of {} blocks with {} of {} layers in host memory needs {} bytes of device memory "
+                            "({} layers and one staging layer of {} bytes each): {}", n_blocks, host_layers,
+                            spec.n_layers, layer_bytes * static_cast<uint64_t>(spec.n_layers - host_layers + 1),
+                            spec.n_layers - host_layers, layer_bytes, kv.status().message()));
 }
 
 // Checks that one sequence of the asked context fits the n_blocks KV blocks. When the user sized both the context
@@ -443,19 +480,24 @@ Result<std::unique_ptr<Engine>> Engine::create(LoadedModel lm, const EngineOptio
   const KvSpec spec = m.kv_spec();
   const size_t block_bytes = spec.bytes_per_token() * static_cast<size_t>(o.block_size);
   const int model_ctx = m.config().max_position_embeddings;
-  const size_t kv_bytes = o.kv_memory_bytes > 0 ? o.kv_memory_bytes : default_kv_bytes(m, o, block_bytes);
+  CAI_ASSIGN_OR_RETURN(const int host_layers, host_layers_for(m, o));
+  const size_t kv_bytes = o.kv_memory_bytes > 0 ? o.kv_memory_bytes : default_kv_bytes(m, o, block_bytes, host_layers);
   const int n_blocks = o.n_kv_blocks > 0 ? o.n_kv_blocks : static_cast<int>(kv_bytes / std::max<size_t>(1, block_bytes));
   if (n_blocks < 1) return invalid_argument("KV memory {} bytes holds no block of {} bytes", kv_bytes, block_bytes);
   const int want_ctx = o.ctx_size > 0 ? o.ctx_size : model_ctx;
   CAI_TRY(check_context_fits(o, want_ctx, n_blocks, block_bytes, kv_bytes));
   const int ctx = static_cast<int>(std::min<int64_t>(want_ctx, int64_t{n_blocks} * o.block_size));
-  CAI_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(lm.model->device(), spec, n_blocks, o.block_size));
+  CAI_ASSIGN_OR_RETURN(KvCache kv, create_kv_cache(m, o, n_blocks, host_layers));
   SchedulerOptions so{o.max_batch, o.max_tokens_per_step, o.block_size, n_blocks, o.prefix_caching};
   CAI_ASSIGN_OR_RETURN(Scheduler sched, Scheduler::create(so));
   lm.model->device().set_batch_invariant(true);  // a request's tokens must not depend on its batch-mates
   CAI_LOG_INFO("engine: {} KV blocks × {} tokens ({:.1f} MiB, {}), context {}, batch {}, step budget {}", n_blocks,
                o.block_size, static_cast<double>(kv.total_bytes()) / (1 << 20), dtype_name(spec.dtype), ctx,
                o.max_batch, o.max_tokens_per_step);
+  if (const KvHostTier* host = kv.host_tier())
+    CAI_LOG_INFO("engine: KV offload: layers {}..{} ({} of {}) in host memory ({:.1f} MiB), streamed to a device "
+                 "staging layer each step", host->first_layer(), spec.n_layers - 1, host->n_layers(), spec.n_layers,
+                 static_cast<double>(host->host_bytes()) / (1 << 20));
   return std::unique_ptr<Engine>(std::make_unique<EngineImpl>(std::move(lm), o, std::move(kv), std::move(sched), ctx));
 }
 

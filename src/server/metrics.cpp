@@ -67,6 +67,15 @@ void engine_metrics(std::string& out, const EngineStats& s) {
                      s.kv_dtype);
   scalar(out, "cai_kv_cache_bytes_per_token", "gauge", "KV cache bytes per token, all layers.",
          double(s.kv_bytes_per_token));
+  scalar(out, "cai_kv_offload_layers", "gauge", "Layers whose KV cache lives in host memory (host KV tier).",
+         s.kv_offload_layers);
+  scalar(out, "cai_kv_offload_host_bytes", "gauge", "Host memory the offloaded KV layers take.",
+         double(s.kv_host_bytes));
+  out += fmt::format("# HELP cai_kv_offload_bytes_total KV bytes the host tier moved, by direction.\n"
+                     "# TYPE cai_kv_offload_bytes_total counter\n"
+                     "cai_kv_offload_bytes_total{{direction=\"to_device\"}} {}\n"
+                     "cai_kv_offload_bytes_total{{direction=\"to_host\"}} {}\n",
+                     s.kv_offload_uploaded_bytes, s.kv_offload_downloaded_bytes);
   scalar(out, "cai_prompt_tokens_total", "counter", "Prompt tokens received.", double(s.prompt_tokens));
   scalar(out, "cai_generation_tokens_total", "counter", "Tokens generated.", double(s.generated_tokens));
   scalar(out, "cai_prefix_cache_hit_tokens_total", "counter", "Prompt tokens served from the prefix cache.",

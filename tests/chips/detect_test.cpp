@@ -184,6 +184,10 @@ TEST(Detect, EveryProfiledVendorMatches) {
       {0x1d22, 0x3684, 0x120000, "kunlunxin-r200", {}},
       {0x1d22, 0x3688, 0x120000, "kunlunxin-p800", {}},
       {0x9999, 0x0a01, 0x030200, "metax-c500", {}},
+      // Biren publishes no device ids: any id of its vendor in a display or accelerator class, never another class.
+      {0x1ee0, 0x0001, 0x120000, "biren-br100", {"biren-br104"}},
+      {0x1ee0, 0x0001, 0x030200, "biren-br100", {"biren-br104"}},
+      {0x1ee0, 0x0001, 0x0b4000, nullptr, {}},
       {0x8086, 0x0b5a, 0x120000, nullptr, {}},  // a vendor without profiles
   };
   for (const Case& c : cases) {

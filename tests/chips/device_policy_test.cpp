@@ -89,6 +89,23 @@ TEST(DevicePolicy, UnsetOptionsTakeThePolicyAndUserValuesStay) {
   EXPECT_TRUE(has_line(lines, "thermal_limit_c 82: not applied, --thermal-limit 0 given"));
 }
 
+// A serving verb takes host_offload_below unless --kv-offload-layers was given (then the user's count stands).
+TEST(DevicePolicy, HostOffloadAppliesToServingVerbsWithoutAnExplicitCount) {
+  ChipPolicies p;
+  p.host_offload_below = 1.0;
+  PolicyOptions serving;
+  serving.has_engine = true;
+  EXPECT_TRUE(has_line(apply_policies(p, serving),
+                       "host_offload_below 1: applied (KV layers the device cannot hold go to host memory, as `cai "
+                       "plan` plans them)"));
+  EXPECT_EQ(serving.host_offload_below, std::optional<double>(1.0));
+  PolicyOptions user;
+  user.has_engine = true;
+  user.kv_offload_layers = 0;
+  EXPECT_TRUE(has_line(apply_policies(p, user), "host_offload_below 1: not applied, --kv-offload-layers 0 given"));
+  EXPECT_FALSE(user.host_offload_below.has_value());
+}
+
 TEST(DevicePolicy, PoliciesWithoutAConsumerSaySo) {
   ChipPolicies p;
   p.host_offload_below = 0.5;
@@ -97,7 +114,8 @@ TEST(DevicePolicy, PoliciesWithoutAConsumerSaySo) {
   p.thermal_limit_c = 90;
   PolicyOptions o;  // a verb without a serving engine
   const std::vector<std::string> lines = apply_policies(p, o);
-  EXPECT_TRUE(has_line(lines, "host_offload_below 0.5: no effect yet (no host KV tier)"));
+  EXPECT_TRUE(has_line(lines, "host_offload_below 0.5: no effect (this verb runs no serving engine)"));
+  EXPECT_FALSE(o.host_offload_below.has_value());
   EXPECT_TRUE(has_line(lines, "pool_length_buckets [512, 2048]: no effect yet (one pool for every length)"));
   EXPECT_TRUE(has_line(lines, "sync_launch: no effect yet (launches stay asynchronous)"));
   EXPECT_TRUE(has_line(lines, "thermal_limit_c 90: no effect (this verb runs no serving engine)"));

@@ -179,7 +179,8 @@ TEST(Planner, Llama8BNeedsTwoCardsFor128K) {
 }
 
 // Qwen-7B, batch 4 × 128K on one 32 GiB card: the KV needs 28 GiB but ~15 GiB are free, so with the profile's
-// host_offload_below = 1.0 the layers that do not fit go to host memory, exactly as many as needed.
+// host_offload_below = 1.0 the layers that do not fit go to host memory, exactly as many as needed: the card keeps
+// its layers plus the one staging layer the host tier streams through.
 TEST(Planner, KvOffloadMovesJustEnoughLayers) {
   const ModelFootprint m = preset("r1-distill-qwen-7b");
   const Plan none = plan(m, chip(32, 1000, 100), 1, 131072, 4);
@@ -192,10 +193,28 @@ TEST(Planner, KvOffloadMovesJustEnoughLayers) {
   const double layer_kv = 4.0 * 131072 * 2 * 4 * 128 * 2;
   const double budget = 32 * kGiB - static_cast<double>(p.reserved_bytes_per_card + p.weights_bytes_per_card +
                                                         p.activation_bytes_per_card);
-  EXPECT_LE((28 - p.kv_offload_layers) * layer_kv, budget);
-  EXPECT_GT((28 - p.kv_offload_layers + 1) * layer_kv, budget);
+  EXPECT_LE((28 - p.kv_offload_layers + 1) * layer_kv, budget);
+  EXPECT_GT((28 - p.kv_offload_layers + 2) * layer_kv, budget);
   EXPECT_EQ(p.kv_host_bytes, static_cast<size_t>(p.kv_offload_layers * layer_kv));
   EXPECT_TRUE(has_warning(p, "host memory"));
+}
+
+// The engine's step budget sizes the activations (per-token workspace × max(step tokens, batch) + batch logits rows),
+// and the layers sent to host memory can only fall as the smaller workspace frees card memory. 0 is refused.
+TEST(Planner, StepTokensSizeTheActivations) {
+  const ModelFootprint m = preset("r1-distill-qwen-7b");
+  PlanRequest r = request(1, 131072, 4);
+  const Plan p512 = make_plan(m, chip(32, 1000, 100, {}, 1.0), r).value();
+  r.step_tokens = 128;
+  const Plan p128 = make_plan(m, chip(32, 1000, 100, {}, 1.0), r).value();
+  EXPECT_EQ(p512.request.step_tokens, kStepTokens);
+  const size_t per_token = activation_bytes_per_token(m.config), logits = logits_bytes_per_row(m.config) * 4;
+  EXPECT_EQ(p512.activation_bytes_per_card, per_token * 512 + logits);
+  EXPECT_EQ(p128.activation_bytes_per_card, per_token * 128 + logits);
+  EXPECT_GT(p512.kv_offload_layers, 0);
+  EXPECT_LE(p128.kv_offload_layers, p512.kv_offload_layers);
+  r.step_tokens = 0;
+  EXPECT_EQ(make_plan(m, chip(32, 1000, 100, {}, 1.0), r).status().code(), StatusCode::kInvalidArgument);
 }
 
 // Both steps are memory-bound on 8 × H200; going from 1 to 32 sequences adds the experts the extra tokens touch

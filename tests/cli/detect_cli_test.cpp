@@ -67,6 +67,8 @@ TEST(DetectCli, OneTreePerVendor) {
       {"0x1e3e", "0x0001", "0x030200", "iluvatar-bi-v100"}, {"0x1e36", "0x8001", "0x120000", "enflame-i20"},
       {"0x1ed5", "0x0323", "0x030000", "mthreads-s4000"},  {"0x1d94", "0x6211", "0x0b4000", "hygon-k100-ai"},
       {"0x1d22", "0x3686", "0x120000", "kunlunxin-p800"},  {"0x9999", "0x0a01", "0x030200", "metax-c500"},
+      // Biren publishes no device ids (the id here is a stand-in): its two profiles match by vendor and class.
+      {"0x1ee0", "0x0001", "0x120000", "biren-br100"},
   };
   for (const Host& h : hosts) {
     const std::string root = test::make_temp_dir("sysfs");

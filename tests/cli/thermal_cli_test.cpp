@@ -90,12 +90,14 @@ TEST(ThermalCli, ServeOnThisMachineReportsItsSensorOrNone) {
 }
 
 // The H100 profile carries a thermal limit (82 °C): applied when --thermal-limit is not given, the user's value wins
-// when it is (0 = off), and the policies without an effect yet are named.
+// when it is (0 = off), and host_offload_below says it changes nothing on the CPU, whose KV is in host memory.
 TEST(ThermalCli, ProfileThermalLimitIsTheDefaultAndTheFlagWins) {
   ServeRun s = serve_metrics("", "--profile nvidia-h100-sxm5");
   EXPECT_NE(s.log.find("cpu:0: device profile nvidia-h100-sxm5"), std::string::npos) << s.log;
   EXPECT_NE(s.log.find("policy thermal_limit_c 82: applied"), std::string::npos) << s.log;
-  EXPECT_NE(s.log.find("policy host_offload_below 1: no effect yet"), std::string::npos) << s.log;
+  EXPECT_NE(s.log.find("policy host_offload_below 1: applied"), std::string::npos) << s.log;
+  EXPECT_NE(s.log.find("KV offload: none on cpu:0: its KV cache is in host memory already"), std::string::npos)
+      << s.log;
   EXPECT_NE(s.log.find("thermal limit 82 °C"), std::string::npos) << s.log;
   s = serve_metrics("", "--profile nvidia-h100-sxm5 --thermal-limit 0");
   EXPECT_NE(s.log.find("policy thermal_limit_c 82: not applied, --thermal-limit 0 given"), std::string::npos) << s.log;

@@ -25,12 +25,13 @@ export function thinkTemplateFile() {
   return path;
 }
 
-// Spawns `cai serve -m model --port 0 ...extraArgs`, reads the bound address from its "chat page:" log line and waits
-// until /health answers 200. Returns { baseURL, origin, stop(), stderr() }.
-export async function startServer(extraArgs = [], { timeoutMs = 120_000, model = defaultModel, ctxSize = 256 } = {}) {
+// Spawns `cai serve -m model --port 0 ...extraArgs` (with `env` added to this process's environment), reads the bound
+// address from its "chat page:" log line and waits until /health answers 200. Returns { baseURL, origin, stop(),
+// stderr() }.
+export async function startServer(extraArgs = [], { timeoutMs = 120_000, model = defaultModel, ctxSize = 256, env = {} } = {}) {
   const args = ["serve", "-m", model, "--host", "127.0.0.1", "--port", "0", "--ctx-size", String(ctxSize),
                 ...extraArgs];
-  const proc = spawn(caiBin, args, { stdio: ["ignore", "ignore", "pipe"] });
+  const proc = spawn(caiBin, args, { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...env } });
   let log = "";
   const origin = await new Promise((resolveOrigin, reject) => {
     const timer = setTimeout(() => reject(new Error(`cai serve did not log its address:\n${log}`)), timeoutMs);

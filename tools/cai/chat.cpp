@@ -154,14 +154,12 @@ Status chat(const ChatOptions& o) {
   if (!o.chat_template_file.empty()) {
     CAI_ASSIGN_OR_RETURN(template_source, read_text_file(o.chat_template_file, "chat template file"));
   }
-  DeviceSettings device;
-  CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common, 0, 0, &device));
-  if (!lm.tokenizer) return not_found("model {} has no tokenizer; `cai chat` needs one", o.common.model);
-  if (template_source.empty()) template_source = lm.tokenizer->chat_template();
   EngineOptions engine_options;
   engine_options.max_batch = 1;
   engine_options.ctx_size = o.ctx_size;
-  engine_options.thermal_limit_c = device.thermal_limit_c;
+  CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common, 0, 0, &engine_options));
+  if (!lm.tokenizer) return not_found("model {} has no tokenizer; `cai chat` needs one", o.common.model);
+  if (template_source.empty()) template_source = lm.tokenizer->chat_template();
   CAI_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::create(std::move(lm), engine_options));
   const Tokenizer& tok = *engine->model().tokenizer;
   CAI_ASSIGN_OR_RETURN(server::PromptBuilder builder, server::PromptBuilder::create(tok, template_source));

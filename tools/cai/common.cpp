@@ -5,6 +5,7 @@
 
 #include "chips/detect_report.h"
 #include "chips/device_policy.h"
+#include "chips/planner.h"
 #include "core/log.h"
 #include "hal/cpu/cpu_backend.h"
 #include "verbs.h"
@@ -32,6 +33,14 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
       ->check(CLI::IsMember({"fast", "exact"}))
       ->capture_default_str();
   cmd.add_flag("--mlock", o.mlock, "lock the weights in RAM (CPU; needs RLIMIT_MEMLOCK, `ulimit -l`, above their size)");
+}
+
+void add_kv_offload_option(CLI::App& cmd, CommonOptions& o) {
+  cmd.add_option("--kv-offload-layers", o.kv_offload_layers,
+                 "keep the KV cache of the last N layers in host memory, streamed to the device each step (devices "
+                 "with their own memory; default: the layers `cai plan` sends to host memory for this device's "
+                 "profile, context and batch; 0 = none)")
+      ->check(CLI::NonNegativeNumber);
 }
 
 int fail(const Status& st) {
@@ -85,24 +94,65 @@ std::string auto_device(const chips::DetectReport& report) {
   return choice.device;
 }
 
-// The options the device's profile supplies where the user set none; logs the profile and each policy.
-Result<chips::PolicyOptions> device_policies(const CommonOptions& o, const HostChips& host, const hal::Device& dev,
-                                             bool has_engine) {
-  chips::PolicyOptions pol;
+// The device's profile (null: none describes it) and the options it supplies where the user set none.
+struct DevicePolicies {
+  const chips::DeviceProfile* profile = nullptr;
+  chips::PolicyOptions options;
+};
+
+// Logs the profile and each policy.
+Result<DevicePolicies> device_policies(const CommonOptions& o, const HostChips& host, const hal::Device& dev,
+                                       bool has_engine) {
+  DevicePolicies d;
+  chips::PolicyOptions& pol = d.options;
   if (!o.kv_dtype.empty()) pol.kv_dtype = o.kv_dtype;
   pol.prewarm_experts = o.prewarm_experts;
   pol.thermal_limit_c = o.thermal_limit_c;
+  pol.kv_offload_layers = o.kv_offload_layers;
   pol.has_engine = has_engine;
   CAI_ASSIGN_OR_RETURN(chips::ProfileChoice choice,
                        chips::profile_for_device(host.report, host.profiles, dev.name(), o.profile));
   if (!choice.profile) {
     CAI_LOG_INFO("{}: no device profile ({}); engine defaults apply", dev.name(), choice.reason);
-    return pol;
+    return d;
   }
+  d.profile = choice.profile;
   CAI_LOG_INFO("{}: device profile {} ({}; {})", dev.name(), choice.profile->id, choice.profile->name, choice.reason);
   for (const std::string& line : chips::apply_policies(choice.profile->policies, pol))
     CAI_LOG_INFO("  policy {}", line);
-  return pol;
+  return d;
+}
+
+// The KV layers a serving engine keeps in host memory: --kv-offload-layers as given; else, where the profile's
+// host_offload_below applies, those `cai plan` sends to host memory for this model on one card with this device's
+// memory at the engine's context and batch (the log line is that command, so the two can be compared); else none.
+Result<int> kv_offload_layers(const CommonOptions& o, const DevicePolicies& d, const hal::Device& dev,
+                              const EngineOptions& e, DType kv_dtype) {
+  if (o.kv_offload_layers) return *o.kv_offload_layers;
+  if (!d.options.host_offload_below) return 0;
+  if (dev.host_visible()) {
+    CAI_LOG_INFO("KV offload: none on {}: its KV cache is in host memory already", dev.name());
+    return 0;
+  }
+  CAI_ASSIGN_OR_RETURN(const chips::ModelFootprint model, chips::load_footprint(o.model));
+  chips::PlanRequest request;
+  request.ctx = e.ctx_size;
+  request.batch = e.max_batch;
+  request.kv_dtype = std::string(dtype_name(kv_dtype));
+  request.memory_gib = static_cast<double>(dev.memory_info().total_bytes) / static_cast<double>(size_t{1} << 30);
+  request.step_tokens = e.max_tokens_per_step;
+  CAI_ASSIGN_OR_RETURN(const chips::Plan plan, chips::make_plan(model, *d.profile, request));
+  const std::string command = fmt::format("cai plan -m {} --chip {} --cards 1 --memory-gib {} --ctx {} --batch {} "
+                                          "--kv-dtype {} --step-tokens {}", o.model, d.profile->id,
+                                          *request.memory_gib, plan.request.ctx, request.batch, request.kv_dtype,
+                                          request.step_tokens);
+  if (!plan.fits) {
+    CAI_LOG_WARN("KV offload: `{}` finds no fit even with host layers; every layer stays on {}", command, dev.name());
+    return 0;
+  }
+  CAI_LOG_INFO("KV offload: `{}` puts {} of {} layers' KV in host memory", command, plan.kv_offload_layers,
+               model.config.num_hidden_layers);
+  return plan.kv_offload_layers;
 }
 
 // Which sensor the thermal limit reads, or that there is none.
@@ -122,14 +172,15 @@ void log_sensor(const hal::Device& dev, float thermal_limit_c) {
 
 }  // namespace
 
-Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t kv_bytes, DeviceSettings* engine) {
+Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t kv_bytes, EngineOptions* engine) {
   hal::Registry& reg = hal::Registry::global();
   if (o.device.rfind("cpu", 0) != 0) reg.load_plugins_from_default_paths();
   hal::cpu::set_cpu_threads(o.threads);
   const HostChips host = scan_host(reg, o.device == "auto");
   const std::string spec = o.device == "auto" ? auto_device(host.report) : o.device;
   CAI_ASSIGN_OR_RETURN(hal::Device * dev, reg.find_device(spec));
-  CAI_ASSIGN_OR_RETURN(chips::PolicyOptions pol, device_policies(o, host, *dev, engine != nullptr));
+  CAI_ASSIGN_OR_RETURN(const DevicePolicies policies, device_policies(o, host, *dev, engine != nullptr));
+  const chips::PolicyOptions& pol = policies.options;
   LoadOptions load{pol.prewarm_experts.value_or(false), std::nullopt, o.mlock, kv_tokens, kv_bytes};
   if (pol.kv_dtype) {
     CAI_ASSIGN_OR_RETURN(load.kv_dtype, parse_kv_dtype(*pol.kv_dtype));
@@ -137,6 +188,8 @@ Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t
   if (engine) {
     engine->thermal_limit_c = pol.thermal_limit_c.value_or(0.0f);
     log_sensor(*dev, engine->thermal_limit_c);
+    CAI_ASSIGN_OR_RETURN(engine->kv_offload_layers,
+                         kv_offload_layers(o, policies, *dev, *engine, load.kv_dtype.value_or(default_kv_dtype(*dev))));
   }
   dev->set_precision(o.precision == "exact" ? hal::Precision::kExact : hal::Precision::kFast);
   if (o.precision == "fast")

@@ -71,7 +71,7 @@ void print_table(const chips::Plan& p, const chips::ModelFootprint& m, const chi
   fmt::print("\nassumptions: {:.0f}% of peak bandwidth, {:.0f}% of peak math, {:.0f}% of card memory reserved for the "
              "runtime, activations for {} tokens per step, no communication cost\n",
              chips::kBandwidthEfficiency * 100, chips::kComputeEfficiency * 100, chips::kRuntimeReserve * 100,
-             chips::kStepTokens);
+             p.request.step_tokens);
   if (!p.warnings.empty()) fmt::print("warnings:\n");
   for (const std::string& w : p.warnings) fmt::print("  - {}\n", w);
 }
@@ -104,6 +104,8 @@ void register_plan(CLI::App& app, int& exit_code) {
   cmd->add_option("--batch", o->request.batch, "concurrent sequences")->capture_default_str();
   cmd->add_option("--kv-dtype", o->request.kv_dtype, "KV cache type: f32, bf16, f16 or q8_0 (default: the profile's)");
   cmd->add_option("--memory-gib", o->request.memory_gib, "memory per card in GiB (default: the profile's)");
+  cmd->add_option("--step-tokens", o->request.step_tokens, "tokens per engine step (cai serve --max-tokens-per-step)")
+      ->capture_default_str();
   cmd->add_flag("--json", o->json, "print the plan as JSON");
   cmd->callback([o, &exit_code] { exit_code = run_plan(*o); });
 }

@@ -88,10 +88,8 @@ Status serve(ServeOptions o) {
   bool loaded = false;
   std::thread loader([&] {
     Status st = [&]() -> Status {
-      DeviceSettings device;
       CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common, int64_t{o.engine.n_kv_blocks} * o.engine.block_size,
-                                                      o.engine.kv_memory_bytes, &device));
-      o.engine.thermal_limit_c = device.thermal_limit_c;
+                                                      o.engine.kv_memory_bytes, &o.engine));
       CAI_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::create(std::move(lm), o.engine));
       CAI_LOG_INFO("engine ready: context {} tokens, max batch {}", engine->ctx_size(), o.engine.max_batch);
       return http.attach(std::move(engine));
@@ -163,6 +161,7 @@ void register_serve(CLI::App& app, int& exit_code) {
                   "°C at which the step token budget halves (doubled back 5 °C below); 0 = off; default: the device "
                   "profile's thermal_limit_c, else off")
       ->check(CLI::Range(0.0, 150.0));
+  add_kv_offload_option(*cmd, o->common);
   cmd->add_option("--prefix-caching", o->engine.prefix_caching, "reuse KV blocks of shared prompt prefixes");
   cmd->callback([o, cmd, &exit_code] {
     Status st = o->config_file.empty() ? Status() : apply_config_file(*cmd, o->config_file);

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "cai/engine.h"
 #include "hal/hal.h"
 #include "model/model_loader.h"
 #include "runtime/sampler.h"
@@ -22,22 +23,22 @@ struct CommonOptions {
   std::string kv_dtype;  // "" = the device profile's, else the device's default (default_kv_dtype)
   std::string profile;   // --profile: the device profile to apply instead of the detected one
   std::optional<float> thermal_limit_c;  // --thermal-limit (serve); unset: the profile's; 0 = off
+  std::optional<int> kv_offload_layers;  // --kv-offload-layers (serve); unset: as the profile's plan says
   bool mlock = false;
   // "fast": int8 activations and dot products where the CPU has a kernel for the weight type; "exact": F32 activations
   // (the reference path, and the default until the fast path meets its quality gate: see tests/cli/precision_cli_test).
   std::string precision = "exact";
 };
 void add_common_options(CLI::App& cmd, CommonOptions& o);
-// What open_model settled for a verb that runs a serving engine: the engine options the device profile supplies.
-struct DeviceSettings {
-  float thermal_limit_c = 0;  // 0 = off
-};
 // Resolve the device (loading plugins), apply its profile's policies where the options leave them unset (logging the
 // profile, each policy and the temperature sensor) and load the model, which must fit the device's memory together
 // with the KV cache the verb will allocate (LoadOptions::kv_tokens, kv_bytes). `engine` is given by verbs that run a
-// serving engine and receives its settings. Errors are printed as "error: ..." to stderr.
+// serving engine, with their context and batch set: open_model fills in what the device and its profile supply (the
+// thermal limit, the KV layers that go to host memory). Errors are printed as "error: ..." to stderr.
 Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t kv_bytes = 0,
-                               DeviceSettings* engine = nullptr);
+                               EngineOptions* engine = nullptr);
+// --kv-offload-layers for a serving verb.
+void add_kv_offload_option(CLI::App& cmd, CommonOptions& o);
 // Print a Status to stderr and return exit code 1.
 int fail(const Status& st);
 // --temp, --top-k, --top-p, --min-p, --repeat-penalty, --seed.

@@ -1,6 +1,7 @@
 // The simt device: settings from the environment, errors, warp width, streams, events and device properties.
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -44,9 +45,12 @@ size_t env_size(const char* name, size_t fallback) {
   char* end = nullptr;
   errno = 0;
   const unsigned long long n = std::strtoull(s, &end, 10);
-  if (end == s || errno != 0) return fallback;
-  const size_t scale = unit_scale(end);
-  if (scale == 0 || n > SIZE_MAX / scale) return fallback;
+  const size_t scale = end == s || errno != 0 ? 0 : unit_scale(end);
+  if (scale == 0 || n > SIZE_MAX / scale) {
+    std::fprintf(stderr, "simt: %s=%s is not a size (a whole number with an optional unit such as KiB, MiB or GiB); "
+                 "using %zu bytes\n", name, s, fallback);
+    return fallback;
+  }
   return static_cast<size_t>(n) * scale;
 }
 

@@ -1,0 +1,159 @@
+// KvHostTier: host layers, the staging layer, and the per-step upload of read blocks and write-back of new rows.
+#include "model/kv_host_tier.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/quant.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+#include "ops/ops.h"
+
+namespace cai {
+
+namespace {
+
+Result<hal::Buffer> allocate(hal::Device& d, size_t n, hal::MemoryKind kind, const char* what) {
+  Result<hal::Buffer> b = d.allocate(n, kind);
+  if (!b.ok())
+    return Status(b.status().code(), fmt::format("host KV tier: {} ({} bytes): {}", what, n, b.status().message()));
+  return b;
+}
+
+}  // namespace
+
+Result<KvHostTier> KvHostTier::create(hal::Device& device, const KvSpec& spec, int first_layer, int64_t n_slots,
+                                      int block_size, int max_step_tokens) {
+  if (is_quantized(spec.dtype))
+    return invalid_argument("host KV tier: a {} KV cache cannot be offloaded (use f32, f16 or bf16)",
+                            dtype_name(spec.dtype));
+  if (first_layer < 0 || first_layer >= spec.n_layers || n_slots <= 0 || block_size <= 0 || max_step_tokens <= 0)
+    return invalid_argument("host KV tier: layers from {} of {}, {} slots, block {}, {} tokens per step", first_layer,
+                            spec.n_layers, n_slots, block_size, max_step_tokens);
+  KvHostTier t;
+  t.device_ = &device;
+  t.dtype_ = spec.dtype;
+  t.first_layer_ = first_layer;
+  t.n_layers_ = spec.n_layers - first_layer;
+  t.block_size_ = block_size;
+  t.max_step_tokens_ = max_step_tokens;
+  t.k_width_ = spec.k_width;
+  t.v_width_ = spec.v_width;
+  for (int which = 0; which < 2; ++which) {
+    const int64_t width = which == 0 ? t.k_width_ : t.v_width_;
+    TensorView view = TensorView::make(nullptr, spec.dtype, {n_slots, width});
+    if (width > 0) {
+      CAI_ASSIGN_OR_RETURN(hal::Buffer b, allocate(device, view.n_bytes(), hal::MemoryKind::kDevice, "the staging layer"));
+      view.data = b.data();
+      view.device = &device;
+      t.stage_.push_back(std::move(b));
+    }
+    (which == 0 ? t.stage_k_ : t.stage_v_) = view;
+  }
+  const size_t rows = static_cast<size_t>(t.n_layers_) * static_cast<size_t>(max_step_tokens) *
+                      static_cast<size_t>(t.k_width_ + t.v_width_);
+  CAI_ASSIGN_OR_RETURN(t.rows_, allocate(device, rows * sizeof(float), hal::MemoryKind::kDevice, "the step's new rows"));
+  // Host memory last: a device too small fails before gigabytes of host memory are set aside.
+  for (int l = 0; l < t.n_layers_; ++l) {
+    HostLayer h;
+    for (int which = 0; which < 2; ++which) {
+      const size_t n = (which == 0 ? t.k_row_bytes() : t.v_row_bytes()) * static_cast<size_t>(n_slots);
+      if (n == 0) continue;
+      CAI_ASSIGN_OR_RETURN(hal::Buffer b, allocate(device, n, hal::MemoryKind::kHostPinned, "a host layer"));
+      std::memset(b.data(), 0, n);
+      (which == 0 ? h.k : h.v) = std::move(b);
+    }
+    t.host_.push_back(std::move(h));
+  }
+  return t;
+}
+
+size_t KvHostTier::host_bytes() const {
+  size_t n = 0;
+  for (const HostLayer& h : host_) n += h.k.size() + h.v.size();
+  return n;
+}
+
+size_t KvHostTier::staging_bytes() const {
+  size_t n = rows_.size();
+  for (const hal::Buffer& b : stage_) n += b.size();
+  return n;
+}
+
+// Rows of host layer `layer` in the new-rows buffer, for the step's tokens: K first, then V.
+TensorView KvHostTier::step_rows(int layer, bool values) const {
+  const int64_t n = static_cast<int64_t>(slots_.size());
+  const int64_t per_layer = n * (k_width_ + v_width_);
+  float* base = static_cast<float*>(rows_.data()) + per_layer * (layer - first_layer_);
+  TensorView v = values ? TensorView::make(base + n * k_width_, DType::kF32, {n, v_width_})
+                        : TensorView::make(base, DType::kF32, {n, k_width_});
+  v.device = device_;
+  return v;
+}
+
+Status KvHostTier::begin_step(const StepBatch& batch) {
+  if (batch.slots.size() > static_cast<size_t>(max_step_tokens_))
+    return invalid_argument("host KV tier: a step of {} tokens, above the {} it was sized for", batch.slots.size(),
+                            max_step_tokens_);
+  slots_ = batch.slots;
+  std::vector<int64_t> blocks;
+  for (const hal::AttnSeq& s : batch.seqs) {
+    const int64_t used = (int64_t{s.pos0} + s.n_q + block_size_ - 1) / block_size_;
+    blocks.insert(blocks.end(), s.block_table, s.block_table + used);
+  }
+  std::sort(blocks.begin(), blocks.end());
+  blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
+  runs_.clear();
+  for (int64_t b : blocks) {
+    if (!runs_.empty() && runs_.back().first + runs_.back().count == b)
+      ++runs_.back().count;
+    else
+      runs_.push_back({b, 1});
+  }
+  return {};
+}
+
+Status KvHostTier::stage_in(int layer) {
+  const HostLayer& h = host_[static_cast<size_t>(layer - first_layer_)];
+  hal::Stream& stream = device_->default_stream();
+  auto upload = [&](const hal::Buffer& host, const TensorView& stage, size_t row, const BlockRun& r) -> Status {
+    const size_t first = static_cast<size_t>(r.first * block_size_) * row, n = static_cast<size_t>(r.count * block_size_) * row;
+    bytes_up_ += n;
+    return stream.copy_to_device(static_cast<char*>(stage.data) + first, static_cast<const char*>(host.data()) + first, n);
+  };
+  for (const BlockRun& r : runs_) {
+    CAI_TRY(upload(h.k, stage_k_, k_row_bytes(), r));
+    if (v_width_ > 0) CAI_TRY(upload(h.v, stage_v_, v_row_bytes(), r));
+  }
+  return {};
+}
+
+Status KvHostTier::keep_new_rows(int layer, const TensorView& slots) {
+  CAI_TRY(ops::embed(*device_, stage_k_, slots, step_rows(layer, false)));
+  if (v_width_ > 0) CAI_TRY(ops::embed(*device_, stage_v_, slots, step_rows(layer, true)));
+  return {};
+}
+
+Status KvHostTier::end_step() {
+  const size_t n = slots_.size();
+  const size_t per_layer = n * static_cast<size_t>(k_width_ + v_width_);
+  rows_host_.resize(per_layer * static_cast<size_t>(n_layers_));
+  CAI_TRY(device_->default_stream().copy_to_host(rows_host_.data(), rows_.data(), rows_host_.size() * sizeof(float)));
+  bytes_down_ += rows_host_.size() * sizeof(float);
+  for (int l = 0; l < n_layers_; ++l) {
+    const float* k_rows = rows_host_.data() + per_layer * static_cast<size_t>(l);
+    const float* v_rows = k_rows + n * static_cast<size_t>(k_width_);
+    const HostLayer& h = host_[static_cast<size_t>(l)];
+    for (size_t i = 0; i < n; ++i) {
+      const size_t slot = static_cast<size_t>(slots_[i]);
+      CAI_TRY(quantize_row(dtype_, k_rows + i * static_cast<size_t>(k_width_),
+                           static_cast<char*>(h.k.data()) + slot * k_row_bytes(), k_width_));
+      if (v_width_ > 0)
+        CAI_TRY(quantize_row(dtype_, v_rows + i * static_cast<size_t>(v_width_),
+                             static_cast<char*>(h.v.data()) + slot * v_row_bytes(), v_width_));
+    }
+  }
+  return {};
+}
+
+}  // namespace cai
