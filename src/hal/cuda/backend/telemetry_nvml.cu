@@ -5,6 +5,8 @@
 #if defined(CAI_GPU_CUDA)
 #include <dlfcn.h>
 
+#include "hal/cuda/backend/dl_symbol.h"
+
 namespace cai::gpu {
 
 namespace {
@@ -27,12 +29,6 @@ struct Nvml {
   int (*utilization)(NvmlDevice, NvmlUtilization*);
   int (*power_mw)(NvmlDevice, unsigned*);
 };
-
-template <class Fn>
-bool load_symbol(void* lib, const char* name, Fn* out) {
-  *out = reinterpret_cast<Fn>(dlsym(lib, name));
-  return *out != nullptr;
-}
 
 // Loaded and initialised once per process; null when the driver's NVML is missing or fails to start.
 const Nvml* nvml() {

@@ -5,6 +5,8 @@
 #if defined(CAI_GPU_HIP)
 #include <dlfcn.h>
 
+#include "hal/cuda/backend/dl_symbol.h"
+
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -29,12 +31,6 @@ struct RocmSmi {
   int (*busy_percent)(uint32_t, uint32_t*);
   int (*power_ave)(uint32_t, uint32_t, uint64_t*);  // microwatts
 };
-
-template <class Fn>
-bool load_symbol(void* lib, const char* name, Fn* out) {
-  *out = reinterpret_cast<Fn>(dlsym(lib, name));
-  return *out != nullptr;
-}
 
 // Loaded and initialised once per process; null when the library is missing or fails to start.
 const RocmSmi* rocm_smi() {
