@@ -1,6 +1,7 @@
 // Activations quantized for integer dot products (--precision fast): every 32 consecutive values of an activation row
-// become one ActBlockQ8, value ≈ d · q with q in [-127, 127]. Weight kernels (hal/cpu/kernels/qdot_kernels.h) multiply
-// their integer codes by q in int8 × int8 → int32 and apply the float scales once per block.
+// become one ActBlockQ8, value ≈ d · q with q in [-127, 127] (for Q8_0 weights one ActBlockQ16, q in [-32767, 32767]).
+// Weight kernels (hal/cpu/kernels/qdot_kernels.h) multiply their integer codes by q in int8 × int8 → int32 (int16 ×
+// int16 for ActBlockQ16) and apply the float scales once per block.
 #pragma once
 
 #include <cstdint>
@@ -18,5 +19,16 @@ static_assert(sizeof(ActBlockQ8) == 40);
 
 // Quantizes n values (a multiple of kActBlock) into n / kActBlock blocks: d = amax / 127, q = round-half-even(x / d).
 void quantize_act_row(const float* x, int64_t n, ActBlockQ8* out);
+
+// The 16-bit form, for weights whose codes are as precise as int8 activations (Q8_0): there int8 activations would
+// double the error of the product and flip next-token choices of small models, 16 bits keep it at the weights' own.
+// Codes and scales lie apart (a row's ActBlockQ16s, and its floats), so each block's codes fill one cache line.
+struct alignas(64) ActBlockQ16 {
+  int16_t q[kActBlock];
+};
+static_assert(sizeof(ActBlockQ16) == 64);
+
+// As quantize_act_row with d[b] = amax / 32767 of block b (0 when all are 0) and q in [-32767, 32767].
+void quantize_act_row_q16(const float* x, int64_t n, ActBlockQ16* out, float* d);
 
 }  // namespace cai

@@ -1,8 +1,8 @@
 // The quality of --precision fast: on the real TinyStories-656K (Q8_0 and F16) over 1,022 teacher-forced tokens of our
-// own story text, the fast path's next-token choice agrees with the exact path's at ≥ 98 % of positions and the mean
-// KL divergence of its distribution from the exact one is < 1e-3 nats. Measured: Q8_0 98.4 % and 5.4e-4 nats (F16 has
-// no integer kernel: identical). The target before fast becomes the default is 99 % (issue 10); this model's
-// 128-wide RMSNorm outputs are where the per-32 int8 activations lose the most.
+// own story text, the fast path's next-token choice agrees with the exact path's at ≥ 99 % of positions and the mean
+// KL divergence of its distribution from the exact one is < 1e-3 nats (issue 10's gate). Measured: Q8_0 100 % and
+// 7.7e-9 nats, since Q8_0 takes 16-bit activations (with int8 ones, as the K-quants keep: 98.4 % and 5.4e-4 nats, the
+// flips spread over every projection); F16 has no integer kernel: identical.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -93,7 +93,7 @@ TEST_P(FastPrecisionQuality, AgreesWithExactOnTeacherForcedText) {
   std::printf("%s: %d positions, top-1 agreement %.4f, mean KL %.3g nats\n", GetParam().c_str(), a.positions, top1,
               mean_kl);
   EXPECT_GE(a.positions, 1000);
-  EXPECT_GE(top1, 0.98);
+  EXPECT_GE(top1, 0.99);
   EXPECT_LT(mean_kl, 1e-3);
 }
 

@@ -1,6 +1,6 @@
-// Tests for --precision fast on the CPU: activation quantization, every integer dot kernel of every ISA against an
-// exact dot of the same quantized values, the tables' coverage, and cpu_dense_gemm's fast path (close to the exact
-// path, batch-invariant, exact where no kernel exists).
+// Tests for --precision fast on the CPU: activation quantization (int8 and int16), every integer dot kernel of every
+// ISA against an exact dot of the same quantized values, the tables' coverage, and cpu_dense_gemm's fast path (close to
+// the exact path, batch-invariant, exact where no kernel exists).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -35,6 +35,24 @@ TEST(QuantAct, BlocksHoldScaleCodesAndHalfSums) {
   EXPECT_EQ(b[0].sum[0], sums[0]);
   EXPECT_EQ(b[0].sum[1], sums[1]);
   EXPECT_EQ(b[1].d, 0.0f);
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(b[1].q[i], 0);
+}
+
+TEST(QuantAct, Q16BlocksHoldCodesAndSeparateScales) {
+  std::vector<float> x(64);
+  for (int i = 0; i < 64; ++i) x[i] = (i % 7 - 3) * 0.25f;
+  x[5] = -2.0f;                               // block 0's absmax → q = -32767
+  for (int i = 32; i < 64; ++i) x[i] = 0.0f;  // an all-zero block
+  ActBlockQ16 b[2];
+  float d[2];
+  quantize_act_row_q16(x.data(), 64, b, d);
+  EXPECT_FLOAT_EQ(d[0], 2.0f / 32767.0f);
+  EXPECT_EQ(b[0].q[5], -32767);
+  for (int i = 0; i < 32; ++i) {
+    EXPECT_EQ(b[0].q[i], static_cast<int>(std::nearbyint(x[i] * 32767.0f / 2.0f))) << i;
+    EXPECT_NEAR(d[0] * b[0].q[i], x[i], 0.5f * d[0] * 1.001f) << i;  // within half a step: 1/65534 of the absmax
+  }
+  EXPECT_EQ(d[1], 0.0f);
   for (int i = 0; i < 32; ++i) EXPECT_EQ(b[1].q[i], 0);
 }
 
@@ -87,6 +105,45 @@ TEST_P(QDotKernelsPerIsa, MatchExactDotOfQuantizedActivations) {
   EXPECT_GE(n_types, 2);
 }
 
+// The same for the kernels against 16-bit activations: Σ dequant(w)·(d·q), 1..8 rows, row j alike at any row count.
+TEST_P(QDotKernelsPerIsa, Int16KernelsMatchExactDotOfQuantizedActivations) {
+  const QDotKernels* k = table_for(GetParam());
+  if (!k) GTEST_SKIP() << "this CPU lacks AVX-512 VNNI";
+  std::mt19937 rng(98);
+  int n_types = 0;
+  for (int ti = 0; ti < static_cast<int>(DType::kCount); ++ti) {
+    const QDot16Fn dot = k->dot16[ti];
+    if (!dot) continue;
+    ++n_types;
+    const DType t = static_cast<DType>(ti);
+    for (int64_t in : {256, 1280, 2816}) {
+      Weights w = make_weights(t, 1, in, false, rng);
+      std::vector<float> row(static_cast<size_t>(in));
+      dequantize_row(t, w.bytes.data(), row.data(), in);
+      const int64_t ldx = in / kActBlock;
+      auto x = gaussian(8 * in, rng);
+      std::vector<ActBlockQ16> xq(static_cast<size_t>(8 * ldx));
+      std::vector<float> xd(static_cast<size_t>(8 * ldx));
+      for (int j = 0; j < 8; ++j) quantize_act_row_q16(x.data() + j * in, in, xq.data() + j * ldx, xd.data() + j * ldx);
+      float all[8], solo[1];
+      dot(w.bytes.data(), xq.data(), xd.data(), ldx, 8, in, all);
+      for (int j = 0; j < 8; ++j) {
+        double ref = 0, mag = 0;
+        for (int64_t c = 0; c < in; ++c) {
+          const size_t b = static_cast<size_t>(j * ldx + c / kActBlock);
+          const double v = static_cast<double>(row[c]) * xd[b] * xq[b].q[c % kActBlock];
+          ref += v;
+          mag += std::fabs(v);
+        }
+        EXPECT_NEAR(all[j], ref, 1e-5 * mag + 1e-30) << dtype_name(t) << " in=" << in << " row " << j;
+        dot(w.bytes.data(), xq.data() + j * ldx, xd.data() + j * ldx, ldx, 1, in, solo);
+        EXPECT_EQ(0, std::memcmp(solo, &all[j], sizeof(float))) << dtype_name(t) << " in=" << in << " row " << j;
+      }
+    }
+  }
+  EXPECT_GE(n_types, 1);
+}
+
 INSTANTIATE_TEST_SUITE_P(Isas, QDotKernelsPerIsa, ::testing::ValuesIn(available_isas()),
                          [](const auto& info) { return std::string(cpu_isa_name(info.param)); });
 
@@ -96,12 +153,16 @@ TEST(QDotKernels, EveryIsaCoversTheScalarTable) {
   for (CpuIsa isa : available_isas()) {
     const QDotKernels* k = table_for(isa);
     if (!k) continue;
-    for (int t = 0; t < static_cast<int>(DType::kCount); ++t)
+    for (int t = 0; t < static_cast<int>(DType::kCount); ++t) {
       EXPECT_EQ(k->dot[t] != nullptr, scalar.dot[t] != nullptr)
           << cpu_isa_name(isa) << " " << dtype_name(static_cast<DType>(t));
+      EXPECT_EQ(k->dot16[t] != nullptr, scalar.dot16[t] != nullptr)
+          << cpu_isa_name(isa) << " int16 " << dtype_name(static_cast<DType>(t));
+    }
   }
-  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K})
+  for (DType t : {DType::kQ4_0, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K})
     EXPECT_NE(scalar.dot[static_cast<int>(t)], nullptr) << dtype_name(t);
+  EXPECT_NE(scalar.dot16[static_cast<int>(DType::kQ8_0)], nullptr) << "Q8_0 takes 16-bit activations";
 }
 
 struct GemmRun {
@@ -122,8 +183,9 @@ GemmRun gemm(Weights& w, const std::vector<float>& x, int64_t n, const std::vect
 
 class GemmFastPerIsa : public ::testing::TestWithParam<CpuIsa> {};
 
-// The fast path stays within int8 activation rounding of the exact one (a few 1e-3 of Σ|w·x|), each row is
-// bit-identical alone and in a batch of 37, and a weight type without an integer kernel (F16) is computed exactly.
+// The fast path stays within activation rounding of the exact one (a few 1e-3 of Σ|w·x| for int8, 1e-4 for Q8_0's
+// int16), each row is bit-identical alone and in a batch of 37, and a weight type without an integer kernel (F16) is
+// computed exactly.
 TEST_P(GemmFastPerIsa, CloseToExactAndBatchInvariant) {
   IsaGuard guard;
   ASSERT_TRUE(set_active_cpu_isa(GetParam()).ok());
@@ -147,8 +209,9 @@ TEST_P(GemmFastPerIsa, CloseToExactAndBatchInvariant) {
         const size_t at = static_cast<size_t>(i * w.out + r);
         if (t == DType::kF16)
           EXPECT_EQ(fast.y[at], exact.y[at]) << "f16 has no integer kernel: exact result";
-        else
-          EXPECT_NEAR(fast.y[at], exact.y[at], 4e-3 * mag) << dtype_name(t) << " row " << r << " act " << i;
+        else  // Q8_0's 16-bit activations round at 1/65534 of each block's absmax, int8 ones at 1/254
+          EXPECT_NEAR(fast.y[at], exact.y[at], (t == DType::kQ8_0 ? 1e-4 : 4e-3) * mag)
+              << dtype_name(t) << " row " << r << " act " << i;
       }
     }
     for (int64_t i : {0L, 17L, 36L}) {

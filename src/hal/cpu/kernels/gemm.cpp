@@ -246,26 +246,6 @@ void run_tiled(const Gemm& g, int64_t p0, int64_t p1) {
   }
 }
 
-// Fast path (Precision::kFast): activation rows quantized once to ActBlockQ8, then every weight row against them
-// kMaxDotRows at a time through the integer kernel. Each row's result is the same whatever n is, so it serves every
-// batch size (the weight row stays in L1 across the passes).
-void run_qdot(const Gemm& g, QDotFn dot, const ActBlockQ8* xq, int64_t r0, int64_t r1) {
-  const int64_t ldx = g.in / kActBlock;
-  float acc[kMaxDotRows];
-  for (int64_t r = r0; r < r1; ++r) {
-    const uint8_t* wrow = g.w->row<const uint8_t>(r);
-    const float b = g.bias ? g.bias[r] : 0.0f;
-    for (int64_t j0 = 0; j0 < g.n; j0 += kMaxDotRows) {
-      const int nx = static_cast<int>(std::min<int64_t>(kMaxDotRows, g.n - j0));
-      dot(wrow, xq + j0 * ldx, ldx, nx, g.in, acc);
-      for (int j = 0; j < nx; ++j) g.y[(j0 + j) * g.out + r] = acc[j] + b;
-    }
-  }
-}
-
-// The tiled path reproduces the fused one only for whole 32-column steps of unscaled weights.
-bool tiled_applies(const Gemm& g) { return g.k->tile && !g.w->scale && g.in % 32 == 0 && g.n >= kTiledMinRows; }
-
 void parallel(ThreadPool* pool, int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (pool && pool->size() > 1) {
     pool->parallel_for(n, grain, fn);
@@ -273,6 +253,56 @@ void parallel(ThreadPool* pool, int64_t n, int64_t grain, const std::function<vo
     fn(0, n);
   }
 }
+
+// Fast path (Precision::kFast): activation rows quantized once (to ActBlockQ8, or to ActBlockQ16 codes and scales for
+// the kernels that take 16 bits), then every weight row against them kMaxDotRows at a time through the integer kernel,
+// dot(weight row, first activation row, rows, out). Each row's result is the same whatever n is, so it serves every
+// batch size (the weight row stays in L1 across the passes).
+template <class Dot>
+void run_qdot(const Gemm& g, const Dot& dot, int64_t r0, int64_t r1) {
+  float acc[kMaxDotRows];
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint8_t* wrow = g.w->row<const uint8_t>(r);
+    const float b = g.bias ? g.bias[r] : 0.0f;
+    for (int64_t j0 = 0; j0 < g.n; j0 += kMaxDotRows) {
+      const int nx = static_cast<int>(std::min<int64_t>(kMaxDotRows, g.n - j0));
+      dot(wrow, j0, nx, acc);
+      for (int j = 0; j < nx; ++j) g.y[(j0 + j) * g.out + r] = acc[j] + b;
+    }
+  }
+}
+
+void fast_gemm(const OpContext& ctx, const Gemm& g, QDotFn dot) {
+  thread_local std::vector<ActBlockQ8> xq;
+  const int64_t ldx = g.in / kActBlock;
+  xq.resize(static_cast<size_t>(g.n * ldx));
+  ActBlockQ8* q = xq.data();
+  parallel(ctx.pool, g.n, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) quantize_act_row(g.x + i * g.in, g.in, q + i * ldx);
+  });
+  const auto rows = [&](const uint8_t* w, int64_t j0, int nx, float* acc) { dot(w, q + j0 * ldx, ldx, nx, g.in, acc); };
+  parallel(ctx.pool, g.out, kDecodeGrain, [&](int64_t r0, int64_t r1) { run_qdot(g, rows, r0, r1); });
+}
+
+void fast_gemm16(const OpContext& ctx, const Gemm& g, QDot16Fn dot) {
+  thread_local std::vector<ActBlockQ16> xq;
+  thread_local std::vector<float> xd;
+  const int64_t ldx = g.in / kActBlock;
+  xq.resize(static_cast<size_t>(g.n * ldx));
+  xd.resize(static_cast<size_t>(g.n * ldx));
+  ActBlockQ16* q = xq.data();
+  float* d = xd.data();
+  parallel(ctx.pool, g.n, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) quantize_act_row_q16(g.x + i * g.in, g.in, q + i * ldx, d + i * ldx);
+  });
+  const auto rows = [&](const uint8_t* w, int64_t j0, int nx, float* acc) {
+    dot(w, q + j0 * ldx, d + j0 * ldx, ldx, nx, g.in, acc);
+  };
+  parallel(ctx.pool, g.out, kDecodeGrain, [&](int64_t r0, int64_t r1) { run_qdot(g, rows, r0, r1); });
+}
+
+// The tiled path reproduces the fused one only for whole 32-column steps of unscaled weights.
+bool tiled_applies(const Gemm& g) { return g.k->tile && !g.w->scale && g.in % 32 == 0 && g.n >= kTiledMinRows; }
 
 }  // namespace
 
@@ -287,19 +317,16 @@ Status cpu_dense_gemm(const hal::OpContext& ctx, const TensorView& w, const Tens
       for (int64_t r = 0; r < g.out; ++r) g.y[i * g.out + r] = g.bias ? g.bias[r] : 0.0f;
     return {};
   }
-  const QDotFn qdot = ctx.precision == Precision::kFast && !g.w->scale && g.in % kActBlock == 0
-                          ? active_qdot_kernels().dot[static_cast<int>(g.dtype)]
-                          : nullptr;
-  if (qdot) {
-    thread_local std::vector<ActBlockQ8> xq;
-    const int64_t ldx = g.in / kActBlock;
-    xq.resize(static_cast<size_t>(g.n * ldx));
-    ActBlockQ8* xq_data = xq.data();
-    parallel(ctx.pool, g.n, 1, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) quantize_act_row(g.x + i * g.in, g.in, xq_data + i * ldx);
-    });
-    parallel(ctx.pool, g.out, kDecodeGrain, [&](int64_t r0, int64_t r1) { run_qdot(g, qdot, xq_data, r0, r1); });
-    return {};
+  if (ctx.precision == Precision::kFast && !g.w->scale && g.in % kActBlock == 0) {
+    const QDotKernels& qk = active_qdot_kernels();
+    if (const QDot16Fn dot16 = qk.dot16[static_cast<int>(g.dtype)]) {
+      fast_gemm16(ctx, g, dot16);
+      return {};
+    }
+    if (const QDotFn dot = qk.dot[static_cast<int>(g.dtype)]) {
+      fast_gemm(ctx, g, dot);
+      return {};
+    }
   }
   // Batch-invariant mode takes the fused or the tiled path, which accumulate each output in the same order whatever
   // n is (the panel path's order differs from the fused one, so mixing them would make results depend on the batch).

@@ -1,5 +1,5 @@
 // The AVX-512 VNNI integer dot-product table: the kernels of qdot_simd_table.h compiled with vpdpbusd
-// (on 256-bit vectors) as their int8 product.
+// (on 256-bit vectors) as their int8 product, and 512-bit vpdpwssd for Q8_0's int16 activations.
 #include "hal/cpu/kernels/qdot_kernels.h"
 
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__) && defined(__FMA__) && defined(__F16C__)

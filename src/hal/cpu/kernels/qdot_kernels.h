@@ -1,6 +1,7 @@
 // Integer dot-product kernels for --precision fast: a weight row's integer codes times activation rows quantized to
-// ActBlockQ8 (core/quant_act.h), int8 × int8 → int32 per block, float scales once per block. Per-ISA tables like
-// GemmKernels: scalar (qdot_scalar.cpp), AVX2 (qdot_avx2.cpp) and AVX-512 VNNI (qdot_avx512vnni.cpp).
+// ActBlockQ8 (core/quant_act.h), int8 × int8 → int32 per block (ActBlockQ16 and int16 products for Q8_0), float
+// scales once per block. Per-ISA tables like GemmKernels: scalar (qdot_scalar.cpp), AVX2 (qdot_avx2.cpp) and AVX-512
+// VNNI (qdot_avx512vnni.cpp).
 #pragma once
 
 #include <cstdint>
@@ -15,8 +16,14 @@ namespace cai::hal::cpu {
 // ActBlockQ8::sum). Row j's result never depends on nx (batch invariance).
 using QDotFn = void (*)(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int nx, int64_t in, float* out);
 
+// The same against 16-bit activation rows (codes x + j·ldx, block scales xd + j·ldx), int16 × int16 → int32 per block.
+using QDot16Fn = void (*)(const uint8_t* w, const ActBlockQ16* x, const float* xd, int64_t ldx, int nx, int64_t in,
+                          float* out);
+
 struct QDotKernels {
   QDotFn dot[static_cast<int>(DType::kCount)];  // null: that weight dtype keeps the exact F32 path
+  // Set for weight types whose codes are as precise as int8 activations (Q8_0): they take 16-bit activations.
+  QDot16Fn dot16[static_cast<int>(DType::kCount)];
 };
 
 const QDotKernels& qdot_kernels_scalar();
