@@ -66,82 +66,86 @@ const QDotKernels* table_for(CpuIsa isa) {
 
 class QDotKernelsPerIsa : public ::testing::TestWithParam<CpuIsa> {};
 
-// Every kernel equals Σ dequant(w)·(d·q) of the quantized activations (integer products are exact; only the float
-// scale sums round: 1e-5 of Σ|w·x|), for 1..8 rows, and row j is bit-identical whatever the row count.
+// 8 activation rows quantized for the int8 kernels (QDotFn): each value is d · q of its ActBlockQ8.
+struct Int8Acts {
+  QDotFn dot;
+  int64_t in, ldx;
+  std::vector<ActBlockQ8> q;
+  Int8Acts(QDotFn f, int64_t n, const std::vector<float>& x) : dot(f), in(n), ldx(n / kActBlock), q(8 * ldx) {
+    for (int j = 0; j < 8; ++j) quantize_act_row(x.data() + j * in, in, q.data() + j * ldx);
+  }
+  double value(int j, int64_t c) const {
+    const ActBlockQ8& a = q[static_cast<size_t>(j * ldx + c / kActBlock)];
+    return static_cast<double>(a.d) * a.q[c % kActBlock];
+  }
+  void run(const uint8_t* w, int j, int nx, float* out) const { dot(w, q.data() + j * ldx, ldx, nx, in, out); }
+};
+
+// The same for the 16-bit kernels (QDot16Fn): codes in ActBlockQ16s, their scales apart.
+struct Int16Acts {
+  QDot16Fn dot;
+  int64_t in, ldx;
+  std::vector<ActBlockQ16> q;
+  std::vector<float> d;
+  Int16Acts(QDot16Fn f, int64_t n, const std::vector<float>& x)
+      : dot(f), in(n), ldx(n / kActBlock), q(8 * ldx), d(8 * ldx) {
+    for (int j = 0; j < 8; ++j) quantize_act_row_q16(x.data() + j * in, in, q.data() + j * ldx, d.data() + j * ldx);
+  }
+  double value(int j, int64_t c) const {
+    const size_t b = static_cast<size_t>(j * ldx + c / kActBlock);
+    return static_cast<double>(d[b]) * q[b].q[c % kActBlock];
+  }
+  void run(const uint8_t* w, int j, int nx, float* out) const {
+    dot(w, q.data() + j * ldx, d.data() + j * ldx, ldx, nx, in, out);
+  }
+};
+
+// Every kernel of `table` equals Σ dequant(w)·(d·q) of the quantized activations (integer products are exact; only the
+// float scale sums round: 1e-5 of Σ|w·x|), for 1..8 rows, and row j is bit-identical whatever the row count. Returns
+// how many weight types the table has kernels for.
+template <class Acts, class Fn>
+int expect_kernels_match_exact_dot(const Fn* table, std::mt19937& rng) {
+  int n_types = 0;
+  for (int ti = 0; ti < static_cast<int>(DType::kCount); ++ti) {
+    if (!table[ti]) continue;
+    ++n_types;
+    const DType t = static_cast<DType>(ti);
+    for (int64_t in : {256, 1280, 2816}) {
+      Weights w = make_weights(t, 1, in, false, rng);
+      std::vector<float> row(static_cast<size_t>(in));
+      dequantize_row(t, w.bytes.data(), row.data(), in);
+      const Acts acts(table[ti], in, gaussian(8 * in, rng));
+      float all[8], solo[1];
+      acts.run(w.bytes.data(), 0, 8, all);
+      for (int j = 0; j < 8; ++j) {
+        double ref = 0, mag = 0;
+        for (int64_t c = 0; c < in; ++c) {
+          const double v = static_cast<double>(row[c]) * acts.value(j, c);
+          ref += v;
+          mag += std::fabs(v);
+        }
+        EXPECT_NEAR(all[j], ref, 1e-5 * mag + 1e-30) << dtype_name(t) << " in=" << in << " row " << j;
+        acts.run(w.bytes.data(), j, 1, solo);
+        EXPECT_EQ(0, std::memcmp(solo, &all[j], sizeof(float))) << dtype_name(t) << " in=" << in << " row " << j;
+      }
+    }
+  }
+  return n_types;
+}
+
 TEST_P(QDotKernelsPerIsa, MatchExactDotOfQuantizedActivations) {
   const QDotKernels* k = table_for(GetParam());
   if (!k) GTEST_SKIP() << "this CPU lacks AVX-512 VNNI";
   std::mt19937 rng(99);
-  int n_types = 0;
-  for (int ti = 0; ti < static_cast<int>(DType::kCount); ++ti) {
-    const QDotFn dot = k->dot[ti];
-    if (!dot) continue;
-    ++n_types;
-    const DType t = static_cast<DType>(ti);
-    for (int64_t in : {256, 1280, 2816}) {
-      Weights w = make_weights(t, 1, in, false, rng);
-      std::vector<float> row(static_cast<size_t>(in));
-      dequantize_row(t, w.bytes.data(), row.data(), in);
-      const int64_t ldx = in / kActBlock;
-      auto x = gaussian(8 * in, rng);
-      std::vector<ActBlockQ8> xq(static_cast<size_t>(8 * ldx));
-      for (int j = 0; j < 8; ++j) quantize_act_row(x.data() + j * in, in, xq.data() + j * ldx);
-      float all[8], solo[1];
-      dot(w.bytes.data(), xq.data(), ldx, 8, in, all);
-      for (int j = 0; j < 8; ++j) {
-        double ref = 0, mag = 0;
-        for (int64_t c = 0; c < in; ++c) {
-          const ActBlockQ8& a = xq[static_cast<size_t>(j * ldx + c / kActBlock)];
-          const double v = static_cast<double>(row[c]) * a.d * a.q[c % kActBlock];
-          ref += v;
-          mag += std::fabs(v);
-        }
-        EXPECT_NEAR(all[j], ref, 1e-5 * mag + 1e-30) << dtype_name(t) << " in=" << in << " row " << j;
-        dot(w.bytes.data(), xq.data() + j * ldx, ldx, 1, in, solo);
-        EXPECT_EQ(0, std::memcmp(solo, &all[j], sizeof(float))) << dtype_name(t) << " in=" << in << " row " << j;
-      }
-    }
-  }
-  EXPECT_GE(n_types, 2);
+  EXPECT_GE(expect_kernels_match_exact_dot<Int8Acts>(k->dot, rng), 2);
 }
 
-// The same for the kernels against 16-bit activations: Σ dequant(w)·(d·q), 1..8 rows, row j alike at any row count.
+// The same for the kernels against 16-bit activations.
 TEST_P(QDotKernelsPerIsa, Int16KernelsMatchExactDotOfQuantizedActivations) {
   const QDotKernels* k = table_for(GetParam());
   if (!k) GTEST_SKIP() << "this CPU lacks AVX-512 VNNI";
   std::mt19937 rng(98);
-  int n_types = 0;
-  for (int ti = 0; ti < static_cast<int>(DType::kCount); ++ti) {
-    const QDot16Fn dot = k->dot16[ti];
-    if (!dot) continue;
-    ++n_types;
-    const DType t = static_cast<DType>(ti);
-    for (int64_t in : {256, 1280, 2816}) {
-      Weights w = make_weights(t, 1, in, false, rng);
-      std::vector<float> row(static_cast<size_t>(in));
-      dequantize_row(t, w.bytes.data(), row.data(), in);
-      const int64_t ldx = in / kActBlock;
-      auto x = gaussian(8 * in, rng);
-      std::vector<ActBlockQ16> xq(static_cast<size_t>(8 * ldx));
-      std::vector<float> xd(static_cast<size_t>(8 * ldx));
-      for (int j = 0; j < 8; ++j) quantize_act_row_q16(x.data() + j * in, in, xq.data() + j * ldx, xd.data() + j * ldx);
-      float all[8], solo[1];
-      dot(w.bytes.data(), xq.data(), xd.data(), ldx, 8, in, all);
-      for (int j = 0; j < 8; ++j) {
-        double ref = 0, mag = 0;
-        for (int64_t c = 0; c < in; ++c) {
-          const size_t b = static_cast<size_t>(j * ldx + c / kActBlock);
-          const double v = static_cast<double>(row[c]) * xd[b] * xq[b].q[c % kActBlock];
-          ref += v;
-          mag += std::fabs(v);
-        }
-        EXPECT_NEAR(all[j], ref, 1e-5 * mag + 1e-30) << dtype_name(t) << " in=" << in << " row " << j;
-        dot(w.bytes.data(), xq.data() + j * ldx, xd.data() + j * ldx, ldx, 1, in, solo);
-        EXPECT_EQ(0, std::memcmp(solo, &all[j], sizeof(float))) << dtype_name(t) << " in=" << in << " row " << j;
-      }
-    }
-  }
-  EXPECT_GE(n_types, 1);
+  EXPECT_GE(expect_kernels_match_exact_dot<Int16Acts>(k->dot16, rng), 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Isas, QDotKernelsPerIsa, ::testing::ValuesIn(available_isas()),
