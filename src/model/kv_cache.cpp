@@ -49,18 +49,10 @@ Result<KvCache> KvCache::create(hal::Device& device, const KvSpec& spec, int n_b
   const int64_t n_slots = static_cast<int64_t>(n_blocks) * block_size;
   const int first_host = spec.n_layers - host.n_layers;
   for (int l = 0; l < first_host; ++l) {
-    for (int which = 0; which < 2; ++which) {
-      const int width = which == 0 ? spec.k_width : spec.v_width;
-      TensorView view = TensorView::make(nullptr, spec.dtype, {n_slots, width});
-      if (width > 0) {
-        CAI_ASSIGN_OR_RETURN(hal::Buffer buf, device.allocate(view.n_bytes()));
-        if (device.host_visible()) std::memset(buf.data(), 0, buf.size());
-        view.data = buf.data();
-        view.device = &device;
-        kv.buffers_.push_back(std::move(buf));
-      }
-      (which == 0 ? kv.k_ : kv.v_).push_back(view);
-    }
+    CAI_ASSIGN_OR_RETURN(TensorView k, allocate_kv_rows(device, spec.dtype, n_slots, spec.k_width, kv.buffers_));
+    CAI_ASSIGN_OR_RETURN(TensorView v, allocate_kv_rows(device, spec.dtype, n_slots, spec.v_width, kv.buffers_));
+    kv.k_.push_back(k);
+    kv.v_.push_back(v);
   }
   if (host.n_layers > 0) {
     CAI_ASSIGN_OR_RETURN(KvHostTier tier, KvHostTier::create(device, spec, first_host, n_slots, block_size,
@@ -68,6 +60,18 @@ Result<KvCache> KvCache::create(hal::Device& device, const KvSpec& spec, int n_b
     kv.host_ = std::make_unique<KvHostTier>(std::move(tier));
   }
   return kv;
+}
+
+Result<TensorView> allocate_kv_rows(hal::Device& device, DType dtype, int64_t n_slots, int64_t width,
+                                    std::vector<hal::Buffer>& buffers) {
+  TensorView view = TensorView::make(nullptr, dtype, {n_slots, width});
+  if (width == 0) return view;
+  CAI_ASSIGN_OR_RETURN(hal::Buffer buf, device.allocate(view.n_bytes()));
+  if (device.host_visible()) std::memset(buf.data(), 0, buf.size());
+  view.data = buf.data();
+  view.device = &device;
+  buffers.push_back(std::move(buf));
+  return view;
 }
 
 TensorView KvCache::k(int layer) const {

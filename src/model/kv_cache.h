@@ -74,6 +74,11 @@ class KvCache {
   std::unique_ptr<KvHostTier> host_;
 };
 
+// One K or V part of a cache layer: a [n_slots, width] view of `dtype` on `device` (zeroed where the host addresses
+// it), whose buffer is appended to `buffers`; width 0 allocates nothing.
+Result<TensorView> allocate_kv_rows(hal::Device& device, DType dtype, int64_t n_slots, int64_t width,
+                                    std::vector<hal::Buffer>& buffers);
+
 // The simplest block table: one sequence owning blocks 0, 1, 2, ... (CLI runs, eval, bench).
 std::vector<int32_t> identity_block_table(int n_blocks);
 

@@ -40,15 +40,11 @@ Result<KvHostTier> KvHostTier::create(hal::Device& device, const KvSpec& spec, i
   t.k_width_ = spec.k_width;
   t.v_width_ = spec.v_width;
   for (int which = 0; which < 2; ++which) {
-    const int64_t width = which == 0 ? t.k_width_ : t.v_width_;
-    TensorView view = TensorView::make(nullptr, spec.dtype, {n_slots, width});
-    if (width > 0) {
-      CAI_ASSIGN_OR_RETURN(hal::Buffer b, allocate(device, view.n_bytes(), hal::MemoryKind::kDevice, "the staging layer"));
-      view.data = b.data();
-      view.device = &device;
-      t.stage_.push_back(std::move(b));
-    }
-    (which == 0 ? t.stage_k_ : t.stage_v_) = view;
+    Result<TensorView> view =
+        allocate_kv_rows(device, spec.dtype, n_slots, which == 0 ? t.k_width_ : t.v_width_, t.stage_);
+    if (!view.ok())
+      return Status(view.status().code(), fmt::format("host KV tier: the staging layer: {}", view.status().message()));
+    (which == 0 ? t.stage_k_ : t.stage_v_) = *view;
   }
   const size_t rows = static_cast<size_t>(t.n_layers_) * static_cast<size_t>(max_step_tokens) *
                       static_cast<size_t>(t.k_width_ + t.v_width_);
