@@ -1,6 +1,8 @@
 // Google Benchmark for cpu_dense_gemm at Qwen2-1.5B shapes: decode (n=1), serving batches in batch-invariant mode
 // (n=16 fused, n=64 tiled) and prefill with the packed-panel path (n=64); weight GB/s and GFLOP/s. The other GGUF
-// types are timed at decode only. Names ending in /fast use Precision::kFast (int8 activations and dot products).
+// types are timed at decode only. Names ending in /fast use Precision::kFast (integer activations and dot products);
+// q8_0_r16 / q4_0_r16 are those weights packed into interleaved row groups as --precision fast loads them, timed
+// from decode to a 512-row prefill.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -13,6 +15,7 @@
 #include "core/thread_pool.h"
 #include "hal/cpu/kernels/cpu_features.h"
 #include "hal/cpu/kernels/gemm.h"
+#include "hal/cpu/kernels/qdot_groups.h"
 
 namespace {
 
@@ -33,7 +36,10 @@ struct WeightSet {
   int n_copies = 0;
 };
 
-WeightSet make_weights(DType t, int64_t out, int64_t in) {
+// Random weights of type t; a packed type (q8_0_r16, ...) is its row-major type quantized, then packed.
+WeightSet make_weights(DType packed_or_row_major, int64_t out, int64_t in) {
+  const bool packed = cai::group_rows(packed_or_row_major) > 1;
+  const DType t = packed ? (packed_or_row_major == DType::kQ8_0_R16 ? DType::kQ8_0 : DType::kQ4_0) : packed_or_row_major;
   std::mt19937 rng(42);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<float> row(static_cast<size_t>(in));
@@ -50,6 +56,10 @@ WeightSet make_weights(DType t, int64_t out, int64_t in) {
       // an f32 subnormal, so no slow path).
       for (size_t i = 0; i < rb; ++i) dst[i] = static_cast<uint8_t>(rng());
     }
+  }
+  if (packed) {
+    const std::vector<uint8_t> row_major(w.bytes.begin(), w.bytes.begin() + static_cast<std::ptrdiff_t>(w.matrix_bytes));
+    cai::hal::cpu::pack_row_groups(t, row_major.data(), w.bytes.data(), out, in, nullptr);
   }
   for (int c = 1; c < w.n_copies; ++c)
     std::memcpy(w.bytes.data() + static_cast<size_t>(c) * w.matrix_bytes, w.bytes.data(), w.matrix_bytes);
@@ -106,6 +116,17 @@ const bool g_registered = [] {
                                          invariant, cai::hal::Precision::kFast)
                 ->Unit(benchmark::kMicrosecond)
                 ->UseRealTime();
+        }
+  for (bool threaded : {true, false})
+    for (DType t : {DType::kQ8_0_R16, DType::kQ4_0_R16})
+      for (int64_t n : {1, 16, 64, 512})
+        for (int64_t out : outs) {
+          std::string name = fmt::format("gemm/{}/{}x1536/n{}/{}/fast", cai::dtype_name(t), out, n,
+                                         threaded ? "pool" : "t1");
+          benchmark::RegisterBenchmark(name.c_str(), bm_gemm, t, out, int64_t{1536}, n, threaded, true,
+                                       cai::hal::Precision::kFast)
+              ->Unit(benchmark::kMicrosecond)
+              ->UseRealTime();
         }
   const DType decode_only[] = {DType::kQ4_0,   DType::kQ5_K,   DType::kQ6_K,    DType::kQ4_1,   DType::kQ5_0,
                                DType::kQ5_1,   DType::kQ2_K,   DType::kQ3_K,    DType::kIQ4_NL, DType::kIQ4_XS,

@@ -36,6 +36,8 @@ constexpr std::array<DTypeInfo, static_cast<size_t>(DType::kCount)> kInfos = {{
     {"iq2_s", 256, 82, 22},
     {"iq1_s", 256, 50, 19},
     {"iq1_m", 256, 56, 29},
+    {"q8_0_r16", 32, 34, -1},
+    {"q4_0_r16", 32, 18, -1},
 }};
 
 uint32_t f32_bits(float f) {

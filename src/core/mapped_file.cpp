@@ -56,6 +56,13 @@ void MappedFile::release() const {
   if (data_ != nullptr) ::madvise(const_cast<uint8_t*>(data_), size_, MADV_DONTNEED);  // read-only file pages: no data lost
 }
 
+void MappedFile::release(const void* p, size_t n) const {
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;  // pages shared with a neighbour
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;           // stay
+  if (contains(p, n) && end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
 }

@@ -26,6 +26,13 @@ class MappedFile {
   // Drop this process's pages of the mapping (the page cache keeps them; a later read faults them back in), e.g. once
   // a device holds its own copy of the weights, so the host RSS does not hold a second one.
   void release() const;
+  // The same for the whole pages inside [p, p + n) (bytes of this mapping), e.g. a weight the device keeps a copy of in
+  // another layout (hal::Device::pack_gemm_weight).
+  void release(const void* p, size_t n) const;
+  bool contains(const void* p, size_t n) const {
+    const auto* b = static_cast<const uint8_t*>(p);
+    return b >= data_ && n <= size_ && static_cast<size_t>(b - data_) <= size_ - n;
+  }
 
  private:
   MappedFile() = default;

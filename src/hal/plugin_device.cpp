@@ -12,8 +12,8 @@ namespace cai::hal {
 static_assert(static_cast<int>(DType::kF32) == CAI_DTYPE_F32 && static_cast<int>(DType::kQ6_K) == CAI_DTYPE_Q6_K &&
               static_cast<int>(DType::kF8_E4M3) == CAI_DTYPE_F8_E4M3 && static_cast<int>(DType::kI8) == CAI_DTYPE_I8 &&
                   static_cast<int>(DType::kQ4_1) == CAI_DTYPE_Q4_1 && static_cast<int>(DType::kIQ1_M) == CAI_DTYPE_IQ1_M &&
-                  static_cast<int>(DType::kCount) == CAI_DTYPE_IQ1_M + 1,
-              "DType values are the ABI's CAI_DTYPE_*");
+                  static_cast<int>(DType::kQ8_0_R16) == CAI_DTYPE_IQ1_M + 1,
+              "DType values are the ABI's CAI_DTYPE_* (the packed CPU layouts after them never reach a plugin)");
 static_assert(static_cast<int>(StatusCode::kInvalidArgument) == CAI_ERR_INVALID_ARGUMENT &&
               static_cast<int>(StatusCode::kOutOfMemory) == CAI_ERR_OUT_OF_MEMORY &&
               static_cast<int>(StatusCode::kInternal) == CAI_ERR_INTERNAL,

@@ -16,7 +16,7 @@ Status DecoderModel::load_embeddings_and_head() {
   CAI_ASSIGN_OR_RETURN(tok_embd_, weights_.get("token_embd.weight", {vocab, hidden}));
   CAI_ASSIGN_OR_RETURN(out_norm_, weights_.get_f32("output_norm.weight", {hidden}));
   if (weights_.has("output.weight")) {
-    CAI_ASSIGN_OR_RETURN(output_, weights_.get("output.weight", {vocab, hidden}));
+    CAI_ASSIGN_OR_RETURN(output_, weights_.get_gemm_weight("output.weight", {vocab, hidden}));
   } else {
     output_ = tok_embd_;  // tied embeddings
   }

@@ -274,6 +274,19 @@ Result<TensorView> WeightStore::get(const std::string& name, std::initializer_li
   return v;
 }
 
+Result<TensorView> WeightStore::get_gemm_weight(const std::string& name, std::initializer_list<int64_t> shape) {
+  CAI_ASSIGN_OR_RETURN(TensorView v, get(name, shape));
+  if (!device_->packs_gemm_weight(v)) return v;
+  CAI_ASSIGN_OR_RETURN(hal::Buffer buf, device_->allocate(v.n_bytes()));
+  CAI_ASSIGN_OR_RETURN(TensorView packed, device_->pack_gemm_weight(v, buf.data()));
+  owned_.push_back(std::move(buf));
+  if (gguf_)  // the packed copy replaces the file's bytes: drop our pages of them
+    for (const MappedFile* f : gguf_->mapped_files())
+      if (f->contains(v.data, v.n_bytes())) f->release(v.data, v.n_bytes());
+  tensors_[name] = packed;
+  return packed;
+}
+
 Result<TensorView> WeightStore::get_f32(const std::string& name, std::initializer_list<int64_t> shape) {
   if (auto it = f32_cache_.find(name); it != f32_cache_.end()) return it->second;
   CAI_ASSIGN_OR_RETURN(TensorView v, get(name, shape));

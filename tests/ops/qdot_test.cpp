@@ -12,6 +12,7 @@
 #include "core/thread_pool.h"
 #include "hal/cpu/kernels/gemm.h"
 #include "hal/cpu/kernels/gemm_kernels.h"
+#include "hal/cpu/kernels/qdot_groups.h"
 #include "hal/cpu/kernels/qdot_kernels.h"
 #include "ops/gemm_weights.h"
 
@@ -107,7 +108,7 @@ template <class Acts, class Fn>
 int expect_kernels_match_exact_dot(const Fn* table, std::mt19937& rng) {
   int n_types = 0;
   for (int ti = 0; ti < static_cast<int>(DType::kCount); ++ti) {
-    if (!table[ti]) continue;
+    if (!table[ti] || group_rows(static_cast<DType>(ti)) > 1) continue;  // the packed groups: GroupKernels* below
     ++n_types;
     const DType t = static_cast<DType>(ti);
     for (int64_t in : {256, 1280, 2816}) {
@@ -146,6 +147,62 @@ TEST_P(QDotKernelsPerIsa, Int16KernelsMatchExactDotOfQuantizedActivations) {
   if (!k) GTEST_SKIP() << "this CPU lacks AVX-512 VNNI";
   std::mt19937 rng(98);
   EXPECT_GE(expect_kernels_match_exact_dot<Int16Acts>(k->dot16, rng), 1);
+}
+
+// A row-major weight of `rows` rows packed into interleaved groups (qdot_groups.h).
+std::vector<uint8_t> packed_copy(const Weights& w) {
+  std::vector<uint8_t> p(w.bytes.size());
+  pack_row_groups(w.dtype, w.bytes.data(), p.data(), w.out, w.in, nullptr);
+  return p;
+}
+
+// The group kernels (packed Q8_0 with 16-bit activations, packed Q4_0 with int8) equal the exact dot of each row's
+// dequantized weights with the quantized activations (1e-5 of Σ|w·x|), row j is bit-identical whatever the row count,
+// and every ISA gives the scalar table's bits (the same integer sums, then the same multiply and fused multiply-add).
+template <class Acts, class Fn>
+void expect_group_kernel_matches(DType t, Fn kernel, Fn scalar_kernel, std::mt19937& rng) {
+  for (int64_t in : {256, 1536}) {
+    const int64_t rows = 2 * kPackedGroupRows;
+    Weights w = make_weights(t, rows, in, false, rng);
+    const std::vector<uint8_t> packed = packed_copy(w);
+    const std::vector<float> x = gaussian(8 * in, rng);
+    const Acts acts(kernel, in, x), ref(scalar_kernel, in, x);
+    std::vector<float> row(static_cast<size_t>(in));
+    for (int64_t g = 0; g < rows / kPackedGroupRows; ++g) {
+      const uint8_t* group = packed.data() + g * kPackedGroupRows * row_bytes(t, in);
+      float all[8 * kPackedGroupRows], solo[kPackedGroupRows], scalar[8 * kPackedGroupRows];
+      acts.run(group, 0, 8, all);
+      ref.run(group, 0, 8, scalar);
+      EXPECT_EQ(0, std::memcmp(all, scalar, sizeof all)) << dtype_name(t) << " in=" << in << ": not the scalar bits";
+      for (int r = 0; r < kPackedGroupRows; ++r) {
+        dequantize_row(t, w.bytes.data() + (g * kPackedGroupRows + r) * row_bytes(t, in), row.data(), in);
+        for (int j = 0; j < 8; ++j) {
+          double want = 0, mag = 0;
+          for (int64_t c = 0; c < in; ++c) {
+            const double v = static_cast<double>(row[c]) * acts.value(j, c);
+            want += v;
+            mag += std::fabs(v);
+          }
+          EXPECT_NEAR(all[j * kPackedGroupRows + r], want, 1e-5 * mag) << dtype_name(t) << " row " << r << " act " << j;
+        }
+      }
+      for (int j = 0; j < 8; ++j) {
+        acts.run(group, j, 1, solo);
+        EXPECT_EQ(0, std::memcmp(solo, all + j * kPackedGroupRows, sizeof solo)) << dtype_name(t) << " act " << j;
+      }
+    }
+  }
+}
+
+TEST_P(QDotKernelsPerIsa, GroupKernelsMatchExactDotAndScalarBits) {
+  const QDotKernels* k = table_for(GetParam());
+  if (!k) GTEST_SKIP() << "this CPU lacks AVX-512 VNNI";
+  const QDotKernels& scalar = qdot_kernels_scalar();
+  std::mt19937 rng(97);
+  const int q8 = static_cast<int>(DType::kQ8_0_R16), q4 = static_cast<int>(DType::kQ4_0_R16);
+  ASSERT_TRUE(k->dot16[q8] && k->dot[q4]);
+  expect_group_kernel_matches<Int16Acts>(DType::kQ8_0, k->dot16[q8], scalar.dot16[q8], rng);
+  expect_group_kernel_matches<Int8Acts>(DType::kQ4_0, k->dot[q4], scalar.dot[q4], rng);
 }
 
 INSTANTIATE_TEST_SUITE_P(Isas, QDotKernelsPerIsa, ::testing::ValuesIn(available_isas()),
@@ -225,6 +282,49 @@ TEST_P(GemmFastPerIsa, CloseToExactAndBatchInvariant) {
       EXPECT_EQ(0, std::memcmp(solo.y.data(), fast.y.data() + i * w.out, solo.y.size() * sizeof(float)))
           << dtype_name(t) << " activation row " << i;
     }
+  }
+}
+
+// Packed weights (interleaved row groups) through cpu_dense_gemm: within activation rounding of the exact path on the
+// row-major weights, batch-invariant, bias added, and refused with a clear error on the exact path.
+TEST_P(GemmFastPerIsa, PackedWeightsCloseToExactAndBatchInvariant) {
+  IsaGuard guard;
+  ASSERT_TRUE(set_active_cpu_isa(GetParam()).ok());
+  ThreadPool pool(2);
+  std::mt19937 rng(6);
+  for (DType t : {DType::kQ8_0, DType::kQ4_0}) {
+    const int64_t n = 21, in = 320;
+    Weights w = make_weights(t, 48, in, false, rng);
+    Weights p = w;
+    p.bytes = packed_copy(w);
+    p.dtype = packed_dtype(t);
+    auto x = gaussian(n * in, rng);
+    auto bias = gaussian(w.out, rng);
+    GemmRun exact = gemm(w, x, n, bias, Precision::kExact, &pool);
+    GemmRun fast = gemm(p, x, n, bias, Precision::kFast, &pool);
+    ASSERT_TRUE(exact.status.ok() && fast.status.ok()) << fast.status.to_string();
+    std::vector<float> row(static_cast<size_t>(in));
+    for (int64_t r = 0; r < w.out; ++r) {
+      dequantize_row(t, w.bytes.data() + r * row_bytes(t, in), row.data(), in);
+      for (int64_t i = 0; i < n; ++i) {
+        double mag = std::fabs(bias[r]);
+        for (int64_t c = 0; c < in; ++c) mag += std::fabs(static_cast<double>(row[c]) * x[i * in + c]);
+        const size_t at = static_cast<size_t>(i * w.out + r);
+        EXPECT_NEAR(fast.y[at], exact.y[at], (t == DType::kQ8_0 ? 1e-4 : 4e-3) * mag)
+            << dtype_name(p.dtype) << " row " << r << " act " << i;
+      }
+    }
+    for (int64_t i : {0L, 8L, 20L}) {
+      std::vector<float> xi(x.begin() + i * in, x.begin() + (i + 1) * in);
+      GemmRun solo = gemm(p, xi, 1, bias, Precision::kFast, &pool);
+      ASSERT_TRUE(solo.status.ok());
+      EXPECT_EQ(0, std::memcmp(solo.y.data(), fast.y.data() + i * w.out, solo.y.size() * sizeof(float)))
+          << dtype_name(p.dtype) << " activation row " << i;
+    }
+    GemmRun refused = gemm(p, x, n, bias, Precision::kExact, &pool);
+    EXPECT_EQ(refused.status.code(), StatusCode::kUnsupported);
+    EXPECT_NE(refused.status.message().find("packed for --precision fast"), std::string::npos)
+        << refused.status.to_string();
   }
 }
 

@@ -25,8 +25,8 @@ struct CommonOptions {
   std::optional<float> thermal_limit_c;  // --thermal-limit (serve); unset: the profile's; 0 = off
   std::optional<int> kv_offload_layers;  // --kv-offload-layers (serve); unset: as the profile's plan says
   bool mlock = false;
-  // "fast": int8 activations and dot products where the CPU has a kernel for the weight type; "exact": F32 activations
-  // (the reference path, and the default until the fast path meets its quality gate: see tests/cli/precision_cli_test).
+  // "fast": integer activations and dot products where the CPU has a kernel for the weight type; "exact": F32
+  // activations (the reference path, and the default until the fast path is faster everywhere: see README).
   std::string precision = "exact";
 };
 void add_common_options(CLI::App& cmd, CommonOptions& o);

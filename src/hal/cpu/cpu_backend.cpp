@@ -1,6 +1,7 @@
 // CpuDevice: host allocations (64-byte aligned), eager stream, /proc readings for memory, hwmon for temperature.
 #include "hal/cpu/cpu_backend.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -10,6 +11,8 @@
 
 #include "core/thread_pool.h"
 #include "hal/cpu/hwmon.h"
+#include "hal/cpu/kernels/qdot_groups.h"
+#include "hal/cpu/kernels/qdot_kernels.h"
 
 namespace cai::hal::cpu {
 
@@ -46,6 +49,21 @@ size_t meminfo_bytes(const char* key) {
   return 0;
 }
 
+// Backs [p, p + n) with memory in one call (MADV_POPULATE_WRITE, Linux 5.14) instead of a page fault per 4 KiB as it is
+// first written: on a VM whose memory the hypervisor backs lazily that halves the cost (3.3 → 1.4 s/GiB measured on a
+// Firecracker guest). A hint: where the kernel lacks it, the writes fault the pages in.
+void prefault(void* p, size_t n) {
+#ifdef MADV_POPULATE_WRITE
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+#else
+  (void)p;
+  (void)n;
+#endif
+}
+
 class CpuDevice final : public Device {
  public:
   CpuDevice() : pool_(std::make_unique<ThreadPool>(0)), sensor_(find_cpu_package_sensor(sysfs_root_from_env())) {}
@@ -69,6 +87,25 @@ class CpuDevice final : public Device {
   }
   void set_batch_invariant(bool on) override { batch_invariant_ = on; }
   void set_precision(Precision p) override { precision_ = p; }
+  // Under --precision fast, Q8_0 / Q4_0 weights with whole groups of rows become interleaved row groups (qdot_groups.h)
+  // where this CPU's integer kernels take them.
+  bool packs_gemm_weight(const TensorView& w) const override {
+    const DType packed = packed_dtype(w.dtype);
+    if (precision_ != Precision::kFast || packed == DType::kCount || w.n_dims != 2 || w.scale || !w.data ||
+        w.dim(0) % kPackedGroupRows != 0 || w.dim(1) % kActBlock != 0)
+      return false;
+    const QDotKernels& k = active_qdot_kernels();
+    return k.dot[static_cast<int>(packed)] || k.dot16[static_cast<int>(packed)];
+  }
+  Result<TensorView> pack_gemm_weight(const TensorView& w, void* dst) override {
+    if (!packs_gemm_weight(w)) return Device::pack_gemm_weight(w, dst);
+    prefault(dst, w.n_bytes());
+    pack_row_groups(w.dtype, w.as<const uint8_t>(), static_cast<uint8_t*>(dst), w.dim(0), w.dim(1), pool_.get());
+    TensorView packed = w;
+    packed.dtype = packed_dtype(w.dtype);
+    packed.data = dst;
+    return packed;
+  }
   bool host_visible() const override { return true; }
   bool supports_kv_dtype(DType t) const override { return is_kv_cache_dtype(t); }  // Q8_0 included
   Result<Buffer> allocate(size_t n_bytes, MemoryKind kind) override {

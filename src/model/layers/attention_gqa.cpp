@@ -13,10 +13,10 @@ Result<AttentionGqa> AttentionGqa::load(WeightStore& w, const ModelConfig& cfg, 
   const int64_t hidden = cfg.hidden_size, hd = cfg.head_dim;
   const int64_t q_width = cfg.num_attention_heads * hd, kv_width = cfg.num_key_value_heads * hd;
   const std::string p = "blk." + std::to_string(layer) + ".";
-  CAI_ASSIGN_OR_RETURN(a.wq_, w.get(p + "attn_q.weight", {q_width, hidden}));
-  CAI_ASSIGN_OR_RETURN(a.wk_, w.get(p + "attn_k.weight", {kv_width, hidden}));
-  CAI_ASSIGN_OR_RETURN(a.wv_, w.get(p + "attn_v.weight", {kv_width, hidden}));
-  CAI_ASSIGN_OR_RETURN(a.wo_, w.get(p + "attn_output.weight", {hidden, q_width}));
+  CAI_ASSIGN_OR_RETURN(a.wq_, w.get_gemm_weight(p + "attn_q.weight", {q_width, hidden}));
+  CAI_ASSIGN_OR_RETURN(a.wk_, w.get_gemm_weight(p + "attn_k.weight", {kv_width, hidden}));
+  CAI_ASSIGN_OR_RETURN(a.wv_, w.get_gemm_weight(p + "attn_v.weight", {kv_width, hidden}));
+  CAI_ASSIGN_OR_RETURN(a.wo_, w.get_gemm_weight(p + "attn_output.weight", {hidden, q_width}));
   if (cfg.attention_bias) {
     CAI_ASSIGN_OR_RETURN(a.bq_, w.get_f32(p + "attn_q.bias", {q_width}));
     CAI_ASSIGN_OR_RETURN(a.bk_, w.get_f32(p + "attn_k.bias", {kv_width}));

@@ -25,16 +25,16 @@ Result<AttentionMla> AttentionMla::load(WeightStore& w, const ModelConfig& cfg, 
   const int64_t qk = cfg.qk_nope_head_dim + cfg.qk_rope_head_dim;
   const std::string p = "blk." + std::to_string(layer) + ".";
   if (cfg.q_lora_rank > 0) {
-    CAI_ASSIGN_OR_RETURN(a.wq_a_, w.get(p + "attn_q_a.weight", {cfg.q_lora_rank, hidden}));
+    CAI_ASSIGN_OR_RETURN(a.wq_a_, w.get_gemm_weight(p + "attn_q_a.weight", {cfg.q_lora_rank, hidden}));
     CAI_ASSIGN_OR_RETURN(a.q_a_norm_, w.get_f32(p + "attn_q_a_norm.weight", {cfg.q_lora_rank}));
-    CAI_ASSIGN_OR_RETURN(a.wq_b_, w.get(p + "attn_q_b.weight", {nh * qk, cfg.q_lora_rank}));
+    CAI_ASSIGN_OR_RETURN(a.wq_b_, w.get_gemm_weight(p + "attn_q_b.weight", {nh * qk, cfg.q_lora_rank}));
   } else {
-    CAI_ASSIGN_OR_RETURN(a.wq_, w.get(p + "attn_q.weight", {nh * qk, hidden}));
+    CAI_ASSIGN_OR_RETURN(a.wq_, w.get_gemm_weight(p + "attn_q.weight", {nh * qk, hidden}));
   }
-  CAI_ASSIGN_OR_RETURN(a.wkv_a_, w.get(p + "attn_kv_a_mqa.weight", {lora + cfg.qk_rope_head_dim, hidden}));
+  CAI_ASSIGN_OR_RETURN(a.wkv_a_, w.get_gemm_weight(p + "attn_kv_a_mqa.weight", {lora + cfg.qk_rope_head_dim, hidden}));
   CAI_ASSIGN_OR_RETURN(a.kv_norm_, w.get_f32(p + "attn_kv_a_norm.weight", {lora}));
   CAI_ASSIGN_OR_RETURN(a.wkv_b_, w.get(p + "attn_kv_b.weight", {nh * (cfg.qk_nope_head_dim + cfg.v_head_dim), lora}));
-  CAI_ASSIGN_OR_RETURN(a.wo_, w.get(p + "attn_output.weight", {hidden, nh * cfg.v_head_dim}));
+  CAI_ASSIGN_OR_RETURN(a.wo_, w.get_gemm_weight(p + "attn_output.weight", {hidden, nh * cfg.v_head_dim}));
   a.mla_ = {cfg.num_attention_heads, cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim, cfg.kv_lora_rank,
             softmax_scale(cfg), 0};
   a.rope_ = cfg.rope_params();

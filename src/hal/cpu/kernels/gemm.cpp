@@ -75,6 +75,19 @@ int64_t outer_rows(const TensorView& t) {
   return n;
 }
 
+// A weight packed into interleaved row groups (qdot_groups.h) runs only through the fast path's group kernels.
+Status validate_packed(const OpContext& ctx, const TensorView& w) {
+  const QDotKernels& qk = active_qdot_kernels();
+  const int t = static_cast<int>(w.dtype);
+  if (ctx.precision != Precision::kFast || !(qk.dot[t] || qk.dot16[t]))
+    return unsupported("dense_gemm: {} weights are packed for --precision fast and have no exact kernel",
+                       dtype_name(w.dtype));
+  if (w.n_dims != 2 || w.dim(0) % kPackedGroupRows != 0 || w.scale)
+    return invalid_argument("dense_gemm: {} weight {} must be 2-D with a multiple of {} rows", dtype_name(w.dtype),
+                            w.shape_string(), kPackedGroupRows);
+  return {};
+}
+
 Status validate(const TensorView& w, const TensorView& x, const TensorView* bias, const TensorView& y) {
   if (w.n_dims != 2) return invalid_argument("dense_gemm: weight must be 2-D [out, in], got {}", w.shape_string());
   if (x.dtype != DType::kF32 || y.dtype != DType::kF32)
@@ -89,8 +102,9 @@ Status validate(const TensorView& w, const TensorView& x, const TensorView* bias
     return invalid_argument("dense_gemm: bias must be f32 [{}], got {} {}", out, dtype_name(bias->dtype),
                             bias->shape_string());
   // The active ISA's table, the one the run dispatches through (a type it lacks is refused, never called).
-  if (w.dtype >= DType::kCount || !active_gemm_kernels().row_dot[static_cast<int>(w.dtype)] ||
-      !active_gemm_kernels().dequant[static_cast<int>(w.dtype)])
+  const GemmKernels& gk = active_gemm_kernels();
+  if (w.dtype >= DType::kCount ||
+      (group_rows(w.dtype) == 1 && (!gk.row_dot[static_cast<int>(w.dtype)] || !gk.dequant[static_cast<int>(w.dtype)])))
     return unsupported("dense_gemm: no CPU kernel for weight dtype {}", dtype_name(w.dtype));
   int block = dtype_info(w.dtype).block_elems;
   if (in % block != 0)
@@ -255,21 +269,31 @@ void parallel(ThreadPool* pool, int64_t n, int64_t grain, const std::function<vo
 }
 
 // Fast path (Precision::kFast): activation rows quantized once (to ActBlockQ8, or to ActBlockQ16 codes and scales for
-// the kernels that take 16 bits), then every weight row against them kMaxDotRows at a time through the integer kernel,
-// dot(weight row, first activation row, rows, out). Each row's result is the same whatever n is, so it serves every
-// batch size (the weight row stays in L1 across the passes).
+// the kernels that take 16 bits), then every weight row (or interleaved group of R rows, qdot_groups.h) against them
+// kMaxDotRows at a time through the integer kernel, dot(weight bytes, first activation row, rows, out[row · R + r]).
+// Each row's result is the same whatever n is, so it serves every batch size (the weights stay in L1 across passes).
 template <class Dot>
-void run_qdot(const Gemm& g, const Dot& dot, int64_t r0, int64_t r1) {
-  float acc[kMaxDotRows];
-  for (int64_t r = r0; r < r1; ++r) {
-    const uint8_t* wrow = g.w->row<const uint8_t>(r);
-    const float b = g.bias ? g.bias[r] : 0.0f;
+void run_qdot(const Gemm& g, const Dot& dot, int64_t u0, int64_t u1) {
+  const int R = group_rows(g.dtype);
+  float acc[kMaxDotRows * kPackedGroupRows];
+  for (int64_t u = u0; u < u1; ++u) {
+    const uint8_t* w = g.w->row<const uint8_t>(u * R);
     for (int64_t j0 = 0; j0 < g.n; j0 += kMaxDotRows) {
       const int nx = static_cast<int>(std::min<int64_t>(kMaxDotRows, g.n - j0));
-      dot(wrow, j0, nx, acc);
-      for (int j = 0; j < nx; ++j) g.y[(j0 + j) * g.out + r] = acc[j] + b;
+      dot(w, j0, nx, acc);
+      for (int j = 0; j < nx; ++j)
+        for (int r = 0; r < R; ++r) {
+          const int64_t row = u * R + r;
+          g.y[(j0 + j) * g.out + row] = acc[j * R + r] + (g.bias ? g.bias[row] : 0.0f);
+        }
     }
   }
+}
+
+// Threads take whole groups of rows, kDecodeGrain rows at least.
+void parallel_qdot(const OpContext& ctx, const Gemm& g, const std::function<void(int64_t, int64_t)>& units) {
+  const int R = group_rows(g.dtype);
+  parallel(ctx.pool, g.out / R, std::max<int64_t>(1, kDecodeGrain / R), units);
 }
 
 void fast_gemm(const OpContext& ctx, const Gemm& g, QDotFn dot) {
@@ -281,7 +305,7 @@ void fast_gemm(const OpContext& ctx, const Gemm& g, QDotFn dot) {
     for (int64_t i = i0; i < i1; ++i) quantize_act_row(g.x + i * g.in, g.in, q + i * ldx);
   });
   const auto rows = [&](const uint8_t* w, int64_t j0, int nx, float* acc) { dot(w, q + j0 * ldx, ldx, nx, g.in, acc); };
-  parallel(ctx.pool, g.out, kDecodeGrain, [&](int64_t r0, int64_t r1) { run_qdot(g, rows, r0, r1); });
+  parallel_qdot(ctx, g, [&](int64_t u0, int64_t u1) { run_qdot(g, rows, u0, u1); });
 }
 
 void fast_gemm16(const OpContext& ctx, const Gemm& g, QDot16Fn dot) {
@@ -298,7 +322,7 @@ void fast_gemm16(const OpContext& ctx, const Gemm& g, QDot16Fn dot) {
   const auto rows = [&](const uint8_t* w, int64_t j0, int nx, float* acc) {
     dot(w, q + j0 * ldx, d + j0 * ldx, ldx, nx, g.in, acc);
   };
-  parallel(ctx.pool, g.out, kDecodeGrain, [&](int64_t r0, int64_t r1) { run_qdot(g, rows, r0, r1); });
+  parallel_qdot(ctx, g, [&](int64_t u0, int64_t u1) { run_qdot(g, rows, u0, u1); });
 }
 
 // The tiled path reproduces the fused one only for whole 32-column steps of unscaled weights.
@@ -309,6 +333,7 @@ bool tiled_applies(const Gemm& g) { return g.k->tile && !g.w->scale && g.in % 32
 Status cpu_dense_gemm(const hal::OpContext& ctx, const TensorView& w, const TensorView& x, const TensorView* bias,
                       const TensorView& y) {
   CAI_TRY(validate(w, x, bias, y));
+  if (group_rows(w.dtype) > 1) CAI_TRY(validate_packed(ctx, w));
   Gemm g{&active_gemm_kernels(), w.dtype, &w, x.as<const float>(), bias ? bias->as<const float>() : nullptr, y.as<float>(),
          outer_rows(x), w.dim(1), w.dim(0), (w.dim(1) + kFp8Block - 1) / kFp8Block};
   if (g.n == 0 || g.out == 0) return {};

@@ -92,21 +92,32 @@ void q8_0_dot16_nx(const uint8_t* w, const ActBlockQ16* x, const float* xd, int6
 #endif
 }
 
-// A kernel template K<NX> for NX = 1..kMaxDotRows behind one QDotFn.
-template <template <int> class K>
-void dot_any_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int nx, int64_t in, float* out) {
+// K<nx>::run(args...) for a runtime nx in 1..kMaxDotRows: the dispatch of every NX-templated kernel.
+template <template <int> class K, class... Args>
+void run_nx(int nx, Args... args) {
   switch (nx) {
-    case 1: return K<1>::run(w, x, ldx, in, out);
-    case 2: return K<2>::run(w, x, ldx, in, out);
-    case 3: return K<3>::run(w, x, ldx, in, out);
-    case 4: return K<4>::run(w, x, ldx, in, out);
-    case 5: return K<5>::run(w, x, ldx, in, out);
-    case 6: return K<6>::run(w, x, ldx, in, out);
-    case 7: return K<7>::run(w, x, ldx, in, out);
-    default: return K<8>::run(w, x, ldx, in, out);
+    case 1: return K<1>::run(args...);
+    case 2: return K<2>::run(args...);
+    case 3: return K<3>::run(args...);
+    case 4: return K<4>::run(args...);
+    case 5: return K<5>::run(args...);
+    case 6: return K<6>::run(args...);
+    case 7: return K<7>::run(args...);
+    default: return K<8>::run(args...);
   }
 }
 static_assert(kMaxDotRows == 8);
+
+// A kernel template K<NX> behind one QDotFn / QDot16Fn.
+template <template <int> class K>
+void dot_any_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int nx, int64_t in, float* out) {
+  run_nx<K>(nx, w, x, ldx, in, out);
+}
+template <template <int> class K>
+void dot16_any_nx(const uint8_t* w, const ActBlockQ16* x, const float* xd, int64_t ldx, int nx, int64_t in,
+                  float* out) {
+  run_nx<K>(nx, w, x, xd, ldx, in, out);
+}
 
 template <int NX>
 struct Q4_0Dot {
@@ -115,22 +126,15 @@ struct Q4_0Dot {
   }
 };
 
-// q8_0_dot16_nx for NX = 1..kMaxDotRows behind one QDot16Fn.
-void q8_0_dot16(const uint8_t* w, const ActBlockQ16* x, const float* xd, int64_t ldx, int nx, int64_t in, float* out) {
-  switch (nx) {
-    case 1: return q8_0_dot16_nx<1>(w, x, xd, ldx, in, out);
-    case 2: return q8_0_dot16_nx<2>(w, x, xd, ldx, in, out);
-    case 3: return q8_0_dot16_nx<3>(w, x, xd, ldx, in, out);
-    case 4: return q8_0_dot16_nx<4>(w, x, xd, ldx, in, out);
-    case 5: return q8_0_dot16_nx<5>(w, x, xd, ldx, in, out);
-    case 6: return q8_0_dot16_nx<6>(w, x, xd, ldx, in, out);
-    case 7: return q8_0_dot16_nx<7>(w, x, xd, ldx, in, out);
-    default: return q8_0_dot16_nx<8>(w, x, xd, ldx, in, out);
+template <int NX>
+struct Q8_0Dot16 {
+  static void run(const uint8_t* w, const ActBlockQ16* x, const float* xd, int64_t ldx, int64_t in, float* out) {
+    q8_0_dot16_nx<NX>(w, x, xd, ldx, in, out);
   }
-}
+};
 
 inline void register_qdot_legacy_simd(QDotKernels& k) {
-  k.dot16[static_cast<int>(DType::kQ8_0)] = q8_0_dot16;
+  k.dot16[static_cast<int>(DType::kQ8_0)] = dot16_any_nx<Q8_0Dot16>;
   k.dot[static_cast<int>(DType::kQ4_0)] = dot_any_nx<Q4_0Dot>;
 }
 

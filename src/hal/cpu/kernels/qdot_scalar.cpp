@@ -1,5 +1,7 @@
 // Portable integer dot-product kernels (the reference the SIMD tables are tested against): Q8_0 (int16 activations) and
 // Q4_0 here, the K-quants in qdot_k_scalar.h.
+#include <cmath>
+
 #include "core/block_bytes.h"
 #include "hal/cpu/kernels/qdot_k_scalar.h"
 #include "hal/cpu/kernels/qdot_kernels.h"
@@ -48,6 +50,49 @@ void q8_0_dot16(const uint8_t* w, const ActBlockQ16* x, const float* xd, int64_t
   }
 }
 
+// Interleaved 16-row groups (qdot_groups.h): out[j · 16 + r] for row r of the group. Per row and block: the exact
+// int32 sum, then acc = fma(sum, d_w · d_x, acc), the operations (and so the bits) of the SIMD group kernels.
+void q8_0_r16_dot16(const uint8_t* w, const ActBlockQ16* x, const float* xd, int64_t ldx, int nx, int64_t in,
+                    float* out) {
+  constexpr int kR = kPackedGroupRows, kBlock = kR * 34;
+  for (int j = 0; j < nx; ++j) {
+    float acc[kR] = {};
+    for (int64_t b = 0; b < in / kActBlock; ++b) {
+      const uint8_t* blk = w + b * kBlock;
+      const ActBlockQ16& a = x[j * ldx + b];
+      for (int r = 0; r < kR; ++r) {
+        int s = 0;
+        for (int p = 0; p < kActBlock / 2; ++p)
+          for (int e = 0; e < 2; ++e) s += static_cast<int8_t>(blk[2 * kR + (p * kR + r) * 2 + e]) * a.q[2 * p + e];
+        acc[r] = std::fma(static_cast<float>(s), block_bytes::load_f16(blk + 2 * r) * xd[j * ldx + b], acc[r]);
+      }
+    }
+    for (int r = 0; r < kR; ++r) out[j * kR + r] = acc[r];
+  }
+}
+
+void q4_0_r16_dot(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int nx, int64_t in, float* out) {
+  constexpr int kR = kPackedGroupRows, kBlock = kR * 18;
+  for (int j = 0; j < nx; ++j) {
+    float acc[kR] = {};
+    for (int64_t b = 0; b < in / kActBlock; ++b) {
+      const uint8_t* blk = w + b * kBlock;
+      const ActBlockQ8& a = x[j * ldx + b];
+      for (int r = 0; r < kR; ++r) {
+        int s = 0;
+        for (int v = 0; v < 4; ++v)
+          for (int k = 0; k < 4; ++k) {
+            const uint8_t q = blk[2 * kR + (v * kR + r) * 4 + k];
+            s += (q & 0x0F) * a.q[4 * v + k] + (q >> 4) * a.q[16 + 4 * v + k];
+          }
+        s -= 8 * (a.sum[0] + a.sum[1]);
+        acc[r] = std::fma(static_cast<float>(s), block_bytes::load_f16(blk + 2 * r) * a.d, acc[r]);
+      }
+    }
+    for (int r = 0; r < kR; ++r) out[j * kR + r] = acc[r];
+  }
+}
+
 }  // namespace
 
 const QDotKernels& qdot_kernels_scalar() {
@@ -55,6 +100,8 @@ const QDotKernels& qdot_kernels_scalar() {
     QDotKernels k{};
     k.dot[static_cast<int>(DType::kQ4_0)] = q4_0_dot;
     k.dot16[static_cast<int>(DType::kQ8_0)] = q8_0_dot16;
+    k.dot[static_cast<int>(DType::kQ4_0_R16)] = q4_0_r16_dot;
+    k.dot16[static_cast<int>(DType::kQ8_0_R16)] = q8_0_r16_dot16;
     register_qdot_k_scalar(k);
     return k;
   }();

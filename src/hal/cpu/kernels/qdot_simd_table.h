@@ -6,6 +6,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "hal/cpu/kernels/qdot_avx2.h"
+#include "hal/cpu/kernels/qdot_groups_simd.h"
 #include "hal/cpu/kernels/qdot_k_avx2.h"
 
 namespace cai::hal::cpu {
@@ -15,6 +16,7 @@ inline QDotKernels simd_qdot_table() {
   QDotKernels k{};
   register_qdot_legacy_simd(k);
   register_qdot_k_simd(k);
+  register_qdot_groups_simd(k);
   return k;
 }
 

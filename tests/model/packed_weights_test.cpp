@@ -1,0 +1,66 @@
+// WeightStore::get_gemm_weight on the CPU: under --precision fast a Q8_0 projection of the real TinyStories-656K file
+// is copied into interleaved row groups (the bytes pack_row_groups makes), the embedding read by row stays row-major,
+// asking again changes nothing, and the file on disk is never written; under exact nothing is packed.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "hal/cpu/kernels/qdot_groups.h"
+#include "hal/hal.h"
+#include "model/loaders/gguf.h"
+#include "model/weights.h"
+#include "test_paths.h"
+
+namespace cai {
+namespace {
+
+class PackedWeights : public ::testing::Test {
+ protected:
+  void TearDown() override { cpu_->set_precision(hal::Precision::kExact); }
+  Result<WeightStore> open_store() {
+    CAI_ASSIGN_OR_RETURN(auto file, GgufFile::open(path_));
+    return WeightStore::from_gguf(std::move(file), *cpu_);
+  }
+  hal::Device* cpu_ = hal::Registry::global().find_device("cpu").value();
+  const std::string path_ = test::data_path("models/TinyStories-656K-Q8_0.gguf");
+};
+
+TEST_F(PackedWeights, FastPrecisionPacksACopyOfGemmWeightsWithoutWritingTheFile) {
+  const std::string before = test::read_file(path_);
+  cpu_->set_precision(hal::Precision::kFast);
+  auto ws = open_store();
+  ASSERT_TRUE(ws.ok()) << ws.status().to_string();
+  const std::string name = "blk.0.ffn_up.weight";
+  const TensorView w = ws->all().at(name);
+  ASSERT_EQ(w.dtype, DType::kQ8_0);
+  ASSERT_EQ(w.dim(0) % kPackedGroupRows, 0) << w.shape_string();
+  std::vector<uint8_t> want(w.n_bytes());
+  hal::cpu::pack_row_groups(DType::kQ8_0, w.as<const uint8_t>(), want.data(), w.dim(0), w.dim(1), nullptr);
+
+  auto packed = ws->get_gemm_weight(name, {w.dim(0), w.dim(1)});
+  ASSERT_TRUE(packed.ok()) << packed.status().to_string();
+  EXPECT_EQ(packed->dtype, DType::kQ8_0_R16);
+  EXPECT_NE(packed->data, w.data) << "a copy: the mapped file's pages stay read-only";
+  EXPECT_EQ(0, std::memcmp(packed->data, want.data(), want.size()));
+  EXPECT_EQ(ws->get(name, {w.dim(0), w.dim(1)})->dtype, DType::kQ8_0_R16) << "get returns the packed view from then on";
+  auto again = ws->get_gemm_weight(name, {w.dim(0), w.dim(1)});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(0, std::memcmp(again->data, want.data(), want.size())) << "a second request must not pack twice";
+
+  const TensorView embd = ws->all().at("token_embd.weight");
+  EXPECT_EQ(embd.dtype, DType::kQ8_0) << "rows of the embedding are read one by one: never packed";
+  EXPECT_EQ(test::read_file(path_), before) << "the GGUF file was written";
+}
+
+TEST_F(PackedWeights, ExactPrecisionLeavesWeightsRowMajor) {
+  auto ws = open_store();
+  ASSERT_TRUE(ws.ok()) << ws.status().to_string();
+  const TensorView w = ws->all().at("blk.0.ffn_up.weight");
+  auto v = ws->get_gemm_weight("blk.0.ffn_up.weight", {w.dim(0), w.dim(1)});
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->dtype, DType::kQ8_0);
+}
+
+}  // namespace
+}  // namespace cai
