@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
-fuzz_seconds=${CAI_FUZZ_SECONDS:-12}
+fuzz_seconds=${CAI_FUZZ_SECONDS:-8}
 # Each phase's header carries the seconds since the start, so CI logs show where the time goes.
 phase() { echo "== $* [${SECONDS}s]"; }
 

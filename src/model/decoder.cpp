@@ -13,12 +13,13 @@ DecoderModel::DecoderModel(const ModelConfig& cfg, WeightStore weights, hal::Dev
 
 Status DecoderModel::load_embeddings_and_head() {
   const int64_t hidden = cfg_.hidden_size, vocab = cfg_.vocab_size;
-  CAI_ASSIGN_OR_RETURN(tok_embd_, weights_.get("token_embd.weight", {vocab, hidden}));
   CAI_ASSIGN_OR_RETURN(out_norm_, weights_.get_f32("output_norm.weight", {hidden}));
   if (weights_.has("output.weight")) {
+    CAI_ASSIGN_OR_RETURN(tok_embd_, weights_.get("token_embd.weight", {vocab, hidden}));
     CAI_ASSIGN_OR_RETURN(output_, weights_.get_gemm_weight("output.weight", {vocab, hidden}));
-  } else {
-    output_ = tok_embd_;  // tied embeddings
+  } else {  // tied embeddings: in the head's layout, which the device's embed op reads too (hal::Device)
+    CAI_ASSIGN_OR_RETURN(output_, weights_.get_gemm_weight("token_embd.weight", {vocab, hidden}));
+    tok_embd_ = output_;
   }
   return {};
 }

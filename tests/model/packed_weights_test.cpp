@@ -1,6 +1,6 @@
 // WeightStore::get_gemm_weight on the CPU: under --precision fast a Q8_0 projection of the real TinyStories-656K file
-// is copied into interleaved row groups (the bytes pack_row_groups makes), the embedding read by row stays row-major,
-// asking again changes nothing, and the file on disk is never written; under exact nothing is packed.
+// is copied into interleaved row groups (the bytes pack_row_groups makes), other tensors stay row-major, asking again
+// changes nothing, and the file on disk is never written; under exact nothing is packed.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -49,7 +49,7 @@ TEST_F(PackedWeights, FastPrecisionPacksACopyOfGemmWeightsWithoutWritingTheFile)
   EXPECT_EQ(0, std::memcmp(again->data, want.data(), want.size())) << "a second request must not pack twice";
 
   const TensorView embd = ws->all().at("token_embd.weight");
-  EXPECT_EQ(embd.dtype, DType::kQ8_0) << "rows of the embedding are read one by one: never packed";
+  EXPECT_EQ(embd.dtype, DType::kQ8_0) << "only what get_gemm_weight is asked for is packed";
   EXPECT_EQ(test::read_file(path_), before) << "the GGUF file was written";
 }
 

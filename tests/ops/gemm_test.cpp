@@ -250,6 +250,27 @@ TEST_P(GemmAllTypes, EveryFp8CodeDecodesExactly) {
   }
 }
 
+// The attention loops' vector kernels: Σ x·v within float rounding of a double sum (1e-6 of Σ|x·v|) and y += a·v exact
+// up to one rounding per element, for lengths around every chain width (8, 32) and past them.
+TEST_P(GemmAllTypes, VecDotAndAxpyMatchReference) {
+  const GemmKernels& k = kernels_of(GetParam());
+  ASSERT_TRUE(k.vec_dot && k.vec_axpy);
+  std::mt19937 rng(77);
+  for (int64_t n : {1, 7, 8, 9, 31, 32, 33, 128, 200, 576}) {
+    const auto x = gaussian(n, rng), v = gaussian(n, rng), y0 = gaussian(n, rng);
+    double want = 0, mag = 0;
+    for (int64_t d = 0; d < n; ++d) {
+      want += static_cast<double>(x[d]) * v[d];
+      mag += std::fabs(static_cast<double>(x[d]) * v[d]);
+    }
+    EXPECT_NEAR(k.vec_dot(x.data(), v.data(), n), want, 1e-6 * mag) << "n=" << n;
+    std::vector<float> y = y0;
+    k.vec_axpy(0.37f, v.data(), n, y.data());
+    for (int64_t d = 0; d < n; ++d)
+      EXPECT_NEAR(y[d], y0[d] + 0.37 * v[d], 1e-6 * (std::fabs(y0[d]) + std::fabs(0.37 * v[d]))) << "n=" << n;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isa, GemmAllTypes, ::testing::ValuesIn(available_isas()),
                          [](const auto& info) { return std::string(cpu_isa_name(info.param)); });
 

@@ -194,6 +194,23 @@ void expect_group_kernel_matches(DType t, Fn kernel, Fn scalar_kernel, std::mt19
   }
 }
 
+// Every row read back from its group (dequantize_packed_row, the embed op of a packed tied embedding) is the row
+// dequantize_row gave before packing.
+TEST(PackedRowGroups, RowsReadBackAsBeforePacking) {
+  std::mt19937 rng(96);
+  for (DType t : {DType::kQ8_0, DType::kQ4_0}) {
+    const int64_t in = 96;
+    Weights w = make_weights(t, 3 * kPackedGroupRows, in, false, rng);
+    const std::vector<uint8_t> packed = packed_copy(w);
+    std::vector<float> want(static_cast<size_t>(in)), got(static_cast<size_t>(in));
+    for (int64_t r = 0; r < w.out; ++r) {
+      dequantize_row(t, w.bytes.data() + r * row_bytes(t, in), want.data(), in);
+      dequantize_packed_row(packed_dtype(t), packed.data(), r, in, got.data());
+      ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << dtype_name(t) << " row " << r;
+    }
+  }
+}
+
 TEST_P(QDotKernelsPerIsa, GroupKernelsMatchExactDotAndScalarBits) {
   const QDotKernels* k = table_for(GetParam());
   if (!k) GTEST_SKIP() << "this CPU lacks AVX-512 VNNI";

@@ -6,6 +6,7 @@
 #include "core/quant.h"
 #include "core/thread_pool.h"
 #include "hal/cpu/kernels/kernels.h"
+#include "hal/cpu/kernels/qdot_groups.h"
 
 namespace cai::hal::cpu {
 
@@ -21,6 +22,13 @@ Status embed(const OpContext& ctx, const TensorView& table, const TensorView& id
     return invalid_argument("embed: out must be F32 [{}, {}], got {}", n, dim, out.shape_string());
   for (int64_t i = 0; i < n; ++i)
     if (ids[i] < 0 || ids[i] >= n_vocab) return invalid_argument("embed: token id {} outside vocab of {}", ids[i], n_vocab);
+  if (group_rows(table.dtype) > 1) {  // a tied embedding packed for the head's dense_gemm (qdot_groups.h)
+    parallel_rows(ctx, n, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i)
+        dequantize_packed_row(table.dtype, table.as<const uint8_t>(), ids[i], dim, out.row<float>(i));
+    });
+    return {};
+  }
   parallel_rows(ctx, n, 1, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) dequantize_row(table.dtype, table.row(ids[i]), out.row<float>(i), dim);
   });

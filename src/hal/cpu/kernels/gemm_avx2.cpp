@@ -14,6 +14,7 @@
 
 #include "core/quant_k.h"
 #include "hal/cpu/kernels/gemm_codes_iq_avx2.h"
+#include "hal/cpu/kernels/vec_simd.h"
 
 namespace cai::hal::cpu {
 
@@ -323,6 +324,8 @@ GemmKernels make_table() {
   k.micro = &micro;
   k.nr = kNr;
   k.mr = kMr;
+  k.vec_dot = &vec_dot_avx2;
+  k.vec_axpy = &vec_axpy_avx2;
   return k;
 }
 

@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include "hal/cpu/kernels/gemm_decoders_avx512.h"
+#include "hal/cpu/kernels/vec_simd.h"
 
 namespace cai::hal::cpu {
 
@@ -243,6 +244,8 @@ GemmKernels make_table() {
   k.micro = &micro;
   k.nr = kNr;
   k.mr = kMr;
+  k.vec_dot = &vec_dot_avx2;
+  k.vec_axpy = &vec_axpy_avx2;
   k.tile = &tile;
   k.finish = &finish;
   k.tile_rows = kTileRows;

@@ -27,6 +27,9 @@ using TileFn = void (*)(const float* w, int64_t ldw, const float* x, int64_t ldx
                         int64_t ld_acc, bool first);
 // Reduces the chains of n outputs (acc + j·acc_floats) into out[j], exactly as RowDotFn does at the end of a row.
 using FinishFn = void (*)(const float* acc, int64_t n, float* out);
+// Σ x[k]·v[k] over n floats, and y[k] += a·v[k]: the attention loops over F32 (or decoded F16 / BF16) KV rows.
+using VecDotFn = float (*)(const float* x, const float* v, int64_t n);
+using VecAxpyFn = void (*)(float a, const float* v, int64_t n, float* y);
 
 struct GemmKernels {
   RowDotFn row_dot[static_cast<int>(DType::kCount)];  // null: no kernel for that weight dtype
@@ -37,6 +40,8 @@ struct GemmKernels {
   TileFn tile;  // null: this ISA has no batch-invariant tile, the fused path serves every batch
   FinishFn finish;
   int tile_rows, tile_cols, acc_floats;
+  VecDotFn vec_dot;
+  VecAxpyFn vec_axpy;
 };
 
 const GemmKernels& gemm_kernels_scalar();

@@ -48,6 +48,16 @@ void micro(const float* a, int64_t lda, int m, const float* p, int64_t kc, float
     for (int j = 0; j < n_valid; ++j) c[i * ldc + j] += acc[i][j];
 }
 
+float vec_dot(const float* x, const float* v, int64_t n) {
+  float dot = 0;
+  for (int64_t d = 0; d < n; ++d) dot += x[d] * v[d];
+  return dot;
+}
+
+void vec_axpy(float a, const float* v, int64_t n, float* y) {
+  for (int64_t d = 0; d < n; ++d) y[d] += a * v[d];
+}
+
 template <DType... Ts>
 GemmKernels make_table() {
   GemmKernels k{};
@@ -56,6 +66,8 @@ GemmKernels make_table() {
   k.micro = &micro;
   k.nr = kNr;
   k.mr = kMr;
+  k.vec_dot = &vec_dot;
+  k.vec_axpy = &vec_axpy;
   return k;
 }
 

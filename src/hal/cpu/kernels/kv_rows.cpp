@@ -57,9 +57,7 @@ float kv_dot(const TensorView& cache, int64_t elem0, int64_t n, const float* x, 
       dot += q8_scale(blk) * block_dot_q8(x + b, reinterpret_cast<const int8_t*>(blk + 2));
     return dot;
   }
-  const float* v = plain_elems(cache, elem0, n, buf);
-  for (int64_t d = 0; d < n; ++d) dot += x[d] * v[d];
-  return dot;
+  return active_gemm_kernels().vec_dot(x, plain_elems(cache, elem0, n, buf), n);
 }
 
 void kv_axpy(const TensorView& cache, int64_t elem0, int64_t n, float a, float* y, float* buf) {
@@ -72,8 +70,7 @@ void kv_axpy(const TensorView& cache, int64_t elem0, int64_t n, float a, float* 
     }
     return;
   }
-  const float* v = plain_elems(cache, elem0, n, buf);
-  for (int64_t d = 0; d < n; ++d) y[d] += a * v[d];
+  active_gemm_kernels().vec_axpy(a, plain_elems(cache, elem0, n, buf), n, y);
 }
 
 }  // namespace cai::hal::cpu

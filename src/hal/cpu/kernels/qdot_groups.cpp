@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "core/block_bytes.h"
 #include "core/quant_act.h"
 #include "core/thread_pool.h"
 
@@ -52,6 +53,28 @@ void pack_row_groups(DType row_major, const uint8_t* src, uint8_t* dst, int64_t 
     pool->parallel_for(n_groups, 16, pack_groups);
   else
     pack_groups(0, n_groups);
+}
+
+void dequantize_packed_row(DType packed, const uint8_t* w, int64_t r, int64_t in, float* out) {
+  const bool q8 = packed == DType::kQ8_0_R16;
+  const DType row_major = q8 ? DType::kQ8_0 : DType::kQ4_0;
+  const int block = dtype_info(row_major).block_bytes, lane = static_cast<int>(r % kR);
+  const uint8_t* group = w + static_cast<size_t>(r / kR) * row_bytes(row_major, in) * kR;
+  for (int64_t b = 0; b < in / kActBlock; ++b) {
+    const uint8_t* blk = group + b * kR * block;
+    const float d = block_bytes::load_f16(blk + 2 * lane);
+    float* o = out + b * kActBlock;
+    if (q8) {
+      for (int c = 0; c < kActBlock; ++c)
+        o[c] = d * static_cast<float>(static_cast<int8_t>(blk[kD + ((c / 2) * kR + lane) * 2 + c % 2]));
+    } else {
+      for (int c = 0; c < 16; ++c) {
+        const uint8_t q = blk[kD + ((c / 4) * kR + lane) * 4 + c % 4];
+        o[c] = d * static_cast<float>((q & 0x0F) - 8);
+        o[c + 16] = d * static_cast<float>((q >> 4) - 8);
+      }
+    }
+  }
 }
 
 }  // namespace cai::hal::cpu

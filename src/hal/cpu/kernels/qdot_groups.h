@@ -27,4 +27,8 @@ DType packed_dtype(DType row_major);
 // to dst (as many bytes, not overlapping src), groups in parallel on `pool` (may be null).
 void pack_row_groups(DType row_major, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t in, ThreadPool* pool);
 
+// Row r of a packed weight w of `in` columns as floats: what dequantize_row gave for that row before packing (the
+// embed op of a tied embedding reads its rows this way).
+void dequantize_packed_row(DType packed, const uint8_t* w, int64_t r, int64_t in, float* out);
+
 }  // namespace cai::hal::cpu
