@@ -1,4 +1,5 @@
-// CPU grouped-query attention over a paged F32 / F16 / BF16 / Q8_0 KV cache; one work item per (query token, head).
+// CPU grouped-query attention over a paged F32 / F16 / BF16 / Q8_0 KV cache; one work item per (query token, KV head):
+// the query heads sharing that KV head read each K and V row once.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -39,32 +40,34 @@ Status attention_gqa(const OpContext& ctx, const AttentionParams& p, const AttnB
   for (int s = 0; s < static_cast<int>(seqs.size()); ++s)
     for (int32_t j = 0; j < seqs[s].n_q; ++j) items.push_back({s, j});
   const int group = p.n_head / p.n_kv_head;
-  const int64_t n_items = static_cast<int64_t>(items.size()) * p.n_head;
+  const int64_t n_items = static_cast<int64_t>(items.size()) * p.n_kv_head;
   parallel_rows(ctx, n_items, 1, [&](int64_t b, int64_t e) {
-    std::vector<float> scores;
-    std::vector<float> acc(static_cast<size_t>(p.head_dim_v)), k_buf(static_cast<size_t>(p.head_dim)),
-        v_buf(static_cast<size_t>(p.head_dim_v));
+    std::vector<float> scores;  // [group][n_ctx]
+    std::vector<float> acc(static_cast<size_t>(group * p.head_dim_v)), k_buf(static_cast<size_t>(p.head_dim)),
+        v_buf(static_cast<size_t>(p.head_dim_v)), dots(static_cast<size_t>(group)), weights(static_cast<size_t>(group));
     for (int64_t it = b; it < e; ++it) {
-      const WorkItem& w = items[static_cast<size_t>(it / p.n_head)];
-      const int h = static_cast<int>(it % p.n_head), kvh = h / group;
+      const WorkItem& w = items[static_cast<size_t>(it / p.n_kv_head)];
+      const int kvh = static_cast<int>(it % p.n_kv_head), h0 = kvh * group;
       const AttnSeq& sq = seqs[static_cast<size_t>(w.seq)];
       const int64_t row = sq.q_begin + w.j;
-      const float* qv = q.as<const float>() + (row * p.n_head + h) * p.head_dim;
+      const float* q0 = q.as<const float>() + (row * p.n_head + h0) * p.head_dim;  // the group's heads, consecutive
       const int32_t n_ctx = sq.pos0 + w.j + 1;
-      scores.resize(static_cast<size_t>(n_ctx));
+      scores.resize(static_cast<size_t>(group) * n_ctx);
       for (int32_t t = 0; t < n_ctx; ++t) {
         const int64_t slot = static_cast<int64_t>(sq.block_table[t / p.block_size]) * p.block_size + t % p.block_size;
-        const float dot = kv_dot(k_cache, (slot * p.n_kv_head + kvh) * p.head_dim, p.head_dim, qv, k_buf.data());
-        scores[static_cast<size_t>(t)] = dot * p.scale;
+        kv_dot_rows(k_cache, (slot * p.n_kv_head + kvh) * p.head_dim, p.head_dim, q0, p.head_dim, group, dots.data(),
+                    k_buf.data());
+        for (int g = 0; g < group; ++g) scores[static_cast<size_t>(g) * n_ctx + t] = dots[g] * p.scale;
       }
-      softmax_row(scores.data(), n_ctx);
+      for (int g = 0; g < group; ++g) softmax_row(scores.data() + static_cast<size_t>(g) * n_ctx, n_ctx);
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int32_t t = 0; t < n_ctx; ++t) {
         const int64_t slot = static_cast<int64_t>(sq.block_table[t / p.block_size]) * p.block_size + t % p.block_size;
-        kv_axpy(v_cache, (slot * p.n_kv_head + kvh) * p.head_dim_v, p.head_dim_v, scores[static_cast<size_t>(t)],
-                acc.data(), v_buf.data());
+        for (int g = 0; g < group; ++g) weights[g] = scores[static_cast<size_t>(g) * n_ctx + t];
+        kv_axpy_rows(v_cache, (slot * p.n_kv_head + kvh) * p.head_dim_v, p.head_dim_v, weights.data(), group,
+                     acc.data(), p.head_dim_v, v_buf.data());
       }
-      std::copy(acc.begin(), acc.end(), out.as<float>() + (row * p.n_head + h) * p.head_dim_v);
+      std::copy(acc.begin(), acc.end(), out.as<float>() + (row * p.n_head + h0) * p.head_dim_v);
     }
   });
   return {};

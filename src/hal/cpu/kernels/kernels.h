@@ -19,6 +19,12 @@ Status check_kv_parts(const char* op, DType t, std::initializer_list<int> widths
 float kv_dot(const TensorView& cache, int64_t elem0, int64_t n, const float* x, float* buf);
 // y += a · elements [elem0, elem0 + n) of a KV cache (as kv_dot).
 void kv_axpy(const TensorView& cache, int64_t elem0, int64_t n, float a, float* y, float* buf);
+// The same for nx query vectors x + j·ldx against one row (out[j]), and y + j·ldy += a[j] · row for j < ny: the row is
+// decoded once for all of them (the query heads of one GQA group). Each j gives what kv_dot / kv_axpy give alone.
+void kv_dot_rows(const TensorView& cache, int64_t elem0, int64_t n, const float* x, int64_t ldx, int nx, float* out,
+                 float* buf);
+void kv_axpy_rows(const TensorView& cache, int64_t elem0, int64_t n, const float* a, int ny, float* y, int64_t ldy,
+                  float* buf);
 
 Status embed(const OpContext&, const TensorView& table, const TensorView& ids, const TensorView& out);
 Status rms_norm(const OpContext&, const TensorView& x, const TensorView& w, float eps, const TensorView& out);

@@ -50,27 +50,48 @@ Status check_kv_parts(const char* op, DType t, std::initializer_list<int> widths
 }
 
 float kv_dot(const TensorView& cache, int64_t elem0, int64_t n, const float* x, float* buf) {
-  float dot = 0;
-  if (cache.dtype == DType::kQ8_0) {
-    const uint8_t* blk = elem_ptr(cache, elem0);
-    for (int64_t b = 0; b < n; b += kQ8Block, blk += kQ8Bytes)
-      dot += q8_scale(blk) * block_dot_q8(x + b, reinterpret_cast<const int8_t*>(blk + 2));
-    return dot;
-  }
-  return active_gemm_kernels().vec_dot(x, plain_elems(cache, elem0, n, buf), n);
+  float dot;
+  kv_dot_rows(cache, elem0, n, x, 0, 1, &dot, buf);
+  return dot;
 }
 
 void kv_axpy(const TensorView& cache, int64_t elem0, int64_t n, float a, float* y, float* buf) {
-  if (cache.dtype == DType::kQ8_0) {
-    const uint8_t* blk = elem_ptr(cache, elem0);
-    for (int64_t b = 0; b < n; b += kQ8Block, blk += kQ8Bytes) {
-      const int8_t* qs = reinterpret_cast<const int8_t*>(blk + 2);
-      const float ad = a * q8_scale(blk);
-      for (int k = 0; k < kQ8Block; ++k) y[b + k] += ad * static_cast<float>(qs[k]);
+  kv_axpy_rows(cache, elem0, n, &a, 1, y, 0, buf);
+}
+
+void kv_dot_rows(const TensorView& cache, int64_t elem0, int64_t n, const float* x, int64_t ldx, int nx, float* out,
+                 float* buf) {
+  if (cache.dtype == DType::kQ8_0) {  // decoded block by block, in each product
+    for (int j = 0; j < nx; ++j) {
+      const uint8_t* blk = elem_ptr(cache, elem0);
+      float dot = 0;
+      for (int64_t b = 0; b < n; b += kQ8Block, blk += kQ8Bytes)
+        dot += q8_scale(blk) * block_dot_q8(x + j * ldx + b, reinterpret_cast<const int8_t*>(blk + 2));
+      out[j] = dot;
     }
     return;
   }
-  active_gemm_kernels().vec_axpy(a, plain_elems(cache, elem0, n, buf), n, y);
+  const float* v = plain_elems(cache, elem0, n, buf);  // decoded once for all nx
+  const VecDotFn dot = active_gemm_kernels().vec_dot;
+  for (int j = 0; j < nx; ++j) out[j] = dot(x + j * ldx, v, n);
+}
+
+void kv_axpy_rows(const TensorView& cache, int64_t elem0, int64_t n, const float* a, int ny, float* y, int64_t ldy,
+                  float* buf) {
+  if (cache.dtype == DType::kQ8_0) {
+    for (int j = 0; j < ny; ++j) {
+      const uint8_t* blk = elem_ptr(cache, elem0);
+      for (int64_t b = 0; b < n; b += kQ8Block, blk += kQ8Bytes) {
+        const int8_t* qs = reinterpret_cast<const int8_t*>(blk + 2);
+        const float ad = a[j] * q8_scale(blk);
+        for (int k = 0; k < kQ8Block; ++k) y[j * ldy + b + k] += ad * static_cast<float>(qs[k]);
+      }
+    }
+    return;
+  }
+  const float* v = plain_elems(cache, elem0, n, buf);
+  const VecAxpyFn axpy = active_gemm_kernels().vec_axpy;
+  for (int j = 0; j < ny; ++j) axpy(a[j], v, n, y + j * ldy);
 }
 
 }  // namespace cai::hal::cpu
