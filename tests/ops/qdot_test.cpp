@@ -259,6 +259,40 @@ GemmRun gemm(Weights& w, const std::vector<float>& x, int64_t n, const std::vect
   return r;
 }
 
+// Every output of `fast` within activation rounding of `exact` (a few 1e-3 of Σ|w·x| for int8, 1e-4 for Q8_0's int16;
+// identical for F16, which has no integer kernel); w: the row-major weights both were computed from.
+void expect_fast_close_to_exact(const Weights& w, const std::vector<float>& x, const std::vector<float>& bias, int64_t n,
+                                const GemmRun& fast, const GemmRun& exact, DType shown) {
+  const DType t = w.dtype;
+  const int64_t in = w.in;
+  std::vector<float> row(static_cast<size_t>(in));
+  for (int64_t r = 0; r < w.out; ++r) {
+    dequantize_row(t, w.bytes.data() + r * row_bytes(t, in), row.data(), in);
+    for (int64_t i = 0; i < n; ++i) {
+      double mag = std::fabs(bias[r]);
+      for (int64_t c = 0; c < in; ++c) mag += std::fabs(static_cast<double>(row[c]) * x[i * in + c]);
+      const size_t at = static_cast<size_t>(i * w.out + r);
+      if (t == DType::kF16)
+        EXPECT_EQ(fast.y[at], exact.y[at]) << "f16 has no integer kernel: exact result";
+      else  // Q8_0's 16-bit activations round at 1/65534 of each block's absmax, int8 ones at 1/254
+        EXPECT_NEAR(fast.y[at], exact.y[at], (t == DType::kQ8_0 ? 1e-4 : 4e-3) * mag)
+            << dtype_name(shown) << " row " << r << " act " << i;
+    }
+  }
+}
+
+// Activation rows `rows` of x run alone give the bits they got in the batch `fast` (batch invariance).
+void expect_solo_rows_match(Weights& w, const std::vector<float>& x, const std::vector<float>& bias,
+                            std::initializer_list<int64_t> rows, const GemmRun& fast, ThreadPool* pool) {
+  for (int64_t i : rows) {
+    std::vector<float> xi(x.begin() + i * w.in, x.begin() + (i + 1) * w.in);
+    GemmRun solo = gemm(w, xi, 1, bias, Precision::kFast, pool);
+    ASSERT_TRUE(solo.status.ok());
+    EXPECT_EQ(0, std::memcmp(solo.y.data(), fast.y.data() + i * w.out, solo.y.size() * sizeof(float)))
+        << dtype_name(w.dtype) << " activation row " << i;
+  }
+}
+
 class GemmFastPerIsa : public ::testing::TestWithParam<CpuIsa> {};
 
 // The fast path stays within activation rounding of the exact one (a few 1e-3 of Σ|w·x| for int8, 1e-4 for Q8_0's
@@ -278,27 +312,8 @@ TEST_P(GemmFastPerIsa, CloseToExactAndBatchInvariant) {
     GemmRun exact = gemm(w, x, n, bias, Precision::kExact, &pool);
     GemmRun fast = gemm(w, x, n, bias, Precision::kFast, &pool);
     ASSERT_TRUE(exact.status.ok() && fast.status.ok()) << fast.status.to_string();
-    std::vector<float> row(static_cast<size_t>(in));
-    for (int64_t r = 0; r < w.out; ++r) {
-      dequantize_row(t, w.bytes.data() + r * row_bytes(t, in), row.data(), in);
-      for (int64_t i = 0; i < n; ++i) {
-        double mag = std::fabs(bias[r]);
-        for (int64_t c = 0; c < in; ++c) mag += std::fabs(static_cast<double>(row[c]) * x[i * in + c]);
-        const size_t at = static_cast<size_t>(i * w.out + r);
-        if (t == DType::kF16)
-          EXPECT_EQ(fast.y[at], exact.y[at]) << "f16 has no integer kernel: exact result";
-        else  // Q8_0's 16-bit activations round at 1/65534 of each block's absmax, int8 ones at 1/254
-          EXPECT_NEAR(fast.y[at], exact.y[at], (t == DType::kQ8_0 ? 1e-4 : 4e-3) * mag)
-              << dtype_name(t) << " row " << r << " act " << i;
-      }
-    }
-    for (int64_t i : {0L, 17L, 36L}) {
-      std::vector<float> xi(x.begin() + i * in, x.begin() + (i + 1) * in);
-      GemmRun solo = gemm(w, xi, 1, bias, Precision::kFast, &pool);
-      ASSERT_TRUE(solo.status.ok());
-      EXPECT_EQ(0, std::memcmp(solo.y.data(), fast.y.data() + i * w.out, solo.y.size() * sizeof(float)))
-          << dtype_name(t) << " activation row " << i;
-    }
+    expect_fast_close_to_exact(w, x, bias, n, fast, exact, t);
+    expect_solo_rows_match(w, x, bias, {0, 17, 36}, fast, &pool);
   }
 }
 
@@ -320,24 +335,8 @@ TEST_P(GemmFastPerIsa, PackedWeightsCloseToExactAndBatchInvariant) {
     GemmRun exact = gemm(w, x, n, bias, Precision::kExact, &pool);
     GemmRun fast = gemm(p, x, n, bias, Precision::kFast, &pool);
     ASSERT_TRUE(exact.status.ok() && fast.status.ok()) << fast.status.to_string();
-    std::vector<float> row(static_cast<size_t>(in));
-    for (int64_t r = 0; r < w.out; ++r) {
-      dequantize_row(t, w.bytes.data() + r * row_bytes(t, in), row.data(), in);
-      for (int64_t i = 0; i < n; ++i) {
-        double mag = std::fabs(bias[r]);
-        for (int64_t c = 0; c < in; ++c) mag += std::fabs(static_cast<double>(row[c]) * x[i * in + c]);
-        const size_t at = static_cast<size_t>(i * w.out + r);
-        EXPECT_NEAR(fast.y[at], exact.y[at], (t == DType::kQ8_0 ? 1e-4 : 4e-3) * mag)
-            << dtype_name(p.dtype) << " row " << r << " act " << i;
-      }
-    }
-    for (int64_t i : {0L, 8L, 20L}) {
-      std::vector<float> xi(x.begin() + i * in, x.begin() + (i + 1) * in);
-      GemmRun solo = gemm(p, xi, 1, bias, Precision::kFast, &pool);
-      ASSERT_TRUE(solo.status.ok());
-      EXPECT_EQ(0, std::memcmp(solo.y.data(), fast.y.data() + i * w.out, solo.y.size() * sizeof(float)))
-          << dtype_name(p.dtype) << " activation row " << i;
-    }
+    expect_fast_close_to_exact(w, x, bias, n, fast, exact, p.dtype);
+    expect_solo_rows_match(p, x, bias, {0, 8, 20}, fast, &pool);
     GemmRun refused = gemm(p, x, n, bias, Precision::kExact, &pool);
     EXPECT_EQ(refused.status.code(), StatusCode::kUnsupported);
     EXPECT_NE(refused.status.message().find("packed for --precision fast"), std::string::npos)
