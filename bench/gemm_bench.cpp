@@ -39,7 +39,7 @@ struct WeightSet {
 // Random weights of type t; a packed type (q8_0_r16, ...) is its row-major type quantized, then packed.
 WeightSet make_weights(DType packed_or_row_major, int64_t out, int64_t in) {
   const bool packed = cai::group_rows(packed_or_row_major) > 1;
-  const DType t = packed ? (packed_or_row_major == DType::kQ8_0_R16 ? DType::kQ8_0 : DType::kQ4_0) : packed_or_row_major;
+  const DType t = packed ? cai::hal::cpu::row_major_dtype(packed_or_row_major) : packed_or_row_major;
   std::mt19937 rng(42);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<float> row(static_cast<size_t>(in));
@@ -118,7 +118,7 @@ const bool g_registered = [] {
                 ->UseRealTime();
         }
   for (bool threaded : {true, false})
-    for (DType t : {DType::kQ8_0_R16, DType::kQ4_0_R16})
+    for (DType t : {DType::kQ8_0_R16, DType::kQ4_0_R16, DType::kQ4_K_R16, DType::kQ6_K_R16})
       for (int64_t n : {1, 16, 64, 512})
         for (int64_t out : outs) {
           std::string name = fmt::format("gemm/{}/{}x1536/n{}/{}/fast", cai::dtype_name(t), out, n,

@@ -38,6 +38,8 @@ constexpr std::array<DTypeInfo, static_cast<size_t>(DType::kCount)> kInfos = {{
     {"iq1_m", 256, 56, 29},
     {"q8_0_r16", 32, 34, -1},
     {"q4_0_r16", 32, 18, -1},
+    {"q4_k_r16", 256, 144, -1},
+    {"q6_k_r16", 256, 210, -1},
 }};
 
 uint32_t f32_bits(float f) {

@@ -40,6 +40,8 @@ enum class DType : uint8_t {
   // to a plugin: 16 weight rows interleaved per 32-column block, the same bytes per row as the GGUF type.
   kQ8_0_R16,  // per group block: f16 d[16], then int8 codes as [col pair 16][row 16][2]
   kQ4_0_R16,  // per group block: f16 d[16], then nibbles as [4][row 16][4 bytes of that row's Q4_0 qs]
+  kQ4_K_R16,  // per group super-block: f16 d[16], dmin[16], scale bytes [12][row 16], qs as [32][row 16][4 bytes]
+  kQ6_K_R16,  // per group super-block: f16 d[16], scales [16][row 16], ql as [32][row 16][4], qh as [16][row 16][4]
   kCount,
 };
 
@@ -55,9 +57,9 @@ inline std::string_view dtype_name(DType t) { return dtype_info(t).name; }
 std::optional<DType> dtype_from_ggml(uint32_t ggml_id);
 std::optional<DType> dtype_from_name(std::string_view name);  // "q8_0", "f16", ... (case-insensitive)
 inline bool is_quantized(DType t) { return dtype_info(t).block_elems > 1; }
-// Weight rows per interleaved group of a packed layout (kQ8_0_R16, kQ4_0_R16), 1 for row-major types.
+// Weight rows per interleaved group of a packed layout (kQ8_0_R16 .. kQ6_K_R16), 1 for row-major types.
 inline constexpr int kPackedGroupRows = 16;
-inline int group_rows(DType t) { return t == DType::kQ8_0_R16 || t == DType::kQ4_0_R16 ? kPackedGroupRows : 1; }
+inline int group_rows(DType t) { return t >= DType::kQ8_0_R16 && t < DType::kCount ? kPackedGroupRows : 1; }
 // Bytes of one row of n elements; n must be a multiple of the block size.
 inline size_t row_bytes(DType t, int64_t n) {
   const DTypeInfo& i = dtype_info(t);

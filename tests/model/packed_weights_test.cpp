@@ -1,9 +1,11 @@
 // WeightStore::get_gemm_weight on the CPU: under --precision fast a Q8_0 projection of the real TinyStories-656K file
-// is copied into interleaved row groups (the bytes pack_row_groups makes), other tensors stay row-major, asking again
-// changes nothing, and the file on disk is never written; under exact nothing is packed.
+// (and a Q4_K and a Q6_K one of the quant-type models) is copied into interleaved row groups (the bytes
+// pack_row_groups makes), other tensors stay row-major, asking again changes nothing, and the file on disk is never
+// written; under exact nothing is packed.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "hal/cpu/kernels/qdot_groups.h"
@@ -15,7 +17,13 @@
 namespace cai {
 namespace {
 
-class PackedWeights : public ::testing::Test {
+// A model file, and the type its projections have.
+struct PackedCase {
+  std::string file;
+  DType row_major, packed;
+};
+
+class PackedWeights : public ::testing::TestWithParam<PackedCase> {
  protected:
   void TearDown() override { cpu_->set_precision(hal::Precision::kExact); }
   Result<WeightStore> open_store() {
@@ -23,44 +31,52 @@ class PackedWeights : public ::testing::Test {
     return WeightStore::from_gguf(std::move(file), *cpu_);
   }
   hal::Device* cpu_ = hal::Registry::global().find_device("cpu").value();
-  const std::string path_ = test::data_path("models/TinyStories-656K-Q8_0.gguf");
+  const std::string path_ = test::data_path(GetParam().file);
 };
 
-TEST_F(PackedWeights, FastPrecisionPacksACopyOfGemmWeightsWithoutWritingTheFile) {
+TEST_P(PackedWeights, FastPrecisionPacksACopyOfGemmWeightsWithoutWritingTheFile) {
+  const PackedCase& c = GetParam();
   const std::string before = test::read_file(path_);
   cpu_->set_precision(hal::Precision::kFast);
   auto ws = open_store();
   ASSERT_TRUE(ws.ok()) << ws.status().to_string();
   const std::string name = "blk.0.ffn_up.weight";
   const TensorView w = ws->all().at(name);
-  ASSERT_EQ(w.dtype, DType::kQ8_0);
+  ASSERT_EQ(w.dtype, c.row_major);
   ASSERT_EQ(w.dim(0) % kPackedGroupRows, 0) << w.shape_string();
   std::vector<uint8_t> want(w.n_bytes());
-  hal::cpu::pack_row_groups(DType::kQ8_0, w.as<const uint8_t>(), want.data(), w.dim(0), w.dim(1), nullptr);
+  hal::cpu::pack_row_groups(c.row_major, w.as<const uint8_t>(), want.data(), w.dim(0), w.dim(1), nullptr);
 
   auto packed = ws->get_gemm_weight(name, {w.dim(0), w.dim(1)});
   ASSERT_TRUE(packed.ok()) << packed.status().to_string();
-  EXPECT_EQ(packed->dtype, DType::kQ8_0_R16);
+  EXPECT_EQ(packed->dtype, c.packed);
   EXPECT_NE(packed->data, w.data) << "a copy: the mapped file's pages stay read-only";
   EXPECT_EQ(0, std::memcmp(packed->data, want.data(), want.size()));
-  EXPECT_EQ(ws->get(name, {w.dim(0), w.dim(1)})->dtype, DType::kQ8_0_R16) << "get returns the packed view from then on";
+  EXPECT_EQ(ws->get(name, {w.dim(0), w.dim(1)})->dtype, c.packed) << "get returns the packed view from then on";
   auto again = ws->get_gemm_weight(name, {w.dim(0), w.dim(1)});
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(0, std::memcmp(again->data, want.data(), want.size())) << "a second request must not pack twice";
 
   const TensorView embd = ws->all().at("token_embd.weight");
-  EXPECT_EQ(embd.dtype, DType::kQ8_0) << "only what get_gemm_weight is asked for is packed";
+  EXPECT_EQ(group_rows(embd.dtype), 1) << "only what get_gemm_weight is asked for is packed";
   EXPECT_EQ(test::read_file(path_), before) << "the GGUF file was written";
 }
 
-TEST_F(PackedWeights, ExactPrecisionLeavesWeightsRowMajor) {
+TEST_P(PackedWeights, ExactPrecisionLeavesWeightsRowMajor) {
   auto ws = open_store();
   ASSERT_TRUE(ws.ok()) << ws.status().to_string();
   const TensorView w = ws->all().at("blk.0.ffn_up.weight");
   auto v = ws->get_gemm_weight("blk.0.ffn_up.weight", {w.dim(0), w.dim(1)});
   ASSERT_TRUE(v.ok());
-  EXPECT_EQ(v->dtype, DType::kQ8_0);
+  EXPECT_EQ(v->dtype, GetParam().row_major);
 }
+
+INSTANTIATE_TEST_SUITE_P(Files, PackedWeights,
+                         ::testing::Values(
+                             PackedCase{"models/TinyStories-656K-Q8_0.gguf", DType::kQ8_0, DType::kQ8_0_R16},
+                             PackedCase{"quants/Q4_K.gguf", DType::kQ4_K, DType::kQ4_K_R16},
+                             PackedCase{"quants/Q6_K.gguf", DType::kQ6_K, DType::kQ6_K_R16}),
+                         [](const auto& info) { return std::string(dtype_name(info.param.row_major)); });
 
 }  // namespace
 }  // namespace cai

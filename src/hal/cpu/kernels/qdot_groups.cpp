@@ -1,10 +1,11 @@
-// Packing Q8_0 / Q4_0 weights into interleaved 16-row groups (layouts in qdot_groups.h).
+// Packing weights into interleaved 16-row groups and reading rows back (layouts in qdot_groups.h). Each layout is a
+// list of fields of the row-major block; both directions walk the same list.
 #include "hal/cpu/kernels/qdot_groups.h"
 
 #include <cstring>
+#include <vector>
 
-#include "core/block_bytes.h"
-#include "core/quant_act.h"
+#include "core/quant.h"
 #include "core/thread_pool.h"
 
 namespace cai::hal::cpu {
@@ -12,39 +13,76 @@ namespace cai::hal::cpu {
 namespace {
 
 constexpr int kR = kPackedGroupRows;
-constexpr int kD = 2 * kR;  // bytes of a group block's 16 f16 scales
 
-// One group block from the 16 row-major blocks at rows[r] (each kBlock bytes: f16 d, then the codes), moving the
-// codes in units of kUnit bytes (Q8_0: a pair of columns, Q4_0: four qs bytes).
-template <int kBlock, int kUnit>
-void pack_block(const uint8_t* const* rows, uint8_t* dst) {
-  for (int r = 0; r < kR; ++r) std::memcpy(dst + 2 * r, rows[r], 2);
-  for (int u = 0; u < (kBlock - 2) / kUnit; ++u)
-    for (int r = 0; r < kR; ++r) std::memcpy(dst + kD + (u * kR + r) * kUnit, rows[r] + 2 + u * kUnit, kUnit);
+// Bytes src .. src + count · unit of a row-major block, in units: unit u of row r lands at dst + (u · kR + r) · unit
+// of the group block.
+struct Field {
+  int src, unit, count, dst;
+};
+
+struct Layout {
+  DType row_major, packed;
+  std::vector<Field> fields;
+};
+
+const std::vector<Layout>& layouts() {
+  static const std::vector<Layout> all = {
+      {DType::kQ8_0, DType::kQ8_0_R16, {{0, 2, 1, 0}, {2, 2, 16, 2 * kR}}},
+      {DType::kQ4_0, DType::kQ4_0_R16, {{0, 2, 1, 0}, {2, 4, 4, 2 * kR}}},
+      {DType::kQ4_K, DType::kQ4_K_R16, {{0, 2, 1, 0}, {2, 2, 1, 2 * kR}, {4, 1, 12, 4 * kR}, {16, 4, 32, 16 * kR}}},
+      {DType::kQ6_K,
+       DType::kQ6_K_R16,
+       {{208, 2, 1, 0}, {192, 1, 16, 2 * kR}, {0, 4, 32, 18 * kR}, {128, 4, 16, 18 * kR + 128 * kR}}},
+  };
+  return all;
+}
+
+const Layout* layout_of(DType t) {
+  for (const Layout& l : layouts())
+    if (l.row_major == t || l.packed == t) return &l;
+  return nullptr;
+}
+
+// Where unit u of field f of row r lies in the group block.
+int packed_at(const Field& f, int u, int r) { return f.dst + (u * kR + r) * f.unit; }
+
+// One unit (1, 2 or 4 bytes: every field above), as a fixed-size copy.
+void copy_unit(uint8_t* dst, const uint8_t* src, int unit) {
+  switch (unit) {
+    case 1: *dst = *src; return;
+    case 2: std::memcpy(dst, src, 2); return;
+    default: std::memcpy(dst, src, 4); return;
+  }
 }
 
 }  // namespace
 
 DType packed_dtype(DType row_major) {
-  switch (row_major) {
-    case DType::kQ8_0: return DType::kQ8_0_R16;
-    case DType::kQ4_0: return DType::kQ4_0_R16;
-    default: return DType::kCount;
-  }
+  const Layout* l = layout_of(row_major);
+  return l && l->row_major == row_major ? l->packed : DType::kCount;
+}
+
+DType row_major_dtype(DType packed) {
+  const Layout* l = layout_of(packed);
+  return l && l->packed == packed ? l->row_major : DType::kCount;
 }
 
 void pack_row_groups(DType row_major, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t in, ThreadPool* pool) {
-  const int block = dtype_info(row_major).block_bytes;
-  const auto pack = row_major == DType::kQ8_0 ? pack_block<34, 2> : pack_block<18, 4>;
+  const Layout& l = *layout_of(row_major);
+  const DTypeInfo& info = dtype_info(row_major);
   const size_t row = row_bytes(row_major, in), group = row * kR;
-  const int64_t n_blocks = in / kActBlock;
+  const int64_t n_blocks = in / info.block_elems;
   auto pack_groups = [&](int64_t g0, int64_t g1) {
     for (int64_t g = g0; g < g1; ++g) {
       const size_t base = static_cast<size_t>(g) * group;
-      const uint8_t* at[kR];
       for (int64_t b = 0; b < n_blocks; ++b) {
-        for (int r = 0; r < kR; ++r) at[r] = src + base + r * row + b * block;
-        pack(at, dst + base + b * kR * block);
+        uint8_t* out = dst + base + b * kR * info.block_bytes;
+        for (int r = 0; r < kR; ++r) {
+          const uint8_t* in_block = src + base + r * row + b * info.block_bytes;
+          for (const Field& f : l.fields)
+            for (int u = 0; u < f.count; ++u)
+              copy_unit(out + packed_at(f, u, r), in_block + f.src + u * f.unit, f.unit);
+        }
       }
     }
   };
@@ -56,24 +94,17 @@ void pack_row_groups(DType row_major, const uint8_t* src, uint8_t* dst, int64_t 
 }
 
 void dequantize_packed_row(DType packed, const uint8_t* w, int64_t r, int64_t in, float* out) {
-  const bool q8 = packed == DType::kQ8_0_R16;
-  const DType row_major = q8 ? DType::kQ8_0 : DType::kQ4_0;
-  const int block = dtype_info(row_major).block_bytes, lane = static_cast<int>(r % kR);
-  const uint8_t* group = w + static_cast<size_t>(r / kR) * row_bytes(row_major, in) * kR;
-  for (int64_t b = 0; b < in / kActBlock; ++b) {
-    const uint8_t* blk = group + b * kR * block;
-    const float d = block_bytes::load_f16(blk + 2 * lane);
-    float* o = out + b * kActBlock;
-    if (q8) {
-      for (int c = 0; c < kActBlock; ++c)
-        o[c] = d * static_cast<float>(static_cast<int8_t>(blk[kD + ((c / 2) * kR + lane) * 2 + c % 2]));
-    } else {
-      for (int c = 0; c < 16; ++c) {
-        const uint8_t q = blk[kD + ((c / 4) * kR + lane) * 4 + c % 4];
-        o[c] = d * static_cast<float>((q & 0x0F) - 8);
-        o[c + 16] = d * static_cast<float>((q >> 4) - 8);
-      }
-    }
+  const Layout& l = *layout_of(packed);
+  const DTypeInfo& info = dtype_info(l.row_major);
+  const int lane = static_cast<int>(r % kR);
+  const uint8_t* group = w + static_cast<size_t>(r / kR) * row_bytes(l.row_major, in) * kR;
+  uint8_t block[256];
+  for (int64_t b = 0; b < in / info.block_elems; ++b) {
+    const uint8_t* packed_block = group + b * kR * info.block_bytes;
+    for (const Field& f : l.fields)
+      for (int u = 0; u < f.count; ++u)
+        copy_unit(block + f.src + u * f.unit, packed_block + packed_at(f, u, lane), f.unit);
+    dequantize_row(l.row_major, block, out + b * info.block_elems, info.block_elems);
   }
 }
 

@@ -1,13 +1,19 @@
-// Interleaved row groups for the integer kernels of --precision fast: a Q8_0 or Q4_0 weight whose row count is a
-// multiple of 16 is copied once at load (WeightStore::get_gemm_weight → CpuDevice::pack_gemm_weight) so that each
-// 32-column block of 16 consecutive rows lies together, the codes of all 16 rows side by side:
-//   kQ8_0_R16 block (544 bytes): f16 d[16], then for each column pair p (16), for each row r (16): codes 2p, 2p+1.
-//   kQ4_0_R16 block (288 bytes): f16 d[16], then for each v (4), for each row r (16): the row's Q4_0 qs bytes
-//     4v..4v+3 (low nibbles columns 4v..4v+3, high nibbles 16+4v..16+4v+3).
-// A SIMD lane then holds one row: one broadcast activation pair (or quad) feeds 16 rows in one instruction, the block's
-// int32 sums come out as a vector of 16 rows, and the scales are applied with one vector multiply-add per activation
-// row and block, where the row-major kernels need a horizontal sum per row. A group's blocks follow one another, and
-// groups follow one another: the tensor keeps its size (row_bytes of the GGUF type per row).
+// Interleaved row groups for the integer kernels of --precision fast: a Q8_0, Q4_0, Q4_K or Q6_K weight whose row count
+// is a multiple of 16 is copied once at load (WeightStore::get_gemm_weight → CpuDevice::pack_gemm_weight) so that each
+// block (32 columns) or super-block (256 columns) of 16 consecutive rows lies together, every field of the 16 rows
+// side by side in units of a few bytes (unit u of row r at field base + (u · 16 + r) · unit bytes):
+//   kQ8_0_R16 block (544 bytes): f16 d[16], then for each column pair p (16), for each row: codes 2p, 2p+1.
+//   kQ4_0_R16 block (288 bytes): f16 d[16], then for each v (4), for each row: the row's Q4_0 qs bytes 4v..4v+3
+//     (low nibbles columns 4v..4v+3, high nibbles 16+4v..16+4v+3).
+//   kQ4_K_R16 super-block (2304 bytes): f16 d[16], f16 dmin[16], the 12 scale bytes as [byte k][row], then for each
+//     quad q (32), for each row: qs bytes 4q..4q+3 (quads 8t..8t+7 hold sub-block 2t in their low nibbles, 2t + 1 in
+//     their high nibbles, columns 4·(q % 8) ..).
+//   kQ6_K_R16 super-block (3360 bytes): f16 d[16], the 16 int8 scales as [scale k][row], then ql in quads (32) and
+//     qh in quads (16), each [quad][row][4 bytes].
+// A SIMD lane then holds one row: one broadcast activation pair (or quad) feeds 16 rows in one instruction, the
+// blocks' int32 sums come out as a vector of 16 rows, and the scales are applied with vector multiply-adds per
+// activation row and block, where the row-major kernels need a horizontal sum per row. A group's blocks follow one
+// another, and groups follow one another: the tensor keeps its size (row_bytes of the GGUF type per row).
 #pragma once
 
 #include <cstdint>
@@ -20,8 +26,11 @@ class ThreadPool;
 
 namespace cai::hal::cpu {
 
-// The packed type of a row-major one (kQ8_0 → kQ8_0_R16, kQ4_0 → kQ4_0_R16), or kCount when there is none.
+// The packed type of a row-major one (kQ8_0 → kQ8_0_R16, kQ4_0 → kQ4_0_R16, kQ4_K → kQ4_K_R16, kQ6_K → kQ6_K_R16),
+// or kCount when there is none.
 DType packed_dtype(DType row_major);
+// The row-major type a packed one was made from (kCount for a type that is not packed).
+DType row_major_dtype(DType packed);
 
 // Writes `rows` (a multiple of kPackedGroupRows) rows of `in` columns of `row_major` data at src in its packed layout
 // to dst (as many bytes, not overlapping src), groups in parallel on `pool` (may be null).

@@ -1,8 +1,9 @@
-// The integer kernels of interleaved 16-row groups (layouts in qdot_groups.h) for the including file's ISA: one 512-bit
-// lane per row where the file is compiled with AVX-512 VNNI (vpdpwssd for Q8_0, vpdpbusd for Q4_0), two 256-bit halves
-// of 8 rows otherwise (vpmaddwd, vpmaddubsw + vpmaddwd). Every row and block gets the exact int32 sum, then one
-// multiply of the two scales and one fused multiply-add, so every ISA (and the scalar table) gives the same bits.
-// Included after qdot_avx2.h by qdot_simd_table.h; internal linkage.
+// The integer kernels of interleaved 16-row groups (layouts in qdot_groups.h) for the including file's ISA, each
+// written once against RowLanes: one 512-bit vector holds the 16 rows where the file is compiled with AVX-512 VNNI
+// (vpdpwssd for Q8_0, vpdpbusd for the others), two 256-bit halves of 8 rows otherwise (vpmaddwd, vpmaddubsw +
+// vpmaddwd). Every row and block gets the exact int32 sum, then the same float multiplies and fused multiply-adds as
+// the scalar kernels (qdot_scalar.cpp, qdot_k_scalar.h), so every ISA gives the same bits. Included after
+// qdot_avx2.h by qdot_simd_table.h; internal linkage.
 #pragma once
 
 #include "core/block_bytes.h"
@@ -16,111 +17,294 @@ inline int32_t load_i32(const void* p) {
 }
 
 constexpr int kGroupRows = kPackedGroupRows;
-constexpr int kGroupScaleBytes = 2 * kGroupRows;
 
+// The group kernels read each weight byte once, in order; on their own the hardware prefetchers keep too few lines in
+// flight (Q4_K 1536×1536 at one activation row: 84 µs without, 51 µs with), so each code load asks for the line
+// 4 KiB ahead.
+inline void prefetch_ahead(const uint8_t* p) { _mm_prefetch(reinterpret_cast<const char*>(p + 4096), _MM_HINT_T0); }
+
+// The rows of a group one vector holds, and the operations the group kernels need on them. A field of U bytes per
+// row (qdot_groups.h) gives the vector's rows from p + (first row) · U on.
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+struct RowLanes {
+  static constexpr int kRows = 16;
+  using I = __m512i;
+  using F = __m512;
+  static I zero() { return _mm512_setzero_si512(); }
+  static F fzero() { return _mm512_setzero_ps(); }
+  static I quads(const uint8_t* p) { return _mm512_loadu_si512(p); }  // 4 bytes per row
+  static I pairs_i16(const uint8_t* p) {  // 2 int8 per row, widened to int16
+    return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static I bytes_i8(const uint8_t* p) {
+    return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static I bytes_u8(const uint8_t* p) {
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static F f16(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static I set1(int32_t v) { return _mm512_set1_epi32(v); }
+  static F fset1(float v) { return _mm512_set1_ps(v); }
+  static I and8(I v, int m) { return _mm512_and_si512(v, _mm512_set1_epi8(static_cast<char>(m))); }
+  static I or_(I a, I b) { return _mm512_or_si512(a, b); }
+  template <int N>
+  static I srl16(I v) {
+    return _mm512_srli_epi16(v, N);
+  }
+  template <int N>
+  static I sll16(I v) {
+    return _mm512_slli_epi16(v, N);
+  }
+  static I add(I a, I b) { return _mm512_add_epi32(a, b); }
+  static I sub(I a, I b) { return _mm512_sub_epi32(a, b); }
+  static I mullo(I a, I b) { return _mm512_mullo_epi32(a, b); }
+  static I dot_u8s8(I acc, I u, I s) { return _mm512_dpbusd_epi32(acc, u, s); }
+  static I dot_s16(I acc, I w, I x) { return _mm512_dpwssd_epi32(acc, w, x); }
+  static F cvt(I v) { return _mm512_cvtepi32_ps(v); }
+  static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+  static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
+};
+#else
+struct RowLanes {
+  static constexpr int kRows = 8;
+  using I = __m256i;
+  using F = __m256;
+  static I zero() { return _mm256_setzero_si256(); }
+  static F fzero() { return _mm256_setzero_ps(); }
+  static I quads(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static I pairs_i16(const uint8_t* p) {
+    return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static I bytes_i8(const uint8_t* p) {
+    return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  }
+  static I bytes_u8(const uint8_t* p) {
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  }
+  static F f16(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static I set1(int32_t v) { return _mm256_set1_epi32(v); }
+  static F fset1(float v) { return _mm256_set1_ps(v); }
+  static I and8(I v, int m) { return _mm256_and_si256(v, _mm256_set1_epi8(static_cast<char>(m))); }
+  static I or_(I a, I b) { return _mm256_or_si256(a, b); }
+  template <int N>
+  static I srl16(I v) {
+    return _mm256_srli_epi16(v, N);
+  }
+  template <int N>
+  static I sll16(I v) {
+    return _mm256_slli_epi16(v, N);
+  }
+  static I add(I a, I b) { return _mm256_add_epi32(a, b); }
+  static I sub(I a, I b) { return _mm256_sub_epi32(a, b); }
+  static I mullo(I a, I b) { return _mm256_mullo_epi32(a, b); }
+  static I dot_u8s8(I acc, I u, I s) { return _mm256_add_epi32(acc, cpu::dot_u8s8(u, s)); }
+  static I dot_s16(I acc, I w, I x) { return _mm256_add_epi32(acc, _mm256_madd_epi16(w, x)); }
+  static F cvt(I v) { return _mm256_cvtepi32_ps(v); }
+  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+  static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
+};
+#endif
+
+using L = RowLanes;
+constexpr int kHalves = kGroupRows / L::kRows;  // vectors per group: 1 (AVX-512) or 2 (AVX2)
+
+// Q8_0: per column pair, one int16 pair of all rows times the broadcast activation pair.
 template <int NX>
 void q8_0_r16_dot16_nx(const uint8_t* w, const ActBlockQ16* x, const float* xd, int64_t ldx, int64_t in, float* out) {
-  constexpr int kBlock = kGroupRows * 34, kPairs = kActBlock / 2;
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-  __m512 acc[NX];
-  for (auto& a : acc) a = _mm512_setzero_ps();
-  for (int64_t b = 0; b < in / kActBlock; ++b) {
-    const uint8_t* blk = w + b * kBlock;
-    __m512i s[NX];
-    for (auto& v : s) v = _mm512_setzero_si512();
-    for (int p = 0; p < kPairs; ++p) {
-      const __m512i wq = _mm512_cvtepi8_epi16(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kGroupScaleBytes + p * 2 * kGroupRows)));
-      for (int j = 0; j < NX; ++j)
-        s[j] = _mm512_dpwssd_epi32(s[j], wq, _mm512_set1_epi32(load_i32(x[j * ldx + b].q + 2 * p)));
-    }
-    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
-    for (int j = 0; j < NX; ++j)
-      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[j]), _mm512_mul_ps(dw, _mm512_set1_ps(xd[j * ldx + b])), acc[j]);
-  }
-  for (int j = 0; j < NX; ++j) _mm512_storeu_ps(out + j * kGroupRows, acc[j]);
-#else
-  for (int h = 0; h < 2; ++h) {  // rows 8h .. 8h + 7
-    __m256 acc[NX];
-    for (auto& a : acc) a = _mm256_setzero_ps();
+  constexpr int kBlock = kGroupRows * 34, kCodes = 2 * kGroupRows;
+  for (int h = 0; h < kHalves; ++h) {
+    L::F acc[NX];
+    for (auto& a : acc) a = L::fzero();
     for (int64_t b = 0; b < in / kActBlock; ++b) {
       const uint8_t* blk = w + b * kBlock;
-      __m256i s[NX];
-      for (auto& v : s) v = _mm256_setzero_si256();
-      for (int p = 0; p < kPairs; ++p) {
-        const __m256i wq = _mm256_cvtepi8_epi16(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kGroupScaleBytes + p * 2 * kGroupRows + 16 * h)));
-        for (int j = 0; j < NX; ++j)
-          s[j] = _mm256_add_epi32(s[j], _mm256_madd_epi16(wq, _mm256_set1_epi32(load_i32(x[j * ldx + b].q + 2 * p))));
+      L::I s[NX];
+      for (auto& v : s) v = L::zero();
+      for (int p = 0; p < kActBlock / 2; ++p) {
+        const uint8_t* at = blk + kCodes + (p * kGroupRows + h * L::kRows) * 2;
+        prefetch_ahead(at);
+        const L::I wq = L::pairs_i16(at);
+        for (int j = 0; j < NX; ++j) s[j] = L::dot_s16(s[j], wq, L::set1(load_i32(x[j * ldx + b].q + 2 * p)));
       }
-      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16 * h)));
-      for (int j = 0; j < NX; ++j)
-        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[j]), _mm256_mul_ps(dw, _mm256_set1_ps(xd[j * ldx + b])), acc[j]);
+      const L::F dw = L::f16(blk + 2 * h * L::kRows);
+      for (int j = 0; j < NX; ++j) acc[j] = L::fma(L::cvt(s[j]), L::mul(dw, L::fset1(xd[j * ldx + b])), acc[j]);
     }
-    for (int j = 0; j < NX; ++j) _mm256_storeu_ps(out + j * kGroupRows + 8 * h, acc[j]);
+    for (int j = 0; j < NX; ++j) L::store(out + j * kGroupRows + h * L::kRows, acc[j]);
   }
-#endif
 }
 
-// Q4_0 codes are unsigned nibbles (value = code − 8): u8 × s8 products, then 8
-// · Σ activation codes subtracted.
+// Q4_0: codes are unsigned nibbles (value = code − 8): u8 × s8 products, then 8 · Σ activation codes subtracted.
 template <int NX>
 void q4_0_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
-  constexpr int kBlock = kGroupRows * 18, kQuads = 4;
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-  const __m512i m = _mm512_set1_epi8(0x0F);
-  __m512 acc[NX];
-  for (auto& a : acc) a = _mm512_setzero_ps();
-  for (int64_t b = 0; b < in / kActBlock; ++b) {
-    const uint8_t* blk = w + b * kBlock;
-    __m512i s[NX];
-    for (auto& v : s) v = _mm512_setzero_si512();
-    for (int v = 0; v < kQuads; ++v) {
-      const __m512i raw = _mm512_loadu_si512(blk + kGroupScaleBytes + v * 4 * kGroupRows);
-      const __m512i lo = _mm512_and_si512(raw, m), hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m);
-      for (int j = 0; j < NX; ++j) {
-        const ActBlockQ8& a = x[j * ldx + b];
-        s[j] = _mm512_dpbusd_epi32(s[j], lo, _mm512_set1_epi32(load_i32(a.q + 4 * v)));
-        s[j] = _mm512_dpbusd_epi32(s[j], hi, _mm512_set1_epi32(load_i32(a.q + 16 + 4 * v)));
-      }
-    }
-    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
-    for (int j = 0; j < NX; ++j) {
-      const ActBlockQ8& a = x[j * ldx + b];
-      const __m512i sum = _mm512_sub_epi32(s[j], _mm512_set1_epi32(8 * (a.sum[0] + a.sum[1])));
-      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(a.d)), acc[j]);
-    }
-  }
-  for (int j = 0; j < NX; ++j) _mm512_storeu_ps(out + j * kGroupRows, acc[j]);
-#else
-  const __m256i m = _mm256_set1_epi8(0x0F);
-  for (int h = 0; h < 2; ++h) {  // rows 8h .. 8h + 7
-    __m256 acc[NX];
-    for (auto& a : acc) a = _mm256_setzero_ps();
+  constexpr int kBlock = kGroupRows * 18, kCodes = 2 * kGroupRows;
+  for (int h = 0; h < kHalves; ++h) {
+    L::F acc[NX];
+    for (auto& a : acc) a = L::fzero();
     for (int64_t b = 0; b < in / kActBlock; ++b) {
       const uint8_t* blk = w + b * kBlock;
-      __m256i s[NX];
-      for (auto& v : s) v = _mm256_setzero_si256();
-      for (int v = 0; v < kQuads; ++v) {
-        const __m256i raw =
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kGroupScaleBytes + v * 4 * kGroupRows + 32 * h));
-        const __m256i lo = _mm256_and_si256(raw, m), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m);
+      L::I s[NX];
+      for (auto& v : s) v = L::zero();
+      for (int v = 0; v < 4; ++v) {
+        const uint8_t* at = blk + kCodes + (v * kGroupRows + h * L::kRows) * 4;
+        prefetch_ahead(at);
+        const L::I raw = L::quads(at);
+        const L::I lo = L::and8(raw, 0x0F), hi = L::and8(L::srl16<4>(raw), 0x0F);
         for (int j = 0; j < NX; ++j) {
           const ActBlockQ8& a = x[j * ldx + b];
-          s[j] = _mm256_add_epi32(s[j], _mm256_add_epi32(dot_u8s8(lo, _mm256_set1_epi32(load_i32(a.q + 4 * v))),
-                                                         dot_u8s8(hi, _mm256_set1_epi32(load_i32(a.q + 16 + 4 * v)))));
+          s[j] = L::dot_u8s8(s[j], lo, L::set1(load_i32(a.q + 4 * v)));
+          s[j] = L::dot_u8s8(s[j], hi, L::set1(load_i32(a.q + 16 + 4 * v)));
         }
       }
-      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16 * h)));
+      const L::F dw = L::f16(blk + 2 * h * L::kRows);
       for (int j = 0; j < NX; ++j) {
         const ActBlockQ8& a = x[j * ldx + b];
-        const __m256i sum = _mm256_sub_epi32(s[j], _mm256_set1_epi32(8 * (a.sum[0] + a.sum[1])));
-        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, _mm256_set1_ps(a.d)), acc[j]);
+        const L::I sum = L::sub(s[j], L::set1(8 * (a.sum[0] + a.sum[1])));
+        acc[j] = L::fma(L::cvt(sum), L::mul(dw, L::fset1(a.d)), acc[j]);
       }
     }
-    for (int j = 0; j < NX; ++j) _mm256_storeu_ps(out + j * kGroupRows + 8 * h, acc[j]);
+    for (int j = 0; j < NX; ++j) L::store(out + j * kGroupRows + h * L::kRows, acc[j]);
   }
-#endif
+}
+
+// The 6-bit scales and mins of the 16 rows of a Q4_K group super-block (scale bytes as [byte k][row] at p), unpacked
+// as quant_k::scale_min does for one row: sc[s][r], mn[s][r].
+inline void q4_k_group_scales(const uint8_t* p, uint8_t sc[8][kGroupRows], uint8_t mn[8][kGroupRows]) {
+  __m128i b[12];
+  for (int k = 0; k < 12; ++k) b[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + k * kGroupRows));
+  const __m128i low6 = _mm_set1_epi8(63), low4 = _mm_set1_epi8(15), top2 = _mm_set1_epi8(0x30);
+  // Bits 6..7 of each byte moved to bits 4..5 (the 16-bit shift brings nothing across: the mask keeps bits 4..5).
+  const auto high_of = [&](__m128i v) { return _mm_and_si128(_mm_srli_epi16(v, 2), top2); };
+  for (int s = 0; s < 4; ++s) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(sc[s]), _mm_and_si128(b[s], low6));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(mn[s]), _mm_and_si128(b[s + 4], low6));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(sc[s + 4]), _mm_or_si128(_mm_and_si128(b[s + 8], low4), high_of(b[s])));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(mn[s + 4]),
+                     _mm_or_si128(_mm_and_si128(_mm_srli_epi16(b[s + 8], 4), low4), high_of(b[s + 4])));
+  }
+}
+
+// Adds sub-block `sub`'s scaled sums s[j] (16 rows) into acc[j]: acc = fma(isum, (d · sc) · a.d, acc), then
+// acc = fma(dmin · m, −(a.d · Σ a.q), acc).
+template <int NX>
+[[gnu::always_inline]] inline void q4_k_scale_into(const L::I (&s)[NX], L::F dsc, L::F dm, const ActBlockQ8* a,
+                                                   int64_t ldx, L::F (&acc)[NX]) {
+#pragma GCC unroll 8
+  for (int j = 0; j < NX; ++j) {
+    const ActBlockQ8& aj = a[j * ldx];
+    acc[j] = L::fma(L::cvt(s[j]), L::mul(dsc, L::fset1(aj.d)), acc[j]);
+    acc[j] = L::fma(dm, L::fset1(-(aj.d * static_cast<float>(aj.sum[0] + aj.sum[1]))), acc[j]);
+  }
+}
+
+// Q4_K: per sub-block pair, each 64-byte quad row holds sub-block 2t in its low nibbles and 2t + 1 in its high ones.
+template <int NX>
+void q4_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
+  constexpr int kBlock = kGroupRows * 144, kScales = 4 * kGroupRows, kCodes = 16 * kGroupRows;
+  alignas(16) uint8_t sc[8][kGroupRows], mn[8][kGroupRows];
+  for (int h = 0; h < kHalves; ++h) {
+    L::F acc[NX];
+    for (auto& a : acc) a = L::fzero();
+    for (int64_t sb = 0; sb < in / 256; ++sb) {
+      const uint8_t* blk = w + sb * kBlock;
+      const ActBlockQ8* xs = x + 8 * sb;
+      q4_k_group_scales(blk + kScales, sc, mn);
+      const L::F d = L::f16(blk + 2 * h * L::kRows), dmin = L::f16(blk + 2 * kGroupRows + 2 * h * L::kRows);
+      for (int t = 0; t < 4; ++t) {
+        L::I lo_sum[NX], hi_sum[NX];
+        for (auto& v : lo_sum) v = L::zero();
+        for (auto& v : hi_sum) v = L::zero();
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; ++v) {
+          const uint8_t* at = blk + kCodes + ((8 * t + v) * kGroupRows + h * L::kRows) * 4;
+          prefetch_ahead(at);
+          const L::I raw = L::quads(at);
+          const L::I lo = L::and8(raw, 0x0F), hi = L::and8(L::srl16<4>(raw), 0x0F);
+#pragma GCC unroll 8
+          for (int j = 0; j < NX; ++j) {
+            lo_sum[j] = L::dot_u8s8(lo_sum[j], lo, L::set1(load_i32(xs[j * ldx + 2 * t].q + 4 * v)));
+            hi_sum[j] = L::dot_u8s8(hi_sum[j], hi, L::set1(load_i32(xs[j * ldx + 2 * t + 1].q + 4 * v)));
+          }
+        }
+        const auto scale_of = [&](const uint8_t* bytes, L::F f) { return L::mul(f, L::cvt(L::bytes_u8(bytes))); };
+        q4_k_scale_into<NX>(lo_sum, scale_of(sc[2 * t] + h * L::kRows, d), scale_of(mn[2 * t] + h * L::kRows, dmin),
+                            xs + 2 * t, ldx, acc);
+        q4_k_scale_into<NX>(hi_sum, scale_of(sc[2 * t + 1] + h * L::kRows, d),
+                            scale_of(mn[2 * t + 1] + h * L::kRows, dmin), xs + 2 * t + 1, ldx, acc);
+      }
+    }
+    for (int j = 0; j < NX; ++j) L::store(out + j * kGroupRows + h * L::kRows, acc[j]);
+  }
+}
+
+// The 6-bit codes of 4 elements of every row of a Q6_K activation block 4·hb + G: low 4 bits from the ql quad (low
+// nibbles for G < 2, else high), top 2 bits from bits 2G of the qh quad (every shift keeps the masked bits within
+// their byte).
+template <int G>
+[[gnu::always_inline]] inline L::I q6_k_codes(L::I ql, L::I qh) {
+  const L::I low = L::and8(G < 2 ? ql : L::srl16<4>(ql), 0x0F);
+  L::I top;
+  if constexpr (G < 2)
+    top = L::sll16<4 - 2 * G>(qh);
+  else
+    top = L::srl16<2 * G - 4>(qh);
+  return L::or_(low, L::and8(top, 0x30));
+}
+
+// The integer sums of one Q6_K activation block 4·hb + G over its two 16-element halves (quads 0..3, 4..7).
+template <int NX, int G>
+[[gnu::always_inline]] inline void q6_k_block_sums(const uint8_t* low, const uint8_t* high, const ActBlockQ8* a,
+                                                   int64_t ldx, L::I (&s0)[NX], L::I (&s1)[NX]) {
+  for (auto& v : s0) v = L::zero();
+  for (auto& v : s1) v = L::zero();
+#pragma GCC unroll 8
+  for (int q = 0; q < 8; ++q) {
+    prefetch_ahead(low + q * 4 * kGroupRows);
+    if (q % 2 == 0) prefetch_ahead(high + q * 4 * kGroupRows);
+    const L::I code = q6_k_codes<G>(L::quads(low + q * 4 * kGroupRows), L::quads(high + q * 4 * kGroupRows));
+    L::I(&s)[NX] = q < 4 ? s0 : s1;
+#pragma GCC unroll 8
+    for (int j = 0; j < NX; ++j) s[j] = L::dot_u8s8(s[j], code, L::set1(load_i32(a[j * ldx].q + 4 * q)));
+  }
+}
+
+// Q6_K: per 16-element half the integer sum less 32 · Σ a.q times the half's int8 scale, both halves added in int32,
+// then acc = fma(isum, d · a.d, acc).
+template <int NX>
+void q6_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
+  constexpr int kBlock = kGroupRows * 210, kScales = 2 * kGroupRows, kLow = 18 * kGroupRows;
+  constexpr int kHigh = kLow + 128 * kGroupRows;
+  for (int h = 0; h < kHalves; ++h) {
+    L::F acc[NX];
+    for (auto& a : acc) a = L::fzero();
+    for (int64_t sb = 0; sb < in / 256; ++sb) {
+      const uint8_t* blk = w + sb * kBlock;
+      const ActBlockQ8* xs = x + 8 * sb;
+      const L::F d = L::f16(blk + 2 * h * L::kRows);
+      for (int b = 0; b < 8; ++b) {
+        const int hb = b / 4;
+        const uint8_t* low = blk + kLow + ((16 * hb + 8 * (b & 1)) * kGroupRows + h * L::kRows) * 4;
+        const uint8_t* high = blk + kHigh + (8 * hb * kGroupRows + h * L::kRows) * 4;
+        L::I s0[NX], s1[NX];
+        switch (b % 4) {
+          case 0: q6_k_block_sums<NX, 0>(low, high, xs + b, ldx, s0, s1); break;
+          case 1: q6_k_block_sums<NX, 1>(low, high, xs + b, ldx, s0, s1); break;
+          case 2: q6_k_block_sums<NX, 2>(low, high, xs + b, ldx, s0, s1); break;
+          default: q6_k_block_sums<NX, 3>(low, high, xs + b, ldx, s0, s1); break;
+        }
+        const L::I sc0 = L::bytes_i8(blk + kScales + 2 * b * kGroupRows + h * L::kRows);
+        const L::I sc1 = L::bytes_i8(blk + kScales + (2 * b + 1) * kGroupRows + h * L::kRows);
+#pragma GCC unroll 8
+        for (int j = 0; j < NX; ++j) {
+          const ActBlockQ8& a = xs[j * ldx + b];
+          const L::I isum = L::add(L::mullo(sc0, L::sub(s0[j], L::set1(32 * a.sum[0]))),
+                                   L::mullo(sc1, L::sub(s1[j], L::set1(32 * a.sum[1]))));
+          acc[j] = L::fma(L::cvt(isum), L::mul(d, L::fset1(a.d)), acc[j]);
+        }
+      }
+    }
+    for (int j = 0; j < NX; ++j) L::store(out + j * kGroupRows + h * L::kRows, acc[j]);
+  }
 }
 
 template <int NX>
@@ -137,9 +321,25 @@ struct Q4_0R16Dot {
   }
 };
 
+template <int NX>
+struct Q4_KR16Dot {
+  static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
+    q4_k_r16_dot_nx<NX>(w, x, ldx, in, out);
+  }
+};
+
+template <int NX>
+struct Q6_KR16Dot {
+  static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
+    q6_k_r16_dot_nx<NX>(w, x, ldx, in, out);
+  }
+};
+
 inline void register_qdot_groups_simd(QDotKernels& k) {
   k.dot16[static_cast<int>(DType::kQ8_0_R16)] = dot16_any_nx<Q8_0R16Dot16>;
   k.dot[static_cast<int>(DType::kQ4_0_R16)] = dot_any_nx<Q4_0R16Dot>;
+  k.dot[static_cast<int>(DType::kQ4_K_R16)] = dot_any_nx<Q4_KR16Dot>;
+  k.dot[static_cast<int>(DType::kQ6_K_R16)] = dot_any_nx<Q6_KR16Dot>;
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ using QDotFn = void (*)(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int 
 using QDot16Fn = void (*)(const uint8_t* w, const ActBlockQ16* x, const float* xd, int64_t ldx, int nx, int64_t in,
                           float* out);
 
-// For the packed dtypes (kQ8_0_R16, kQ4_0_R16: qdot_groups.h) w is one interleaved group of kPackedGroupRows rows and
+// For the packed dtypes (kQ8_0_R16 .. kQ6_K_R16: qdot_groups.h) w is one interleaved group of kPackedGroupRows rows and
 // the kernel writes out[j · kPackedGroupRows + r] for row r of the group.
 struct QDotKernels {
   QDotFn dot[static_cast<int>(DType::kCount)];  // null: that weight dtype keeps the exact F32 path
