@@ -268,8 +268,48 @@ template <int NX, int G>
   }
 }
 
-// Q6_K: per 16-element half the integer sum less 32 · Σ a.q times the half's int8 scale, both halves added in int32,
-// then acc = fma(isum, d · a.d, acc).
+// The integer sums of all 4 blocks 4·hb + G of a half super-block at once, for one or two activation rows: each
+// quad step loads the two ql quads and the qh quad once for the 4 blocks (the per-block order loads them 8 times).
+template <int NX>
+[[gnu::always_inline]] inline void q6_k_quarter_sums(const uint8_t* low, const uint8_t* high, const ActBlockQ8* a,
+                                                     int64_t ldx, L::I (&s)[4][2][NX]) {
+  for (auto& block : s)
+    for (auto& half : block)
+      for (auto& v : half) v = L::zero();
+  constexpr int kOdd = 8 * 4 * kGroupRows;  // from the ql quads of blocks 0, 2 to those of blocks 1, 3
+#pragma GCC unroll 8
+  for (int q = 0; q < 8; ++q) {
+    prefetch_ahead(low + q * 4 * kGroupRows);
+    prefetch_ahead(low + kOdd + q * 4 * kGroupRows);
+    if (q % 2 == 0) prefetch_ahead(high + q * 4 * kGroupRows);
+    const L::I ql0 = L::quads(low + q * 4 * kGroupRows), ql1 = L::quads(low + kOdd + q * 4 * kGroupRows);
+    const L::I qh = L::quads(high + q * 4 * kGroupRows);
+    const L::I code[4] = {q6_k_codes<0>(ql0, qh), q6_k_codes<1>(ql1, qh), q6_k_codes<2>(ql0, qh),
+                          q6_k_codes<3>(ql1, qh)};
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g)
+#pragma GCC unroll 2
+      for (int j = 0; j < NX; ++j)
+        s[g][q / 4][j] = L::dot_u8s8(s[g][q / 4][j], code[g], L::set1(load_i32(a[j * ldx + g].q + 4 * q)));
+  }
+}
+
+// acc[j] += block b's sums: per 16-element half the integer sum less 32 · Σ a.q times the half's int8 scale, both
+// halves added in int32, then acc = fma(isum, d · a.d, acc).
+template <int NX>
+[[gnu::always_inline]] inline void q6_k_scale_into(const L::I (&s0)[NX], const L::I (&s1)[NX], L::I sc0, L::I sc1,
+                                                   L::F d, const ActBlockQ8* a, int64_t ldx, L::F (&acc)[NX]) {
+#pragma GCC unroll 8
+  for (int j = 0; j < NX; ++j) {
+    const ActBlockQ8& aj = a[j * ldx];
+    const L::I isum = L::add(L::mullo(sc0, L::sub(s0[j], L::set1(32 * aj.sum[0]))),
+                             L::mullo(sc1, L::sub(s1[j], L::set1(32 * aj.sum[1]))));
+    acc[j] = L::fma(L::cvt(isum), L::mul(d, L::fset1(aj.d)), acc[j]);
+  }
+}
+
+// Q6_K: blocks in order, each added as q6_k_scale_into says; their sums come from q6_k_quarter_sums for one or two
+// activation rows, block by block for more (whose accumulators would not fit in registers four blocks at a time).
 template <int NX>
 void q6_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
   constexpr int kBlock = kGroupRows * 210, kScales = 2 * kGroupRows, kLow = 18 * kGroupRows;
@@ -281,25 +321,30 @@ void q6_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t
       const uint8_t* blk = w + sb * kBlock;
       const ActBlockQ8* xs = x + 8 * sb;
       const L::F d = L::f16(blk + 2 * h * L::kRows);
-      for (int b = 0; b < 8; ++b) {
-        const int hb = b / 4;
-        const uint8_t* low = blk + kLow + ((16 * hb + 8 * (b & 1)) * kGroupRows + h * L::kRows) * 4;
+      const auto scale = [&](int k) { return L::bytes_i8(blk + kScales + k * kGroupRows + h * L::kRows); };
+      for (int hb = 0; hb < 2; ++hb) {
+        const uint8_t* low = blk + kLow + (16 * hb * kGroupRows + h * L::kRows) * 4;
         const uint8_t* high = blk + kHigh + (8 * hb * kGroupRows + h * L::kRows) * 4;
-        L::I s0[NX], s1[NX];
-        switch (b % 4) {
-          case 0: q6_k_block_sums<NX, 0>(low, high, xs + b, ldx, s0, s1); break;
-          case 1: q6_k_block_sums<NX, 1>(low, high, xs + b, ldx, s0, s1); break;
-          case 2: q6_k_block_sums<NX, 2>(low, high, xs + b, ldx, s0, s1); break;
-          default: q6_k_block_sums<NX, 3>(low, high, xs + b, ldx, s0, s1); break;
-        }
-        const L::I sc0 = L::bytes_i8(blk + kScales + 2 * b * kGroupRows + h * L::kRows);
-        const L::I sc1 = L::bytes_i8(blk + kScales + (2 * b + 1) * kGroupRows + h * L::kRows);
-#pragma GCC unroll 8
-        for (int j = 0; j < NX; ++j) {
-          const ActBlockQ8& a = xs[j * ldx + b];
-          const L::I isum = L::add(L::mullo(sc0, L::sub(s0[j], L::set1(32 * a.sum[0]))),
-                                   L::mullo(sc1, L::sub(s1[j], L::set1(32 * a.sum[1]))));
-          acc[j] = L::fma(L::cvt(isum), L::mul(d, L::fset1(a.d)), acc[j]);
+        if constexpr (NX <= 2) {
+          L::I s[4][2][NX];
+          q6_k_quarter_sums<NX>(low, high, xs + 4 * hb, ldx, s);
+          for (int g = 0; g < 4; ++g) {
+            const int b = 4 * hb + g;
+            q6_k_scale_into<NX>(s[g][0], s[g][1], scale(2 * b), scale(2 * b + 1), d, xs + b, ldx, acc);
+          }
+        } else {
+          for (int g = 0; g < 4; ++g) {
+            const int b = 4 * hb + g;
+            const uint8_t* low_g = low + (g & 1) * 8 * 4 * kGroupRows;
+            L::I s0[NX], s1[NX];
+            switch (g) {
+              case 0: q6_k_block_sums<NX, 0>(low_g, high, xs + b, ldx, s0, s1); break;
+              case 1: q6_k_block_sums<NX, 1>(low_g, high, xs + b, ldx, s0, s1); break;
+              case 2: q6_k_block_sums<NX, 2>(low_g, high, xs + b, ldx, s0, s1); break;
+              default: q6_k_block_sums<NX, 3>(low_g, high, xs + b, ldx, s0, s1); break;
+            }
+            q6_k_scale_into<NX>(s0, s1, scale(2 * b), scale(2 * b + 1), d, xs + b, ldx, acc);
+          }
         }
       }
     }
