@@ -40,6 +40,7 @@ constexpr std::array<DTypeInfo, static_cast<size_t>(DType::kCount)> kInfos = {{
     {"q4_0_r16", 32, 18, -1},
     {"q4_k_r16", 256, 144, -1},
     {"q6_k_r16", 256, 210, -1},
+    {"q5_k_r16", 256, 176, -1},
 }};
 
 uint32_t f32_bits(float f) {

@@ -42,6 +42,7 @@ enum class DType : uint8_t {
   kQ4_0_R16,  // per group block: f16 d[16], then nibbles as [4][row 16][4 bytes of that row's Q4_0 qs]
   kQ4_K_R16,  // per group super-block: f16 d[16], dmin[16], scale bytes [12][row 16], qs as [32][row 16][4 bytes]
   kQ6_K_R16,  // per group super-block: f16 d[16], scales [16][row 16], ql as [32][row 16][4], qh as [16][row 16][4]
+  kQ5_K_R16,  // as kQ4_K_R16 with qh as [8][row 16][4 bytes] between the scales and qs
   kCount,
 };
 

@@ -1,5 +1,5 @@
 // WeightStore::get_gemm_weight on the CPU: under --precision fast a Q8_0 projection of the real TinyStories-656K file
-// (and a Q4_K and a Q6_K one of the quant-type models) is copied into interleaved row groups (the bytes
+// (and a Q4_K, a Q5_K and a Q6_K one of the quant-type models) is copied into interleaved row groups (the bytes
 // pack_row_groups makes), other tensors stay row-major, asking again changes nothing, and the file on disk is never
 // written; under exact nothing is packed.
 #include <gtest/gtest.h>
@@ -75,6 +75,7 @@ INSTANTIATE_TEST_SUITE_P(Files, PackedWeights,
                          ::testing::Values(
                              PackedCase{"models/TinyStories-656K-Q8_0.gguf", DType::kQ8_0, DType::kQ8_0_R16},
                              PackedCase{"quants/Q4_K.gguf", DType::kQ4_K, DType::kQ4_K_R16},
+                             PackedCase{"quants/Q5_K.gguf", DType::kQ5_K, DType::kQ5_K_R16},
                              PackedCase{"quants/Q6_K.gguf", DType::kQ6_K, DType::kQ6_K_R16}),
                          [](const auto& info) { return std::string(dtype_name(info.param.row_major)); });
 

@@ -1,6 +1,6 @@
-// Interleaved row groups for the integer kernels of --precision fast: a Q8_0, Q4_0, Q4_K or Q6_K weight whose row count
-// is a multiple of 16 is copied once at load (WeightStore::get_gemm_weight → CpuDevice::pack_gemm_weight) so that each
-// block (32 columns) or super-block (256 columns) of 16 consecutive rows lies together, every field of the 16 rows
+// Interleaved row groups for the integer kernels of --precision fast: a Q8_0, Q4_0, Q4_K, Q5_K or Q6_K weight whose row
+// count is a multiple of 16 is copied once at load (WeightStore::get_gemm_weight → CpuDevice::pack_gemm_weight) so that
+// each block (32 columns) or super-block (256 columns) of 16 consecutive rows lies together, every field of the 16 rows
 // side by side in units of a few bytes (unit u of row r at field base + (u · 16 + r) · unit bytes):
 //   kQ8_0_R16 block (544 bytes): f16 d[16], then for each column pair p (16), for each row: codes 2p, 2p+1.
 //   kQ4_0_R16 block (288 bytes): f16 d[16], then for each v (4), for each row: the row's Q4_0 qs bytes 4v..4v+3
@@ -8,6 +8,8 @@
 //   kQ4_K_R16 super-block (2304 bytes): f16 d[16], f16 dmin[16], the 12 scale bytes as [byte k][row], then for each
 //     quad q (32), for each row: qs bytes 4q..4q+3 (quads 8t..8t+7 hold sub-block 2t in their low nibbles, 2t + 1 in
 //     their high nibbles, columns 4·(q % 8) ..).
+//   kQ5_K_R16 super-block (2816 bytes): as kQ4_K_R16, with the qh quads (8, [quad][row][4 bytes]; bit s of byte l is
+//     the 5th bit of column l of sub-block s) between the scales and the qs quads.
 //   kQ6_K_R16 super-block (3360 bytes): f16 d[16], the 16 int8 scales as [scale k][row], then ql in quads (32) and
 //     qh in quads (16), each [quad][row][4 bytes].
 // A SIMD lane then holds one row: one broadcast activation pair (or quad) feeds 16 rows in one instruction, the
@@ -26,8 +28,8 @@ class ThreadPool;
 
 namespace cai::hal::cpu {
 
-// The packed type of a row-major one (kQ8_0 → kQ8_0_R16, kQ4_0 → kQ4_0_R16, kQ4_K → kQ4_K_R16, kQ6_K → kQ6_K_R16),
-// or kCount when there is none.
+// The packed type of a row-major one (kQ8_0 → kQ8_0_R16, kQ4_0 → kQ4_0_R16, kQ4_K → kQ4_K_R16, kQ5_K → kQ5_K_R16,
+// kQ6_K → kQ6_K_R16), or kCount when there is none.
 DType packed_dtype(DType row_major);
 // The row-major type a packed one was made from (kCount for a type that is not packed).
 DType row_major_dtype(DType packed);

@@ -55,6 +55,7 @@ struct RowLanes {
   static I sll16(I v) {
     return _mm512_slli_epi16(v, N);
   }
+  static I srl16(I v, int n) { return _mm512_srl_epi16(v, _mm_cvtsi32_si128(n)); }
   static I add(I a, I b) { return _mm512_add_epi32(a, b); }
   static I sub(I a, I b) { return _mm512_sub_epi32(a, b); }
   static I mullo(I a, I b) { return _mm512_mullo_epi32(a, b); }
@@ -95,6 +96,7 @@ struct RowLanes {
   static I sll16(I v) {
     return _mm256_slli_epi16(v, N);
   }
+  static I srl16(I v, int n) { return _mm256_srl_epi16(v, _mm_cvtsi32_si128(n)); }
   static I add(I a, I b) { return _mm256_add_epi32(a, b); }
   static I sub(I a, I b) { return _mm256_sub_epi32(a, b); }
   static I mullo(I a, I b) { return _mm256_mullo_epi32(a, b); }
@@ -197,10 +199,12 @@ template <int NX>
   }
 }
 
-// Q4_K: per sub-block pair, each 64-byte quad row holds sub-block 2t in its low nibbles and 2t + 1 in its high ones.
-template <int NX>
-void q4_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
-  constexpr int kBlock = kGroupRows * 144, kScales = 4 * kGroupRows, kCodes = 16 * kGroupRows;
+// Q4_K and Q5_K: per sub-block pair, each 64-byte quad row holds sub-block 2t in its low nibbles and 2t + 1 in its
+// high ones; Q5_K adds bit 2t (2t + 1) of the qh quad of the same columns as the 5th bit.
+template <int NX, bool kQ5>
+void q45_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
+  constexpr int kBlock = kGroupRows * (kQ5 ? 176 : 144), kScales = 4 * kGroupRows, kHigh = 16 * kGroupRows;
+  constexpr int kCodes = (kQ5 ? 48 : 16) * kGroupRows;
   alignas(16) uint8_t sc[8][kGroupRows], mn[8][kGroupRows];
   for (int h = 0; h < kHalves; ++h) {
     L::F acc[NX];
@@ -219,7 +223,12 @@ void q4_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t
           const uint8_t* at = blk + kCodes + ((8 * t + v) * kGroupRows + h * L::kRows) * 4;
           prefetch_ahead(at);
           const L::I raw = L::quads(at);
-          const L::I lo = L::and8(raw, 0x0F), hi = L::and8(L::srl16<4>(raw), 0x0F);
+          L::I lo = L::and8(raw, 0x0F), hi = L::and8(L::srl16<4>(raw), 0x0F);
+          if constexpr (kQ5) {  // bits 2t, 2t + 1 of each qh byte moved to bit 4 (the shifts stay within bytes)
+            const L::I bits = L::srl16(L::quads(blk + kHigh + (v * kGroupRows + h * L::kRows) * 4), 2 * t);
+            lo = L::or_(lo, L::and8(L::sll16<4>(bits), 0x10));
+            hi = L::or_(hi, L::and8(L::sll16<3>(bits), 0x10));
+          }
 #pragma GCC unroll 8
           for (int j = 0; j < NX; ++j) {
             lo_sum[j] = L::dot_u8s8(lo_sum[j], lo, L::set1(load_i32(xs[j * ldx + 2 * t].q + 4 * v)));
@@ -369,7 +378,14 @@ struct Q4_0R16Dot {
 template <int NX>
 struct Q4_KR16Dot {
   static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
-    q4_k_r16_dot_nx<NX>(w, x, ldx, in, out);
+    q45_k_r16_dot_nx<NX, false>(w, x, ldx, in, out);
+  }
+};
+
+template <int NX>
+struct Q5_KR16Dot {
+  static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
+    q45_k_r16_dot_nx<NX, true>(w, x, ldx, in, out);
   }
 };
 
@@ -384,6 +400,7 @@ inline void register_qdot_groups_simd(QDotKernels& k) {
   k.dot16[static_cast<int>(DType::kQ8_0_R16)] = dot16_any_nx<Q8_0R16Dot16>;
   k.dot[static_cast<int>(DType::kQ4_0_R16)] = dot_any_nx<Q4_0R16Dot>;
   k.dot[static_cast<int>(DType::kQ4_K_R16)] = dot_any_nx<Q4_KR16Dot>;
+  k.dot[static_cast<int>(DType::kQ5_K_R16)] = dot_any_nx<Q5_KR16Dot>;
   k.dot[static_cast<int>(DType::kQ6_K_R16)] = dot_any_nx<Q6_KR16Dot>;
 }
 

@@ -133,16 +133,18 @@ void k_dot_scalar(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int nx, in
   }
 }
 
-// Interleaved 16-row groups of Q4_K and Q6_K (qdot_groups.h): out[j · 16 + r] for row r of the group, with the
+// Interleaved 16-row groups of Q4_K, Q5_K and Q6_K (qdot_groups.h): out[j · 16 + r] for row r of the group, with the
 // operations (and so the bits) of the SIMD group kernels (qdot_groups_simd.h). Byte `i` of unit u of row r of a field
 // starting at `base` with `unit`-byte units.
 inline uint8_t group_byte(const uint8_t* blk, int base, int unit, int u, int r, int i) {
   return blk[base + (u * kPackedGroupRows + r) * unit + i];
 }
 
-// Q4_K: per row and sub-block s, acc = fma(isum, (d · sc) · a.d, acc), then acc = fma(dmin · m, −(a.d · Σ a.q), acc).
-inline void q4_k_r16_dot(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int nx, int64_t in, float* out) {
-  constexpr int kR = kPackedGroupRows, kBlock = kR * kSuperBytes<DType::kQ4_K>;
+// Q4_K and Q5_K (kQ5: the qh quads between the scales and qs add bit s as the 5th bit of sub-block s): per row and
+// sub-block s, acc = fma(isum, (d · sc) · a.d, acc), then acc = fma(dmin · m, −(a.d · Σ a.q), acc).
+template <bool kQ5>
+void q45_k_r16_dot(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int nx, int64_t in, float* out) {
+  constexpr int kR = kPackedGroupRows, kBlock = kR * (kQ5 ? 176 : 144), kCodes = (kQ5 ? 48 : 16) * kR;
   for (int j = 0; j < nx; ++j) {
     float acc[kR] = {};
     for (int64_t sb = 0; sb < in / 256; ++sb) {
@@ -156,8 +158,11 @@ inline void q4_k_r16_dot(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int
           int sc, m;
           quant_k::scale_min(scales, s, &sc, &m);
           int isum = 0;
-          for (int l = 0; l < 32; ++l)
-            isum += ((group_byte(blk, 16 * kR, 4, 8 * (s / 2) + l / 4, r, l % 4) >> (4 * (s % 2))) & 15) * a[s].q[l];
+          for (int l = 0; l < 32; ++l) {
+            int code = (group_byte(blk, kCodes, 4, 8 * (s / 2) + l / 4, r, l % 4) >> (4 * (s % 2))) & 15;
+            if constexpr (kQ5) code |= ((group_byte(blk, 16 * kR, 4, l / 4, r, l % 4) >> s) & 1) << 4;
+            isum += code * a[s].q[l];
+          }
           acc[r] = std::fma(static_cast<float>(isum), d * static_cast<float>(sc) * a[s].d, acc[r]);
           acc[r] = std::fma(dmin * static_cast<float>(m), -(a[s].d * static_cast<float>(a[s].sum[0] + a[s].sum[1])),
                             acc[r]);
@@ -201,7 +206,8 @@ inline void q6_k_r16_dot(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int
 }
 
 inline void register_qdot_k_scalar(QDotKernels& k) {
-  k.dot[static_cast<int>(DType::kQ4_K_R16)] = q4_k_r16_dot;
+  k.dot[static_cast<int>(DType::kQ4_K_R16)] = q45_k_r16_dot<false>;
+  k.dot[static_cast<int>(DType::kQ5_K_R16)] = q45_k_r16_dot<true>;
   k.dot[static_cast<int>(DType::kQ6_K_R16)] = q6_k_r16_dot;
   k.dot[static_cast<int>(DType::kQ2_K)] = k_dot_scalar<DType::kQ2_K>;
   k.dot[static_cast<int>(DType::kQ3_K)] = k_dot_scalar<DType::kQ3_K>;
