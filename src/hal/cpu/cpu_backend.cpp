@@ -89,8 +89,8 @@ class CpuDevice final : public Device {
   }
   void set_batch_invariant(bool on) override { batch_invariant_ = on; }
   void set_precision(Precision p) override { precision_ = p; }
-  // Under --precision fast, Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K weights with whole groups of rows become interleaved groups
-  // (qdot_groups.h) where this CPU's integer kernels take them.
+  // Under --precision fast, Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K weights with whole groups of rows become interleaved row
+  // groups (qdot_groups.h) where this CPU's integer kernels take them.
   bool packs_gemm_weight(const TensorView& w) const override {
     const DType packed = packed_dtype(w.dtype);
     if (precision_ != Precision::kFast || packed == DType::kCount || w.n_dims != 2 || w.scale || !w.data ||
