@@ -133,76 +133,75 @@ void k_dot_scalar(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int nx, in
   }
 }
 
-// Interleaved 16-row groups of Q4_K, Q5_K and Q6_K (qdot_groups.h): out[j · 16 + r] for row r of the group, with the
-// operations (and so the bits) of the SIMD group kernels (qdot_groups_simd.h). Byte `i` of unit u of row r of a field
-// starting at `base` with `unit`-byte units.
+// Interleaved 16-row groups (qdot_groups.h; Q4_0's kernel is in qdot_scalar.cpp, Q4_K, Q5_K and Q6_K's below):
+// out[j · 16 + r] for row r of the group, with the operations (and so the bits) of the SIMD group kernels
+// (qdot_groups_simd.h). Byte `i` of unit u of row r of a field starting at `base` with `unit`-byte units.
 inline uint8_t group_byte(const uint8_t* blk, int base, int unit, int u, int r, int i) {
   return blk[base + (u * kPackedGroupRows + r) * unit + i];
+}
+
+// The loops every int8 group kernel shares: for each activation row j, group block by group block (kBlockBytes, each
+// meeting kActBlocks activation blocks), row by row, row_step(block, first activation block, r, acc[r]) adds that
+// block's contribution to row r; out[j · 16 + r] = acc[r].
+template <int kBlockBytes, int kActBlocks, class RowStep>
+void group_dot_rows(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int nx, int64_t in, float* out,
+                    const RowStep& row_step) {
+  constexpr int kR = kPackedGroupRows;
+  for (int j = 0; j < nx; ++j) {
+    float acc[kR] = {};
+    for (int64_t b = 0; b < in / (kActBlocks * kActBlock); ++b)
+      for (int r = 0; r < kR; ++r) row_step(w + b * kBlockBytes, x + j * ldx + kActBlocks * b, r, acc[r]);
+    for (int r = 0; r < kR; ++r) out[j * kR + r] = acc[r];
+  }
 }
 
 // Q4_K and Q5_K (kQ5: the qh quads between the scales and qs add bit s as the 5th bit of sub-block s): per row and
 // sub-block s, acc = fma(isum, (d · sc) · a.d, acc), then acc = fma(dmin · m, −(a.d · Σ a.q), acc).
 template <bool kQ5>
 void q45_k_r16_dot(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int nx, int64_t in, float* out) {
-  constexpr int kR = kPackedGroupRows, kBlock = kR * (kQ5 ? 176 : 144), kCodes = (kQ5 ? 48 : 16) * kR;
-  for (int j = 0; j < nx; ++j) {
-    float acc[kR] = {};
-    for (int64_t sb = 0; sb < in / 256; ++sb) {
-      const uint8_t* blk = w + sb * kBlock;
-      const ActBlockQ8* a = x + j * ldx + 8 * sb;
-      for (int r = 0; r < kR; ++r) {
-        uint8_t scales[12];
-        for (int k = 0; k < 12; ++k) scales[k] = group_byte(blk, 4 * kR, 1, k, r, 0);
-        const float d = block_bytes::load_f16(blk + 2 * r), dmin = block_bytes::load_f16(blk + 2 * kR + 2 * r);
-        for (int s = 0; s < 8; ++s) {
-          int sc, m;
-          quant_k::scale_min(scales, s, &sc, &m);
-          int isum = 0;
-          for (int l = 0; l < 32; ++l) {
-            int code = (group_byte(blk, kCodes, 4, 8 * (s / 2) + l / 4, r, l % 4) >> (4 * (s % 2))) & 15;
-            if constexpr (kQ5) code |= ((group_byte(blk, 16 * kR, 4, l / 4, r, l % 4) >> s) & 1) << 4;
-            isum += code * a[s].q[l];
-          }
-          acc[r] = std::fma(static_cast<float>(isum), d * static_cast<float>(sc) * a[s].d, acc[r]);
-          acc[r] = std::fma(dmin * static_cast<float>(m), -(a[s].d * static_cast<float>(a[s].sum[0] + a[s].sum[1])),
-                            acc[r]);
-        }
+  constexpr int kR = kPackedGroupRows, kCodes = (kQ5 ? 48 : 16) * kR;
+  const auto row_step = [](const uint8_t* blk, const ActBlockQ8* a, int r, float& acc) {
+    uint8_t scales[12];
+    for (int k = 0; k < 12; ++k) scales[k] = group_byte(blk, 4 * kR, 1, k, r, 0);
+    const float d = block_bytes::load_f16(blk + 2 * r), dmin = block_bytes::load_f16(blk + 2 * kR + 2 * r);
+    for (int s = 0; s < 8; ++s) {
+      int sc, m;
+      quant_k::scale_min(scales, s, &sc, &m);
+      int isum = 0;
+      for (int l = 0; l < 32; ++l) {
+        int code = (group_byte(blk, kCodes, 4, 8 * (s / 2) + l / 4, r, l % 4) >> (4 * (s % 2))) & 15;
+        if constexpr (kQ5) code |= ((group_byte(blk, 16 * kR, 4, l / 4, r, l % 4) >> s) & 1) << 4;
+        isum += code * a[s].q[l];
       }
+      acc = std::fma(static_cast<float>(isum), d * static_cast<float>(sc) * a[s].d, acc);
+      acc = std::fma(dmin * static_cast<float>(m), -(a[s].d * static_cast<float>(a[s].sum[0] + a[s].sum[1])), acc);
     }
-    for (int r = 0; r < kR; ++r) out[j * kR + r] = acc[r];
-  }
+  };
+  group_dot_rows<kR * (kQ5 ? 176 : 144), 8>(w, x, ldx, nx, in, out, row_step);
 }
 
 // Q6_K: per row and activation block, isum = Σ over both halves of sc·(Σ code·a.q − 32·Σ a.q) in int, then
 // acc = fma(isum, d · a.d, acc).
 inline void q6_k_r16_dot(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int nx, int64_t in, float* out) {
-  constexpr int kR = kPackedGroupRows, kBlock = kR * kSuperBytes<DType::kQ6_K>;
-  constexpr int kScales = 2 * kR, kLow = 18 * kR, kHigh = kLow + 128 * kR;
-  for (int j = 0; j < nx; ++j) {
-    float acc[kR] = {};
-    for (int64_t sb = 0; sb < in / 256; ++sb) {
-      const uint8_t* blk = w + sb * kBlock;
-      const ActBlockQ8* a = x + j * ldx + 8 * sb;
-      for (int r = 0; r < kR; ++r) {
-        const float d = block_bytes::load_f16(blk + 2 * r);
-        for (int b = 0; b < 8; ++b) {
-          const int h = b / 4, g = b % 4;
-          int isum = 0;
-          for (int half = 0; half < 2; ++half) {
-            int part = 0;
-            for (int l = 16 * half; l < 16 * half + 16; ++l) {
-              const int lo = group_byte(blk, kLow, 4, 16 * h + 8 * (g & 1) + l / 4, r, l % 4) >> (g < 2 ? 0 : 4);
-              const int hi = group_byte(blk, kHigh, 4, 8 * h + l / 4, r, l % 4) >> (2 * g);
-              part += ((lo & 15) | ((hi & 3) << 4)) * a[b].q[l];
-            }
-            isum += static_cast<int8_t>(group_byte(blk, kScales, 1, 2 * b + half, r, 0)) * (part - 32 * a[b].sum[half]);
-          }
-          acc[r] = std::fma(static_cast<float>(isum), d * a[b].d, acc[r]);
+  constexpr int kR = kPackedGroupRows, kScales = 2 * kR, kLow = 18 * kR, kHigh = kLow + 128 * kR;
+  const auto row_step = [](const uint8_t* blk, const ActBlockQ8* a, int r, float& acc) {
+    const float d = block_bytes::load_f16(blk + 2 * r);
+    for (int b = 0; b < 8; ++b) {
+      const int h = b / 4, g = b % 4;
+      int isum = 0;
+      for (int half = 0; half < 2; ++half) {
+        int part = 0;
+        for (int l = 16 * half; l < 16 * half + 16; ++l) {
+          const int lo = group_byte(blk, kLow, 4, 16 * h + 8 * (g & 1) + l / 4, r, l % 4) >> (g < 2 ? 0 : 4);
+          const int hi = group_byte(blk, kHigh, 4, 8 * h + l / 4, r, l % 4) >> (2 * g);
+          part += ((lo & 15) | ((hi & 3) << 4)) * a[b].q[l];
         }
+        isum += static_cast<int8_t>(group_byte(blk, kScales, 1, 2 * b + half, r, 0)) * (part - 32 * a[b].sum[half]);
       }
+      acc = std::fma(static_cast<float>(isum), d * a[b].d, acc);
     }
-    for (int r = 0; r < kR; ++r) out[j * kR + r] = acc[r];
-  }
+  };
+  group_dot_rows<kR * kSuperBytes<DType::kQ6_K>, 8>(w, x, ldx, nx, in, out, row_step);
 }
 
 inline void register_qdot_k_scalar(QDotKernels& k) {

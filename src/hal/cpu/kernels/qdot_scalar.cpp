@@ -72,25 +72,18 @@ void q8_0_r16_dot16(const uint8_t* w, const ActBlockQ16* x, const float* xd, int
 }
 
 void q4_0_r16_dot(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int nx, int64_t in, float* out) {
-  constexpr int kR = kPackedGroupRows, kBlock = kR * 18;
-  for (int j = 0; j < nx; ++j) {
-    float acc[kR] = {};
-    for (int64_t b = 0; b < in / kActBlock; ++b) {
-      const uint8_t* blk = w + b * kBlock;
-      const ActBlockQ8& a = x[j * ldx + b];
-      for (int r = 0; r < kR; ++r) {
-        int s = 0;
-        for (int v = 0; v < 4; ++v)
-          for (int k = 0; k < 4; ++k) {
-            const uint8_t q = blk[2 * kR + (v * kR + r) * 4 + k];
-            s += (q & 0x0F) * a.q[4 * v + k] + (q >> 4) * a.q[16 + 4 * v + k];
-          }
-        s -= 8 * (a.sum[0] + a.sum[1]);
-        acc[r] = std::fma(static_cast<float>(s), block_bytes::load_f16(blk + 2 * r) * a.d, acc[r]);
+  constexpr int kR = kPackedGroupRows;
+  const auto row_step = [](const uint8_t* blk, const ActBlockQ8* a, int r, float& acc) {
+    int s = 0;
+    for (int v = 0; v < 4; ++v)
+      for (int k = 0; k < 4; ++k) {
+        const uint8_t q = group_byte(blk, 2 * kR, 4, v, r, k);
+        s += (q & 0x0F) * a->q[4 * v + k] + (q >> 4) * a->q[16 + 4 * v + k];
       }
-    }
-    for (int r = 0; r < kR; ++r) out[j * kR + r] = acc[r];
-  }
+    s -= 8 * (a->sum[0] + a->sum[1]);
+    acc = std::fma(static_cast<float>(s), block_bytes::load_f16(blk + 2 * r) * a->d, acc);
+  };
+  group_dot_rows<kR * 18, 1>(w, x, ldx, nx, in, out, row_step);
 }
 
 }  // namespace
