@@ -250,24 +250,47 @@ TEST_P(GemmAllTypes, EveryFp8CodeDecodesExactly) {
   }
 }
 
-// The attention loops' vector kernels: Σ x·v within float rounding of a double sum (1e-6 of Σ|x·v|) and y += a·v exact
-// up to one rounding per element, for lengths around every chain width (8, 32) and past them.
-TEST_P(GemmAllTypes, VecDotAndAxpyMatchReference) {
+// The attention loops' block kernels: each dot within float rounding of a double sum (1e-6 of Σ|q·row|) and each
+// accumulation within one rounding per row, for lengths around every vector width (8, 16, 32) and past them; and every
+// output bit-identical to a call for that output and one row alone (batch invariance of attention).
+TEST_P(GemmAllTypes, RowsDotAndAxpyMatchReferenceWhateverTheBlock) {
   const GemmKernels& k = kernels_of(GetParam());
-  ASSERT_TRUE(k.vec_dot && k.vec_axpy);
+  ASSERT_TRUE(k.rows_dot && k.rows_axpy);
   std::mt19937 rng(77);
-  for (int64_t n : {1, 7, 8, 9, 31, 32, 33, 128, 200, 576}) {
-    const auto x = gaussian(n, rng), v = gaussian(n, rng), y0 = gaussian(n, rng);
-    double want = 0, mag = 0;
-    for (int64_t d = 0; d < n; ++d) {
-      want += static_cast<double>(x[d]) * v[d];
-      mag += std::fabs(static_cast<double>(x[d]) * v[d]);
-    }
-    EXPECT_NEAR(k.vec_dot(x.data(), v.data(), n), want, 1e-6 * mag) << "n=" << n;
+  constexpr int kQ = 6, kT = 5;
+  for (int64_t n : {1, 7, 8, 9, 17, 31, 32, 33, 128, 200, 576}) {
+    const int64_t ld = n + 3;  // rows and queries a few floats apart, as cache rows of several heads are
+    const auto q = gaussian(kQ * ld, rng), rows = gaussian(kT * ld, rng), a = gaussian(kQ * kT, rng),
+               y0 = gaussian(kQ * ld, rng);
+    std::vector<float> dots(kQ * kT);
+    k.rows_dot(q.data(), ld, kQ, rows.data(), ld, kT, n, dots.data(), kT);
     std::vector<float> y = y0;
-    k.vec_axpy(0.37f, v.data(), n, y.data());
-    for (int64_t d = 0; d < n; ++d)
-      EXPECT_NEAR(y[d], y0[d] + 0.37 * v[d], 1e-6 * (std::fabs(y0[d]) + std::fabs(0.37 * v[d]))) << "n=" << n;
+    k.rows_axpy(a.data(), kT, kQ, rows.data(), ld, kT, n, y.data(), ld);
+    for (int i = 0; i < kQ; ++i) {
+      for (int t = 0; t < kT; ++t) {
+        double want = 0, mag = 0;
+        for (int64_t d = 0; d < n; ++d) {
+          want += static_cast<double>(q[i * ld + d]) * rows[t * ld + d];
+          mag += std::fabs(static_cast<double>(q[i * ld + d]) * rows[t * ld + d]);
+        }
+        EXPECT_NEAR(dots[i * kT + t], want, 1e-6 * mag) << "n=" << n;
+        float alone;
+        k.rows_dot(q.data() + i * ld, ld, 1, rows.data() + t * ld, ld, 1, n, &alone, 1);
+        EXPECT_EQ(alone, dots[i * kT + t]) << "n=" << n << " query " << i << " row " << t;
+      }
+      std::vector<float> one_by_one(y0.begin() + i * ld, y0.begin() + i * ld + n);
+      for (int t = 0; t < kT; ++t)
+        k.rows_axpy(a.data() + i * kT + t, 1, 1, rows.data() + t * ld, ld, 1, n, one_by_one.data(), n);
+      for (int64_t d = 0; d < n; ++d) {
+        double want = y0[i * ld + d], mag = std::fabs(want);
+        for (int t = 0; t < kT; ++t) {
+          want += static_cast<double>(a[i * kT + t]) * rows[t * ld + d];
+          mag += std::fabs(static_cast<double>(a[i * kT + t]) * rows[t * ld + d]);
+        }
+        EXPECT_NEAR(y[i * ld + d], want, 1e-6 * kT * mag) << "n=" << n;
+        EXPECT_EQ(y[i * ld + d], one_by_one[d]) << "n=" << n << " output " << i << " column " << d;
+      }
+    }
   }
 }
 

@@ -43,8 +43,8 @@ Status attention_gqa(const OpContext& ctx, const AttentionParams& p, const AttnB
   const int64_t n_items = static_cast<int64_t>(items.size()) * p.n_kv_head;
   parallel_rows(ctx, n_items, 1, [&](int64_t b, int64_t e) {
     std::vector<float> scores;  // [group][n_ctx]
-    std::vector<float> acc(static_cast<size_t>(group * p.head_dim_v)), k_buf(static_cast<size_t>(p.head_dim)),
-        v_buf(static_cast<size_t>(p.head_dim_v)), dots(static_cast<size_t>(group)), weights(static_cast<size_t>(group));
+    std::vector<float> acc(static_cast<size_t>(group * p.head_dim_v)),
+        buf(static_cast<size_t>(p.block_size) * std::max(p.head_dim, p.head_dim_v));
     for (int64_t it = b; it < e; ++it) {
       const WorkItem& w = items[static_cast<size_t>(it / p.n_kv_head)];
       const int kvh = static_cast<int>(it % p.n_kv_head), h0 = kvh * group;
@@ -53,20 +53,21 @@ Status attention_gqa(const OpContext& ctx, const AttentionParams& p, const AttnB
       const float* q0 = q.as<const float>() + (row * p.n_head + h0) * p.head_dim;  // the group's heads, consecutive
       const int32_t n_ctx = sq.pos0 + w.j + 1;
       scores.resize(static_cast<size_t>(group) * n_ctx);
-      for (int32_t t = 0; t < n_ctx; ++t) {
-        const int64_t slot = static_cast<int64_t>(sq.block_table[t / p.block_size]) * p.block_size + t % p.block_size;
-        kv_dot_rows(k_cache, (slot * p.n_kv_head + kvh) * p.head_dim, p.head_dim, q0, p.head_dim, group, dots.data(),
-                    k_buf.data());
-        for (int g = 0; g < group; ++g) scores[static_cast<size_t>(g) * n_ctx + t] = dots[g] * p.scale;
-      }
+      // The cache block of positions t0 .. t0 + nt − 1: its K (V) rows of this KV head, one cache row apart.
+      const auto block_rows = [&](const TensorView& cache, int width, int32_t t0) {
+        const int64_t slot0 = static_cast<int64_t>(sq.block_table[t0 / p.block_size]) * p.block_size;
+        return KvRows{&cache, (slot0 * p.n_kv_head + kvh) * width, static_cast<int64_t>(p.n_kv_head) * width,
+                      std::min(p.block_size, n_ctx - t0)};
+      };
+      for (int32_t t0 = 0; t0 < n_ctx; t0 += p.block_size)
+        kv_dot_block(block_rows(k_cache, p.head_dim, t0), p.head_dim, q0, p.head_dim, group, scores.data() + t0, n_ctx,
+                     buf.data());
+      for (float& s : scores) s *= p.scale;
       for (int g = 0; g < group; ++g) softmax_row(scores.data() + static_cast<size_t>(g) * n_ctx, n_ctx);
       std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int32_t t = 0; t < n_ctx; ++t) {
-        const int64_t slot = static_cast<int64_t>(sq.block_table[t / p.block_size]) * p.block_size + t % p.block_size;
-        for (int g = 0; g < group; ++g) weights[g] = scores[static_cast<size_t>(g) * n_ctx + t];
-        kv_axpy_rows(v_cache, (slot * p.n_kv_head + kvh) * p.head_dim_v, p.head_dim_v, weights.data(), group,
-                     acc.data(), p.head_dim_v, v_buf.data());
-      }
+      for (int32_t t0 = 0; t0 < n_ctx; t0 += p.block_size)
+        kv_axpy_block(block_rows(v_cache, p.head_dim_v, t0), p.head_dim_v, scores.data() + t0, n_ctx, group,
+                      acc.data(), p.head_dim_v, buf.data());
       std::copy(acc.begin(), acc.end(), out.as<float>() + (row * p.n_head + h0) * p.head_dim_v);
     }
   });

@@ -296,19 +296,19 @@ void parallel_qdot(const OpContext& ctx, const Gemm& g, const std::function<void
   parallel(ctx.pool, g.out / R, std::max<int64_t>(1, kDecodeGrain / R), units);
 }
 
-void fast_gemm(const OpContext& ctx, const Gemm& g, QDotFn dot) {
+void fast_gemm(const OpContext& ctx, const Gemm& g, QuantizeActFn quantize, QDotFn dot) {
   thread_local std::vector<ActBlockQ8> xq;
   const int64_t ldx = g.in / kActBlock;
   xq.resize(static_cast<size_t>(g.n * ldx));
   ActBlockQ8* q = xq.data();
   parallel(ctx.pool, g.n, 1, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) quantize_act_row(g.x + i * g.in, g.in, q + i * ldx);
+    for (int64_t i = i0; i < i1; ++i) quantize(g.x + i * g.in, g.in, q + i * ldx);
   });
   const auto rows = [&](const uint8_t* w, int64_t j0, int nx, float* acc) { dot(w, q + j0 * ldx, ldx, nx, g.in, acc); };
   parallel_qdot(ctx, g, [&](int64_t u0, int64_t u1) { run_qdot(g, rows, u0, u1); });
 }
 
-void fast_gemm16(const OpContext& ctx, const Gemm& g, QDot16Fn dot) {
+void fast_gemm16(const OpContext& ctx, const Gemm& g, QuantizeAct16Fn quantize, QDot16Fn dot) {
   thread_local std::vector<ActBlockQ16> xq;
   thread_local std::vector<float> xd;
   const int64_t ldx = g.in / kActBlock;
@@ -317,7 +317,7 @@ void fast_gemm16(const OpContext& ctx, const Gemm& g, QDot16Fn dot) {
   ActBlockQ16* q = xq.data();
   float* d = xd.data();
   parallel(ctx.pool, g.n, 1, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) quantize_act_row_q16(g.x + i * g.in, g.in, q + i * ldx, d + i * ldx);
+    for (int64_t i = i0; i < i1; ++i) quantize(g.x + i * g.in, g.in, q + i * ldx, d + i * ldx);
   });
   const auto rows = [&](const uint8_t* w, int64_t j0, int nx, float* acc) {
     dot(w, q + j0 * ldx, d + j0 * ldx, ldx, nx, g.in, acc);
@@ -345,11 +345,11 @@ Status cpu_dense_gemm(const hal::OpContext& ctx, const TensorView& w, const Tens
   if (ctx.precision == Precision::kFast && !g.w->scale && g.in % kActBlock == 0) {
     const QDotKernels& qk = active_qdot_kernels();
     if (const QDot16Fn dot16 = qk.dot16[static_cast<int>(g.dtype)]) {
-      fast_gemm16(ctx, g, dot16);
+      fast_gemm16(ctx, g, qk.quantize16, dot16);
       return {};
     }
     if (const QDotFn dot = qk.dot[static_cast<int>(g.dtype)]) {
-      fast_gemm(ctx, g, dot);
+      fast_gemm(ctx, g, qk.quantize, dot);
       return {};
     }
   }

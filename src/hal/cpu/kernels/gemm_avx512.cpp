@@ -244,8 +244,8 @@ GemmKernels make_table() {
   k.micro = &micro;
   k.nr = kNr;
   k.mr = kMr;
-  k.vec_dot = &vec_dot_avx2;
-  k.vec_axpy = &vec_axpy_avx2;
+  k.rows_dot = &rows_dot_avx2;
+  k.rows_axpy = &rows_axpy_avx2;
   k.tile = &tile;
   k.finish = &finish;
   k.tile_rows = kTileRows;

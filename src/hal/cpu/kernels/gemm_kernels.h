@@ -27,9 +27,13 @@ using TileFn = void (*)(const float* w, int64_t ldw, const float* x, int64_t ldx
                         int64_t ld_acc, bool first);
 // Reduces the chains of n outputs (acc + j·acc_floats) into out[j], exactly as RowDotFn does at the end of a row.
 using FinishFn = void (*)(const float* acc, int64_t n, float* out);
-// Σ x[k]·v[k] over n floats, and y[k] += a·v[k]: the attention loops over F32 (or decoded F16 / BF16) KV rows.
-using VecDotFn = float (*)(const float* x, const float* v, int64_t n);
-using VecAxpyFn = void (*)(float a, const float* v, int64_t n, float* y);
+// The attention loops over a block of F32 (or decoded F16 / BF16) KV rows, row t at rows + t·ldr:
+// out[i·ldo + t] = Σ_k q[i·ldq + k] · row_t[k] for nq query vectors, and y[i·ldy + k] += Σ_t a[i·lda + t] · row_t[k]
+// (rows in order) for ny outputs. Each output gets the same bits whatever nq, nt or ny are.
+using RowsDotFn = void (*)(const float* q, int64_t ldq, int nq, const float* rows, int64_t ldr, int nt, int64_t n,
+                           float* out, int64_t ldo);
+using RowsAxpyFn = void (*)(const float* a, int64_t lda, int ny, const float* rows, int64_t ldr, int nt, int64_t n,
+                            float* y, int64_t ldy);
 
 struct GemmKernels {
   RowDotFn row_dot[static_cast<int>(DType::kCount)];  // null: no kernel for that weight dtype
@@ -40,8 +44,8 @@ struct GemmKernels {
   TileFn tile;  // null: this ISA has no batch-invariant tile, the fused path serves every batch
   FinishFn finish;
   int tile_rows, tile_cols, acc_floats;
-  VecDotFn vec_dot;
-  VecAxpyFn vec_axpy;
+  RowsDotFn rows_dot;
+  RowsAxpyFn rows_axpy;
 };
 
 const GemmKernels& gemm_kernels_scalar();

@@ -48,14 +48,21 @@ void micro(const float* a, int64_t lda, int m, const float* p, int64_t kc, float
     for (int j = 0; j < n_valid; ++j) c[i * ldc + j] += acc[i][j];
 }
 
-float vec_dot(const float* x, const float* v, int64_t n) {
-  float dot = 0;
-  for (int64_t d = 0; d < n; ++d) dot += x[d] * v[d];
-  return dot;
+void rows_dot(const float* q, int64_t ldq, int nq, const float* rows, int64_t ldr, int nt, int64_t n, float* out,
+              int64_t ldo) {
+  for (int t = 0; t < nt; ++t)
+    for (int i = 0; i < nq; ++i) {
+      float dot = 0;
+      for (int64_t d = 0; d < n; ++d) dot += q[i * ldq + d] * rows[t * ldr + d];
+      out[i * ldo + t] = dot;
+    }
 }
 
-void vec_axpy(float a, const float* v, int64_t n, float* y) {
-  for (int64_t d = 0; d < n; ++d) y[d] += a * v[d];
+void rows_axpy(const float* a, int64_t lda, int ny, const float* rows, int64_t ldr, int nt, int64_t n, float* y,
+               int64_t ldy) {
+  for (int i = 0; i < ny; ++i)
+    for (int t = 0; t < nt; ++t)
+      for (int64_t d = 0; d < n; ++d) y[i * ldy + d] += a[i * lda + t] * rows[t * ldr + d];
 }
 
 template <DType... Ts>
@@ -66,8 +73,8 @@ GemmKernels make_table() {
   k.micro = &micro;
   k.nr = kNr;
   k.mr = kMr;
-  k.vec_dot = &vec_dot;
-  k.vec_axpy = &vec_axpy;
+  k.rows_dot = &rows_dot;
+  k.rows_axpy = &rows_axpy;
   return k;
 }
 

@@ -14,17 +14,20 @@ void softmax_row(float* x, int64_t n);
 // The KV dtype check of a kernel (check_kv_cache_dtype) plus: each vector it reads from a row (GQA head, MLA c_kv or
 // k_rope) is whole blocks of a block dtype (Q8_0).
 Status check_kv_parts(const char* op, DType t, std::initializer_list<int> widths);
-// x · elements [elem0, elem0 + n) of a KV cache (F32, F16, BF16 or Q8_0; for Q8_0 elem0 and n are whole blocks).
-// buf: n floats of scratch for F16 / BF16 decoding.
-float kv_dot(const TensorView& cache, int64_t elem0, int64_t n, const float* x, float* buf);
-// y += a · elements [elem0, elem0 + n) of a KV cache (as kv_dot).
-void kv_axpy(const TensorView& cache, int64_t elem0, int64_t n, float a, float* y, float* buf);
-// The same for nx query vectors x + j·ldx against one row (out[j]), and y + j·ldy += a[j] · row for j < ny: the row is
-// decoded once for all of them (the query heads of one GQA group). Each j gives what kv_dot / kv_axpy give alone.
-void kv_dot_rows(const TensorView& cache, int64_t elem0, int64_t n, const float* x, int64_t ldx, int nx, float* out,
-                 float* buf);
-void kv_axpy_rows(const TensorView& cache, int64_t elem0, int64_t n, const float* a, int ny, float* y, int64_t ldy,
+// nt consecutive rows of one paged KV cache block (F32, F16, BF16 or Q8_0): row t's vector starts at element
+// elem0 + t·stride (for Q8_0 elem0, stride and widths are whole blocks).
+struct KvRows {
+  const TensorView* cache;
+  int64_t elem0, stride;
+  int nt;
+};
+// out[j·ldo + t] = x_j · row t for nx query vectors x + j·ldx, and y + j·ldy += Σ_t a[j·lda + t] · row t (rows in
+// order) for ny outputs; n elements of each row. F16 / BF16 rows are decoded once into buf (nt · n floats) for all
+// queries. Each output gets the same bits however many rows and queries a call takes.
+void kv_dot_block(const KvRows& r, int64_t n, const float* x, int64_t ldx, int nx, float* out, int64_t ldo,
                   float* buf);
+void kv_axpy_block(const KvRows& r, int64_t n, const float* a, int64_t lda, int ny, float* y, int64_t ldy,
+                   float* buf);
 
 Status embed(const OpContext&, const TensorView& table, const TensorView& ids, const TensorView& out);
 Status rms_norm(const OpContext&, const TensorView& x, const TensorView& w, float eps, const TensorView& out);

@@ -31,10 +31,15 @@ float block_dot_q8(const float* x, const int8_t* qs) {
   return ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
 }
 
-// Elements [elem0, elem0 + n) of an F32, F16 or BF16 cache as floats: F32 in place, others decoded into buf.
-const float* plain_elems(const TensorView& cache, int64_t elem0, int64_t n, float* buf) {
-  if (cache.dtype == DType::kF32) return reinterpret_cast<const float*>(elem_ptr(cache, elem0));
-  active_gemm_kernels().dequant[static_cast<int>(cache.dtype)](elem_ptr(cache, elem0), buf, n);  // F16C / AVX
+// The block's rows as floats, row t at the result + t·(*ld): F32 in place, others decoded into buf (nt · n floats).
+const float* plain_rows(const KvRows& r, int64_t n, float* buf, int64_t* ld) {
+  if (r.cache->dtype == DType::kF32) {
+    *ld = r.stride;
+    return reinterpret_cast<const float*>(elem_ptr(*r.cache, r.elem0));
+  }
+  const DequantFn decode = active_gemm_kernels().dequant[static_cast<int>(r.cache->dtype)];  // F16C / AVX
+  for (int t = 0; t < r.nt; ++t) decode(elem_ptr(*r.cache, r.elem0 + t * r.stride), buf + t * n, n);
+  *ld = n;
   return buf;
 }
 
@@ -49,49 +54,41 @@ Status check_kv_parts(const char* op, DType t, std::initializer_list<int> widths
   return {};
 }
 
-float kv_dot(const TensorView& cache, int64_t elem0, int64_t n, const float* x, float* buf) {
-  float dot;
-  kv_dot_rows(cache, elem0, n, x, 0, 1, &dot, buf);
-  return dot;
-}
-
-void kv_axpy(const TensorView& cache, int64_t elem0, int64_t n, float a, float* y, float* buf) {
-  kv_axpy_rows(cache, elem0, n, &a, 1, y, 0, buf);
-}
-
-void kv_dot_rows(const TensorView& cache, int64_t elem0, int64_t n, const float* x, int64_t ldx, int nx, float* out,
-                 float* buf) {
-  if (cache.dtype == DType::kQ8_0) {  // decoded block by block, in each product
-    for (int j = 0; j < nx; ++j) {
-      const uint8_t* blk = elem_ptr(cache, elem0);
-      float dot = 0;
-      for (int64_t b = 0; b < n; b += kQ8Block, blk += kQ8Bytes)
-        dot += q8_scale(blk) * block_dot_q8(x + j * ldx + b, reinterpret_cast<const int8_t*>(blk + 2));
-      out[j] = dot;
-    }
-    return;
-  }
-  const float* v = plain_elems(cache, elem0, n, buf);  // decoded once for all nx
-  const VecDotFn dot = active_gemm_kernels().vec_dot;
-  for (int j = 0; j < nx; ++j) out[j] = dot(x + j * ldx, v, n);
-}
-
-void kv_axpy_rows(const TensorView& cache, int64_t elem0, int64_t n, const float* a, int ny, float* y, int64_t ldy,
+void kv_dot_block(const KvRows& r, int64_t n, const float* x, int64_t ldx, int nx, float* out, int64_t ldo,
                   float* buf) {
-  if (cache.dtype == DType::kQ8_0) {
-    for (int j = 0; j < ny; ++j) {
-      const uint8_t* blk = elem_ptr(cache, elem0);
-      for (int64_t b = 0; b < n; b += kQ8Block, blk += kQ8Bytes) {
-        const int8_t* qs = reinterpret_cast<const int8_t*>(blk + 2);
-        const float ad = a[j] * q8_scale(blk);
-        for (int k = 0; k < kQ8Block; ++k) y[j * ldy + b + k] += ad * static_cast<float>(qs[k]);
+  if (r.cache->dtype == DType::kQ8_0) {  // decoded block by block, in each product
+    for (int t = 0; t < r.nt; ++t)
+      for (int j = 0; j < nx; ++j) {
+        const uint8_t* blk = elem_ptr(*r.cache, r.elem0 + t * r.stride);
+        float dot = 0;
+        for (int64_t b = 0; b < n; b += kQ8Block, blk += kQ8Bytes)
+          dot += q8_scale(blk) * block_dot_q8(x + j * ldx + b, reinterpret_cast<const int8_t*>(blk + 2));
+        out[j * ldo + t] = dot;
       }
-    }
     return;
   }
-  const float* v = plain_elems(cache, elem0, n, buf);
-  const VecAxpyFn axpy = active_gemm_kernels().vec_axpy;
-  for (int j = 0; j < ny; ++j) axpy(a[j], v, n, y + j * ldy);
+  int64_t ld;
+  const float* rows = plain_rows(r, n, buf, &ld);  // decoded once for all nx
+  active_gemm_kernels().rows_dot(x, ldx, nx, rows, ld, r.nt, n, out, ldo);
+}
+
+void kv_axpy_block(const KvRows& r, int64_t n, const float* a, int64_t lda, int ny, float* y, int64_t ldy,
+                   float* buf) {
+  if (r.cache->dtype == DType::kQ8_0) {
+    for (int j = 0; j < ny; ++j)
+      for (int t = 0; t < r.nt; ++t) {
+        const uint8_t* blk = elem_ptr(*r.cache, r.elem0 + t * r.stride);
+        for (int64_t b = 0; b < n; b += kQ8Block, blk += kQ8Bytes) {
+          const int8_t* qs = reinterpret_cast<const int8_t*>(blk + 2);
+          const float ad = a[j * lda + t] * q8_scale(blk);
+          for (int k = 0; k < kQ8Block; ++k) y[j * ldy + b + k] += ad * static_cast<float>(qs[k]);
+        }
+      }
+    return;
+  }
+  int64_t ld;
+  const float* rows = plain_rows(r, n, buf, &ld);
+  active_gemm_kernels().rows_axpy(a, lda, ny, rows, ld, r.nt, n, y, ldy);
 }
 
 }  // namespace cai::hal::cpu

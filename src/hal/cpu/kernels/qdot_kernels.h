@@ -20,12 +20,19 @@ using QDotFn = void (*)(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int 
 using QDot16Fn = void (*)(const uint8_t* w, const ActBlockQ16* x, const float* xd, int64_t ldx, int nx, int64_t in,
                           float* out);
 
+// Quantizes n activations (whole blocks) as quantize_act_row / quantize_act_row_q16 (core/quant_act.h) do; every
+// table's function gives the same bytes.
+using QuantizeActFn = void (*)(const float* x, int64_t n, ActBlockQ8* out);
+using QuantizeAct16Fn = void (*)(const float* x, int64_t n, ActBlockQ16* out, float* d);
+
 // For the packed dtypes (kQ8_0_R16 .. kQ6_K_R16: qdot_groups.h) w is one interleaved group of kPackedGroupRows rows and
 // the kernel writes out[j · kPackedGroupRows + r] for row r of the group.
 struct QDotKernels {
   QDotFn dot[static_cast<int>(DType::kCount)];  // null: that weight dtype keeps the exact F32 path
   // Set for weight types whose codes are as precise as int8 activations (Q8_0): they take 16-bit activations.
   QDot16Fn dot16[static_cast<int>(DType::kCount)];
+  QuantizeActFn quantize;
+  QuantizeAct16Fn quantize16;
 };
 
 const QDotKernels& qdot_kernels_scalar();

@@ -96,6 +96,8 @@ const QDotKernels& qdot_kernels_scalar() {
     k.dot[static_cast<int>(DType::kQ4_0_R16)] = q4_0_r16_dot;
     k.dot16[static_cast<int>(DType::kQ8_0_R16)] = q8_0_r16_dot16;
     register_qdot_k_scalar(k);
+    k.quantize = quantize_act_row;
+    k.quantize16 = quantize_act_row_q16;
     return k;
   }();
   return table;

@@ -1,10 +1,13 @@
-// F32 vector dot product and scaled accumulation on 256-bit AVX2 + FMA, for the attention loops over KV rows
-// (kv_rows.cpp): four independent 8-lane chains over 32 elements at a time, reduced in one fixed tree, so a row's result
-// depends only on its length. Included by gemm_avx2.cpp and gemm_avx512.cpp; internal linkage.
+// F32 dot products and scaled accumulation over blocks of KV rows on 256-bit AVX2 + FMA, for the attention loops
+// (kv_rows.cpp). A dot runs four independent 8-lane chains over 32 elements at a time, reduced in one fixed tree; an
+// accumulation adds the rows in order, one fused multiply-add per element and row. So every output depends only on its
+// own inputs and length, never on how many queries or rows a call takes. Included by gemm_avx2.cpp and
+// gemm_avx512.cpp; internal linkage.
 #pragma once
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "hal/cpu/kernels/simd_scalars.h"
@@ -27,11 +30,59 @@ inline float vec_dot_avx2(const float* x, const float* v, int64_t n) {
   return dot;
 }
 
-inline void vec_axpy_avx2(float a, const float* v, int64_t n, float* y) {
-  const __m256 av = _mm256_set1_ps(a);
-  int64_t d = 0;
-  for (; d + 8 <= n; d += 8) _mm256_storeu_ps(y + d, _mm256_fmadd_ps(av, _mm256_loadu_ps(v + d), _mm256_loadu_ps(y + d)));
-  for (; d < n; ++d) y[d] += a * v[d];
+// The nq × nt dots of a block (RowsDotFn).
+inline void rows_dot_avx2(const float* q, int64_t ldq, int nq, const float* rows, int64_t ldr, int nt, int64_t n,
+                          float* out, int64_t ldo) {
+  for (int t = 0; t < nt; ++t)
+    for (int i = 0; i < nq; ++i) out[i * ldo + t] = vec_dot_avx2(q + i * ldq, rows + t * ldr, n);
+}
+
+// M outputs' 16 columns from d on, kept in registers over all nt rows.
+template <int M>
+void rows_axpy_16(const float* a, int64_t lda, const float* rows, int64_t ldr, int nt, int64_t d, float* y,
+                  int64_t ldy) {
+  __m256 acc[M][2];
+  for (int i = 0; i < M; ++i)
+    for (int h = 0; h < 2; ++h) acc[i][h] = _mm256_loadu_ps(y + i * ldy + d + 8 * h);
+  for (int t = 0; t < nt; ++t) {
+    const __m256 v0 = _mm256_loadu_ps(rows + t * ldr + d), v1 = _mm256_loadu_ps(rows + t * ldr + d + 8);
+    for (int i = 0; i < M; ++i) {
+      const __m256 w = _mm256_set1_ps(a[i * lda + t]);
+      acc[i][0] = _mm256_fmadd_ps(w, v0, acc[i][0]);
+      acc[i][1] = _mm256_fmadd_ps(w, v1, acc[i][1]);
+    }
+  }
+  for (int i = 0; i < M; ++i)
+    for (int h = 0; h < 2; ++h) _mm256_storeu_ps(y + i * ldy + d + 8 * h, acc[i][h]);
+}
+
+// y_i += Σ_t a[i·lda + t] · row t, rows in order (RowsAxpyFn): 16 columns of up to 4 outputs at a time, then the
+// columns past the last multiple of 16 row by row.
+inline void rows_axpy_avx2(const float* a, int64_t lda, int ny, const float* rows, int64_t ldr, int nt, int64_t n,
+                           float* y, int64_t ldy) {
+  const int64_t n16 = n / 16 * 16;
+  for (int64_t d = 0; d < n16; d += 16)
+    for (int i0 = 0; i0 < ny; i0 += 4) {
+      const float* ai = a + i0 * lda;
+      float* yi = y + i0 * ldy;
+      switch (std::min(4, ny - i0)) {
+        case 1: rows_axpy_16<1>(ai, lda, rows, ldr, nt, d, yi, ldy); break;
+        case 2: rows_axpy_16<2>(ai, lda, rows, ldr, nt, d, yi, ldy); break;
+        case 3: rows_axpy_16<3>(ai, lda, rows, ldr, nt, d, yi, ldy); break;
+        default: rows_axpy_16<4>(ai, lda, rows, ldr, nt, d, yi, ldy); break;
+      }
+    }
+  if (n16 == n) return;
+  for (int i = 0; i < ny; ++i)
+    for (int t = 0; t < nt; ++t) {
+      const float w = a[i * lda + t];
+      const float* v = rows + t * ldr;
+      float* yi = y + i * ldy;
+      int64_t d = n16;
+      for (; d + 8 <= n; d += 8)
+        _mm256_storeu_ps(yi + d, _mm256_fmadd_ps(_mm256_set1_ps(w), _mm256_loadu_ps(v + d), _mm256_loadu_ps(yi + d)));
+      for (; d < n; ++d) yi[d] += w * v[d];
+    }
 }
 
 }  // namespace
