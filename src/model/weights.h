@@ -40,7 +40,7 @@ class WeightStore {
   bool has(const std::string& name) const { return tensors_.count(name) != 0; }
   // The tensor with exactly this shape (PyTorch order), or an error naming it and both shapes.
   Result<TensorView> get(const std::string& name, std::initializer_list<int64_t> shape);
-  // Same, for a weight only dense_gemm and embed read: in the device's own layout where it has one (hal::Device::
+  // Same, for a weight only dense_gemm, sparse_moe and embed read: in the device's own layout where it has one (hal::Device::
   // pack_gemm_weight: a packed copy made once, the file's pages of it dropped; `get` returns it from then on).
   Result<TensorView> get_gemm_weight(const std::string& name, std::initializer_list<int64_t> shape);
   // Same, converted to F32 once (norm weights, biases: small tensors the kernels read as floats). On a device the

@@ -11,13 +11,16 @@
 
 #include "core/quant.h"
 #include "core/weight_row.h"
+#include "hal/cpu/kernels/qdot_groups.h"
 #include "hal/hal.h"
+#include "model/decoder.h"
 #include "model/kv_cache.h"
 #include "model/config.h"
 #include "model/loaders/gguf.h"
 #include "model/loaders/gguf_deepseek.h"
 #include "model/loaders/safetensors.h"
 #include "model/model_loader.h"
+#include "model/weights.h"
 #include "model_test_util.h"
 #include "test_paths.h"
 
@@ -110,6 +113,52 @@ TEST(MkmodelDeepseek, TinyPresetLoadsAndRunsInEveryFormat) {
     const double err = rel_rms_error(got, ref);
     EXPECT_LE(err, name == "hffp8" ? 0.15 : 0.03) << name;
   }
+}
+
+// --precision fast on the CPU packs the stacked routed experts too (each [E, out, in] stack as its E · out rows, so
+// every expert's slice is a packed weight: the bytes pack_row_groups makes), and the model's logits stay near the exact
+// path's (int8 activations: 2 % of the largest logit, as the dense fast-path twin tests).
+TEST(MkmodelDeepseek, FastPrecisionPacksStackedExpertsAndStaysNearExact) {
+  TempDir dir;
+  const std::string path = dir / "q4.gguf";
+  make_model("--arch deepseek2 --preset tiny --seed 11 --dtype q4_0 -o " + path);
+  hal::Device* cpu = hal::Registry::global().find_device("cpu").value();
+  const std::vector<float> exact = forward_logits(path);
+  struct FastScope {
+    hal::Device* d;
+    explicit FastScope(hal::Device* dev) : d(dev) { d->set_precision(hal::Precision::kFast); }
+    ~FastScope() { d->set_precision(hal::Precision::kExact); }
+  } fast_scope(cpu);
+  const std::vector<float> fast = forward_logits(path);
+  ASSERT_TRUE(all_finite(exact));
+  ASSERT_TRUE(all_finite(fast));
+  EXPECT_GT(max_abs_diff(fast, exact), 0.0f) << "the fast path did not run";
+  EXPECT_LE(max_abs_diff(fast, exact), 2e-2f * max_abs(exact));
+
+  Result<LoadedModel> lm = load_model(path, *cpu);
+  ASSERT_TRUE(lm.ok()) << lm.status().to_string();
+  auto* decoder = dynamic_cast<DecoderModel*>(lm->model.get());
+  ASSERT_NE(decoder, nullptr);
+  auto file = GgufFile::open(path);
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
+  auto raw = WeightStore::from_gguf(std::move(*file), *cpu);  // the file's row-major views
+  ASSERT_TRUE(raw.ok()) << raw.status().to_string();
+  int n_stacks = 0;
+  for (const auto& [name, w] : decoder->weights().all()) {
+    if (name.find("_exps.") == std::string::npos) continue;
+    ++n_stacks;
+    const TensorView row_major = raw->all().at(name);
+    ASSERT_EQ(w.n_dims, 3) << name;
+    ASSERT_EQ(row_major.dtype, DType::kQ4_0) << name;
+    EXPECT_EQ(w.dtype, DType::kQ4_0_R16) << name << ": the loaded model runs its experts unpacked";
+    EXPECT_EQ(w.slice(1).dtype, DType::kQ4_0_R16) << name;
+    std::vector<uint8_t> want(row_major.n_bytes());
+    hal::cpu::pack_row_groups(DType::kQ4_0, row_major.as<const uint8_t>(), want.data(), row_major.rows(),
+                              row_major.cols(), nullptr);
+    ASSERT_EQ(w.n_bytes(), want.size()) << name;
+    EXPECT_EQ(0, std::memcmp(w.data, want.data(), want.size())) << name;
+  }
+  EXPECT_GT(n_stacks, 0);
 }
 
 // GGUF: deepseek2 keys per FORMATS.md §1.6 in mainline llama.cpp's MLA layout (one KV head of kv_lora + rope, the

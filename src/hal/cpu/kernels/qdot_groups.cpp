@@ -49,12 +49,34 @@ const Layout* layout_of(DType t) {
 // Where unit u of field f of row r lies in the group block.
 int packed_at(const Field& f, int u, int r) { return f.dst + (u * kR + r) * f.unit; }
 
-// One unit (1, 2 or 4 bytes: every field above), as a fixed-size copy.
-void copy_unit(uint8_t* dst, const uint8_t* src, int unit) {
-  switch (unit) {
-    case 1: *dst = *src; return;
-    case 2: std::memcpy(dst, src, 2); return;
-    default: std::memcpy(dst, src, 4); return;
+// The count units of U bytes of one field: from src on (consecutive) to dst on, kR units apart (packing), or back
+// (reading a row). One loop per unit size, so each copy is a single move.
+template <int U>
+void scatter_units(uint8_t* dst, const uint8_t* src, int count) {
+  for (int u = 0; u < count; ++u) std::memcpy(dst + u * kR * U, src + u * U, U);
+}
+template <int U>
+void gather_units(uint8_t* dst, const uint8_t* src, int count) {
+  for (int u = 0; u < count; ++u) std::memcpy(dst + u * U, src + u * kR * U, U);
+}
+
+// Field f of row r: from its row-major block to the group block (pack) or back.
+void pack_field(const Field& f, int r, const uint8_t* row_block, uint8_t* group_block) {
+  uint8_t* dst = group_block + packed_at(f, 0, r);
+  const uint8_t* src = row_block + f.src;
+  switch (f.unit) {
+    case 1: scatter_units<1>(dst, src, f.count); return;
+    case 2: scatter_units<2>(dst, src, f.count); return;
+    default: scatter_units<4>(dst, src, f.count); return;
+  }
+}
+void unpack_field(const Field& f, int r, const uint8_t* group_block, uint8_t* row_block) {
+  uint8_t* dst = row_block + f.src;
+  const uint8_t* src = group_block + packed_at(f, 0, r);
+  switch (f.unit) {
+    case 1: gather_units<1>(dst, src, f.count); return;
+    case 2: gather_units<2>(dst, src, f.count); return;
+    default: gather_units<4>(dst, src, f.count); return;
   }
 }
 
@@ -82,9 +104,7 @@ void pack_row_groups(DType row_major, const uint8_t* src, uint8_t* dst, int64_t 
         uint8_t* out = dst + base + b * kR * info.block_bytes;
         for (int r = 0; r < kR; ++r) {
           const uint8_t* in_block = src + base + r * row + b * info.block_bytes;
-          for (const Field& f : l.fields)
-            for (int u = 0; u < f.count; ++u)
-              copy_unit(out + packed_at(f, u, r), in_block + f.src + u * f.unit, f.unit);
+          for (const Field& f : l.fields) pack_field(f, r, in_block, out);
         }
       }
     }
@@ -104,9 +124,7 @@ void dequantize_packed_row(DType packed, const uint8_t* w, int64_t r, int64_t in
   uint8_t block[256];
   for (int64_t b = 0; b < in / info.block_elems; ++b) {
     const uint8_t* packed_block = group + b * kR * info.block_bytes;
-    for (const Field& f : l.fields)
-      for (int u = 0; u < f.count; ++u)
-        copy_unit(block + f.src + u * f.unit, packed_block + packed_at(f, u, lane), f.unit);
+    for (const Field& f : l.fields) unpack_field(f, lane, packed_block, block);
     dequantize_row(l.row_major, block, out + b * info.block_elems, info.block_elems);
   }
 }
