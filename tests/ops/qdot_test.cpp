@@ -12,6 +12,7 @@
 #include "core/thread_pool.h"
 #include "hal/cpu/kernels/gemm.h"
 #include "hal/cpu/kernels/gemm_kernels.h"
+#include "hal/cpu/kernels/kernels.h"
 #include "hal/cpu/kernels/qdot_groups.h"
 #include "hal/cpu/kernels/qdot_kernels.h"
 #include "ops/gemm_weights.h"
@@ -382,6 +383,59 @@ TEST_P(GemmFastPerIsa, PackedWeightsCloseToExactAndBatchInvariant) {
     EXPECT_EQ(refused.status.code(), StatusCode::kUnsupported);
     EXPECT_NE(refused.status.message().find("packed for --precision fast"), std::string::npos)
         << refused.status.to_string();
+  }
+}
+
+// sparse_moe over a pool of 2 threads gives the bits it gives on one: a decode step (selected experts ≥ threads) runs
+// the experts side by side with one-thread GEMMs, a prefill with fewer selected experts than threads runs them in turn
+// with pooled GEMMs. Both precisions; packed Q4_0 and row-major Q8_0 experts.
+TEST(SparseMoe, ThreadsDoNotChangeTheBits) {
+  std::mt19937 rng(9);
+  constexpr int64_t kExperts = 4, kHidden = 256, kFfn = 160;
+  for (DType t : {DType::kQ4_0, DType::kQ8_0}) {
+    Weights gate = make_weights(t, kExperts * kFfn, kHidden, false, rng),
+            up = make_weights(t, kExperts * kFfn, kHidden, false, rng),
+            down = make_weights(t, kExperts * kHidden, kFfn, false, rng);
+    const bool pack = t == DType::kQ4_0;
+    ExpertWeights w;
+    const auto stack = [&](Weights& m, int64_t out, int64_t in) {
+      if (pack) {
+        m.bytes = packed_copy(m);
+        m.dtype = packed_dtype(t);
+      }
+      return TensorView::make(m.bytes.data(), m.dtype, {kExperts, out, in});
+    };
+    w.gate = stack(gate, kFfn, kHidden);
+    w.up = stack(up, kFfn, kHidden);
+    w.down = stack(down, kHidden, kFfn);
+    // Token 0 picks experts 2 and 0 (a decode step of its own); the 5 tokens all pick 1 (one expert, fewer than
+    // threads) or 3.
+    const std::vector<std::vector<int32_t>> id_sets = {{2, 0}, {1, 1, 1, 3, 1, 1, 3, 1, 1, 1}};
+    for (const std::vector<int32_t>& ids : id_sets) {
+      const int64_t n = static_cast<int64_t>(ids.size()) / 2;
+      const std::vector<float> x = gaussian(n * kHidden, rng), weights = gaussian(n * 2, rng);
+      std::vector<int32_t> id_copy = ids;
+      for (Precision precision : {Precision::kExact, Precision::kFast}) {
+        if (pack && precision == Precision::kExact) continue;  // packed weights run only on the fast path
+        std::vector<float> alone(static_cast<size_t>(n * kHidden)), pooled(alone.size());
+        ThreadPool pool(2);
+        for (auto [out, p] : {std::pair{&alone, static_cast<ThreadPool*>(nullptr)}, std::pair{&pooled, &pool}}) {
+          OpContext ctx{p, nullptr, false};
+          ctx.precision = precision;
+          const Status st =
+              sparse_moe(ctx, w, TensorView::make(const_cast<float*>(x.data()), DType::kF32, {n, kHidden}),
+                         TensorView::make(id_copy.data(), DType::kI32, {n, 2}),
+                         TensorView::make(const_cast<float*>(weights.data()), DType::kF32, {n, 2}),
+                         TensorView::make(out->data(), DType::kF32, {n, kHidden}));
+          ASSERT_TRUE(st.ok()) << st.to_string();
+        }
+        EXPECT_EQ(0, std::memcmp(alone.data(), pooled.data(), alone.size() * sizeof(float)))
+            << dtype_name(t) << " n=" << n << (precision == Precision::kFast ? " fast" : " exact");
+        float mag = 0;
+        for (float v : alone) mag = std::max(mag, std::fabs(v));
+        EXPECT_GT(mag, 0.0f);
+      }
+    }
   }
 }
 

@@ -40,20 +40,22 @@ void mla_tile(const MlaItem& m, int j0, int nj, MlaScratch& s) {
   const int qk = p.qk_nope + p.qk_rope, width = p.kv_lora + p.qk_rope, per_head = p.qk_nope + p.v_head_dim;
   const int64_t ld_cat = static_cast<int64_t>(m.nh) * width, ld_q = static_cast<int64_t>(p.n_head) * qk;
   const float* q0 = m.q.as<const float>() + ((m.sq.q_begin + j0) * p.n_head + m.h0) * qk;  // token j0, head h0
-  // Row r of kv_b as floats, through this ISA's decoder where it has one (the generic decode costs more than the
-  // products that use the row).
+  // Row r of kv_b as floats: in place for F32, else through this ISA's decoder where it has one (the generic decode
+  // costs more than the products that use the row).
   const DequantFn decode = m.kv_b.scale ? nullptr : k.dequant[static_cast<int>(m.kv_b.dtype)];
-  const auto weight_row = [&](int64_t r) {
+  const auto weight_row = [&](int64_t r) -> const float* {
+    if (m.kv_b.dtype == DType::kF32 && !m.kv_b.scale) return m.kv_b.row<const float>(r);
     if (decode)
       decode(m.kv_b.row<const uint8_t>(r), s.w_row.data(), p.kv_lora);
     else
       dequantize_weight_row(m.kv_b, r, s.w_row.data());
+    return s.w_row.data();
   };
   std::fill(s.q_cat.begin(), s.q_cat.end(), 0.0f);
   for (int h = 0; h < m.nh; ++h) {
     for (int i = 0; i < p.qk_nope; ++i) {  // q_lat += q_nope[i] · W_UK row i, for every token of the tile
-      weight_row(static_cast<int64_t>(m.h0 + h) * per_head + i);
-      k.rows_axpy(q0 + h * qk + i, ld_q, nj, s.w_row.data(), 0, 1, p.kv_lora, s.q_cat.data() + h * width, ld_cat);
+      const float* w_uk = weight_row(static_cast<int64_t>(m.h0 + h) * per_head + i);
+      k.rows_axpy(q0 + h * qk + i, ld_q, nj, w_uk, 0, 1, p.kv_lora, s.q_cat.data() + h * width, ld_cat);
     }
     for (int j = 0; j < nj; ++j)
       std::copy_n(q0 + j * ld_q + h * qk + p.qk_nope, p.qk_rope, s.q_cat.data() + j * ld_cat + h * width + p.kv_lora);
@@ -84,9 +86,9 @@ void mla_tile(const MlaItem& m, int j0, int nj, MlaScratch& s) {
   float* out0 = m.out.as<float>() + (m.sq.q_begin + j0) * ld_out + static_cast<int64_t>(m.h0) * p.v_head_dim;
   for (int h = 0; h < m.nh; ++h)
     for (int v = 0; v < p.v_head_dim; ++v) {  // out[v] = W_UV row v · o_lat, for every token of the tile
-      weight_row(static_cast<int64_t>(m.h0 + h) * per_head + p.qk_nope + v);
-      k.rows_dot(s.o_lat.data() + h * p.kv_lora, static_cast<int64_t>(m.nh) * p.kv_lora, nj, s.w_row.data(), 0, 1,
-                 p.kv_lora, out0 + h * p.v_head_dim + v, ld_out);
+      const float* w_uv = weight_row(static_cast<int64_t>(m.h0 + h) * per_head + p.qk_nope + v);
+      k.rows_dot(s.o_lat.data() + h * p.kv_lora, static_cast<int64_t>(m.nh) * p.kv_lora, nj, w_uv, 0, 1, p.kv_lora,
+                 out0 + h * p.v_head_dim + v, ld_out);
     }
 }
 

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "hal/cpu/kernels/gemm.h"
 #include "hal/cpu/kernels/kernels.h"
 
@@ -81,6 +82,31 @@ Status moe_gate(const OpContext& ctx, const MoeGateParams& p, const TensorView& 
   return {};
 }
 
+namespace {
+
+// One expert's SwiGLU MLP over its m gathered tokens xs [m, hidden] into down [m, hidden].
+struct ExpertScratch {
+  std::vector<float> gate, up;
+};
+Status run_expert(const OpContext& ctx, const ExpertWeights& w, int64_t e, std::vector<float>& xs, int64_t m,
+                  std::vector<float>& down, ExpertScratch& s) {
+  const TensorView gate_w = w.gate.slice(e), up_w = w.up.slice(e), down_w = w.down.slice(e);
+  const int64_t hidden = gate_w.cols(), ffn = gate_w.rows();
+  s.gate.resize(static_cast<size_t>(m * ffn));
+  s.up.resize(static_cast<size_t>(m * ffn));
+  down.resize(static_cast<size_t>(m * hidden));
+  const TensorView xv = TensorView::make(xs.data(), DType::kF32, {m, hidden});
+  const TensorView gv = TensorView::make(s.gate.data(), DType::kF32, {m, ffn});
+  const TensorView uv = TensorView::make(s.up.data(), DType::kF32, {m, ffn});
+  const TensorView dv = TensorView::make(down.data(), DType::kF32, {m, hidden});
+  CAI_TRY(cpu_dense_gemm(ctx, gate_w, xv, nullptr, gv));
+  CAI_TRY(cpu_dense_gemm(ctx, up_w, xv, nullptr, uv));
+  CAI_TRY(swiglu(ctx, gv, uv, gv));
+  return cpu_dense_gemm(ctx, down_w, gv, nullptr, dv);
+}
+
+}  // namespace
+
 Status sparse_moe(const OpContext& ctx, const ExpertWeights& w, const TensorView& x, const TensorView& ids,
                   const TensorView& weights, const TensorView& out) {
   const int64_t n = x.rows(), hidden = x.cols(), top_k = ids.cols();
@@ -96,32 +122,49 @@ Status sparse_moe(const OpContext& ctx, const ExpertWeights& w, const TensorView
       if (e < 0 || e >= n_experts) return invalid_argument("sparse_moe: expert id {} outside {}", e, n_experts);
       buckets[static_cast<size_t>(e)].push_back({t, weights.as<const float>()[t * top_k + k]});
     }
-  std::fill(out.as<float>(), out.as<float>() + n * hidden, 0.0f);
-  std::vector<float> xs, gate, up, down;
+  // Each selected expert: its tokens gathered [m, hidden], then its output [m, hidden].
+  struct Active {
+    int64_t id;
+    const std::vector<std::pair<int64_t, float>>* tokens;
+    std::vector<float> xs, down;
+    Status status;
+  };
+  std::vector<Active> active;
   for (int64_t e = 0; e < n_experts; ++e) {
     const auto& bucket = buckets[static_cast<size_t>(e)];
     if (bucket.empty()) continue;
-    const TensorView gate_w = w.gate.slice(e), up_w = w.up.slice(e), down_w = w.down.slice(e);
-    const int64_t m = static_cast<int64_t>(bucket.size()), ffn = gate_w.rows();
-    xs.resize(static_cast<size_t>(m * hidden));
-    gate.resize(static_cast<size_t>(m * ffn));
-    up.resize(static_cast<size_t>(m * ffn));
-    down.resize(static_cast<size_t>(m * hidden));
-    for (int64_t i = 0; i < m; ++i) std::copy_n(x.row<const float>(bucket[static_cast<size_t>(i)].first), hidden, &xs[static_cast<size_t>(i * hidden)]);
-    const TensorView xv = TensorView::make(xs.data(), DType::kF32, {m, hidden});
-    const TensorView gv = TensorView::make(gate.data(), DType::kF32, {m, ffn});
-    const TensorView uv = TensorView::make(up.data(), DType::kF32, {m, ffn});
-    const TensorView dv = TensorView::make(down.data(), DType::kF32, {m, hidden});
-    CAI_TRY(cpu_dense_gemm(ctx, gate_w, xv, nullptr, gv));
-    CAI_TRY(cpu_dense_gemm(ctx, up_w, xv, nullptr, uv));
-    CAI_TRY(swiglu(ctx, gv, uv, gv));
-    CAI_TRY(cpu_dense_gemm(ctx, down_w, gv, nullptr, dv));
-    for (int64_t i = 0; i < m; ++i) {
-      float* o = out.row<float>(bucket[static_cast<size_t>(i)].first);
-      const float wt = bucket[static_cast<size_t>(i)].second;
-      for (int64_t c = 0; c < hidden; ++c) o[c] += wt * down[static_cast<size_t>(i * hidden + c)];
-    }
+    Active& a = active.emplace_back(Active{e, &bucket, {}, {}, {}});
+    a.xs.resize(bucket.size() * static_cast<size_t>(hidden));
+    for (size_t r = 0; r < bucket.size(); ++r)
+      std::copy_n(x.row<const float>(bucket[r].first), hidden, &a.xs[r * hidden]);
   }
+  const auto run = [&](const OpContext& c, Active& a, ExpertScratch& s) {
+    a.status = run_expert(c, w, a.id, a.xs, static_cast<int64_t>(a.tokens->size()), a.down, s);
+  };
+  // With at least as many experts as threads (a decode step: top-k of them), the experts run side by side, each GEMM
+  // on one thread: one parallel region per layer instead of four per expert. Otherwise one expert at a time, each GEMM
+  // over the pool. A GEMM row's result does not depend on its threads, so both give the same bits.
+  const int threads = ctx.pool ? ctx.pool->size() : 1;
+  if (threads > 1 && static_cast<int64_t>(active.size()) >= threads) {
+    OpContext one_thread = ctx;
+    one_thread.pool = nullptr;
+    parallel_rows(ctx, static_cast<int64_t>(active.size()), 1, [&](int64_t b, int64_t e) {
+      ExpertScratch s;
+      for (int64_t i = b; i < e; ++i) run(one_thread, active[static_cast<size_t>(i)], s);
+    });
+  } else {
+    ExpertScratch s;
+    for (Active& a : active) run(ctx, a, s);
+  }
+  for (const Active& a : active) CAI_TRY(a.status);
+  // Weighted sum in expert order, whichever way they ran.
+  std::fill(out.as<float>(), out.as<float>() + n * hidden, 0.0f);
+  for (const Active& a : active)
+    for (size_t r = 0; r < a.tokens->size(); ++r) {
+      float* o = out.row<float>((*a.tokens)[r].first);
+      const float wt = (*a.tokens)[r].second;
+      for (int64_t c = 0; c < hidden; ++c) o[c] += wt * a.down[r * hidden + c];
+    }
   return {};
 }
 
