@@ -29,7 +29,7 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
                  "profile `cai detect` matches to the device)");
   cmd.add_option("--precision", o.precision,
                  "exact: F32 activations, as the reference; fast: integer activations and dot products for "
-                 "Q8_0/Q4_0/Q2_K..Q6_K weights on the CPU (Q8_0/Q4_0/Q4_K..Q6_K projections packed in 16-row groups)")
+                 "Q8_0/Q4_0/Q2_K..Q6_K weights on the CPU (Q8_0/Q4_0/Q4_K..Q6_K projections and MoE experts packed in 16-row groups)")
       ->check(CLI::IsMember({"fast", "exact"}))
       ->capture_default_str();
   cmd.add_flag("--mlock", o.mlock, "lock the weights in RAM (CPU; needs RLIMIT_MEMLOCK, `ulimit -l`, above their size)");
@@ -194,8 +194,8 @@ Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t
   dev->set_precision(o.precision == "exact" ? hal::Precision::kExact : hal::Precision::kFast);
   if (o.precision == "fast")
     CAI_LOG_INFO("--precision fast: integer dot products for Q8_0 (16-bit activations), Q4_0 and Q2_K..Q6_K (int8) "
-                 "weights where {} has such kernels (the CPU does, and packs Q8_0/Q4_0/Q4_K..Q6_K projections into "
-                 "16-row groups at load; other devices compute exactly)",
+                 "weights where {} has such kernels (the CPU does, and packs Q8_0/Q4_0/Q4_K..Q6_K projections and MoE "
+                 "experts into 16-row groups at load; other devices compute exactly)",
                  dev->name());
   return load_model(o.model, *dev, load);
 }
