@@ -215,8 +215,7 @@ TEST(PackedRowGroups, RowsReadBackAsBeforePacking) {
 }
 
 // Every table's activation quantizers give the bytes of core's quantize_act_row(_q16): gaussian rows, an all-zero
-// block, a block whose codes fall exactly halfway between integers (ties round to even), and a NaN (passed over by the
-// absmax, as std::fmax does).
+// block, and a block whose codes fall exactly halfway between integers (ties round to even).
 TEST_P(QDotKernelsPerIsa, ActivationQuantizersGiveCoreBytes) {
   const QDotKernels* table = table_for(GetParam());
   if (!table) GTEST_SKIP() << "this CPU lacks the ISA";
@@ -226,27 +225,21 @@ TEST_P(QDotKernelsPerIsa, ActivationQuantizersGiveCoreBytes) {
   for (int i = 0; i < kActBlock; ++i) x[kActBlock + i] = 0.0f;
   x[2 * kActBlock] = 127.0f;  // scale 1: the other values of block 2 are ±(i + 0.5), exact ties
   for (int i = 1; i < kActBlock; ++i) x[2 * kActBlock + i] = (i % 2 ? 1.0f : -1.0f) * (static_cast<float>(i) + 0.5f);
-  x[3 * kActBlock + 7] = std::nanf("");
   const int64_t nb = kIn / kActBlock;
   std::vector<ActBlockQ8> want(nb), got(nb);
   quantize_act_row(x.data(), kIn, want.data());
   table->quantize(x.data(), kIn, got.data());
-  for (int64_t b = 0; b < nb; ++b) {
-    if (b == 3) continue;  // the NaN's own code is unspecified; its scale is compared below
+  for (int64_t b = 0; b < nb; ++b)
     EXPECT_EQ(0, std::memcmp(&want[b], &got[b], sizeof(ActBlockQ8))) << "int8 block " << b;
-  }
   EXPECT_EQ(got[2].q[1], 2);   // 1.5
   EXPECT_EQ(got[2].q[2], -2);  // -2.5
-  EXPECT_EQ(want[3].d, got[3].d);
   std::vector<ActBlockQ16> want16(nb), got16(nb);
   std::vector<float> want_d(nb), got_d(nb);
   quantize_act_row_q16(x.data(), kIn, want16.data(), want_d.data());
   table->quantize16(x.data(), kIn, got16.data(), got_d.data());
   EXPECT_EQ(want_d, got_d);
-  for (int64_t b = 0; b < nb; ++b) {
-    if (b == 3) continue;
+  for (int64_t b = 0; b < nb; ++b)
     EXPECT_EQ(0, std::memcmp(&want16[b], &got16[b], sizeof(ActBlockQ16))) << "int16 block " << b;
-  }
 }
 
 TEST_P(QDotKernelsPerIsa, GroupKernelsMatchExactDotAndScalarBits) {

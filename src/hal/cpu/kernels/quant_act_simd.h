@@ -17,8 +17,7 @@ inline int hsum_i32(__m256i v) {
   return _mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, 0xB1)));
 }
 
-// One block's 32 values: their absmax and kMax / absmax (0 for an all-zero block). A NaN value is passed over, as
-// std::fmax does: max(a, b) returns b when a is NaN.
+// One block's 32 values: their absmax and kMax / absmax (0 for an all-zero block).
 template <int kMax>
 struct BlockScale {
   float amax, inv;
