@@ -2,7 +2,6 @@
 // rendezvous and deadlock detection.
 #include <sys/mman.h>
 
-#include <bit>
 #include <boost/context/detail/fcontext.hpp>
 #include <vector>
 
@@ -118,6 +117,7 @@ struct Warp {
   uint64_t values[2][64];  // double-buffered by generation: lanes read op g while the first ones publish op g + 1
   uint64_t live_at[2];     // the live lanes when op g completed
   uint64_t live;           // lanes of the warp that have not returned
+  int n_live;              // how many they are
   int arrived;
   unsigned gen;
 };
@@ -160,7 +160,10 @@ class BlockRunner {
   std::vector<SharedLine> shared_ = std::vector<SharedLine>(kSharedMemPerBlock / sizeof(SharedLine));
 };
 
+// Each worker's runner, and a plain pointer to it for the barrier and warp calls made while a block runs (the
+// owning object needs a TLS constructor call on every access).
 thread_local BlockRunner tls_runner;
+thread_local constinit BlockRunner* tls_running = nullptr;
 
 void BlockRunner::setup(const BlockJob& job, uint3 block_idx) {
   job_ = &job;
@@ -179,6 +182,7 @@ void BlockRunner::setup(const BlockJob& job, uint3 block_idx) {
   for (size_t w = 0; w < warps_.size(); ++w) {
     const int lanes = std::min(ws, n_threads_ - static_cast<int>(w) * ws);
     warps_[w].live = lanes == 64 ? ~uint64_t{0} : (uint64_t{1} << lanes) - 1;
+    warps_[w].n_live = lanes;
     warps_[w].arrived = 0;
     warps_[w].gen = 0;
   }
@@ -258,7 +262,8 @@ void BlockRunner::finish_running() {
   --n_live_;
   Warp& w = warps_[f.warp];
   w.live &= ~(uint64_t{1} << f.info.lane);
-  if (w.arrived > 0 && w.arrived == std::popcount(w.live)) complete_warp_op(f.warp);
+  --w.n_live;
+  if (w.arrived > 0 && w.arrived == w.n_live) complete_warp_op(f.warp);
 }
 
 void BlockRunner::barrier() {
@@ -279,13 +284,13 @@ WarpView BlockRunner::exchange(uint64_t bits) {
   Warp& w = warps_[f.warp];
   const unsigned g = w.gen & 1u;
   w.values[g][f.info.lane] = bits;
-  if (++w.arrived == std::popcount(w.live)) {
+  if (++w.arrived == w.n_live) {
     complete_warp_op(f.warp);
   } else {
     f.state = State::warp;
     suspend();
   }
-  return {w.values[g], w.live_at[g]};
+  return {w.values[g], w.live_at[g], f.info.lane, job_->warp_size};
 }
 
 void BlockRunner::complete_warp_op(int warp) {
@@ -314,10 +319,13 @@ void BlockRunner::abandon() {
 
 }  // namespace
 
-void block_barrier() { tls_runner.barrier(); }
+void block_barrier() { tls_running->barrier(); }
 
-WarpView warp_exchange(uint64_t bits) { return tls_runner.exchange(bits); }
+WarpView warp_exchange(uint64_t bits) { return tls_running->exchange(bits); }
 
-gpuError_t run_block(const BlockJob& job, uint3 block_idx) { return tls_runner.run(job, block_idx); }
+gpuError_t run_block(const BlockJob& job, uint3 block_idx) {
+  tls_running = &tls_runner;
+  return tls_runner.run(job, block_idx);
+}
 
 }  // namespace simt::detail

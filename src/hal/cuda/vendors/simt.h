@@ -135,10 +135,13 @@ extern thread_local constinit BlockInfo tls_block;           // the running bloc
 
 void block_barrier();
 // The warp rendezvous: publishes `bits` as this lane's value, waits for every live lane of the warp, and returns
-// the lanes' values (valid until this lane's next warp operation) with the mask of live lanes.
+// the lanes' values (valid until this lane's next warp operation) with the mask of live lanes, and this lane's
+// index and the warp width (so a shuffle reads no thread-local beyond the one inside the call).
 struct WarpView {
   const uint64_t* values;
   uint64_t live;
+  int lane;
+  int width;
 };
 WarpView warp_exchange(uint64_t bits);
 
@@ -155,11 +158,12 @@ T from_bits(uint64_t b) {
   std::memcpy(&v, &b, sizeof(T));
   return v;
 }
-// The value of lane `src` after the exchange, or `own` when src is outside the warp or inactive.
-template <class T>
-T shuffle_from(T own, int src) {
+// The value of lane src_of(lane, width) after the exchange, or `own` when that is outside the warp or inactive.
+template <class T, class SrcOf>
+T shuffle_from(T own, SrcOf src_of) {
   const WarpView w = warp_exchange(to_bits(own));
-  if (src < 0 || src >= tls_block.warp_size || !((w.live >> src) & 1u)) return own;
+  const int src = src_of(w.lane, w.width);
+  if (src < 0 || src >= w.width || !((w.live >> src) & 1u)) return own;
   return from_bits<T>(w.values[src]);
 }
 struct Vote {
@@ -169,7 +173,7 @@ struct Vote {
 inline Vote vote(int pred) {
   const WarpView w = warp_exchange(pred != 0);
   uint64_t ballot = 0;
-  for (int i = 0; i < tls_block.warp_size; ++i) ballot |= static_cast<uint64_t>(w.values[i] != 0) << i;
+  for (int i = 0; i < w.width; ++i) ballot |= static_cast<uint64_t>(w.values[i] != 0) << i;
   return {ballot & w.live, w.live};
 }
 
@@ -252,16 +256,15 @@ inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst
 inline int gpu_warp_size() { return ::simt::detail::tls_block.warp_size; }
 template <class T>
 T gpu_shfl_xor(T v, int mask) {
-  return ::simt::detail::shuffle_from(v, ::simt::detail::tls_thread->lane ^ mask);
+  return ::simt::detail::shuffle_from(v, [mask](int lane, int) { return lane ^ mask; });
 }
 template <class T>
 T gpu_shfl_down(T v, int delta) {
-  return ::simt::detail::shuffle_from(v, ::simt::detail::tls_thread->lane + delta);
+  return ::simt::detail::shuffle_from(v, [delta](int lane, int) { return lane + delta; });
 }
 template <class T>
 T gpu_shfl(T v, int src_lane) {
-  const int w = gpu_warp_size();
-  return ::simt::detail::shuffle_from(v, ((src_lane % w) + w) % w);
+  return ::simt::detail::shuffle_from(v, [src_lane](int, int w) { return ((src_lane % w) + w) % w; });
 }
 inline uint64_t gpu_ballot(int pred) { return ::simt::detail::vote(pred).ballot; }
 inline bool gpu_any(int pred) { return ::simt::detail::vote(pred).ballot != 0; }
