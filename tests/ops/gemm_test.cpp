@@ -258,14 +258,16 @@ TEST_P(GemmAllTypes, RowsDotAndAxpyMatchReferenceWhateverTheBlock) {
   ASSERT_TRUE(k.rows_dot && k.rows_axpy);
   std::mt19937 rng(77);
   constexpr int kQ = 6, kT = 5;
-  for (int64_t n : {1, 7, 8, 9, 17, 31, 32, 33, 128, 200, 576}) {
+  for (int64_t n : {1, 7, 8, 9, 17, 31, 32, 33, 64, 80, 128, 200, 576}) {
     const int64_t ld = n + 3;  // rows and queries a few floats apart, as cache rows of several heads are
     const auto q = gaussian(kQ * ld, rng), rows = gaussian(kT * ld, rng), a = gaussian(kQ * kT, rng),
                y0 = gaussian(kQ * ld, rng);
     std::vector<float> dots(kQ * kT);
     k.rows_dot(q.data(), ld, kQ, rows.data(), ld, kT, n, dots.data(), kT);
-    std::vector<float> y = y0;
-    k.rows_axpy(a.data(), kT, kQ, rows.data(), ld, kT, n, y.data(), ld);
+    // Calls for 1 … 6 outputs (the kernels take 1, 2, 3 and 4 at a time, with column steps that depend on how many).
+    std::vector<std::vector<float>> y_of(kQ + 1, y0);
+    for (int ny = 1; ny <= kQ; ++ny) k.rows_axpy(a.data(), kT, ny, rows.data(), ld, kT, n, y_of[ny].data(), ld);
+    const std::vector<float>& y = y_of[kQ];
     for (int i = 0; i < kQ; ++i) {
       for (int t = 0; t < kT; ++t) {
         double want = 0, mag = 0;
@@ -288,7 +290,8 @@ TEST_P(GemmAllTypes, RowsDotAndAxpyMatchReferenceWhateverTheBlock) {
           mag += std::fabs(static_cast<double>(a[i * kT + t]) * rows[t * ld + d]);
         }
         EXPECT_NEAR(y[i * ld + d], want, 1e-6 * kT * mag) << "n=" << n;
-        EXPECT_EQ(y[i * ld + d], one_by_one[d]) << "n=" << n << " output " << i << " column " << d;
+        for (int ny = i + 1; ny <= kQ; ++ny)
+          EXPECT_EQ(y_of[ny][i * ld + d], one_by_one[d]) << "n=" << n << " of " << ny << " output " << i << " column " << d;
       }
     }
   }

@@ -1,7 +1,8 @@
 // CPU absorbed multi-head latent attention. The heads of a sequence share one latent cache row per position, so a
 // work item is a (sequence, chunk of heads): its queries are absorbed (q_lat = W_UK^T q_nope) for a tile of query
 // tokens, then each token's heads read every latent row once together (scores, then Σ p c_kv), and W_UV maps the
-// result back. W_UK / W_UV rows are decoded one at a time, once per tile, never as a whole head.
+// result back. W_UK / W_UV rows are read in place (F32) or decoded kRowChunk at a time, once per tile, never as a
+// whole head; each chunk is one row-block kernel call, so the tile's outputs stay in registers across its rows.
 #include <algorithm>
 #include <vector>
 
@@ -15,6 +16,7 @@ namespace cai::hal::cpu {
 namespace {
 
 constexpr int kTokenTile = 32;  // query tokens absorbed together (their q_lat stay in L2)
+constexpr int kRowChunk = 32;   // W_UK / W_UV rows per kernel call (decoded: 64 KiB at kv_lora 512)
 
 struct MlaItem {
   const MlaParams& p;
@@ -30,7 +32,7 @@ struct MlaItem {
 struct MlaScratch {
   std::vector<float> q_cat;  // q_lat (kv_lora) then q_rope (qk_rope) per (token, head)
   std::vector<float> o_lat;  // kv_lora per (token, head)
-  std::vector<float> w_row, kv_buf, scores, rope_scores;
+  std::vector<float> w_rows, kv_buf, scores, rope_scores;
 };
 
 // Tokens j0 .. j0 + nj − 1 of the item's sequence.
@@ -40,22 +42,27 @@ void mla_tile(const MlaItem& m, int j0, int nj, MlaScratch& s) {
   const int qk = p.qk_nope + p.qk_rope, width = p.kv_lora + p.qk_rope, per_head = p.qk_nope + p.v_head_dim;
   const int64_t ld_cat = static_cast<int64_t>(m.nh) * width, ld_q = static_cast<int64_t>(p.n_head) * qk;
   const float* q0 = m.q.as<const float>() + ((m.sq.q_begin + j0) * p.n_head + m.h0) * qk;  // token j0, head h0
-  // Row r of kv_b as floats: in place for F32, else through this ISA's decoder where it has one (the generic decode
-  // costs more than the products that use the row).
+  // Rows r .. r + nt − 1 of kv_b as floats, kv_lora apart: in place for F32, else through this ISA's decoder where it
+  // has one (the generic decode costs more than the products that use the rows).
   const DequantFn decode = m.kv_b.scale ? nullptr : k.dequant[static_cast<int>(m.kv_b.dtype)];
-  const auto weight_row = [&](int64_t r) -> const float* {
+  const auto weight_rows = [&](int64_t r, int nt) -> const float* {
     if (m.kv_b.dtype == DType::kF32 && !m.kv_b.scale) return m.kv_b.row<const float>(r);
-    if (decode)
-      decode(m.kv_b.row<const uint8_t>(r), s.w_row.data(), p.kv_lora);
-    else
-      dequantize_weight_row(m.kv_b, r, s.w_row.data());
-    return s.w_row.data();
+    for (int t = 0; t < nt; ++t) {
+      float* dst = s.w_rows.data() + static_cast<int64_t>(t) * p.kv_lora;
+      if (decode)
+        decode(m.kv_b.row<const uint8_t>(r + t), dst, p.kv_lora);
+      else
+        dequantize_weight_row(m.kv_b, r + t, dst);
+    }
+    return s.w_rows.data();
   };
   std::fill(s.q_cat.begin(), s.q_cat.end(), 0.0f);
   for (int h = 0; h < m.nh; ++h) {
-    for (int i = 0; i < p.qk_nope; ++i) {  // q_lat += q_nope[i] · W_UK row i, for every token of the tile
-      const float* w_uk = weight_row(static_cast<int64_t>(m.h0 + h) * per_head + i);
-      k.rows_axpy(q0 + h * qk + i, ld_q, nj, w_uk, 0, 1, p.kv_lora, s.q_cat.data() + h * width, ld_cat);
+    const int64_t uk0 = static_cast<int64_t>(m.h0 + h) * per_head;
+    for (int i = 0; i < p.qk_nope; i += kRowChunk) {  // q_lat += Σ_i q_nope[i] · W_UK row i, for every token
+      const int nt = std::min(kRowChunk, p.qk_nope - i);
+      k.rows_axpy(q0 + h * qk + i, ld_q, nj, weight_rows(uk0 + i, nt), p.kv_lora, nt, p.kv_lora,
+                  s.q_cat.data() + h * width, ld_cat);
     }
     for (int j = 0; j < nj; ++j)
       std::copy_n(q0 + j * ld_q + h * qk + p.qk_nope, p.qk_rope, s.q_cat.data() + j * ld_cat + h * width + p.kv_lora);
@@ -85,10 +92,11 @@ void mla_tile(const MlaItem& m, int j0, int nj, MlaScratch& s) {
   const int64_t ld_out = static_cast<int64_t>(p.n_head) * p.v_head_dim;
   float* out0 = m.out.as<float>() + (m.sq.q_begin + j0) * ld_out + static_cast<int64_t>(m.h0) * p.v_head_dim;
   for (int h = 0; h < m.nh; ++h)
-    for (int v = 0; v < p.v_head_dim; ++v) {  // out[v] = W_UV row v · o_lat, for every token of the tile
-      const float* w_uv = weight_row(static_cast<int64_t>(m.h0 + h) * per_head + p.qk_nope + v);
-      k.rows_dot(s.o_lat.data() + h * p.kv_lora, static_cast<int64_t>(m.nh) * p.kv_lora, nj, w_uv, 0, 1, p.kv_lora,
-                 out0 + h * p.v_head_dim + v, ld_out);
+    for (int v = 0; v < p.v_head_dim; v += kRowChunk) {  // out[v] = W_UV row v · o_lat, for every token of the tile
+      const int nt = std::min(kRowChunk, p.v_head_dim - v);
+      const float* w_uv = weight_rows(static_cast<int64_t>(m.h0 + h) * per_head + p.qk_nope + v, nt);
+      k.rows_dot(s.o_lat.data() + h * p.kv_lora, static_cast<int64_t>(m.nh) * p.kv_lora, nj, w_uv, p.kv_lora, nt,
+                 p.kv_lora, out0 + h * p.v_head_dim + v, ld_out);
     }
 }
 
@@ -111,7 +119,7 @@ Status attention_mla(const OpContext& ctx, const MlaParams& p, const AttnBatch& 
   const int width = p.kv_lora + p.qk_rope;
   parallel_rows(ctx, batch.n_seqs() * n_chunks, 1, [&](int64_t b, int64_t e) {
     MlaScratch s;
-    s.w_row.resize(static_cast<size_t>(p.kv_lora));
+    s.w_rows.resize(static_cast<size_t>(kRowChunk) * p.kv_lora);
     s.kv_buf.resize(static_cast<size_t>(p.block_size) * width);
     for (int64_t it = b; it < e; ++it) {
       const int h0 = static_cast<int>(it % n_chunks) * chunk, nh = std::min(chunk, p.n_head - h0);

@@ -37,41 +37,50 @@ inline void rows_dot_avx2(const float* q, int64_t ldq, int nq, const float* rows
     for (int i = 0; i < nq; ++i) out[i * ldo + t] = vec_dot_avx2(q + i * ldq, rows + t * ldr, n);
 }
 
-// M outputs' 16 columns from d on, kept in registers over all nt rows.
-template <int M>
-void rows_axpy_16(const float* a, int64_t lda, const float* rows, int64_t ldr, int nt, int64_t d, float* y,
-                  int64_t ldy) {
-  __m256 acc[M][2];
+// M outputs' 8·C columns from d on, kept in registers over all nt rows: one fused multiply-add chain per column
+// vector, M·C of them independent (so a single output still fills the FMA pipes).
+template <int M, int C>
+void rows_axpy_cols(const float* a, int64_t lda, const float* rows, int64_t ldr, int nt, int64_t d, float* y,
+                    int64_t ldy) {
+  __m256 acc[M][C];
   for (int i = 0; i < M; ++i)
-    for (int h = 0; h < 2; ++h) acc[i][h] = _mm256_loadu_ps(y + i * ldy + d + 8 * h);
+    for (int c = 0; c < C; ++c) acc[i][c] = _mm256_loadu_ps(y + i * ldy + d + 8 * c);
   for (int t = 0; t < nt; ++t) {
-    const __m256 v0 = _mm256_loadu_ps(rows + t * ldr + d), v1 = _mm256_loadu_ps(rows + t * ldr + d + 8);
+    const float* row = rows + t * ldr + d;
     for (int i = 0; i < M; ++i) {
       const __m256 w = _mm256_set1_ps(a[i * lda + t]);
-      acc[i][0] = _mm256_fmadd_ps(w, v0, acc[i][0]);
-      acc[i][1] = _mm256_fmadd_ps(w, v1, acc[i][1]);
+      for (int c = 0; c < C; ++c) acc[i][c] = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + 8 * c), acc[i][c]);
     }
   }
   for (int i = 0; i < M; ++i)
-    for (int h = 0; h < 2; ++h) _mm256_storeu_ps(y + i * ldy + d + 8 * h, acc[i][h]);
+    for (int c = 0; c < C; ++c) _mm256_storeu_ps(y + i * ldy + d + 8 * c, acc[i][c]);
 }
 
-// y_i += Σ_t a[i·lda + t] · row t, rows in order (RowsAxpyFn): 16 columns of up to 4 outputs at a time, then the
-// columns past the last multiple of 16 row by row.
+// The columns [0, n16) of M outputs: 64 / 32 / 16 at a time for 1 / 2 / 3-4 outputs (eight accumulators), then 16.
+template <int M>
+void rows_axpy_group(const float* a, int64_t lda, const float* rows, int64_t ldr, int nt, int64_t n16, float* y,
+                     int64_t ldy) {
+  constexpr int C = M == 1 ? 8 : M == 2 ? 4 : 2;
+  int64_t d = 0;
+  for (; d + 8 * C <= n16; d += 8 * C) rows_axpy_cols<M, C>(a, lda, rows, ldr, nt, d, y, ldy);
+  for (; d < n16; d += 16) rows_axpy_cols<M, 2>(a, lda, rows, ldr, nt, d, y, ldy);
+}
+
+// y_i += Σ_t a[i·lda + t] · row t, rows in order (RowsAxpyFn): whole 16-column steps of up to 4 outputs at a time,
+// then the columns past the last multiple of 16 row by row.
 inline void rows_axpy_avx2(const float* a, int64_t lda, int ny, const float* rows, int64_t ldr, int nt, int64_t n,
                            float* y, int64_t ldy) {
   const int64_t n16 = n / 16 * 16;
-  for (int64_t d = 0; d < n16; d += 16)
-    for (int i0 = 0; i0 < ny; i0 += 4) {
-      const float* ai = a + i0 * lda;
-      float* yi = y + i0 * ldy;
-      switch (std::min(4, ny - i0)) {
-        case 1: rows_axpy_16<1>(ai, lda, rows, ldr, nt, d, yi, ldy); break;
-        case 2: rows_axpy_16<2>(ai, lda, rows, ldr, nt, d, yi, ldy); break;
-        case 3: rows_axpy_16<3>(ai, lda, rows, ldr, nt, d, yi, ldy); break;
-        default: rows_axpy_16<4>(ai, lda, rows, ldr, nt, d, yi, ldy); break;
-      }
+  for (int i0 = 0; i0 < ny; i0 += 4) {
+    const float* ai = a + i0 * lda;
+    float* yi = y + i0 * ldy;
+    switch (std::min(4, ny - i0)) {
+      case 1: rows_axpy_group<1>(ai, lda, rows, ldr, nt, n16, yi, ldy); break;
+      case 2: rows_axpy_group<2>(ai, lda, rows, ldr, nt, n16, yi, ldy); break;
+      case 3: rows_axpy_group<3>(ai, lda, rows, ldr, nt, n16, yi, ldy); break;
+      default: rows_axpy_group<4>(ai, lda, rows, ldr, nt, n16, yi, ldy); break;
     }
+  }
   if (n16 == n) return;
   for (int i = 0; i < ny; ++i)
     for (int t = 0; t < nt; ++t) {
