@@ -1,5 +1,6 @@
 // `cai bench --json` on a test model: the JSON report carries the start-up cost (load time, RSS once loaded), the
-// single-sequence rates, the roofline, and with --batch the aggregate rate of the batch and its ratio to one sequence.
+// single-sequence rates, the roofline, and with --batch the aggregate rate of the batch and its ratio to one sequence;
+// generation starts from an empty context unless --depth asks for one.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -16,6 +17,7 @@ TEST(BenchCli, JsonReportWithBatch) {
   EXPECT_GT(j.at("pp_tokens_per_s").get<double>(), 0);
   EXPECT_GT(j.at("tg_tokens_per_s").get<double>(), 0);
   EXPECT_GT(j.at("tg_roofline_ratio").get<double>(), 0);
+  EXPECT_EQ(j.at("depth").get<int>(), 0);  // generation from an empty context, as llama-bench's tgN
   EXPECT_EQ(j.at("batch").get<int>(), 3);
   const double batch = j.at("tg_batch_tokens_per_s").get<double>(), single = j.at("tg_tokens_per_s").get<double>();
   EXPECT_GT(batch, 0);
@@ -34,6 +36,24 @@ TEST(BenchCli, TextReportStartsWithLoadTimeAndRss) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("load: ", 0), 0u) << r.out;
   EXPECT_NE(r.out.find(" s, RSS after load "), std::string::npos) << r.out;
+}
+
+// --depth: generation (one sequence and the batch) starts after that many prefilled context tokens; the report says so.
+TEST(BenchCli, DepthPrefillsContextBeforeGeneration) {
+  test::CommandResult r = test::run_command(test::binary_path("cai") + " bench -m " +
+                                            test::data_path("models/stories260K.gguf") + " -p 4 -n 3 -d 40 -r 1 -b 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("tg3 @ d40: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tg3 @ d40 x 2 sequences: "), std::string::npos) << r.out;
+  r = test::run_command(test::binary_path("cai") + " bench -m " + test::data_path("models/stories260K.gguf") +
+                        " -p 4 -n 3 -d 40 -r 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("depth").get<int>(), 40);
+  EXPECT_GT(j.at("tg_tokens_per_s").get<double>(), 0);
+  EXPECT_NE(test::run_command(test::binary_path("cai") + " bench -m " + test::data_path("models/stories260K.gguf") +
+                              " -d -1").exit_code,
+            0);
 }
 
 TEST(BenchCli, RejectsABatchOutOfRange) {

@@ -1,5 +1,6 @@
 // `cai bench`: prompt-processing and generation tokens/s (like llama-bench), with the memory-bandwidth roofline ratio;
-// with --batch B also the aggregate generation rate of B sequences decoded together, as serving runs them.
+// with --batch B also the aggregate generation rate of B sequences decoded together, as serving runs them. As in
+// llama-bench, generation is timed on its own sequence from an empty context (tgN), or after --depth context tokens.
 #include <chrono>
 #include <iostream>
 #include <map>
@@ -20,6 +21,7 @@ struct BenchOptions {
   CommonOptions common;
   int n_prompt = 128;
   int n_gen = 64;
+  int depth = 0;
   int repeats = 3;
   int batch = 1;
   bool json = false;
@@ -29,17 +31,25 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Aggregate generated tokens/s of `n_seqs` sequences decoding together after a shared-length prompt, in the serving
-// engine's batch-invariant mode; the best of `repeats`.
-Result<double> batched_tg(Model& model, const std::vector<int32_t>& prompt, int n_seqs, int n_gen, int repeats) {
-  std::vector<int32_t> prompts, step(static_cast<size_t>(n_seqs));
-  for (int s = 0; s < n_seqs; ++s) prompts.insert(prompts.end(), prompt.begin(), prompt.end());
+// n token ids spread over the vocabulary (a prompt, or the context generation starts after).
+std::vector<int32_t> bench_tokens(int n, int vocab) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (size_t i = 0; i < t.size(); ++i) t[i] = static_cast<int32_t>((i * 7919 + 13) % static_cast<size_t>(vocab));
+  return t;
+}
+
+// Aggregate generated tokens/s of `n_seqs` sequences decoding together after `context` (each its own copy; none when
+// empty), in the serving engine's batch-invariant mode; the best of `repeats`.
+Result<double> batched_tg(Model& model, const std::vector<int32_t>& context, const std::vector<int32_t>& prompt,
+                          int n_seqs, int n_gen, int repeats) {
+  std::vector<int32_t> contexts, step(static_cast<size_t>(n_seqs));
+  for (int s = 0; s < n_seqs; ++s) contexts.insert(contexts.end(), context.begin(), context.end());
   model.device().set_batch_invariant(true);
   double best = 0;
   for (int r = 0; r < repeats; ++r) {
-    const int n_ctx = static_cast<int>(prompt.size()) + n_gen + 1;
+    const int n_ctx = static_cast<int>(context.size()) + n_gen + 1;
     CAI_ASSIGN_OR_RETURN(SequenceBatch b, SequenceBatch::create(model, n_seqs, n_ctx));
-    CAI_TRY(b.step(prompts, static_cast<int>(prompt.size()), false).status());
+    if (!context.empty()) CAI_TRY(b.step(contexts, static_cast<int>(context.size()), false).status());
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < n_gen; ++i) {
       for (int s = 0; s < n_seqs; ++s) step[static_cast<size_t>(s)] = prompt[static_cast<size_t>(i + s) % prompt.size()];
@@ -52,21 +62,25 @@ Result<double> batched_tg(Model& model, const std::vector<int32_t>& prompt, int 
 }
 
 Status bench(const BenchOptions& o) {
-  CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common, int64_t{std::max(1, o.batch)} * (o.n_prompt + o.n_gen + 1)));
+  const int per_seq = std::max(o.n_prompt, o.depth + o.n_gen) + 1;
+  CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common, int64_t{std::max(1, o.batch)} * per_seq));
   Model& model = *lm.model;
   const int vocab = model.config().vocab_size;
-  std::vector<int32_t> prompt(static_cast<size_t>(std::max(1, o.n_prompt)));
-  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919 + 13) % static_cast<size_t>(vocab));
+  const std::vector<int32_t> prompt = bench_tokens(std::max(1, o.n_prompt), vocab), context = bench_tokens(o.depth, vocab);
   double best_pp = 0, best_tg = 0;
   std::map<std::string, double> tg_phases;
   for (int r = 0; r < std::max(1, o.repeats); ++r) {
-    CAI_ASSIGN_OR_RETURN(SingleSequence seq, SingleSequence::create(model, static_cast<int>(prompt.size()) + o.n_gen + 1));
-    auto t0 = std::chrono::steady_clock::now();
-    CAI_TRY(seq.step(prompt, false).status());
-    best_pp = std::max(best_pp, static_cast<double>(prompt.size()) / seconds_since(t0));
+    {
+      CAI_ASSIGN_OR_RETURN(SingleSequence pp, SingleSequence::create(model, static_cast<int>(prompt.size()) + 1));
+      const auto t0 = std::chrono::steady_clock::now();
+      CAI_TRY(pp.step(prompt, false).status());
+      best_pp = std::max(best_pp, static_cast<double>(prompt.size()) / seconds_since(t0));
+    }
+    CAI_ASSIGN_OR_RETURN(SingleSequence seq, SingleSequence::create(model, o.depth + o.n_gen + 1));
+    if (!context.empty()) CAI_TRY(seq.step(context, false).status());
     profile::reset();
     profile::set_enabled(true);
-    t0 = std::chrono::steady_clock::now();
+    const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < o.n_gen; ++i) {
       const int32_t t = prompt[static_cast<size_t>(i) % prompt.size()];
       CAI_TRY(seq.step(std::span<const int32_t>(&t, 1), false).status());
@@ -80,7 +94,7 @@ Status bench(const BenchOptions& o) {
   }
   double batch_tg = 0;
   if (o.batch > 1) {
-    CAI_ASSIGN_OR_RETURN(batch_tg, batched_tg(model, prompt, o.batch, o.n_gen, std::max(1, o.repeats)));
+    CAI_ASSIGN_OR_RETURN(batch_tg, batched_tg(model, context, prompt, o.batch, o.n_gen, std::max(1, o.repeats)));
   }
   const hal::OpContext ctx = model.device().op_context();
   double bw_gbps = 0;  // the roofline of the memory the weights live in: host RAM, or the device's own
@@ -103,6 +117,7 @@ Status bench(const BenchOptions& o) {
                         {"device", model.device().description()},
                         {"n_prompt", prompt.size()},
                         {"n_gen", o.n_gen},
+                        {"depth", o.depth},
                         {"pp_tokens_per_s", best_pp},
                         {"tg_tokens_per_s", best_tg},
                         {"weight_bytes", model.weight_bytes()},
@@ -124,11 +139,12 @@ Status bench(const BenchOptions& o) {
     std::cout << fmt::format("load: {:.2f} s, RSS after load {:.1f} MiB ({:.1f} MiB of weights)\n", lm.load_seconds,
                              static_cast<double>(lm.rss_after_load_bytes) / (1 << 20),
                              static_cast<double>(model.weight_bytes()) / (1 << 20));
-    std::cout << fmt::format("pp{}: {:.1f} tok/s   tg{}: {:.1f} tok/s   roofline {:.1f} tok/s at {:.1f} GB/s ({:.0f}%)\n",
-                             prompt.size(), best_pp, o.n_gen, best_tg, roofline_tg, bw_gbps, 100 * best_tg / roofline_tg);
+    const std::string tg = fmt::format("tg{}", o.n_gen) + (o.depth > 0 ? fmt::format(" @ d{}", o.depth) : "");
+    std::cout << fmt::format("pp{}: {:.1f} tok/s   {}: {:.1f} tok/s   roofline {:.1f} tok/s at {:.1f} GB/s ({:.0f}%)\n",
+                             prompt.size(), best_pp, tg, best_tg, roofline_tg, bw_gbps, 100 * best_tg / roofline_tg);
     for (const auto& [phase, share] : shares.items()) std::cout << fmt::format("  {:<16} {:5.1f}%\n", phase, 100 * share.get<double>());
     if (o.batch > 1)
-      std::cout << fmt::format("tg{} x {} sequences: {:.1f} tok/s aggregate = {:.2f}x one sequence\n", o.n_gen, o.batch,
+      std::cout << fmt::format("{} x {} sequences: {:.1f} tok/s aggregate = {:.2f}x one sequence\n", tg, o.batch,
                                batch_tg, best_tg > 0 ? batch_tg / best_tg : 0.0);
   }
   return {};
@@ -141,7 +157,10 @@ void register_bench(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("bench", "prompt and generation throughput with the memory-bandwidth roofline");
   add_common_options(*cmd, o->common);
   cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens")->check(CLI::PositiveNumber);
-  cmd->add_option("-n,--n-gen", o->n_gen, "generated tokens")->check(CLI::NonNegativeNumber);
+  cmd->add_option("-n,--n-gen", o->n_gen, "generated tokens, timed on a fresh sequence as llama-bench's tgN")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("-d,--depth", o->depth, "context tokens generation starts after (prefilled untimed)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("-r,--repeats", o->repeats, "repetitions; the best is reported")->check(CLI::PositiveNumber);
   cmd->add_option("-b,--batch", o->batch, "also decode this many sequences together and report the aggregate rate")
       ->check(CLI::Range(1, 256));
