@@ -1,5 +1,7 @@
 // The block runner: one GPU block on one OS thread, its threads as Boost.Context fibers, with barriers, warp
-// rendezvous and deadlock detection.
+// rendezvous and deadlock detection. A fiber that waits switches straight to the next ready one (one context switch
+// per wait, not two through a scheduler); the worker's own stack is the scheduler, entered only to start a block and
+// when no fiber is ready (the block is done, deadlocked or failed).
 #include <sys/mman.h>
 
 #include <boost/context/detail/fcontext.hpp>
@@ -56,9 +58,10 @@ size_t stack_size() {
 
 // Fiber stacks of one worker: one mapping for a full block, made on first use and reused for every block after.
 // A GPU thread takes a stack when it starts and gives it back when it returns, so a block whose threads never wait
-// runs on a single (cache-warm) stack. Each stack sits above a guard page (when the kernel allows the mapping split),
-// and stack tops are staggered by a few cache lines: at a power-of-two stride, all the suspended fibers' saved
-// registers would fall into the same cache sets and evict each other.
+// runs on two (cache-warm) stacks: the next thread takes one before the finished one is given back. Each stack sits
+// above a guard page (when the kernel allows the mapping split), and stack tops are staggered by a few cache lines:
+// at a power-of-two stride, all the suspended fibers' saved registers would fall into the same cache sets and evict
+// each other.
 constexpr size_t kGuard = 4096;
 constexpr size_t kStagger = 8192;
 
@@ -131,8 +134,10 @@ class BlockRunner {
  private:
   static void entry(bctx::transfer_t t);
   void setup(const BlockJob& job, uint3 block_idx);
-  void resume(Fiber& f);
-  void suspend();
+  Fiber* next_ready();
+  void switch_to(Fiber* to, bool leaving_done);
+  void land(bctx::transfer_t t, void* fake_stack);
+  void suspend() { switch_to(next_ready(), false); }
   void finish_running();
   void complete_warp_op(int warp);
   void make_ready(int i);
@@ -148,7 +153,8 @@ class BlockRunner {
   int n_live_ = 0;
   int n_at_barrier_ = 0;
   gpuError_t error_ = gpuSuccess;
-  Fiber* running_ = nullptr;
+  Fiber* running_ = nullptr;  // null: the scheduler
+  Fiber* from_ = nullptr;     // the context that made the last switch (null: the scheduler)
   bctx::fcontext_t scheduler_ = nullptr;
   const void* scheduler_bottom_ = nullptr;  // the worker's own stack, for ASan
   size_t scheduler_size_ = 0;
@@ -196,14 +202,9 @@ void BlockRunner::setup(const BlockJob& job, uint3 block_idx) {
 
 gpuError_t BlockRunner::run(const BlockJob& job, uint3 block_idx) {
   setup(job, block_idx);
-  while (ready_count_ > 0 && error_ == gpuSuccess) {
-    const int i = ready_[ready_head_];
-    ready_head_ = (ready_head_ + 1) % ready_.size();
-    --ready_count_;
-    resume(fibers_[i]);
-  }
-  tls_thread = nullptr;
   running_ = nullptr;
+  while (Fiber* f = next_ready()) switch_to(f, false);  // returns once no fiber is ready
+  tls_thread = nullptr;
   if (n_live_ == 0) return gpuSuccess;
   abandon();
   return error_ == gpuSuccess ? gpuErrorLaunchFailure : error_;
@@ -215,45 +216,61 @@ void BlockRunner::make_ready(int i) {
   ++ready_count_;
 }
 
-void BlockRunner::resume(Fiber& f) {
+// The next fiber to run, given a stack and context when it has not started; null when none is ready (or the block has
+// failed), which sends control back to the scheduler.
+Fiber* BlockRunner::next_ready() {
+  if (ready_count_ == 0 || error_ != gpuSuccess) return nullptr;
+  Fiber& f = fibers_[ready_[ready_head_]];
+  ready_head_ = (ready_head_ + 1) % ready_.size();
+  --ready_count_;
   if (!f.ctx) {
     f.stack = stacks_.acquire();
     if (!f.stack) {
       error_ = gpuErrorMemoryAllocation;
-      return;
+      return nullptr;
     }
     f.ctx = bctx::make_fcontext(f.stack + stacks_.size(), stacks_.size(), &BlockRunner::entry);
   }
-  running_ = &f;
-  tls_thread = &f.info;
-  switch_start(&scheduler_fake_, f.stack, stacks_.size());
-  const bctx::transfer_t t = bctx::jump_fcontext(f.ctx, this);
-  switch_finish(scheduler_fake_, nullptr, nullptr);
-  if (f.state == State::done) {
-    stacks_.release(f.stack);
-    f.stack = nullptr;
-    f.ctx = nullptr;
+  return &f;
+}
+
+// Leaves the running context (a fiber, or the scheduler) for `to` (null: the scheduler). Returns when something
+// switches back here; a fiber that has finished (leaving_done) never comes back.
+void BlockRunner::switch_to(Fiber* to, bool leaving_done) {
+  Fiber* const self = running_;
+  void** fake = leaving_done ? nullptr : self ? &self->fake_stack : &scheduler_fake_;
+  switch_start(fake, to ? to->stack : scheduler_bottom_, to ? stacks_.size() : scheduler_size_);
+  from_ = self;
+  running_ = to;
+  tls_thread = to ? &to->info : nullptr;
+  const bctx::transfer_t t = bctx::jump_fcontext(to ? to->ctx : scheduler_, this);
+  land(t, self ? self->fake_stack : scheduler_fake_);
+}
+
+// Right after a switch into this context: keep where the switching context stopped (or free its stack if it finished).
+void BlockRunner::land(bctx::transfer_t t, void* fake_stack) {
+  Fiber* const from = from_;
+  if (!from) {  // from the scheduler: its context, and (for ASan) the bounds of the worker's stack
+    switch_finish(fake_stack, &scheduler_bottom_, &scheduler_size_);
+    scheduler_ = t.fctx;
+    return;
+  }
+  switch_finish(fake_stack, nullptr, nullptr);
+  if (from->state == State::done) {
+    stacks_.release(from->stack);
+    from->stack = nullptr;
+    from->ctx = nullptr;
   } else {
-    f.ctx = t.fctx;
+    from->ctx = t.fctx;
   }
 }
 
 void BlockRunner::entry(bctx::transfer_t t) {
   auto* self = static_cast<BlockRunner*>(t.data);
-  switch_finish(nullptr, &self->scheduler_bottom_, &self->scheduler_size_);
-  self->scheduler_ = t.fctx;
+  self->land(t, nullptr);
   self->job_->body(self->job_->ctx);
   self->finish_running();
-  switch_start(nullptr, self->scheduler_bottom_, self->scheduler_size_);  // this fiber is gone
-  bctx::jump_fcontext(self->scheduler_, nullptr);
-}
-
-void BlockRunner::suspend() {
-  Fiber& f = *running_;
-  switch_start(&f.fake_stack, scheduler_bottom_, scheduler_size_);
-  const bctx::transfer_t t = bctx::jump_fcontext(scheduler_, nullptr);
-  switch_finish(f.fake_stack, nullptr, nullptr);
-  scheduler_ = t.fctx;
+  self->switch_to(self->next_ready(), true);  // this fiber is gone
 }
 
 void BlockRunner::finish_running() {
