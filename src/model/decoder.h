@@ -36,6 +36,7 @@ class DecoderModel final : public Model {
   size_t weight_bytes() const override { return weights_.total_bytes(); }
   size_t weight_bytes_per_token() const override;
   size_t prewarm_experts() const override { return weights_.prewarm("_exps."); }
+  Status lock_weights() const override { return weights_.lock_in_memory(); }
   Status forward(const StepBatch& batch, KvCache& kv, float* logits) override;
 
  private:

@@ -41,6 +41,8 @@ class Model {
   virtual size_t weight_bytes_per_token() const = 0;
   // Fault in the routed experts' weight pages now (mmapped weights); returns the bytes touched.
   virtual size_t prewarm_experts() const = 0;
+  // --mlock: lock the weights as the model reads them (packed copies included) in RAM; see WeightStore::lock_in_memory.
+  virtual Status lock_weights() const = 0;
 };
 
 }  // namespace cai

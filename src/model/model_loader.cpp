@@ -41,11 +41,15 @@ Status check_fits(const hal::Device& device, const ModelConfig& cfg, size_t weig
                        device.host_visible() ? " (MemAvailable)" : "");
 }
 
-// --mlock, then the architecture's model over the placed weights.
+// The architecture's model over the placed weights (repacked where the device has its own layout, unless --no-repack),
+// then --mlock: after repacking, so the pages locked are the ones the model reads and the file's pages that a packed
+// copy replaced can still be dropped.
 Result<std::unique_ptr<Model>> make_model(const ArchEntry& arch, const ModelConfig& cfg, WeightStore ws,
                                           hal::Device& device, DType kv_dtype, const LoadOptions& o) {
-  if (o.mlock) CAI_TRY(ws.lock_in_memory());
-  return arch.factory(cfg, std::move(ws), device, kv_dtype);
+  ws.set_repack(o.repack);
+  CAI_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, arch.factory(cfg, std::move(ws), device, kv_dtype));
+  if (o.mlock) CAI_TRY(model->lock_weights());
+  return model;
 }
 
 Result<LoadedModel> load_gguf(const std::string& path, hal::Device& device, DType kv_dtype, const LoadOptions& o) {

@@ -30,6 +30,8 @@ struct LoadOptions {
   static constexpr int64_t kModelContext = -1;
   int64_t kv_tokens = 0;
   size_t kv_bytes = 0;
+  // Weights in the device's own layout where it has one (WeightStore::get_gemm_weight); false keeps the file's.
+  bool repack = true;
 };
 
 Result<LoadedModel> load_model(const std::string& path, hal::Device& device, const LoadOptions& options = {});

@@ -276,7 +276,7 @@ Result<TensorView> WeightStore::get(const std::string& name, std::initializer_li
 
 Result<TensorView> WeightStore::get_gemm_weight(const std::string& name, std::initializer_list<int64_t> shape) {
   CAI_ASSIGN_OR_RETURN(TensorView v, get(name, shape));
-  if (!device_->packs_gemm_weight(v)) return v;
+  if (!repack_ || !device_->packs_gemm_weight(v)) return v;
   CAI_ASSIGN_OR_RETURN(hal::Buffer buf, device_->allocate(v.n_bytes()));
   CAI_ASSIGN_OR_RETURN(TensorView packed, device_->pack_gemm_weight(v, buf.data()));
   owned_.push_back(std::move(buf));

@@ -43,6 +43,8 @@ class WeightStore {
   // Same, for a weight only dense_gemm, sparse_moe and embed read: in the device's own layout where it has one (hal::Device::
   // pack_gemm_weight: a packed copy made once, the file's pages of it dropped; `get` returns it from then on).
   Result<TensorView> get_gemm_weight(const std::string& name, std::initializer_list<int64_t> shape);
+  // false (--no-repack): get_gemm_weight returns the file's layout even where the device has its own.
+  void set_repack(bool on) { repack_ = on; }
   // Same, converted to F32 once (norm weights, biases: small tensors the kernels read as floats). On a device the
   // host cannot address, the conversion runs on the host and the result is uploaded.
   Result<TensorView> get_f32(const std::string& name, std::initializer_list<int64_t> shape);
@@ -76,6 +78,7 @@ class WeightStore {
   Status stack_experts(const SafetensorsCheckpoint& ckpt, const std::map<std::string, std::vector<std::string>>& groups);
 
   hal::Device* device_ = nullptr;
+  bool repack_ = true;
   std::map<std::string, TensorView> tensors_;
   std::unique_ptr<GgufFile> gguf_;
   std::unique_ptr<SafetensorsCheckpoint> ckpt_;

@@ -1,6 +1,6 @@
 // `cai bench --json` on a test model: the JSON report carries the start-up cost (load time, RSS once loaded), the
-// single-sequence rates, the roofline, and with --batch the aggregate rate of the batch and its ratio to one sequence;
-// generation starts from an empty context unless --depth asks for one.
+// single-sequence rates, the roofline, the precision (fast unless asked), and with --batch the aggregate rate of the
+// batch and its ratio to one sequence; generation starts from an empty context unless --depth asks for one.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -18,6 +18,7 @@ TEST(BenchCli, JsonReportWithBatch) {
   EXPECT_GT(j.at("tg_tokens_per_s").get<double>(), 0);
   EXPECT_GT(j.at("tg_roofline_ratio").get<double>(), 0);
   EXPECT_EQ(j.at("depth").get<int>(), 0);  // generation from an empty context, as llama-bench's tgN
+  EXPECT_EQ(j.at("precision").get<std::string>(), "fast");  // run, serve and bench default to the fast path
   EXPECT_EQ(j.at("batch").get<int>(), 3);
   const double batch = j.at("tg_batch_tokens_per_s").get<double>(), single = j.at("tg_tokens_per_s").get<double>();
   EXPECT_GT(batch, 0);

@@ -1,8 +1,9 @@
-// Every GGUF weight type end to end: `cai eval` on tests/data/quants/<T>.gguf gives the logits that CAI's F32 path
-// gives on the exact F32 dequantization of that file (the twin; tests/data/quants/README.md). A wrong block layout,
-// scale, sign or grid entry misses by orders of magnitude more than the 1e-4 allowed for summation order. The same
-// for --precision fast on the types with integer kernels (their projections packed into row groups where they can
-// be), within the rounding of quantized activations.
+// Every GGUF weight type end to end: `cai eval` on tests/data/quants/<T>.gguf at its default precision (exact) gives
+// the logits that CAI's F32 path gives on the exact F32 dequantization of that file (the twin;
+// tests/data/quants/README.md). A wrong block layout, scale, sign or grid entry misses by orders of magnitude more
+// than the 1e-4 allowed for summation order. The same for --precision fast on the types with integer kernels (their
+// projections packed into row groups where they can be, or kept row-major with --no-repack), within the rounding of
+// quantized activations.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -30,13 +31,13 @@ constexpr size_t kLogits = 8 * 264;
 class QuantTwins : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
 // max|logits − twin| of `cai eval` on the type's file ≤ tolerance · max|twin|.
-void expect_near_twin(const std::string& type, const std::string& isa, const std::string& precision, float tolerance) {
+// `flags` are cai eval's options beyond the model and the tokens.
+void expect_near_twin(const std::string& type, const std::string& isa, const std::string& flags, float tolerance) {
   const std::string logits = test::make_temp_dir("quant-twin") + "/logits.f32";
   const std::string env = isa.empty() ? "" : "CAI_CPU_ISA=" + isa + " ";
   const test::CommandResult r = test::run_command(env + test::binary_path("cai") + " eval -m " +
-                                                  test::data_path("quants/" + type + ".gguf") + " --precision " +
-                                                  precision + " --tokens 1,2,3,4,5,6,7,8 --logits " + logits +
-                                                  " --json");
+                                                  test::data_path("quants/" + type + ".gguf") + flags +
+                                                  " --tokens 1,2,3,4,5,6,7,8 --logits " + logits + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::vector<float> q = test::read_f32(logits);
   const std::vector<float> t = test::read_f32(test::data_path("quants/" + type + ".twin_logits.f32"));
@@ -50,7 +51,7 @@ void expect_near_twin(const std::string& type, const std::string& isa, const std
   }
   EXPECT_GT(max_ref, 0.5f);  // the twins' logits reach about 1.25: guards against an empty or zeroed reference
   EXPECT_LE(max_diff, tolerance * max_ref)
-      << type << " " << precision << ": max|q - twin| = " << max_diff << ", max|twin| = " << max_ref;
+      << type << flags << ": max|q - twin| = " << max_diff << ", max|twin| = " << max_ref;
 }
 
 std::string param_name(const ::testing::TestParamInfo<std::tuple<std::string, std::string>>& info) {
@@ -60,7 +61,7 @@ std::string param_name(const ::testing::TestParamInfo<std::tuple<std::string, st
 
 TEST_P(QuantTwins, LogitsMatchTheF32Twin) {
   const auto& [type, isa] = GetParam();
-  expect_near_twin(type, isa, "exact", 1e-4f);
+  expect_near_twin(type, isa, "", 1e-4f);  // cai eval's default precision is exact
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, QuantTwins,
@@ -74,7 +75,9 @@ class QuantTwinsFast : public QuantTwins {};
 // for every int8 type, 3.7e-5 for Q8_0's 16-bit activations; a wrong packed layout is off by the whole logit range.
 TEST_P(QuantTwinsFast, FastPathStaysNearTheF32Twin) {
   const auto& [type, isa] = GetParam();
-  expect_near_twin(type, isa, "fast", type == "Q8_0" ? 1e-4f : 2e-2f);
+  const float tolerance = type == "Q8_0" ? 1e-4f : 2e-2f;
+  expect_near_twin(type, isa, " --precision fast", tolerance);
+  expect_near_twin(type, isa, " --precision fast --no-repack", tolerance);  // the integer kernels on the file's rows
 }
 
 INSTANTIATE_TEST_SUITE_P(IntegerKernelTypes, QuantTwinsFast,

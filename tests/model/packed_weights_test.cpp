@@ -1,16 +1,21 @@
 // WeightStore::get_gemm_weight on the CPU: under --precision fast a Q8_0 projection of the real TinyStories-656K file
 // (and a Q4_K, a Q5_K and a Q6_K one of the quant-type models) is copied into interleaved row groups (the bytes
 // pack_row_groups makes), other tensors stay row-major, asking again changes nothing, and the file on disk is never
-// written; under exact nothing is packed.
+// written; under exact, or fast with repacking off (--no-repack), nothing is packed. --mlock locks the packed copies,
+// not the file's pages they replaced.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "hal/cpu/kernels/qdot_groups.h"
 #include "hal/hal.h"
 #include "model/loaders/gguf.h"
+#include "model/model_loader.h"
 #include "model/weights.h"
 #include "test_paths.h"
 
@@ -62,13 +67,27 @@ TEST_P(PackedWeights, FastPrecisionPacksACopyOfGemmWeightsWithoutWritingTheFile)
   EXPECT_EQ(test::read_file(path_), before) << "the GGUF file was written";
 }
 
+// get_gemm_weight of blk.0.ffn_up returns the file's own bytes.
+void expect_row_major(WeightStore& ws, DType row_major) {
+  const TensorView w = ws.all().at("blk.0.ffn_up.weight");
+  auto v = ws.get_gemm_weight("blk.0.ffn_up.weight", {w.dim(0), w.dim(1)});
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->dtype, row_major);
+  EXPECT_EQ(v->data, w.data) << "the mapped file's tensor itself";
+}
+
 TEST_P(PackedWeights, ExactPrecisionLeavesWeightsRowMajor) {
   auto ws = open_store();
   ASSERT_TRUE(ws.ok()) << ws.status().to_string();
-  const TensorView w = ws->all().at("blk.0.ffn_up.weight");
-  auto v = ws->get_gemm_weight("blk.0.ffn_up.weight", {w.dim(0), w.dim(1)});
-  ASSERT_TRUE(v.ok());
-  EXPECT_EQ(v->dtype, GetParam().row_major);
+  expect_row_major(*ws, GetParam().row_major);
+}
+
+TEST_P(PackedWeights, FastPrecisionWithoutRepackLeavesWeightsRowMajor) {
+  cpu_->set_precision(hal::Precision::kFast);
+  auto ws = open_store();
+  ASSERT_TRUE(ws.ok()) << ws.status().to_string();
+  ws->set_repack(false);
+  expect_row_major(*ws, GetParam().row_major);
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, PackedWeights,
@@ -78,6 +97,50 @@ INSTANTIATE_TEST_SUITE_P(Files, PackedWeights,
                              PackedCase{"quants/Q5_K.gguf", DType::kQ5_K, DType::kQ5_K_R16},
                              PackedCase{"quants/Q6_K.gguf", DType::kQ6_K, DType::kQ6_K_R16}),
                          [](const auto& info) { return std::string(dtype_name(info.param.row_major)); });
+
+// Locked bytes of this process (the Locked: lines of /proc/self/smaps): in all mappings, and in those of `file`.
+struct LockedBytes {
+  size_t total = 0, of_file = 0;
+};
+LockedBytes locked_bytes(const std::string& file) {
+  std::ifstream smaps("/proc/self/smaps");
+  LockedBytes out;
+  std::string line;
+  bool in_file = false;
+  while (std::getline(smaps, line)) {
+    std::istringstream fields(line);
+    std::string key;
+    fields >> key;
+    if (key.back() != ':') {  // a mapping's header: range, perms, offset, device, inode, path
+      std::string perms, offset, device, inode, path;
+      fields >> perms >> offset >> device >> inode >> path;
+      in_file = path == file;
+    } else if (key == "Locked:") {
+      size_t kib = 0;
+      fields >> kib;
+      out.total += kib << 10;
+      if (in_file) out.of_file += kib << 10;
+    }
+  }
+  return out;
+}
+
+// Locking after packing: the model's weights as it reads them are locked (at least their bytes), and the file's pages
+// that packed copies replaced are not (they were dropped; locked first, they could not have been).
+TEST(PackedWeightsMlock, LocksThePackedCopiesNotTheFilePagesTheyReplaced) {
+  hal::Device* cpu = hal::Registry::global().find_device("cpu").value();
+  cpu->set_precision(hal::Precision::kFast);
+  const std::string path = std::filesystem::canonical(test::data_path("models/TinyStories-656K-Q8_0.gguf")).string();
+  LoadOptions o;
+  o.mlock = true;
+  Result<LoadedModel> lm = load_model(path, *cpu, o);
+  cpu->set_precision(hal::Precision::kExact);
+  ASSERT_TRUE(lm.ok()) << lm.status().to_string();
+  const LockedBytes locked = locked_bytes(path);
+  const size_t weights = lm->model->weight_bytes(), file = std::filesystem::file_size(path);
+  EXPECT_GE(locked.total, weights);
+  EXPECT_LT(locked.of_file, file / 4) << "every projection and the tied embedding are packed: only norms stay mapped";
+}
 
 }  // namespace
 }  // namespace cai

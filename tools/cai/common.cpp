@@ -29,9 +29,12 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
                  "profile `cai detect` matches to the device)");
   cmd.add_option("--precision", o.precision,
                  "exact: F32 activations, as the reference; fast: integer activations and dot products for "
-                 "Q8_0/Q4_0/Q2_K..Q6_K weights on the CPU (Q8_0/Q4_0/Q4_K..Q6_K projections and MoE experts packed in 16-row groups)")
+                 "Q8_0/Q4_0/Q2_K..Q6_K weights on the CPU")
       ->check(CLI::IsMember({"fast", "exact"}))
       ->capture_default_str();
+  cmd.add_flag("--repack,!--no-repack", o.repack,
+               "fast: pack Q8_0/Q4_0/Q4_K..Q6_K projections and MoE experts into 16-row groups at load (default), or "
+               "keep the file's row-major layout");
   cmd.add_flag("--mlock", o.mlock, "lock the weights in RAM (CPU; needs RLIMIT_MEMLOCK, `ulimit -l`, above their size)");
 }
 
@@ -192,11 +195,13 @@ Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t
                          kv_offload_layers(o, policies, *dev, *engine, load.kv_dtype.value_or(default_kv_dtype(*dev))));
   }
   dev->set_precision(o.precision == "exact" ? hal::Precision::kExact : hal::Precision::kFast);
+  load.repack = o.repack;
   if (o.precision == "fast")
     CAI_LOG_INFO("--precision fast: integer dot products for Q8_0 (16-bit activations), Q4_0 and Q2_K..Q6_K (int8) "
-                 "weights where {} has such kernels (the CPU does, and packs Q8_0/Q4_0/Q4_K..Q6_K projections and MoE "
-                 "experts into 16-row groups at load; other devices compute exactly)",
-                 dev->name());
+                 "weights where {} has such kernels (the CPU does{}; other devices compute exactly)",
+                 dev->name(),
+                 o.repack ? ", and packs Q8_0/Q4_0/Q4_K..Q6_K projections and MoE experts into 16-row groups at load"
+                          : "; --no-repack: the weights keep the file's layout");
   return load_model(o.model, *dev, load);
 }
 

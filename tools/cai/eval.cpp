@@ -89,6 +89,7 @@ Status eval(const EvalOptions& o) {
 void register_eval(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<EvalOptions>();
   CLI::App* cmd = app.add_subcommand("eval", "logits of a token prompt and greedy continuation (for tests)");
+  o->common.precision = "exact";  // the reference path the oracles check, unless asked otherwise
   add_common_options(*cmd, o->common);
   cmd->add_option("--tokens", o->tokens, "comma-separated token ids, e.g. 0,5,7")->required();
   cmd->add_option("--logits", o->logits_path, "write prompt logits here: float32 LE [n_tokens, vocab]");

@@ -25,9 +25,10 @@ struct CommonOptions {
   std::optional<float> thermal_limit_c;  // --thermal-limit (serve); unset: the profile's; 0 = off
   std::optional<int> kv_offload_layers;  // --kv-offload-layers (serve); unset: as the profile's plan says
   bool mlock = false;
-  // "fast": integer activations and dot products where the CPU has a kernel for the weight type; "exact": F32
-  // activations (the reference path, and the default until the fast path is faster everywhere: see README).
-  std::string precision = "exact";
+  // "fast": integer activations and dot products where the CPU has a kernel for the weight type (the default of the
+  // verbs that serve, run and benchmark); "exact": F32 activations, the reference path (`cai eval`'s default).
+  std::string precision = "fast";
+  bool repack = true;  // --no-repack: keep the file's weight layout under fast (LoadOptions::repack)
 };
 void add_common_options(CLI::App& cmd, CommonOptions& o);
 // Resolve the device (loading plugins), apply its profile's policies where the options leave them unset (logging the
