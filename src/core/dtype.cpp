@@ -41,6 +41,8 @@ constexpr std::array<DTypeInfo, static_cast<size_t>(DType::kCount)> kInfos = {{
     {"q4_k_r16", 256, 144, -1},
     {"q6_k_r16", 256, 210, -1},
     {"q5_k_r16", 256, 176, -1},
+    {"q2_k_r16", 256, 84, -1},
+    {"q3_k_r16", 256, 110, -1},
 }};
 
 uint32_t f32_bits(float f) {

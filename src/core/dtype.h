@@ -43,6 +43,8 @@ enum class DType : uint8_t {
   kQ4_K_R16,  // per group super-block: f16 d[16], dmin[16], scale bytes [12][row 16], qs as [32][row 16][4 bytes]
   kQ6_K_R16,  // per group super-block: f16 d[16], scales [16][row 16], ql as [32][row 16][4], qh as [16][row 16][4]
   kQ5_K_R16,  // as kQ4_K_R16 with qh as [8][row 16][4 bytes] between the scales and qs
+  kQ2_K_R16,  // per group super-block: f16 d[16], dmin[16], scale bytes [16][row 16], qs as [16][row 16][4 bytes]
+  kQ3_K_R16,  // per group super-block: f16 d[16], scale bytes [12][row 16], hmask [8][row 16][4], qs [16][row 16][4]
   kCount,
 };
 
@@ -58,7 +60,7 @@ inline std::string_view dtype_name(DType t) { return dtype_info(t).name; }
 std::optional<DType> dtype_from_ggml(uint32_t ggml_id);
 std::optional<DType> dtype_from_name(std::string_view name);  // "q8_0", "f16", ... (case-insensitive)
 inline bool is_quantized(DType t) { return dtype_info(t).block_elems > 1; }
-// Weight rows per interleaved group of a packed layout (kQ8_0_R16 .. kQ6_K_R16), 1 for row-major types.
+// Weight rows per interleaved group of a packed layout (kQ8_0_R16 .. kQ3_K_R16), 1 for row-major types.
 inline constexpr int kPackedGroupRows = 16;
 inline int group_rows(DType t) { return t >= DType::kQ8_0_R16 && t < DType::kCount ? kPackedGroupRows : 1; }
 // Bytes of one row of n elements; n must be a multiple of the block size.

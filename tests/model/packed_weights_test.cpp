@@ -95,6 +95,8 @@ TEST_P(PackedWeights, FastPrecisionWithoutRepackLeavesWeightsRowMajor) {
 INSTANTIATE_TEST_SUITE_P(Files, PackedWeights,
                          ::testing::Values(
                              PackedCase{"models/TinyStories-656K-Q8_0.gguf", DType::kQ8_0, DType::kQ8_0_R16},
+                             PackedCase{"quants/Q2_K.gguf", DType::kQ2_K, DType::kQ2_K_R16},
+                             PackedCase{"quants/Q3_K.gguf", DType::kQ3_K, DType::kQ3_K_R16},
                              PackedCase{"quants/Q4_K.gguf", DType::kQ4_K, DType::kQ4_K_R16},
                              PackedCase{"quants/Q5_K.gguf", DType::kQ5_K, DType::kQ5_K_R16},
                              PackedCase{"quants/Q6_K.gguf", DType::kQ6_K, DType::kQ6_K_R16}),

@@ -36,6 +36,8 @@ const std::vector<Layout>& layouts() {
       {DType::kQ6_K,
        DType::kQ6_K_R16,
        {{208, 2, 1, 0}, {192, 1, 16, 2 * kR}, {0, 4, 32, 18 * kR}, {128, 4, 16, 18 * kR + 128 * kR}}},
+      {DType::kQ2_K, DType::kQ2_K_R16, {{80, 2, 1, 0}, {82, 2, 1, 2 * kR}, {0, 1, 16, 4 * kR}, {16, 4, 16, 20 * kR}}},
+      {DType::kQ3_K, DType::kQ3_K_R16, {{108, 2, 1, 0}, {96, 1, 12, 2 * kR}, {0, 4, 8, 14 * kR}, {32, 4, 16, 46 * kR}}},
   };
   return all;
 }

@@ -1,4 +1,4 @@
-// Interleaved row groups for the integer kernels of --precision fast: a Q8_0, Q4_0, Q4_K, Q5_K or Q6_K weight whose row
+// Interleaved row groups for the integer kernels of --precision fast: a Q8_0, Q4_0 or Q2_K..Q6_K weight whose row
 // count is a multiple of 16 is copied once at load (WeightStore::get_gemm_weight → CpuDevice::pack_gemm_weight) so that
 // each block (32 columns) or super-block (256 columns) of 16 consecutive rows lies together, every field of the 16 rows
 // side by side in units of a few bytes (unit u of row r at field base + (u · 16 + r) · unit bytes):
@@ -12,6 +12,10 @@
 //     the 5th bit of column l of sub-block s) between the scales and the qs quads.
 //   kQ6_K_R16 super-block (3360 bytes): f16 d[16], the 16 int8 scales as [scale k][row], then ql in quads (32) and
 //     qh in quads (16), each [quad][row][4 bytes].
+//   kQ2_K_R16 super-block (1344 bytes): f16 d[16], f16 dmin[16], the 16 scale bytes as [byte k][row], then qs in
+//     quads (16, [quad][row][4 bytes]).
+//   kQ3_K_R16 super-block (1760 bytes): f16 d[16], the 12 scale bytes as [byte k][row], then hmask in quads (8) and qs
+//     in quads (16), each [quad][row][4 bytes].
 // A SIMD lane then holds one row: one broadcast activation pair (or quad) feeds 16 rows in one instruction, the
 // blocks' int32 sums come out as a vector of 16 rows, and the scales are applied with vector multiply-adds per
 // activation row and block, where the row-major kernels need a horizontal sum per row. A group's blocks follow one
@@ -28,8 +32,8 @@ class ThreadPool;
 
 namespace cai::hal::cpu {
 
-// The packed type of a row-major one (kQ8_0 → kQ8_0_R16, kQ4_0 → kQ4_0_R16, kQ4_K → kQ4_K_R16, kQ5_K → kQ5_K_R16,
-// kQ6_K → kQ6_K_R16), or kCount when there is none.
+// The packed type of a row-major one (kQ8_0 → kQ8_0_R16, kQ4_0 → kQ4_0_R16, kQ2_K → kQ2_K_R16 .. kQ6_K → kQ6_K_R16),
+// or kCount when there is none.
 DType packed_dtype(DType row_major);
 // The row-major type a packed one was made from (kCount for a type that is not packed).
 DType row_major_dtype(DType packed);

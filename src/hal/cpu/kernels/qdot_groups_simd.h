@@ -56,6 +56,7 @@ struct RowLanes {
     return _mm512_slli_epi16(v, N);
   }
   static I srl16(I v, int n) { return _mm512_srl_epi16(v, _mm_cvtsi32_si128(n)); }
+  static I sll16(I v, int n) { return _mm512_sll_epi16(v, _mm_cvtsi32_si128(n)); }
   static I add(I a, I b) { return _mm512_add_epi32(a, b); }
   static I sub(I a, I b) { return _mm512_sub_epi32(a, b); }
   static I mullo(I a, I b) { return _mm512_mullo_epi32(a, b); }
@@ -97,6 +98,7 @@ struct RowLanes {
     return _mm256_slli_epi16(v, N);
   }
   static I srl16(I v, int n) { return _mm256_srl_epi16(v, _mm_cvtsi32_si128(n)); }
+  static I sll16(I v, int n) { return _mm256_sll_epi16(v, _mm_cvtsi32_si128(n)); }
   static I add(I a, I b) { return _mm256_add_epi32(a, b); }
   static I sub(I a, I b) { return _mm256_sub_epi32(a, b); }
   static I mullo(I a, I b) { return _mm256_mullo_epi32(a, b); }
@@ -303,21 +305,21 @@ template <int NX>
   }
 }
 
-// acc[j] += block b's sums: per 16-element half the integer sum less 32 · Σ a.q times the half's int8 scale, both
-// halves added in int32, then acc = fma(isum, d · a.d, acc).
-template <int NX>
-[[gnu::always_inline]] inline void q6_k_scale_into(const L::I (&s0)[NX], const L::I (&s1)[NX], L::I sc0, L::I sc1,
-                                                   L::F d, const ActBlockQ8* a, int64_t ldx, L::F (&acc)[NX]) {
+// acc[j] += block b's sums for a type whose codes carry a bias (Q6_K 32, Q3_K 4): per 16-element half the integer sum
+// less kBias · Σ a.q times the half's signed scale, both halves added in int32, then acc = fma(isum, d · a.d, acc).
+template <int NX, int kBias>
+[[gnu::always_inline]] inline void biased_scale_into(const L::I (&s0)[NX], const L::I (&s1)[NX], L::I sc0, L::I sc1,
+                                                     L::F d, const ActBlockQ8* a, int64_t ldx, L::F (&acc)[NX]) {
 #pragma GCC unroll 8
   for (int j = 0; j < NX; ++j) {
     const ActBlockQ8& aj = a[j * ldx];
-    const L::I isum = L::add(L::mullo(sc0, L::sub(s0[j], L::set1(32 * aj.sum[0]))),
-                             L::mullo(sc1, L::sub(s1[j], L::set1(32 * aj.sum[1]))));
+    const L::I isum = L::add(L::mullo(sc0, L::sub(s0[j], L::set1(kBias * aj.sum[0]))),
+                             L::mullo(sc1, L::sub(s1[j], L::set1(kBias * aj.sum[1]))));
     acc[j] = L::fma(L::cvt(isum), L::mul(d, L::fset1(aj.d)), acc[j]);
   }
 }
 
-// Q6_K: blocks in order, each added as q6_k_scale_into says; their sums come from q6_k_quarter_sums for one or two
+// Q6_K: blocks in order, each added as biased_scale_into<NX, 32> says; their sums come from q6_k_quarter_sums for one or two
 // activation rows, block by block for more (whose accumulators would not fit in registers four blocks at a time).
 template <int NX>
 void q6_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
@@ -339,7 +341,7 @@ void q6_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t
           q6_k_quarter_sums<NX>(low, high, xs + 4 * hb, ldx, s);
           for (int g = 0; g < 4; ++g) {
             const int b = 4 * hb + g;
-            q6_k_scale_into<NX>(s[g][0], s[g][1], scale(2 * b), scale(2 * b + 1), d, xs + b, ldx, acc);
+            biased_scale_into<NX, 32>(s[g][0], s[g][1], scale(2 * b), scale(2 * b + 1), d, xs + b, ldx, acc);
           }
         } else {
           for (int g = 0; g < 4; ++g) {
@@ -352,7 +354,120 @@ void q6_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t
               case 2: q6_k_block_sums<NX, 2>(low_g, high, xs + b, ldx, s0, s1); break;
               default: q6_k_block_sums<NX, 3>(low_g, high, xs + b, ldx, s0, s1); break;
             }
-            q6_k_scale_into<NX>(s0, s1, scale(2 * b), scale(2 * b + 1), d, xs + b, ldx, acc);
+            biased_scale_into<NX, 32>(s0, s1, scale(2 * b), scale(2 * b + 1), d, xs + b, ldx, acc);
+          }
+        }
+      }
+    }
+    for (int j = 0; j < NX; ++j) L::store(out + j * kGroupRows + h * L::kRows, acc[j]);
+  }
+}
+
+// The 16 signed Q3_K scales of the 16 rows of a group super-block (scale bytes as [byte i][row] at p), unpacked as
+// quant_k::q3_k_scale does for one row: low 4 bits from the nibbles of bytes 0..7 (low nibbles for k < 8), high 2 bits
+// from bits 2·(k / 4) of byte 8 + k % 4, minus 32: sc[k][r].
+inline void q3_k_group_scales(const uint8_t* p, int8_t sc[16][kGroupRows]) {
+  __m128i b[12];
+  for (int i = 0; i < 12; ++i) b[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i * kGroupRows));
+  const __m128i low4 = _mm_set1_epi8(15), low2 = _mm_set1_epi8(3), bias = _mm_set1_epi8(32);
+  for (int k = 0; k < 16; ++k) {
+    const __m128i low = _mm_and_si128(k < 8 ? b[k] : _mm_srli_epi16(b[k - 8], 4), low4);
+    const __m128i high = _mm_and_si128(_mm_srl_epi16(b[8 + k % 4], _mm_cvtsi32_si128(2 * (k / 4))), low2);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(sc[k]), _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), bias));
+  }
+}
+
+// The integer sums of activation blocks 4·hb + j0 .. 4·hb + j0 + NJ − 1 of a Q2_K / Q3_K group super-block over their
+// two 16-element halves (quads 0..3, 4..7): block 4·hb + j takes bits 2j of the qs quads at qs and (Q3_K) bit
+// 4·hb + j of the hmask quads at hm as its 4s bit. Each quad is loaded once for the NJ blocks.
+template <int NX, int NJ, bool kQ3>
+[[gnu::always_inline]] inline void q23_k_block_sums(const uint8_t* qs, const uint8_t* hm, int hb, int j0,
+                                                    const ActBlockQ8* a, int64_t ldx, L::I (&s)[NJ][2][NX]) {
+  for (auto& block : s)
+    for (auto& half : block)
+      for (auto& v : half) v = L::zero();
+#pragma GCC unroll 8
+  for (int q = 0; q < 8; ++q) {
+    prefetch_ahead(qs + q * 4 * kGroupRows);
+    const L::I raw = L::quads(qs + q * 4 * kGroupRows);
+    L::I high = L::zero();
+    if constexpr (kQ3) {
+      if (hb == 0) prefetch_ahead(hm + q * 4 * kGroupRows);
+      high = L::quads(hm + q * 4 * kGroupRows);
+    }
+#pragma GCC unroll 4
+    for (int jj = 0; jj < NJ; ++jj) {
+      const int j = j0 + jj;
+      L::I code = L::and8(L::srl16(raw, 2 * j), 3);
+      if constexpr (kQ3) {
+        const int bit = 4 * hb + j;
+        code = L::or_(code, L::and8(bit >= 2 ? L::srl16(high, bit - 2) : L::sll16(high, 2 - bit), 4));
+      }
+#pragma GCC unroll 8
+      for (int x = 0; x < NX; ++x)
+        s[jj][q / 4][x] = L::dot_u8s8(s[jj][q / 4][x], code, L::set1(load_i32(a[x * ldx + j].q + 4 * q)));
+    }
+  }
+}
+
+// acc[j] += Q2_K block b's sums: isc = Σ over both halves of sc·(Σ code·a.q), imin = Σ m·Σ a.q in int32, then
+// acc = fma(isc, d · a.d, acc), acc = fma(imin, dmin · −a.d, acc). raw0, raw1: the halves' scale bytes (scale in the
+// low nibble, min in the high one) of 8 or 16 rows.
+template <int NX>
+[[gnu::always_inline]] inline void q2_k_scale_into(const L::I (&s0)[NX], const L::I (&s1)[NX], L::I raw0, L::I raw1,
+                                                   L::F d, L::F dmin, const ActBlockQ8* a, int64_t ldx,
+                                                   L::F (&acc)[NX]) {
+  const L::I sc0 = L::and8(raw0, 0x0F), sc1 = L::and8(raw1, 0x0F), m0 = L::srl16<4>(raw0), m1 = L::srl16<4>(raw1);
+#pragma GCC unroll 8
+  for (int j = 0; j < NX; ++j) {
+    const ActBlockQ8& aj = a[j * ldx];
+    const L::I isc = L::add(L::mullo(sc0, s0[j]), L::mullo(sc1, s1[j]));
+    const L::I imin = L::add(L::mullo(m0, L::set1(aj.sum[0])), L::mullo(m1, L::set1(aj.sum[1])));
+    acc[j] = L::fma(L::cvt(isc), L::mul(d, L::fset1(aj.d)), acc[j]);
+    acc[j] = L::fma(L::cvt(imin), L::mul(dmin, L::fset1(-aj.d)), acc[j]);
+  }
+}
+
+// Q2_K and Q3_K: blocks in order, each added as q2_k_scale_into / biased_scale_into<NX, 4> say; their sums come from
+// q23_k_block_sums four blocks at a time (one load of each quad) for one or two activation rows, block by block for
+// more.
+template <int NX, bool kQ3>
+void q23_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
+  constexpr int kBlock = kGroupRows * (kQ3 ? 110 : 84), kScales = (kQ3 ? 2 : 4) * kGroupRows;
+  constexpr int kHigh = 14 * kGroupRows, kCodes = (kQ3 ? 46 : 20) * kGroupRows;
+  alignas(16) int8_t sc3[16][kGroupRows];
+  for (int h = 0; h < kHalves; ++h) {
+    L::F acc[NX];
+    for (auto& a : acc) a = L::fzero();
+    for (int64_t sb = 0; sb < in / 256; ++sb) {
+      const uint8_t* blk = w + sb * kBlock;
+      const ActBlockQ8* xs = x + 8 * sb;
+      if constexpr (kQ3) q3_k_group_scales(blk + kScales, sc3);
+      const L::F d = L::f16(blk + 2 * h * L::kRows);
+      const L::F dmin = kQ3 ? L::fzero() : L::f16(blk + 2 * kGroupRows + 2 * h * L::kRows);
+      const uint8_t* hm = blk + kHigh + h * L::kRows * 4;
+      const auto add_block = [&](int b, const L::I(&s0)[NX], const L::I(&s1)[NX]) {
+        if constexpr (kQ3) {
+          biased_scale_into<NX, 4>(s0, s1, L::bytes_i8(reinterpret_cast<const uint8_t*>(sc3[2 * b] + h * L::kRows)),
+                                   L::bytes_i8(reinterpret_cast<const uint8_t*>(sc3[2 * b + 1] + h * L::kRows)), d,
+                                   xs + b, ldx, acc);
+        } else {
+          const uint8_t* raw = blk + kScales + h * L::kRows;
+          q2_k_scale_into<NX>(s0, s1, L::bytes_u8(raw + 2 * b * kGroupRows), L::bytes_u8(raw + (2 * b + 1) * kGroupRows),
+                              d, dmin, xs + b, ldx, acc);
+        }
+      };
+      for (int hb = 0; hb < 2; ++hb) {
+        const uint8_t* qs = blk + kCodes + (8 * hb * kGroupRows + h * L::kRows) * 4;
+        if constexpr (NX <= 2) {
+          L::I s[4][2][NX];
+          q23_k_block_sums<NX, 4, kQ3>(qs, hm, hb, 0, xs + 4 * hb, ldx, s);
+          for (int j = 0; j < 4; ++j) add_block(4 * hb + j, s[j][0], s[j][1]);
+        } else {
+          for (int j = 0; j < 4; ++j) {
+            L::I s[1][2][NX];
+            q23_k_block_sums<NX, 1, kQ3>(qs, hm, hb, j, xs + 4 * hb, ldx, s);
+            add_block(4 * hb + j, s[0][0], s[0][1]);
           }
         }
       }
@@ -396,12 +511,28 @@ struct Q6_KR16Dot {
   }
 };
 
+template <int NX>
+struct Q2_KR16Dot {
+  static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
+    q23_k_r16_dot_nx<NX, false>(w, x, ldx, in, out);
+  }
+};
+
+template <int NX>
+struct Q3_KR16Dot {
+  static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
+    q23_k_r16_dot_nx<NX, true>(w, x, ldx, in, out);
+  }
+};
+
 inline void register_qdot_groups_simd(QDotKernels& k) {
   k.dot16[static_cast<int>(DType::kQ8_0_R16)] = dot16_any_nx<Q8_0R16Dot16>;
   k.dot[static_cast<int>(DType::kQ4_0_R16)] = dot_any_nx<Q4_0R16Dot>;
   k.dot[static_cast<int>(DType::kQ4_K_R16)] = dot_any_nx<Q4_KR16Dot>;
   k.dot[static_cast<int>(DType::kQ5_K_R16)] = dot_any_nx<Q5_KR16Dot>;
   k.dot[static_cast<int>(DType::kQ6_K_R16)] = dot_any_nx<Q6_KR16Dot>;
+  k.dot[static_cast<int>(DType::kQ2_K_R16)] = dot_any_nx<Q2_KR16Dot>;
+  k.dot[static_cast<int>(DType::kQ3_K_R16)] = dot_any_nx<Q3_KR16Dot>;
 }
 
 }  // namespace

@@ -133,7 +133,7 @@ void k_dot_scalar(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int nx, in
   }
 }
 
-// Interleaved 16-row groups (qdot_groups.h; Q4_0's kernel is in qdot_scalar.cpp, Q4_K, Q5_K and Q6_K's below):
+// Interleaved 16-row groups (qdot_groups.h; Q4_0's kernel is in qdot_scalar.cpp, the K-quants' below):
 // out[j · 16 + r] for row r of the group, with the operations (and so the bits) of the SIMD group kernels
 // (qdot_groups_simd.h). Byte `i` of unit u of row r of a field starting at `base` with `unit`-byte units.
 inline uint8_t group_byte(const uint8_t* blk, int base, int unit, int u, int r, int i) {
@@ -204,10 +204,48 @@ inline void q6_k_r16_dot(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int
   group_dot_rows<kR * kSuperBytes<DType::kQ6_K>, 8>(w, x, ldx, nx, in, out, row_step);
 }
 
+// Q2_K and Q3_K: per row and activation block b = 4h + j, element l's 2-bit code is bits 2j of qs byte 32h + l (quad
+// 8h + l / 4), Q3_K's 4s bit is bit b of hmask byte l (quad l / 4). Q2_K: isc = Σ over both halves of sc·(Σ code·a.q),
+// imin = Σ m·Σ a.q, then acc = fma(isc, d · a.d, acc), acc = fma(imin, dmin · −a.d, acc). Q3_K: isum = Σ over both
+// halves of sc·(Σ code·a.q − 4·Σ a.q), then acc = fma(isum, d · a.d, acc).
+template <bool kQ3>
+void q23_k_r16_dot(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int nx, int64_t in, float* out) {
+  constexpr int kR = kPackedGroupRows, kCodes = (kQ3 ? 46 : 20) * kR;
+  const auto row_step = [](const uint8_t* blk, const ActBlockQ8* a, int r, float& acc) {
+    const float d = block_bytes::load_f16(blk + 2 * r), dmin = kQ3 ? 0.0f : block_bytes::load_f16(blk + 2 * kR + 2 * r);
+    uint8_t scales[16];
+    for (int k = 0; k < (kQ3 ? 12 : 16); ++k) scales[k] = group_byte(blk, (kQ3 ? 2 : 4) * kR, 1, k, r, 0);
+    for (int b = 0; b < 8; ++b) {
+      const int h = b / 4, j = b % 4;
+      int isc = 0, imin = 0;
+      for (int half = 0; half < 2; ++half) {
+        const int k = 2 * b + half;
+        int part = 0;
+        for (int l = 16 * half; l < 16 * half + 16; ++l) {
+          int code = (group_byte(blk, kCodes, 4, 8 * h + l / 4, r, l % 4) >> (2 * j)) & 3;
+          if constexpr (kQ3) code |= ((group_byte(blk, 14 * kR, 4, l / 4, r, l % 4) >> b) & 1) << 2;
+          part += code * a[b].q[l];
+        }
+        if constexpr (kQ3) {
+          isc += quant_k::q3_k_scale(scales, k) * (part - 4 * a[b].sum[half]);
+        } else {
+          isc += (scales[k] & 15) * part;
+          imin += (scales[k] >> 4) * a[b].sum[half];
+        }
+      }
+      acc = std::fma(static_cast<float>(isc), d * a[b].d, acc);
+      if constexpr (!kQ3) acc = std::fma(static_cast<float>(imin), dmin * -a[b].d, acc);
+    }
+  };
+  group_dot_rows<kR * kSuperBytes<kQ3 ? DType::kQ3_K : DType::kQ2_K>, 8>(w, x, ldx, nx, in, out, row_step);
+}
+
 inline void register_qdot_k_scalar(QDotKernels& k) {
   k.dot[static_cast<int>(DType::kQ4_K_R16)] = q45_k_r16_dot<false>;
   k.dot[static_cast<int>(DType::kQ5_K_R16)] = q45_k_r16_dot<true>;
   k.dot[static_cast<int>(DType::kQ6_K_R16)] = q6_k_r16_dot;
+  k.dot[static_cast<int>(DType::kQ2_K_R16)] = q23_k_r16_dot<false>;
+  k.dot[static_cast<int>(DType::kQ3_K_R16)] = q23_k_r16_dot<true>;
   k.dot[static_cast<int>(DType::kQ2_K)] = k_dot_scalar<DType::kQ2_K>;
   k.dot[static_cast<int>(DType::kQ3_K)] = k_dot_scalar<DType::kQ3_K>;
   k.dot[static_cast<int>(DType::kQ4_K)] = k_dot_scalar<DType::kQ4_K>;
