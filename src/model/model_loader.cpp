@@ -43,11 +43,16 @@ Status check_fits(const hal::Device& device, const ModelConfig& cfg, size_t weig
 
 // The architecture's model over the placed weights (repacked where the device has its own layout, unless --no-repack),
 // then --mlock: after repacking, so the pages locked are the ones the model reads and the file's pages that a packed
-// copy replaced can still be dropped.
+// copy replaced can still be dropped. Its RLIMIT_MEMLOCK check comes first, before any weight is repacked.
 Result<std::unique_ptr<Model>> make_model(const ArchEntry& arch, const ModelConfig& cfg, WeightStore ws,
                                           hal::Device& device, DType kv_dtype, const LoadOptions& o) {
+  if (o.mlock) CAI_TRY(ws.check_lock_limit());
   ws.set_repack(o.repack);
+  const auto t0 = std::chrono::steady_clock::now();
   CAI_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, arch.factory(cfg, std::move(ws), device, kv_dtype));
+  CAI_LOG_INFO("set up the model's weights on {} ({}) in {:.2f}s", device.name(),
+               o.repack ? "in the device's layouts" : "--no-repack: as in the file",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   if (o.mlock) CAI_TRY(model->lock_weights());
   return model;
 }

@@ -318,13 +318,19 @@ Result<TensorView> WeightStore::upload_f32(const std::string& name, const std::v
   return v;
 }
 
+Status WeightStore::check_lock_limit() const {
+  if (!device_->host_visible()) return {};
+  const size_t total = total_bytes();
+  return check_lockable(total, fmt::format("the {} bytes of weights", total));
+}
+
 Status WeightStore::lock_in_memory() const {
   if (!device_->host_visible()) {
     CAI_LOG_INFO("--mlock: the weights live in {}'s own memory; nothing to lock on the host", device_->name());
     return {};
   }
+  CAI_TRY(check_lock_limit());
   const size_t total = total_bytes();
-  CAI_TRY(check_lockable(total, fmt::format("the {} bytes of weights", total)));
   for (const auto& [name, v] : tensors_)
     CAI_TRY(lock_pages(v.data, v.n_bytes(), fmt::format("the {} bytes of weights (stopped at '{}')", total, name)));
   return {};

@@ -58,6 +58,9 @@ class WeightStore {
   // --mlock: lock every tensor's pages in RAM where the device reads the weights from host memory (a device with its
   // own memory holds its copy already). The error names RLIMIT_MEMLOCK.
   Status lock_in_memory() const;
+  // The RLIMIT_MEMLOCK check of lock_in_memory on its own: --mlock runs it before the model is built (packed copies
+  // take as many bytes as the file's tensors they replace), so a low limit is refused before any weight is repacked.
+  Status check_lock_limit() const;
   // Touch every page of the tensors whose canonical name contains `substring` (e.g. "_exps.") so the first request
   // does not fault them in from disk. Returns the bytes touched.
   size_t prewarm(const std::string& substring) const;

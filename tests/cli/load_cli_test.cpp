@@ -28,7 +28,8 @@ TEST(LoadCli, ModelThatCannotFitIsRefusedNamingNeededAndAvailableBytes) {
 }
 
 // Without CAP_IPC_LOCK (setpriv drops it, even for root) and with a 64 KiB RLIMIT_MEMLOCK, locking the ~740 KB of
-// weights is refused before any page is locked, naming the limit to raise; with 4 MiB it succeeds.
+// weights is refused before any page is locked (and, where they are repacked, before that), naming the limit to
+// raise; with 4 MiB it succeeds.
 TEST(LoadCli, MlockFailureNamesRlimitMemlock) {
   if (!std::filesystem::exists("/usr/bin/setpriv")) GTEST_SKIP() << "needs setpriv (util-linux) to drop CAP_IPC_LOCK";
   auto run = [&](int limit_kib, const std::string& command) {
@@ -48,6 +49,31 @@ TEST(LoadCli, MlockFailureNamesRlimitMemlock) {
   EXPECT_NE(low.err.find("RLIMIT_MEMLOCK is 65536 bytes"), std::string::npos) << low.err;
   test::CommandResult high = run(4096, eval);
   EXPECT_EQ(high.exit_code, 0) << high.err;
+
+  // `cai run` (--precision fast: the weights are repacked while the model is set up) refuses before that, and with
+  // room to lock sets the model up and locks its packed copies.
+  const std::string fast = cai_bin() + " run --mlock -m " + q8_model() + " -p hi -n 1 --temp 0";
+  test::CommandResult refused = run(64, fast);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("RLIMIT_MEMLOCK is 65536 bytes"), std::string::npos) << refused.err;
+  EXPECT_EQ(refused.err.find("set up the model's weights"), std::string::npos) << refused.err;
+  test::CommandResult locked = run(4096, fast);
+  EXPECT_EQ(locked.exit_code, 0) << locked.err;
+  EXPECT_NE(locked.err.find("set up the model's weights on cpu:0 (in the device's layouts)"), std::string::npos)
+      << locked.err;
+}
+
+// --no-repack under --precision exact (eval's default) is accepted with a warning that it changes nothing; under fast
+// it sets the model up in the file's layout.
+TEST(LoadCli, NoRepackSaysWhatItChanges) {
+  test::CommandResult exact = test::run_command(cai_bin() + " eval --no-repack -m " + q8_model() + " --tokens 1 --json");
+  EXPECT_EQ(exact.exit_code, 0) << exact.err;
+  EXPECT_NE(exact.err.find("--no-repack changes nothing under --precision exact"), std::string::npos) << exact.err;
+  test::CommandResult fast = test::run_command(cai_bin() + " run --no-repack -m " + q8_model() + " -p hi -n 1 --temp 0");
+  EXPECT_EQ(fast.exit_code, 0) << fast.err;
+  EXPECT_EQ(fast.err.find("changes nothing"), std::string::npos) << fast.err;
+  EXPECT_NE(fast.err.find("set up the model's weights on cpu:0 (--no-repack: as in the file)"), std::string::npos)
+      << fast.err;
 }
 
 // `cai serve -m <first part>` loads every part and answers a completion.

@@ -33,7 +33,7 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
       ->check(CLI::IsMember({"fast", "exact"}))
       ->capture_default_str();
   cmd.add_flag("--repack,!--no-repack", o.repack,
-               "fast: pack Q8_0/Q4_0/Q4_K..Q6_K projections and MoE experts into 16-row groups at load (default), or "
+               "fast: pack Q8_0/Q4_0/Q2_K..Q6_K projections and MoE experts into 16-row groups at load (default), or "
                "keep the file's row-major layout");
   cmd.add_flag("--mlock", o.mlock, "lock the weights in RAM (CPU; needs RLIMIT_MEMLOCK, `ulimit -l`, above their size)");
 }
@@ -200,8 +200,10 @@ Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t
     CAI_LOG_INFO("--precision fast: integer dot products for Q8_0 (16-bit activations), Q4_0 and Q2_K..Q6_K (int8) "
                  "weights where {} has such kernels (the CPU does{}; other devices compute exactly)",
                  dev->name(),
-                 o.repack ? ", and packs Q8_0/Q4_0/Q4_K..Q6_K projections and MoE experts into 16-row groups at load"
+                 o.repack ? ", and packs Q8_0/Q4_0/Q2_K..Q6_K projections and MoE experts into 16-row groups at load"
                           : "; --no-repack: the weights keep the file's layout");
+  else if (!o.repack)
+    CAI_LOG_WARN("--no-repack changes nothing under --precision exact: only the fast path repacks weights");
   return load_model(o.model, *dev, load);
 }
 
