@@ -16,6 +16,7 @@
 #include "hal/cpu/kernels/cpu_features.h"
 #include "hal/cpu/kernels/gemm.h"
 #include "hal/cpu/kernels/qdot_groups.h"
+#include "hal/cpu/kernels/qdot_kernels.h"
 
 namespace {
 
@@ -91,11 +92,10 @@ void bm_gemm(benchmark::State& state, DType t, int64_t out, int64_t in, int64_t 
                              cai::hal::cpu::cpu_isa_name(cai::hal::cpu::active_cpu_isa())));
 }
 
-// The weight types with integer dot-product kernels (Precision::kFast changes nothing for the others).
+// The weight types with integer dot-product kernels on this CPU (Precision::kFast changes nothing for the others).
 bool has_fast_path(DType t) {
-  for (DType f : {DType::kQ8_0, DType::kQ4_0, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K})
-    if (t == f) return true;
-  return false;
+  const cai::hal::cpu::QDotKernels& k = cai::hal::cpu::active_qdot_kernels();
+  return k.dot[static_cast<int>(t)] || k.dot16[static_cast<int>(t)];
 }
 
 const bool g_registered = [] {
@@ -129,21 +129,22 @@ const bool g_registered = [] {
               ->Unit(benchmark::kMicrosecond)
               ->UseRealTime();
         }
-  const DType decode_only[] = {DType::kQ4_0,   DType::kQ5_K,   DType::kQ6_K,    DType::kQ4_1,   DType::kQ5_0,
+  const DType other_types[] = {DType::kQ4_0,   DType::kQ5_K,   DType::kQ6_K,    DType::kQ4_1,   DType::kQ5_0,
                                DType::kQ5_1,   DType::kQ2_K,   DType::kQ3_K,    DType::kIQ4_NL, DType::kIQ4_XS,
                                DType::kIQ3_XXS, DType::kIQ3_S, DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S,
                                DType::kIQ1_S,  DType::kIQ1_M};
   for (bool threaded : {true, false})
-    for (DType t : decode_only) {
-      std::string name = fmt::format("gemm/{}/1536x1536/n1/{}", cai::dtype_name(t), threaded ? "pool" : "t1");
-      for (auto precision : {cai::hal::Precision::kExact, cai::hal::Precision::kFast}) {
-        if (precision == cai::hal::Precision::kFast && !has_fast_path(t)) continue;
-        benchmark::RegisterBenchmark((name + (precision == cai::hal::Precision::kFast ? "/fast" : "")).c_str(), bm_gemm,
-                                     t, int64_t{1536}, int64_t{1536}, int64_t{1}, threaded, true, precision)
-            ->Unit(benchmark::kMicrosecond)
-            ->UseRealTime();
+    for (DType t : other_types)
+      for (int64_t n : {1, 64}) {
+        std::string name = fmt::format("gemm/{}/1536x1536/n{}/{}", cai::dtype_name(t), n, threaded ? "pool" : "t1");
+        for (auto precision : {cai::hal::Precision::kExact, cai::hal::Precision::kFast}) {
+          if (precision == cai::hal::Precision::kFast && !has_fast_path(t)) continue;
+          benchmark::RegisterBenchmark((name + (precision == cai::hal::Precision::kFast ? "/fast" : "")).c_str(),
+                                       bm_gemm, t, int64_t{1536}, int64_t{1536}, n, threaded, true, precision)
+              ->Unit(benchmark::kMicrosecond)
+              ->UseRealTime();
+        }
       }
-    }
   return true;
 }();
 
