@@ -319,8 +319,9 @@ template <int NX, int kBias>
   }
 }
 
-// Q6_K: blocks in order, each added as biased_scale_into<NX, 32> says; their sums come from q6_k_quarter_sums for one or two
-// activation rows, block by block for more (whose accumulators would not fit in registers four blocks at a time).
+// Q6_K: blocks in order, each added as biased_scale_into<NX, 32> says; their sums come from q6_k_quarter_sums for one
+// or two activation rows, block by block for more (whose accumulators would not fit in registers four blocks at a
+// time).
 template <int NX>
 void q6_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
   constexpr int kBlock = kGroupRows * 210, kScales = 2 * kGroupRows, kLow = 18 * kGroupRows;
