@@ -125,6 +125,9 @@ void q8_0_r16_dot16_nx(const uint8_t* w, const ActBlockQ16* x, const float* xd, 
       const uint8_t* blk = w + b * kBlock;
       L::I s[NX];
       for (auto& v : s) v = L::zero();
+      // Unrolled, the 16 pairs' loads and broadcasts overlap: 1.25× at 8 activation rows (left to itself GCC keeps the
+      // loop).
+#pragma GCC unroll 16
       for (int p = 0; p < kActBlock / 2; ++p) {
         const uint8_t* at = blk + kCodes + (p * kGroupRows + h * L::kRows) * 2;
         prefetch_ahead(at);
