@@ -257,6 +257,41 @@ TEST_P(QDotKernelsPerIsa, GroupKernelsMatchExactDotAndScalarBits) {
   }
 }
 
+// A pair kernel (two consecutive groups at once) gives, for every activation row count, the bits of its table's
+// kernel called on each group: rows 0..15 of its output are the first group's, 16..31 the second's.
+TEST_P(QDotKernelsPerIsa, PairKernelsGiveEachGroupsBits) {
+  const QDotKernels* k = table_for(GetParam());
+  if (!k) GTEST_SKIP() << "this CPU lacks AVX-512 VNNI";
+  std::mt19937 rng(95);
+  int n_pairs = 0;
+  for (int p = 0; p < static_cast<int>(DType::kCount); ++p) {
+    if (!k->dot_pair[p]) continue;
+    ++n_pairs;
+    const DType t = row_major_dtype(static_cast<DType>(p));
+    for (int64_t in : {256, 1536}) {
+      const Weights w = make_weights(t, 2 * kPackedGroupRows, in, false, rng);
+      const std::vector<uint8_t> packed = packed_copy(w);
+      const uint8_t* second = packed.data() + kPackedGroupRows * row_bytes(t, in);
+      const Int8Acts acts(k->dot[p], in, gaussian(8 * in, rng));
+      for (int nx = 1; nx <= 8; ++nx) {
+        float both[8 * 2 * kPackedGroupRows], one[8 * kPackedGroupRows], two[8 * kPackedGroupRows];
+        k->dot_pair[p](packed.data(), acts.q.data(), acts.ldx, nx, in, both);
+        acts.run(packed.data(), 0, nx, one);
+        acts.run(second, 0, nx, two);
+        for (int j = 0; j < nx; ++j) {
+          EXPECT_EQ(0, std::memcmp(both + 2 * j * kPackedGroupRows, one + j * kPackedGroupRows, sizeof(float) * kPackedGroupRows))
+              << dtype_name(t) << " in=" << in << " nx=" << nx << " act " << j << ": first group";
+          EXPECT_EQ(0, std::memcmp(both + (2 * j + 1) * kPackedGroupRows, two + j * kPackedGroupRows,
+                                   sizeof(float) * kPackedGroupRows))
+              << dtype_name(t) << " in=" << in << " nx=" << nx << " act " << j << ": second group";
+        }
+      }
+    }
+  }
+  // The AVX-512 VNNI table pairs packed Q4_0; the AVX2 one (8-row halves) and the scalar one pair nothing.
+  EXPECT_EQ(n_pairs, GetParam() == CpuIsa::kAvx512 ? 1 : 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Isas, QDotKernelsPerIsa, ::testing::ValuesIn(available_isas()),
                          [](const auto& info) { return std::string(cpu_isa_name(info.param)); });
 
@@ -353,14 +388,16 @@ TEST_P(GemmFastPerIsa, CloseToExactAndBatchInvariant) {
 }
 
 // Packed weights (interleaved row groups) through cpu_dense_gemm: within activation rounding of the exact path on the
-// row-major weights, batch-invariant, bias added, and refused with a clear error on the exact path.
+// row-major weights, batch-invariant, bias added, and refused with a clear error on the exact path. 37 activation rows
+// take the pair kernels where the ISA has them: on one thread groups 0 and 1 go as a pair, on the pool's one-group
+// chunks each alone, and the bits agree.
 TEST_P(GemmFastPerIsa, PackedWeightsCloseToExactAndBatchInvariant) {
   IsaGuard guard;
   ASSERT_TRUE(set_active_cpu_isa(GetParam()).ok());
   ThreadPool pool(2);
   std::mt19937 rng(6);
   for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
-    const int64_t n = 21, in = dtype_info(t).block_elems == 32 ? 320 : 512;
+    const int64_t n = 37, in = dtype_info(t).block_elems == 32 ? 320 : 512;
     Weights w = make_weights(t, 48, in, false, rng);
     Weights p = w;
     p.bytes = packed_copy(w);
@@ -371,7 +408,9 @@ TEST_P(GemmFastPerIsa, PackedWeightsCloseToExactAndBatchInvariant) {
     GemmRun fast = gemm(p, x, n, bias, Precision::kFast, &pool);
     ASSERT_TRUE(exact.status.ok() && fast.status.ok()) << fast.status.to_string();
     expect_fast_close_to_exact(w, x, bias, n, fast, exact, p.dtype);
-    expect_solo_rows_match(p, x, bias, {0, 8, 20}, fast, &pool);
+    expect_solo_rows_match(p, x, bias, {0, 8, 36}, fast, &pool);
+    GemmRun one_thread = gemm(p, x, n, bias, Precision::kFast, nullptr);
+    EXPECT_EQ(one_thread.y, fast.y) << dtype_name(t);
     GemmRun refused = gemm(p, x, n, bias, Precision::kExact, &pool);
     EXPECT_EQ(refused.status.code(), StatusCode::kUnsupported);
     EXPECT_NE(refused.status.message().find("packed for --precision fast"), std::string::npos)

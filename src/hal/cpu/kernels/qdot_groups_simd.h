@@ -141,36 +141,49 @@ void q8_0_r16_dot16_nx(const uint8_t* w, const ActBlockQ16* x, const float* xd, 
   }
 }
 
-// Q4_0: codes are unsigned nibbles (value = code − 8): u8 × s8 products, then 8 · Σ activation codes subtracted.
-template <int NX>
+// Q4_0: codes are unsigned nibbles (value = code − 8): u8 × s8 products, then 8 · Σ activation codes subtracted. G
+// groups at once (the next at w + the group's bytes, its rows at out + j · G · 16 + 16 · g): each broadcast
+// activation quad then feeds G groups, and G streams of weights are read side by side.
+template <int NX, int G = 1>
 void q4_0_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
   constexpr int kBlock = kGroupRows * 18, kCodes = 2 * kGroupRows;
+  const int64_t group_bytes = in / kActBlock * kBlock;
   for (int h = 0; h < kHalves; ++h) {
-    L::F acc[NX];
-    for (auto& a : acc) a = L::fzero();
+    L::F acc[G][NX];
+    for (auto& group : acc)
+      for (auto& a : group) a = L::fzero();
     for (int64_t b = 0; b < in / kActBlock; ++b) {
-      const uint8_t* blk = w + b * kBlock;
-      L::I s[NX];
-      for (auto& v : s) v = L::zero();
+      L::I s[G][NX];
+      for (auto& group : s)
+        for (auto& v : group) v = L::zero();
+#pragma GCC unroll 4
       for (int v = 0; v < 4; ++v) {
-        const uint8_t* at = blk + kCodes + (v * kGroupRows + h * L::kRows) * 4;
-        prefetch_ahead(at);
-        const L::I raw = L::quads(at);
-        const L::I lo = L::and8(raw, 0x0F), hi = L::and8(L::srl16<4>(raw), 0x0F);
+        L::I lo[G], hi[G];
+        for (int g = 0; g < G; ++g) {
+          const uint8_t* at = w + g * group_bytes + b * kBlock + kCodes + (v * kGroupRows + h * L::kRows) * 4;
+          prefetch_ahead(at);
+          const L::I raw = L::quads(at);
+          lo[g] = L::and8(raw, 0x0F);
+          hi[g] = L::and8(L::srl16<4>(raw), 0x0F);
+        }
+#pragma GCC unroll 8
         for (int j = 0; j < NX; ++j) {
           const ActBlockQ8& a = x[j * ldx + b];
-          s[j] = L::dot_u8s8(s[j], lo, L::set1(load_i32(a.q + 4 * v)));
-          s[j] = L::dot_u8s8(s[j], hi, L::set1(load_i32(a.q + 16 + 4 * v)));
+          const L::I xlo = L::set1(load_i32(a.q + 4 * v)), xhi = L::set1(load_i32(a.q + 16 + 4 * v));
+          for (int g = 0; g < G; ++g) s[g][j] = L::dot_u8s8(L::dot_u8s8(s[g][j], lo[g], xlo), hi[g], xhi);
         }
       }
-      const L::F dw = L::f16(blk + 2 * h * L::kRows);
-      for (int j = 0; j < NX; ++j) {
-        const ActBlockQ8& a = x[j * ldx + b];
-        const L::I sum = L::sub(s[j], L::set1(8 * (a.sum[0] + a.sum[1])));
-        acc[j] = L::fma(L::cvt(sum), L::mul(dw, L::fset1(a.d)), acc[j]);
+      for (int g = 0; g < G; ++g) {
+        const L::F dw = L::f16(w + g * group_bytes + b * kBlock + 2 * h * L::kRows);
+        for (int j = 0; j < NX; ++j) {
+          const ActBlockQ8& a = x[j * ldx + b];
+          const L::I sum = L::sub(s[g][j], L::set1(8 * (a.sum[0] + a.sum[1])));
+          acc[g][j] = L::fma(L::cvt(sum), L::mul(dw, L::fset1(a.d)), acc[g][j]);
+        }
       }
     }
-    for (int j = 0; j < NX; ++j) L::store(out + j * kGroupRows + h * L::kRows, acc[j]);
+    for (int g = 0; g < G; ++g)
+      for (int j = 0; j < NX; ++j) L::store(out + (j * G + g) * kGroupRows + h * L::kRows, acc[g][j]);
   }
 }
 
@@ -495,6 +508,13 @@ struct Q4_0R16Dot {
 };
 
 template <int NX>
+struct Q4_0R16DotPair {
+  static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
+    q4_0_r16_dot_nx<NX, 2>(w, x, ldx, in, out);
+  }
+};
+
+template <int NX>
 struct Q4_KR16Dot {
   static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
     q45_k_r16_dot_nx<NX, false>(w, x, ldx, in, out);
@@ -532,6 +552,9 @@ struct Q3_KR16Dot {
 inline void register_qdot_groups_simd(QDotKernels& k) {
   k.dot16[static_cast<int>(DType::kQ8_0_R16)] = dot16_any_nx<Q8_0R16Dot16>;
   k.dot[static_cast<int>(DType::kQ4_0_R16)] = dot_any_nx<Q4_0R16Dot>;
+  // Two groups at a time pay where one vector holds a group's 16 rows (the AVX2 kernel's 8-row halves would run out
+  // of registers).
+  if constexpr (L::kRows == kGroupRows) k.dot_pair[static_cast<int>(DType::kQ4_0_R16)] = dot_any_nx<Q4_0R16DotPair>;
   k.dot[static_cast<int>(DType::kQ4_K_R16)] = dot_any_nx<Q4_KR16Dot>;
   k.dot[static_cast<int>(DType::kQ5_K_R16)] = dot_any_nx<Q5_KR16Dot>;
   k.dot[static_cast<int>(DType::kQ6_K_R16)] = dot_any_nx<Q6_KR16Dot>;

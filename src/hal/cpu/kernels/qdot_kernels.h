@@ -31,6 +31,9 @@ struct QDotKernels {
   QDotFn dot[static_cast<int>(DType::kCount)];  // null: that weight dtype keeps the exact F32 path
   // Set for weight types whose codes are as precise as int8 activations (Q8_0): they take 16-bit activations.
   QDot16Fn dot16[static_cast<int>(DType::kCount)];
+  // Packed dtypes where this ISA gains from it: two consecutive groups at once (w, then the next group's bytes),
+  // out[j · 2 · kPackedGroupRows + r] for row r of the two; bit for bit what two calls of dot give. Null: dot alone.
+  QDotFn dot_pair[static_cast<int>(DType::kCount)];
   QuantizeActFn quantize;
   QuantizeAct16Fn quantize16;
 };
