@@ -87,17 +87,25 @@ Status serve(ServeOptions o) {
   Status load_status;
   bool loaded = false;
   std::thread loader([&] {
+    int64_t ctx_size = 0;
     Status st = [&]() -> Status {
       CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common, int64_t{o.engine.n_kv_blocks} * o.engine.block_size,
                                                       o.engine.kv_memory_bytes, &o.engine));
       CAI_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::create(std::move(lm), o.engine));
-      CAI_LOG_INFO("engine ready: context {} tokens, max batch {}", engine->ctx_size(), o.engine.max_batch);
+      ctx_size = engine->ctx_size();
       return http.attach(std::move(engine));
     }();
-    std::lock_guard lock(mu);
-    load_status = st;
-    loaded = true;
-    if (!st.ok()) kill(getpid(), SIGUSR1);  // wake the main thread
+    {
+      std::lock_guard lock(mu);
+      load_status = st;
+      loaded = true;
+    }
+    // Logged once a signal would shut the server down cleanly (before, a SIGTERM right after this line could still
+    // find it loading and exit 130).
+    if (st.ok())
+      CAI_LOG_INFO("engine ready: context {} tokens, max batch {}", ctx_size, o.engine.max_batch);
+    else
+      kill(getpid(), SIGUSR1);  // wake the main thread
   });
   int sig = 0;
   sigwait(&signals, &sig);
