@@ -20,8 +20,9 @@ constexpr int kGroupRows = kPackedGroupRows;
 
 // The group kernels read each weight byte once, in order; on their own the hardware prefetchers keep too few lines in
 // flight (Q4_K 1536×1536 at one activation row: 84 µs without, 51 µs with), so each code load asks for the line
-// 4 KiB ahead.
-inline void prefetch_ahead(const uint8_t* p) { _mm_prefetch(reinterpret_cast<const char*>(p + 4096), _MM_HINT_T0); }
+// 4 KiB ahead. Always inlined: GCC otherwise takes the function for one without effects and drops its calls from the
+// always-inlined helpers (the Q6_K, Q2_K and Q3_K kernels had no prefetch left).
+[[gnu::always_inline]] inline void prefetch_ahead(const uint8_t* p) { _mm_prefetch(reinterpret_cast<const char*>(p + 4096), _MM_HINT_T0); }
 
 // The rows of a group one vector holds, and the operations the group kernels need on them. A field of U bytes per
 // row (qdot_groups.h) gives the vector's rows from p + (first row) · U on.
