@@ -280,12 +280,21 @@ template <int G>
   return L::or_(low, L::and8(top, 0x30));
 }
 
-// The integer sums of one Q6_K activation block 4·hb + G over its two 16-element halves (quads 0..3, 4..7).
+// Starts the sums of activation block a over its two 16-element halves at −kBias · Σ a.q of that half: the products
+// of codes that carry a bias (Q6_K 32, Q3_K 4) then add up to the sums of the signed values, with no subtraction after.
+template <int NX, int kBias>
+[[gnu::always_inline]] inline void start_biased_sums(const ActBlockQ8* a, int64_t ldx, L::I (&s0)[NX], L::I (&s1)[NX]) {
+  for (int j = 0; j < NX; ++j) {
+    s0[j] = L::set1(-kBias * a[j * ldx].sum[0]);
+    s1[j] = L::set1(-kBias * a[j * ldx].sum[1]);
+  }
+}
+
+// The signed integer sums of one Q6_K activation block 4·hb + G over its two 16-element halves (quads 0..3, 4..7).
 template <int NX, int G>
 [[gnu::always_inline]] inline void q6_k_block_sums(const uint8_t* low, const uint8_t* high, const ActBlockQ8* a,
                                                    int64_t ldx, L::I (&s0)[NX], L::I (&s1)[NX]) {
-  for (auto& v : s0) v = L::zero();
-  for (auto& v : s1) v = L::zero();
+  start_biased_sums<NX, 32>(a, ldx, s0, s1);
 #pragma GCC unroll 8
   for (int q = 0; q < 8; ++q) {
     prefetch_ahead(low + q * 4 * kGroupRows);
@@ -297,14 +306,12 @@ template <int NX, int G>
   }
 }
 
-// The integer sums of all 4 blocks 4·hb + G of a half super-block at once, for one or two activation rows: each
-// quad step loads the two ql quads and the qh quad once for the 4 blocks (the per-block order loads them 8 times).
+// The signed integer sums of all 4 blocks 4·hb + G of a half super-block at once, for one or two activation rows:
+// each quad step loads the two ql quads and the qh quad once for the 4 blocks (the per-block order loads them 8 times).
 template <int NX>
 [[gnu::always_inline]] inline void q6_k_quarter_sums(const uint8_t* low, const uint8_t* high, const ActBlockQ8* a,
                                                      int64_t ldx, L::I (&s)[4][2][NX]) {
-  for (auto& block : s)
-    for (auto& half : block)
-      for (auto& v : half) v = L::zero();
+  for (int g = 0; g < 4; ++g) start_biased_sums<NX, 32>(a + g, ldx, s[g][0], s[g][1]);
   constexpr int kOdd = 8 * 4 * kGroupRows;  // from the ql quads of blocks 0, 2 to those of blocks 1, 3
 #pragma GCC unroll 8
   for (int q = 0; q < 8; ++q) {
@@ -323,21 +330,19 @@ template <int NX>
   }
 }
 
-// acc[j] += block b's sums for a type whose codes carry a bias (Q6_K 32, Q3_K 4): per 16-element half the integer sum
-// less kBias · Σ a.q times the half's signed scale, both halves added in int32, then acc = fma(isum, d · a.d, acc).
-template <int NX, int kBias>
-[[gnu::always_inline]] inline void biased_scale_into(const L::I (&s0)[NX], const L::I (&s1)[NX], L::I sc0, L::I sc1,
+// acc[j] += block b's signed sums (start_biased_sums) for Q6_K or Q3_K: per 16-element half the sum times the half's
+// signed scale, both halves added in int32, then acc = fma(isum, d · a.d, acc).
+template <int NX>
+[[gnu::always_inline]] inline void signed_scale_into(const L::I (&s0)[NX], const L::I (&s1)[NX], L::I sc0, L::I sc1,
                                                      L::F d, const ActBlockQ8* a, int64_t ldx, L::F (&acc)[NX]) {
 #pragma GCC unroll 8
   for (int j = 0; j < NX; ++j) {
-    const ActBlockQ8& aj = a[j * ldx];
-    const L::I isum = L::add(L::mullo(sc0, L::sub(s0[j], L::set1(kBias * aj.sum[0]))),
-                             L::mullo(sc1, L::sub(s1[j], L::set1(kBias * aj.sum[1]))));
-    acc[j] = L::fma(L::cvt(isum), L::mul(d, L::fset1(aj.d)), acc[j]);
+    const L::I isum = L::add(L::mullo(sc0, s0[j]), L::mullo(sc1, s1[j]));
+    acc[j] = L::fma(L::cvt(isum), L::mul(d, L::fset1(a[j * ldx].d)), acc[j]);
   }
 }
 
-// Q6_K: blocks in order, each added as biased_scale_into<NX, 32> says; their sums come from q6_k_quarter_sums for one
+// Q6_K: blocks in order, each added as signed_scale_into<NX> says; their sums come from q6_k_quarter_sums for one
 // or two activation rows, block by block for more (whose accumulators would not fit in registers four blocks at a
 // time).
 template <int NX>
@@ -360,7 +365,7 @@ void q6_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t
           q6_k_quarter_sums<NX>(low, high, xs + 4 * hb, ldx, s);
           for (int g = 0; g < 4; ++g) {
             const int b = 4 * hb + g;
-            biased_scale_into<NX, 32>(s[g][0], s[g][1], scale(2 * b), scale(2 * b + 1), d, xs + b, ldx, acc);
+            signed_scale_into<NX>(s[g][0], s[g][1], scale(2 * b), scale(2 * b + 1), d, xs + b, ldx, acc);
           }
         } else {
           for (int g = 0; g < 4; ++g) {
@@ -373,7 +378,7 @@ void q6_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t
               case 2: q6_k_block_sums<NX, 2>(low_g, high, xs + b, ldx, s0, s1); break;
               default: q6_k_block_sums<NX, 3>(low_g, high, xs + b, ldx, s0, s1); break;
             }
-            biased_scale_into<NX, 32>(s0, s1, scale(2 * b), scale(2 * b + 1), d, xs + b, ldx, acc);
+            signed_scale_into<NX>(s0, s1, scale(2 * b), scale(2 * b + 1), d, xs + b, ldx, acc);
           }
         }
       }
@@ -398,13 +403,12 @@ inline void q3_k_group_scales(const uint8_t* p, int8_t sc[16][kGroupRows]) {
 
 // The integer sums of activation blocks 4·hb + j0 .. 4·hb + j0 + NJ − 1 of a Q2_K / Q3_K group super-block over their
 // two 16-element halves (quads 0..3, 4..7): block 4·hb + j takes bits 2j of the qs quads at qs and (Q3_K) bit
-// 4·hb + j of the hmask quads at hm as its 4s bit. Each quad is loaded once for the NJ blocks.
+// 4·hb + j of the hmask quads at hm as its 4s bit; Q3_K's sums are signed (start_biased_sums). Each quad is loaded
+// once for the NJ blocks.
 template <int NX, int NJ, bool kQ3>
 [[gnu::always_inline]] inline void q23_k_block_sums(const uint8_t* qs, const uint8_t* hm, int hb, int j0,
                                                     const ActBlockQ8* a, int64_t ldx, L::I (&s)[NJ][2][NX]) {
-  for (auto& block : s)
-    for (auto& half : block)
-      for (auto& v : half) v = L::zero();
+  for (int jj = 0; jj < NJ; ++jj) start_biased_sums<NX, kQ3 ? 4 : 0>(a + j0 + jj, ldx, s[jj][0], s[jj][1]);
 #pragma GCC unroll 8
   for (int q = 0; q < 8; ++q) {
     prefetch_ahead(qs + q * 4 * kGroupRows);
@@ -447,7 +451,7 @@ template <int NX>
   }
 }
 
-// Q2_K and Q3_K: blocks in order, each added as q2_k_scale_into / biased_scale_into<NX, 4> say; their sums come from
+// Q2_K and Q3_K: blocks in order, each added as q2_k_scale_into / signed_scale_into<NX> say; their sums come from
 // q23_k_block_sums four blocks at a time (one load of each quad) for one or two activation rows, block by block for
 // more.
 template <int NX, bool kQ3>
@@ -467,9 +471,9 @@ void q23_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_
       const uint8_t* hm = blk + kHigh + h * L::kRows * 4;
       const auto add_block = [&](int b, const L::I(&s0)[NX], const L::I(&s1)[NX]) {
         if constexpr (kQ3) {
-          biased_scale_into<NX, 4>(s0, s1, L::bytes_i8(reinterpret_cast<const uint8_t*>(sc3[2 * b] + h * L::kRows)),
-                                   L::bytes_i8(reinterpret_cast<const uint8_t*>(sc3[2 * b + 1] + h * L::kRows)), d,
-                                   xs + b, ldx, acc);
+          signed_scale_into<NX>(s0, s1, L::bytes_i8(reinterpret_cast<const uint8_t*>(sc3[2 * b] + h * L::kRows)),
+                                L::bytes_i8(reinterpret_cast<const uint8_t*>(sc3[2 * b + 1] + h * L::kRows)), d, xs + b,
+                                ldx, acc);
         } else {
           const uint8_t* raw = blk + kScales + h * L::kRows;
           q2_k_scale_into<NX>(s0, s1, L::bytes_u8(raw + 2 * b * kGroupRows), L::bytes_u8(raw + (2 * b + 1) * kGroupRows),
