@@ -119,7 +119,7 @@ const bool g_registered = [] {
         }
   for (bool threaded : {true, false})
     for (DType t : {DType::kQ8_0_R16, DType::kQ4_0_R16, DType::kQ2_K_R16, DType::kQ3_K_R16, DType::kQ4_K_R16,
-                    DType::kQ5_K_R16, DType::kQ6_K_R16})
+                    DType::kQ5_K_R16, DType::kQ6_K_R16, DType::kIQ4_NL_R16, DType::kIQ4_XS_R16})
       for (int64_t n : {1, 16, 64, 512})
         for (int64_t out : outs) {
           std::string name = fmt::format("gemm/{}/{}x1536/n{}/{}/fast", cai::dtype_name(t), out, n,

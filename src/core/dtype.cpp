@@ -43,6 +43,8 @@ constexpr std::array<DTypeInfo, static_cast<size_t>(DType::kCount)> kInfos = {{
     {"q5_k_r16", 256, 176, -1},
     {"q2_k_r16", 256, 84, -1},
     {"q3_k_r16", 256, 110, -1},
+    {"iq4_nl_r16", 32, 18, -1},
+    {"iq4_xs_r16", 256, 136, -1},
 }};
 
 uint32_t f32_bits(float f) {

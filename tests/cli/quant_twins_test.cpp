@@ -21,8 +21,10 @@ const std::vector<std::string> kTypes = {"Q4_0",    "Q4_1",   "Q5_0",  "Q5_1",  
                                         "Q4_K",    "Q5_K",   "Q6_K",  "IQ4_NL", "IQ4_XS", "IQ3_XXS", "IQ3_S",
                                         "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ1_S", "IQ1_M", "BF16"};
 
-// The types with integer kernels under --precision fast (the others are computed exactly there too).
-const std::vector<std::string> kIntegerKernelTypes = {"Q4_0", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"};
+// The types with integer kernels under --precision fast (the others are computed exactly there too; IQ4_NL and IQ4_XS
+// have them for packed rows only, so --no-repack computes those exactly).
+const std::vector<std::string> kIntegerKernelTypes = {"Q4_0", "Q8_0", "Q2_K",   "Q3_K",  "Q4_K",
+                                                      "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS"};
 
 // The model's 264-entry vocabulary, 8 prompt tokens.
 constexpr size_t kLogits = 8 * 264;

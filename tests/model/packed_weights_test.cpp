@@ -99,7 +99,9 @@ INSTANTIATE_TEST_SUITE_P(Files, PackedWeights,
                              PackedCase{"quants/Q3_K.gguf", DType::kQ3_K, DType::kQ3_K_R16},
                              PackedCase{"quants/Q4_K.gguf", DType::kQ4_K, DType::kQ4_K_R16},
                              PackedCase{"quants/Q5_K.gguf", DType::kQ5_K, DType::kQ5_K_R16},
-                             PackedCase{"quants/Q6_K.gguf", DType::kQ6_K, DType::kQ6_K_R16}),
+                             PackedCase{"quants/Q6_K.gguf", DType::kQ6_K, DType::kQ6_K_R16},
+                             PackedCase{"quants/IQ4_NL.gguf", DType::kIQ4_NL, DType::kIQ4_NL_R16},
+                             PackedCase{"quants/IQ4_XS.gguf", DType::kIQ4_XS, DType::kIQ4_XS_R16}),
                          [](const auto& info) { return std::string(dtype_name(info.param.row_major)); });
 
 // Locked bytes of this process (the Locked: lines of /proc/self/smaps): in all mappings, and in those of `file`.

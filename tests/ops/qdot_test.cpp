@@ -157,7 +157,16 @@ std::vector<uint8_t> packed_copy(const Weights& w) {
   return p;
 }
 
-// The group kernels (packed Q8_0 with 16-bit activations, packed Q4_0 and Q2_K..Q6_K with int8) equal the
+// The row-major types packed for int8 activations, and all packed ones (Q8_0 takes 16-bit activations).
+constexpr DType kInt8PackedTypes[] = {DType::kQ4_0, DType::kQ2_K, DType::kQ3_K,  DType::kQ4_K,
+                                      DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS};
+std::vector<DType> packed_types() {
+  std::vector<DType> all = {DType::kQ8_0};
+  all.insert(all.end(), std::begin(kInt8PackedTypes), std::end(kInt8PackedTypes));
+  return all;
+}
+
+// The group kernels (packed Q8_0 with 16-bit activations, packed Q4_0, Q2_K..Q6_K, IQ4_NL and IQ4_XS with int8) equal the
 // exact dot of each row's dequantized weights with the quantized activations (1e-5 of Σ|w·x|), row j is bit-identical
 // whatever the row count, and every ISA gives the scalar table's bits (the same integer sums, then the same multiplies
 // and fused multiply-adds).
@@ -200,7 +209,7 @@ void expect_group_kernel_matches(DType t, Fn kernel, Fn scalar_kernel, std::mt19
 // dequantize_row gave before packing.
 TEST(PackedRowGroups, RowsReadBackAsBeforePacking) {
   std::mt19937 rng(96);
-  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+  for (DType t : packed_types()) {
     const int64_t in = dtype_info(t).block_elems == 32 ? 96 : 512;
     Weights w = make_weights(t, 3 * kPackedGroupRows, in, false, rng);
     EXPECT_EQ(row_major_dtype(packed_dtype(t)), t);
@@ -250,7 +259,7 @@ TEST_P(QDotKernelsPerIsa, GroupKernelsMatchExactDotAndScalarBits) {
   const int q8 = static_cast<int>(DType::kQ8_0_R16);
   ASSERT_TRUE(k->dot16[q8]);
   expect_group_kernel_matches<Int16Acts>(DType::kQ8_0, k->dot16[q8], scalar.dot16[q8], rng);
-  for (DType t : {DType::kQ4_0, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+  for (DType t : kInt8PackedTypes) {
     const int p = static_cast<int>(packed_dtype(t));
     ASSERT_TRUE(k->dot[p]) << dtype_name(t);
     expect_group_kernel_matches<Int8Acts>(t, k->dot[p], scalar.dot[p], rng);
@@ -310,6 +319,7 @@ TEST(QDotKernels, EveryIsaCoversTheScalarTable) {
   }
   for (DType t : {DType::kQ4_0, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K})
     EXPECT_NE(scalar.dot[static_cast<int>(t)], nullptr) << dtype_name(t);
+  for (DType t : kInt8PackedTypes) EXPECT_NE(scalar.dot[static_cast<int>(packed_dtype(t))], nullptr) << dtype_name(t);
   EXPECT_NE(scalar.dot16[static_cast<int>(DType::kQ8_0)], nullptr) << "Q8_0 takes 16-bit activations";
 }
 
@@ -396,7 +406,7 @@ TEST_P(GemmFastPerIsa, PackedWeightsCloseToExactAndBatchInvariant) {
   ASSERT_TRUE(set_active_cpu_isa(GetParam()).ok());
   ThreadPool pool(2);
   std::mt19937 rng(6);
-  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+  for (DType t : packed_types()) {
     const int64_t n = 37, in = dtype_info(t).block_elems == 32 ? 320 : 512;
     Weights w = make_weights(t, 48, in, false, rng);
     Weights p = w;

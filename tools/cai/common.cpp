@@ -29,12 +29,12 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
                  "profile `cai detect` matches to the device)");
   cmd.add_option("--precision", o.precision,
                  "exact: F32 activations, as the reference; fast: integer activations and dot products for "
-                 "Q8_0/Q4_0/Q2_K..Q6_K weights on the CPU")
+                 "Q8_0/Q4_0/Q2_K..Q6_K/IQ4_NL/IQ4_XS weights on the CPU")
       ->check(CLI::IsMember({"fast", "exact"}))
       ->capture_default_str();
   cmd.add_flag("--repack,!--no-repack", o.repack,
-               "fast: pack Q8_0/Q4_0/Q2_K..Q6_K projections and MoE experts into 16-row groups at load (default), or "
-               "keep the file's row-major layout");
+               "fast: pack Q8_0/Q4_0/Q2_K..Q6_K/IQ4_NL/IQ4_XS projections and MoE experts into 16-row groups at "
+               "load (default), or keep the file's row-major layout (IQ4_NL / IQ4_XS then compute exactly)");
   cmd.add_flag("--mlock", o.mlock, "lock the weights in RAM (CPU; needs RLIMIT_MEMLOCK, `ulimit -l`, above their size)");
 }
 
@@ -197,10 +197,12 @@ Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t
   dev->set_precision(o.precision == "exact" ? hal::Precision::kExact : hal::Precision::kFast);
   load.repack = o.repack;
   if (o.precision == "fast")
-    CAI_LOG_INFO("--precision fast: integer dot products for Q8_0 (16-bit activations), Q4_0 and Q2_K..Q6_K (int8) "
-                 "weights where {} has such kernels (the CPU does{}; other devices compute exactly)",
+    CAI_LOG_INFO("--precision fast: integer dot products for Q8_0 (16-bit activations), Q4_0, Q2_K..Q6_K and packed "
+                 "IQ4_NL / IQ4_XS (int8) weights where {} has such kernels (the CPU does{}; other devices compute "
+                 "exactly)",
                  dev->name(),
-                 o.repack ? ", and packs Q8_0/Q4_0/Q2_K..Q6_K projections and MoE experts into 16-row groups at load"
+                 o.repack ? ", and packs Q8_0/Q4_0/Q2_K..Q6_K/IQ4_NL/IQ4_XS projections and MoE experts into 16-row "
+                            "groups at load"
                           : "; --no-repack: the weights keep the file's layout");
   else if (!o.repack)
     CAI_LOG_WARN("--no-repack changes nothing under --precision exact: only the fast path repacks weights");

@@ -38,6 +38,8 @@ const std::vector<Layout>& layouts() {
        {{208, 2, 1, 0}, {192, 1, 16, 2 * kR}, {0, 4, 32, 18 * kR}, {128, 4, 16, 18 * kR + 128 * kR}}},
       {DType::kQ2_K, DType::kQ2_K_R16, {{80, 2, 1, 0}, {82, 2, 1, 2 * kR}, {0, 1, 16, 4 * kR}, {16, 4, 16, 20 * kR}}},
       {DType::kQ3_K, DType::kQ3_K_R16, {{108, 2, 1, 0}, {96, 1, 12, 2 * kR}, {0, 4, 8, 14 * kR}, {32, 4, 16, 46 * kR}}},
+      {DType::kIQ4_NL, DType::kIQ4_NL_R16, {{0, 2, 1, 0}, {2, 4, 4, 2 * kR}}},
+      {DType::kIQ4_XS, DType::kIQ4_XS_R16, {{0, 2, 1, 0}, {2, 2, 1, 2 * kR}, {4, 1, 4, 4 * kR}, {8, 4, 32, 8 * kR}}},
   };
   return all;
 }

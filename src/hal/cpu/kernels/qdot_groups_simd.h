@@ -7,6 +7,7 @@
 #pragma once
 
 #include "core/block_bytes.h"
+#include "core/quant_grids.h"
 #include "hal/cpu/kernels/qdot_groups.h"
 
 namespace cai::hal::cpu {
@@ -63,6 +64,12 @@ struct RowLanes {
   static I mullo(I a, I b) { return _mm512_mullo_epi32(a, b); }
   static I dot_u8s8(I acc, I u, I s) { return _mm512_dpbusd_epi32(acc, u, s); }
   static I dot_s16(I acc, I w, I x) { return _mm512_dpwssd_epi32(acc, w, x); }
+  // Table levels (IQ4): 16 bytes in every 128-bit lane, byte i of each picked by the low nibble of an index byte. With
+  // vpdpbusd the levels are unsigned: level + 128, whose extra 128 · Σ a.q the sums start without.
+  static constexpr int kLevelBias = 128;
+  static I table16(const uint8_t* t) { return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t))); }
+  static I lookup(I table, I index) { return _mm512_shuffle_epi8(table, index); }
+  static I dot_level(I acc, I level, I x) { return _mm512_dpbusd_epi32(acc, level, x); }
   static F cvt(I v) { return _mm512_cvtepi32_ps(v); }
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
   static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
@@ -105,6 +112,14 @@ struct RowLanes {
   static I mullo(I a, I b) { return _mm256_mullo_epi32(a, b); }
   static I dot_u8s8(I acc, I u, I s) { return _mm256_add_epi32(acc, cpu::dot_u8s8(u, s)); }
   static I dot_s16(I acc, I w, I x) { return _mm256_add_epi32(acc, _mm256_madd_epi16(w, x)); }
+  // Table levels (IQ4) stay signed here: vpmaddubsw would saturate on levels + 128, so |level| meets a.q with the
+  // level's sign (cpu::dot_s8s8).
+  static constexpr int kLevelBias = 0;
+  static I table16(const uint8_t* t) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)));
+  }
+  static I lookup(I table, I index) { return _mm256_shuffle_epi8(table, index); }
+  static I dot_level(I acc, I level, I x) { return _mm256_add_epi32(acc, cpu::dot_s8s8(level, x)); }
   static F cvt(I v) { return _mm256_cvtepi32_ps(v); }
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
   static F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
@@ -499,6 +514,95 @@ void q23_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_
   }
 }
 
+// The IQ4 levels as this ISA's kernels take them (RowLanes::kLevelBias added), in every 128-bit lane.
+inline L::I iq4_level_table() {
+  alignas(16) uint8_t t[16];
+  for (int i = 0; i < 16; ++i) t[i] = static_cast<uint8_t>(quant_grids::kIq4nlValues[i] + L::kLevelBias);
+  return L::table16(t);
+}
+
+// The integer sums Σ level·a.q of one 32-element IQ4 stretch whose 4 code quads start at `quads` (a group field's
+// quad, the next kGroupRows · 4 bytes on): low nibbles elements 4v .., high nibbles 16 + 4v ...
+template <int NX>
+[[gnu::always_inline]] inline void iq4_block_sums(const uint8_t* quads, L::I table, const ActBlockQ8* a, int64_t ldx,
+                                                  L::I (&s)[NX]) {
+  for (int j = 0; j < NX; ++j) s[j] = L::set1(-L::kLevelBias * (a[j * ldx].sum[0] + a[j * ldx].sum[1]));
+#pragma GCC unroll 4
+  for (int v = 0; v < 4; ++v) {
+    const uint8_t* at = quads + v * kGroupRows * 4;
+    prefetch_ahead(at);
+    const L::I raw = L::quads(at);
+    const L::I lo = L::lookup(table, L::and8(raw, 0x0F)), hi = L::lookup(table, L::and8(L::srl16<4>(raw), 0x0F));
+#pragma GCC unroll 8
+    for (int j = 0; j < NX; ++j) {
+      const ActBlockQ8& aj = a[j * ldx];
+      s[j] = L::dot_level(L::dot_level(s[j], lo, L::set1(load_i32(aj.q + 4 * v))), hi,
+                          L::set1(load_i32(aj.q + 16 + 4 * v)));
+    }
+  }
+}
+
+// IQ4_NL: Q4_0's layout, levels from the table instead of code − 8.
+template <int NX>
+void iq4_nl_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
+  constexpr int kBlock = kGroupRows * 18, kCodes = 2 * kGroupRows;
+  const L::I table = iq4_level_table();
+  for (int h = 0; h < kHalves; ++h) {
+    L::F acc[NX];
+    for (auto& a : acc) a = L::fzero();
+    for (int64_t b = 0; b < in / kActBlock; ++b) {
+      const uint8_t* blk = w + b * kBlock;
+      L::I s[NX];
+      iq4_block_sums<NX>(blk + kCodes + h * L::kRows * 4, table, x + b, ldx, s);
+      const L::F dw = L::f16(blk + 2 * h * L::kRows);
+      for (int j = 0; j < NX; ++j) acc[j] = L::fma(L::cvt(s[j]), L::mul(dw, L::fset1(x[j * ldx + b].d)), acc[j]);
+    }
+    for (int j = 0; j < NX; ++j) L::store(out + j * kGroupRows + h * L::kRows, acc[j]);
+  }
+}
+
+// The 8 sub-block scales less 32 of the 16 rows of a packed IQ4_XS super-block (scales_h as [row][2 bytes] at p, then
+// scales_l as [byte k][row]): ls[s][r] = low nibble s % 2 of scales_l byte s / 2 | bits 2s, 2s + 1 of scales_h << 4.
+inline void iq4_xs_group_scales(const uint8_t* p, int8_t ls[8][kGroupRows]) {
+  const __m128i h0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m128i h1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16));
+  const __m128i low4 = _mm_set1_epi8(15), low2 = _mm_set1_epi16(3), bias = _mm_set1_epi8(32);
+  for (int s = 0; s < 8; ++s) {
+    const __m128i l = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * kGroupRows + (s / 2) * kGroupRows));
+    const __m128i low = _mm_and_si128(s % 2 ? _mm_srli_epi16(l, 4) : l, low4);
+    const __m128i shift = _mm_cvtsi32_si128(2 * s);
+    const __m128i high = _mm_packus_epi16(_mm_and_si128(_mm_srl_epi16(h0, shift), low2),
+                                          _mm_and_si128(_mm_srl_epi16(h1, shift), low2));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(ls[s]), _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), bias));
+  }
+}
+
+// IQ4_XS: per sub-block s (activation block 8·sb + s) an IQ4_NL stretch of quads 4s .. 4s + 3 with scale d · (ls − 32).
+template <int NX>
+void iq4_xs_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
+  constexpr int kBlock = kGroupRows * 136, kScales = 2 * kGroupRows, kCodes = 8 * kGroupRows;
+  const L::I table = iq4_level_table();
+  alignas(16) int8_t ls[8][kGroupRows];
+  for (int h = 0; h < kHalves; ++h) {
+    L::F acc[NX];
+    for (auto& a : acc) a = L::fzero();
+    for (int64_t sb = 0; sb < in / 256; ++sb) {
+      const uint8_t* blk = w + sb * kBlock;
+      const ActBlockQ8* xs = x + 8 * sb;
+      iq4_xs_group_scales(blk + kScales, ls);
+      const L::F d = L::f16(blk + 2 * h * L::kRows);
+      for (int s = 0; s < 8; ++s) {
+        L::I sums[NX];
+        iq4_block_sums<NX>(blk + kCodes + (4 * s * kGroupRows + h * L::kRows) * 4, table, xs + s, ldx, sums);
+        const L::F dl = L::mul(d, L::cvt(L::bytes_i8(reinterpret_cast<const uint8_t*>(ls[s] + h * L::kRows))));
+        for (int j = 0; j < NX; ++j)
+          acc[j] = L::fma(L::cvt(sums[j]), L::mul(dl, L::fset1(xs[j * ldx + s].d)), acc[j]);
+      }
+    }
+    for (int j = 0; j < NX; ++j) L::store(out + j * kGroupRows + h * L::kRows, acc[j]);
+  }
+}
+
 template <int NX>
 struct Q8_0R16Dot16 {
   static void run(const uint8_t* w, const ActBlockQ16* x, const float* xd, int64_t ldx, int64_t in, float* out) {
@@ -555,6 +659,20 @@ struct Q3_KR16Dot {
   }
 };
 
+template <int NX>
+struct IQ4_NLR16Dot {
+  static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
+    iq4_nl_r16_dot_nx<NX>(w, x, ldx, in, out);
+  }
+};
+
+template <int NX>
+struct IQ4_XSR16Dot {
+  static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
+    iq4_xs_r16_dot_nx<NX>(w, x, ldx, in, out);
+  }
+};
+
 inline void register_qdot_groups_simd(QDotKernels& k) {
   k.dot16[static_cast<int>(DType::kQ8_0_R16)] = dot16_any_nx<Q8_0R16Dot16>;
   k.dot[static_cast<int>(DType::kQ4_0_R16)] = dot_any_nx<Q4_0R16Dot>;
@@ -566,6 +684,8 @@ inline void register_qdot_groups_simd(QDotKernels& k) {
   k.dot[static_cast<int>(DType::kQ6_K_R16)] = dot_any_nx<Q6_KR16Dot>;
   k.dot[static_cast<int>(DType::kQ2_K_R16)] = dot_any_nx<Q2_KR16Dot>;
   k.dot[static_cast<int>(DType::kQ3_K_R16)] = dot_any_nx<Q3_KR16Dot>;
+  k.dot[static_cast<int>(DType::kIQ4_NL_R16)] = dot_any_nx<IQ4_NLR16Dot>;
+  k.dot[static_cast<int>(DType::kIQ4_XS_R16)] = dot_any_nx<IQ4_XSR16Dot>;
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
 // Portable integer dot-product kernels (the reference the SIMD tables are tested against): Q8_0 (int16 activations) and
-// Q4_0 here, the K-quants in qdot_k_scalar.h.
+// Q4_0 here, the K-quants in qdot_k_scalar.h, packed IQ4_NL / IQ4_XS in qdot_iq4_scalar.h.
 #include <cmath>
 
 #include "core/block_bytes.h"
 #include "hal/cpu/kernels/qdot_k_scalar.h"
+#include "hal/cpu/kernels/qdot_iq4_scalar.h"
 #include "hal/cpu/kernels/qdot_kernels.h"
 
 namespace cai::hal::cpu {
@@ -96,6 +97,7 @@ const QDotKernels& qdot_kernels_scalar() {
     k.dot[static_cast<int>(DType::kQ4_0_R16)] = q4_0_r16_dot;
     k.dot16[static_cast<int>(DType::kQ8_0_R16)] = q8_0_r16_dot16;
     register_qdot_k_scalar(k);
+    register_qdot_iq4_scalar(k);
     k.quantize = quantize_act_row;
     k.quantize16 = quantize_act_row_q16;
     return k;
