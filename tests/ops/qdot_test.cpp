@@ -166,10 +166,10 @@ std::vector<DType> packed_types() {
   return all;
 }
 
-// The group kernels (packed Q8_0 with 16-bit activations, packed Q4_0, Q2_K..Q6_K, IQ4_NL and IQ4_XS with int8) equal the
-// exact dot of each row's dequantized weights with the quantized activations (1e-5 of Σ|w·x|), row j is bit-identical
-// whatever the row count, and every ISA gives the scalar table's bits (the same integer sums, then the same multiplies
-// and fused multiply-adds).
+// The group kernels (packed Q8_0 with 16-bit activations, packed Q4_0, Q2_K..Q6_K, IQ4_NL and IQ4_XS with int8)
+// equal the exact dot of each row's dequantized weights with the quantized activations (1e-5 of Σ|w·x|), row j is
+// bit-identical whatever the row count, and every ISA gives the scalar table's bits (the same integer sums, then the
+// same multiplies and fused multiply-adds).
 template <class Acts, class Fn>
 void expect_group_kernel_matches(DType t, Fn kernel, Fn scalar_kernel, std::mt19937& rng) {
   for (int64_t in : {256, 1536}) {

@@ -104,9 +104,9 @@ class CpuDevice final : public Device {
   void set_batch_invariant(bool on) override { batch_invariant_ = on; }
   void set_precision(Precision p) override { precision_ = p; }
   // Under --precision fast, Q8_0 / Q4_0 / Q2_K .. Q6_K / IQ4_NL / IQ4_XS weights with whole groups of rows become
-  // interleaved row groups (qdot_groups.h) where this CPU's integer kernels take them. A stack of experts [E, out, in] is packed as its
-  // E · out rows: with out a multiple of the group, no group straddles two experts, so each expert's slice is itself a
-  // packed weight.
+  // interleaved row groups (qdot_groups.h) where this CPU's integer kernels take them. A stack of experts [E, out, in]
+  // is packed as its E · out rows: with out a multiple of the group, no group straddles two experts, so each expert's
+  // slice is itself a packed weight.
   bool packs_gemm_weight(const TensorView& w) const override {
     const DType packed = packed_dtype(w.dtype);
     if (precision_ != Precision::kFast || packed == DType::kCount || (w.n_dims != 2 && w.n_dims != 3) || w.scale ||

@@ -23,7 +23,9 @@ constexpr int kGroupRows = kPackedGroupRows;
 // flight (Q4_K 1536×1536 at one activation row: 84 µs without, 51 µs with), so each code load asks for the line
 // 4 KiB ahead. Always inlined: GCC otherwise takes the function for one without effects and drops its calls from the
 // always-inlined helpers (the Q6_K, Q2_K and Q3_K kernels had no prefetch left).
-[[gnu::always_inline]] inline void prefetch_ahead(const uint8_t* p) { _mm_prefetch(reinterpret_cast<const char*>(p + 4096), _MM_HINT_T0); }
+[[gnu::always_inline]] inline void prefetch_ahead(const uint8_t* p) {
+  _mm_prefetch(reinterpret_cast<const char*>(p + 4096), _MM_HINT_T0);
+}
 
 // The rows of a group one vector holds, and the operations the group kernels need on them. A field of U bytes per
 // row (qdot_groups.h) gives the vector's rows from p + (first row) · U on.
@@ -67,7 +69,9 @@ struct RowLanes {
   // Table levels (IQ4): 16 bytes in every 128-bit lane, byte i of each picked by the low nibble of an index byte. With
   // vpdpbusd the levels are unsigned: level + 128, whose extra 128 · Σ a.q the sums start without.
   static constexpr int kLevelBias = 128;
-  static I table16(const uint8_t* t) { return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t))); }
+  static I table16(const uint8_t* t) {
+    return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)));
+  }
   static I lookup(I table, I index) { return _mm512_shuffle_epi8(table, index); }
   static I dot_level(I acc, I level, I x) { return _mm512_dpbusd_epi32(acc, level, x); }
   static F cvt(I v) { return _mm512_cvtepi32_ps(v); }

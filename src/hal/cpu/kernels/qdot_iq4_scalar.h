@@ -23,7 +23,8 @@ inline int iq4_group_isum(const uint8_t* blk, int base, int u0, int r, const Act
   for (int v = 0; v < 4; ++v)
     for (int k = 0; k < 4; ++k) {
       const uint8_t q = group_byte(blk, base, 4, u0 + v, r, k);
-      s += quant_grids::kIq4nlValues[q & 0x0F] * a.q[4 * v + k] + quant_grids::kIq4nlValues[q >> 4] * a.q[16 + 4 * v + k];
+      s += quant_grids::kIq4nlValues[q & 0x0F] * a.q[4 * v + k];
+      s += quant_grids::kIq4nlValues[q >> 4] * a.q[16 + 4 * v + k];
     }
   return s;
 }
