@@ -30,6 +30,7 @@ void quantize_act_row(const float* x, int64_t n, ActBlockQ8* out) {
     quantize_block<127>(x + b * kActBlock, out[b].q, out[b].d, sums);
     out[b].sum[0] = static_cast<int16_t>(sums[0]);
     out[b].sum[1] = static_cast<int16_t>(sums[1]);
+    out[b].neg_d_sum = act_neg_d_sum(out[b]);
   }
 }
 

@@ -14,8 +14,12 @@ struct ActBlockQ8 {
   float d;         // scale: amax / 127 of the 32 values (0 when all are 0)
   int16_t sum[2];  // Σ q over elements 0..15 and 16..31: the offset terms of weights with unsigned codes
   int8_t q[kActBlock];
+  float neg_d_sum;  // −(d · (sum[0] + sum[1])) in float: the factor of the mins of Q4_K / Q5_K weights, once per block
 };
-static_assert(sizeof(ActBlockQ8) == 40);
+static_assert(sizeof(ActBlockQ8) == 44);
+
+// ActBlockQ8::neg_d_sum of a block whose d and sum are set.
+inline float act_neg_d_sum(const ActBlockQ8& a) { return -(a.d * static_cast<float>(a.sum[0] + a.sum[1])); }
 
 // Quantizes n values (a multiple of kActBlock) into n / kActBlock blocks: d = amax / 127, q = round-half-even(x / d).
 void quantize_act_row(const float* x, int64_t n, ActBlockQ8* out);

@@ -234,7 +234,7 @@ template <int NX>
   for (int j = 0; j < NX; ++j) {
     const ActBlockQ8& aj = a[j * ldx];
     acc[j] = L::fma(L::cvt(s[j]), L::mul(dsc, L::fset1(aj.d)), acc[j]);
-    acc[j] = L::fma(dm, L::fset1(-(aj.d * static_cast<float>(aj.sum[0] + aj.sum[1]))), acc[j]);
+    acc[j] = L::fma(dm, L::fset1(aj.neg_d_sum), acc[j]);
   }
 }
 

@@ -52,6 +52,7 @@ void quantize_act_row_simd(const float* x, int64_t n, ActBlockQ8* out) {
     out[b].d = scale.amax / 127.0f;
     out[b].sum[0] = static_cast<int16_t>(hsum_i32(_mm256_add_epi32(c[0], c[1])));
     out[b].sum[1] = static_cast<int16_t>(hsum_i32(_mm256_add_epi32(c[2], c[3])));
+    out[b].neg_d_sum = act_neg_d_sum(out[b]);
   }
 }
 
