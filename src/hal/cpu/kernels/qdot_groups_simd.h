@@ -161,42 +161,76 @@ void q8_0_r16_dot16_nx(const uint8_t* w, const ActBlockQ16* x, const float* xd, 
   }
 }
 
-// Q4_0: codes are unsigned nibbles (value = code − 8): u8 × s8 products, then 8 · Σ activation codes subtracted. G
-// groups at once (the next at w + the group's bytes, its rows at out + j · G · 16 + 16 · g): each broadcast
+// What a 4-bit code of the Q4_0-shaped layouts stands for, as the group kernels multiply it: levels(nibbles) gives the
+// bytes that meet the activation codes in dot(), and those products carry kOffset · Σ a.q more than the weight
+// values', which each sum starts without.
+// Q4_0: the nibble itself (value = code − 8), unsigned into u8 × s8 products.
+struct Q4_0Nibbles {
+  static constexpr int kOffset = 8;
+  L::I levels(L::I nibbles) const { return nibbles; }
+  static L::I dot(L::I acc, L::I w, L::I x) { return L::dot_u8s8(acc, w, x); }
+};
+
+// IQ4_NL / IQ4_XS: one of 16 int8 levels (quant_grids::kIq4nlValues), picked with one table lookup per vector, in the
+// form and with the product this ISA takes (RowLanes::kLevelBias, dot_level).
+struct IQ4Levels {
+  static constexpr int kOffset = L::kLevelBias;
+  L::I table;
+  IQ4Levels() {
+    alignas(16) uint8_t t[16];
+    for (int i = 0; i < 16; ++i) t[i] = static_cast<uint8_t>(quant_grids::kIq4nlValues[i] + L::kLevelBias);
+    table = L::table16(t);
+  }
+  L::I levels(L::I nibbles) const { return L::lookup(table, nibbles); }
+  static L::I dot(L::I acc, L::I w, L::I x) { return L::dot_level(acc, w, x); }
+};
+
+// The integer sums of one 32-element stretch of 4-bit codes for G groups: the 4 code quads of group g start at
+// quads + g · group_bytes (a group field's quad, the next kGroupRows · 4 bytes on; low nibbles elements 4v ..,
+// high nibbles 16 + 4v ..), their levels meet activation block a of each row. Each sum starts at
+// −kOffset · Σ activation codes, so no subtraction follows the products.
+template <int NX, int G, class Codes>
+[[gnu::always_inline]] inline void nibble_block_sums(const Codes& codes, const uint8_t* quads, int64_t group_bytes,
+                                                     const ActBlockQ8* a, int64_t ldx, L::I (&s)[G][NX]) {
+  for (int j = 0; j < NX; ++j) {
+    const ActBlockQ8& aj = a[j * ldx];
+    const L::I offset = L::set1(-Codes::kOffset * (aj.sum[0] + aj.sum[1]));
+    for (int g = 0; g < G; ++g) s[g][j] = offset;
+  }
+#pragma GCC unroll 4
+  for (int v = 0; v < 4; ++v) {
+    L::I lo[G], hi[G];
+    for (int g = 0; g < G; ++g) {
+      const uint8_t* at = quads + g * group_bytes + v * kGroupRows * 4;
+      prefetch_ahead(at);
+      const L::I raw = L::quads(at);
+      lo[g] = codes.levels(L::and8(raw, 0x0F));
+      hi[g] = codes.levels(L::and8(L::srl16<4>(raw), 0x0F));
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < NX; ++j) {
+      const ActBlockQ8& aj = a[j * ldx];
+      const L::I xlo = L::set1(load_i32(aj.q + 4 * v)), xhi = L::set1(load_i32(aj.q + 16 + 4 * v));
+      for (int g = 0; g < G; ++g) s[g][j] = Codes::dot(Codes::dot(s[g][j], lo[g], xlo), hi[g], xhi);
+    }
+  }
+}
+
+// Q4_0 and IQ4_NL (Codes: Q4_0Nibbles, IQ4Levels): blocks in order, each as nibble_block_sums gives, times
+// d · a.d. G groups at once (the next at w + the group's bytes, its rows at out + j · G · 16 + 16 · g): each broadcast
 // activation quad then feeds G groups, and G streams of weights are read side by side.
-template <int NX, int G = 1>
+template <int NX, int G = 1, class Codes = Q4_0Nibbles>
 void q4_0_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
   constexpr int kBlock = kGroupRows * 18, kCodes = 2 * kGroupRows;
   const int64_t group_bytes = in / kActBlock * kBlock;
+  const Codes codes;
   for (int h = 0; h < kHalves; ++h) {
     L::F acc[G][NX];
     for (auto& group : acc)
       for (auto& a : group) a = L::fzero();
     for (int64_t b = 0; b < in / kActBlock; ++b) {
-      // Each sum starts at −8 · Σ activation codes (the nibbles' offset), so no subtraction follows the products.
       L::I s[G][NX];
-      for (int j = 0; j < NX; ++j) {
-        const ActBlockQ8& a = x[j * ldx + b];
-        const L::I offset = L::set1(-8 * (a.sum[0] + a.sum[1]));
-        for (int g = 0; g < G; ++g) s[g][j] = offset;
-      }
-#pragma GCC unroll 4
-      for (int v = 0; v < 4; ++v) {
-        L::I lo[G], hi[G];
-        for (int g = 0; g < G; ++g) {
-          const uint8_t* at = w + g * group_bytes + b * kBlock + kCodes + (v * kGroupRows + h * L::kRows) * 4;
-          prefetch_ahead(at);
-          const L::I raw = L::quads(at);
-          lo[g] = L::and8(raw, 0x0F);
-          hi[g] = L::and8(L::srl16<4>(raw), 0x0F);
-        }
-#pragma GCC unroll 8
-        for (int j = 0; j < NX; ++j) {
-          const ActBlockQ8& a = x[j * ldx + b];
-          const L::I xlo = L::set1(load_i32(a.q + 4 * v)), xhi = L::set1(load_i32(a.q + 16 + 4 * v));
-          for (int g = 0; g < G; ++g) s[g][j] = L::dot_u8s8(L::dot_u8s8(s[g][j], lo[g], xlo), hi[g], xhi);
-        }
-      }
+      nibble_block_sums<NX, G>(codes, w + b * kBlock + kCodes + h * L::kRows * 4, group_bytes, x + b, ldx, s);
       for (int g = 0; g < G; ++g) {
         const L::F dw = L::f16(w + g * group_bytes + b * kBlock + 2 * h * L::kRows);
         for (int j = 0; j < NX; ++j)
@@ -518,53 +552,6 @@ void q23_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_
   }
 }
 
-// The IQ4 levels as this ISA's kernels take them (RowLanes::kLevelBias added), in every 128-bit lane.
-inline L::I iq4_level_table() {
-  alignas(16) uint8_t t[16];
-  for (int i = 0; i < 16; ++i) t[i] = static_cast<uint8_t>(quant_grids::kIq4nlValues[i] + L::kLevelBias);
-  return L::table16(t);
-}
-
-// The integer sums Σ level·a.q of one 32-element IQ4 stretch whose 4 code quads start at `quads` (a group field's
-// quad, the next kGroupRows · 4 bytes on): low nibbles elements 4v .., high nibbles 16 + 4v ...
-template <int NX>
-[[gnu::always_inline]] inline void iq4_block_sums(const uint8_t* quads, L::I table, const ActBlockQ8* a, int64_t ldx,
-                                                  L::I (&s)[NX]) {
-  for (int j = 0; j < NX; ++j) s[j] = L::set1(-L::kLevelBias * (a[j * ldx].sum[0] + a[j * ldx].sum[1]));
-#pragma GCC unroll 4
-  for (int v = 0; v < 4; ++v) {
-    const uint8_t* at = quads + v * kGroupRows * 4;
-    prefetch_ahead(at);
-    const L::I raw = L::quads(at);
-    const L::I lo = L::lookup(table, L::and8(raw, 0x0F)), hi = L::lookup(table, L::and8(L::srl16<4>(raw), 0x0F));
-#pragma GCC unroll 8
-    for (int j = 0; j < NX; ++j) {
-      const ActBlockQ8& aj = a[j * ldx];
-      s[j] = L::dot_level(L::dot_level(s[j], lo, L::set1(load_i32(aj.q + 4 * v))), hi,
-                          L::set1(load_i32(aj.q + 16 + 4 * v)));
-    }
-  }
-}
-
-// IQ4_NL: Q4_0's layout, levels from the table instead of code − 8.
-template <int NX>
-void iq4_nl_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
-  constexpr int kBlock = kGroupRows * 18, kCodes = 2 * kGroupRows;
-  const L::I table = iq4_level_table();
-  for (int h = 0; h < kHalves; ++h) {
-    L::F acc[NX];
-    for (auto& a : acc) a = L::fzero();
-    for (int64_t b = 0; b < in / kActBlock; ++b) {
-      const uint8_t* blk = w + b * kBlock;
-      L::I s[NX];
-      iq4_block_sums<NX>(blk + kCodes + h * L::kRows * 4, table, x + b, ldx, s);
-      const L::F dw = L::f16(blk + 2 * h * L::kRows);
-      for (int j = 0; j < NX; ++j) acc[j] = L::fma(L::cvt(s[j]), L::mul(dw, L::fset1(x[j * ldx + b].d)), acc[j]);
-    }
-    for (int j = 0; j < NX; ++j) L::store(out + j * kGroupRows + h * L::kRows, acc[j]);
-  }
-}
-
 // The 8 sub-block scales less 32 of the 16 rows of a packed IQ4_XS super-block (scales_h as [row][2 bytes] at p, then
 // scales_l as [byte k][row]): ls[s][r] = low nibble s % 2 of scales_l byte s / 2 | bits 2s, 2s + 1 of scales_h << 4.
 inline void iq4_xs_group_scales(const uint8_t* p, int8_t ls[8][kGroupRows]) {
@@ -585,7 +572,7 @@ inline void iq4_xs_group_scales(const uint8_t* p, int8_t ls[8][kGroupRows]) {
 template <int NX>
 void iq4_xs_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
   constexpr int kBlock = kGroupRows * 136, kScales = 2 * kGroupRows, kCodes = 8 * kGroupRows;
-  const L::I table = iq4_level_table();
+  const IQ4Levels levels;
   alignas(16) int8_t ls[8][kGroupRows];
   for (int h = 0; h < kHalves; ++h) {
     L::F acc[NX];
@@ -596,11 +583,11 @@ void iq4_xs_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64
       iq4_xs_group_scales(blk + kScales, ls);
       const L::F d = L::f16(blk + 2 * h * L::kRows);
       for (int s = 0; s < 8; ++s) {
-        L::I sums[NX];
-        iq4_block_sums<NX>(blk + kCodes + (4 * s * kGroupRows + h * L::kRows) * 4, table, xs + s, ldx, sums);
+        L::I sums[1][NX];
+        nibble_block_sums<NX, 1>(levels, blk + kCodes + (4 * s * kGroupRows + h * L::kRows) * 4, 0, xs + s, ldx, sums);
         const L::F dl = L::mul(d, L::cvt(L::bytes_i8(reinterpret_cast<const uint8_t*>(ls[s] + h * L::kRows))));
         for (int j = 0; j < NX; ++j)
-          acc[j] = L::fma(L::cvt(sums[j]), L::mul(dl, L::fset1(xs[j * ldx + s].d)), acc[j]);
+          acc[j] = L::fma(L::cvt(sums[0][j]), L::mul(dl, L::fset1(xs[j * ldx + s].d)), acc[j]);
       }
     }
     for (int j = 0; j < NX; ++j) L::store(out + j * kGroupRows + h * L::kRows, acc[j]);
@@ -666,7 +653,7 @@ struct Q3_KR16Dot {
 template <int NX>
 struct IQ4_NLR16Dot {
   static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
-    iq4_nl_r16_dot_nx<NX>(w, x, ldx, in, out);
+    q4_0_r16_dot_nx<NX, 1, IQ4Levels>(w, x, ldx, in, out);
   }
 };
 
