@@ -297,6 +297,32 @@ TEST_P(GemmAllTypes, RowsDotAndAxpyMatchReferenceWhateverTheBlock) {
   }
 }
 
+#if defined(__x86_64__)
+// The 512-bit attention block kernels only widen the 256-bit ones (two 8-lane chains per register, tiles of queries ×
+// rows): every output has the AVX2 kernels' bits, for every tile edge (1 … 6 queries, 1 … 7 rows) and length.
+TEST(GemmRowsKernels, Avx512GivesTheAvx2Bits) {
+  if (best_cpu_isa() < CpuIsa::kAvx512) GTEST_SKIP() << "no AVX-512 on this CPU";
+  const GemmKernels &wide = gemm_kernels_avx512(), &narrow = gemm_kernels_avx2();
+  std::mt19937 rng(5);
+  for (int64_t n : {7, 16, 40, 64, 100, 512, 576}) {
+    const int64_t ld = n + 5;
+    for (int nq = 1; nq <= 6; ++nq)
+      for (int nt = 1; nt <= 7; ++nt) {
+        const auto q = gaussian(nq * ld, rng), rows = gaussian(nt * ld, rng), a = gaussian(nq * nt, rng),
+                   y0 = gaussian(nq * ld, rng);
+        std::vector<float> dots_wide(nq * nt), dots_narrow(nq * nt);
+        wide.rows_dot(q.data(), ld, nq, rows.data(), ld, nt, n, dots_wide.data(), nt);
+        narrow.rows_dot(q.data(), ld, nq, rows.data(), ld, nt, n, dots_narrow.data(), nt);
+        EXPECT_EQ(dots_wide, dots_narrow) << "n=" << n << " queries " << nq << " rows " << nt;
+        std::vector<float> y_wide = y0, y_narrow = y0;
+        wide.rows_axpy(a.data(), nt, nq, rows.data(), ld, nt, n, y_wide.data(), ld);
+        narrow.rows_axpy(a.data(), nt, nq, rows.data(), ld, nt, n, y_narrow.data(), ld);
+        EXPECT_EQ(y_wide, y_narrow) << "n=" << n << " outputs " << nq << " rows " << nt;
+      }
+  }
+}
+#endif
+
 INSTANTIATE_TEST_SUITE_P(Isa, GemmAllTypes, ::testing::ValuesIn(available_isas()),
                          [](const auto& info) { return std::string(cpu_isa_name(info.param)); });
 

@@ -1,5 +1,5 @@
 // AVX-512 GEMM kernels: fused dequant·dot and row dequant over the per-dtype decoders (gemm_decoders_avx512.h), the
-// batch-invariant tile and the 6×32 micro-kernel.
+// batch-invariant tile, the 6×32 micro-kernel and the attention block kernels (vec_simd_avx512.h).
 // Compiled with -mavx512f/bw/vl/dq; everything here has internal linkage so no AVX-512 code leaks into other TUs.
 #include "hal/cpu/kernels/gemm_kernels.h"
 
@@ -11,7 +11,7 @@
 #include <immintrin.h>
 
 #include "hal/cpu/kernels/gemm_decoders_avx512.h"
-#include "hal/cpu/kernels/vec_simd.h"
+#include "hal/cpu/kernels/vec_simd_avx512.h"
 
 namespace cai::hal::cpu {
 
@@ -244,8 +244,8 @@ GemmKernels make_table() {
   k.micro = &micro;
   k.nr = kNr;
   k.mr = kMr;
-  k.rows_dot = &rows_dot_avx2;
-  k.rows_axpy = &rows_axpy_avx2;
+  k.rows_dot = &rows_dot_avx512;
+  k.rows_axpy = &rows_axpy_avx512;
   k.tile = &tile;
   k.finish = &finish;
   k.tile_rows = kTileRows;

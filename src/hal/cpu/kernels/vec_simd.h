@@ -2,18 +2,30 @@
 // (kv_rows.cpp). A dot runs four independent 8-lane chains over 32 elements at a time, reduced in one fixed tree; an
 // accumulation adds the rows in order, one fused multiply-add per element and row. So every output depends only on its
 // own inputs and length, never on how many queries or rows a call takes. Included by gemm_avx2.cpp and
-// gemm_avx512.cpp; internal linkage.
+// vec_simd_avx512.h (whose 512-bit kernels give the same bits); internal linkage.
 #pragma once
 
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "hal/cpu/kernels/simd_scalars.h"
 
 namespace cai::hal::cpu {
 namespace {
+
+// The end of a dot whose four chains have run over [0, d), d the last multiple of 32: the 8-element steps left go on
+// chain 0, then the chains reduce in one tree and the last elements add one by one. vec_simd_avx512.h's wider kernels
+// end their dots here too, so they give these bits.
+inline float vec_dot_finish_avx2(__m256 a0, __m256 a1, __m256 a2, __m256 a3, const float* x, const float* v, int64_t d,
+                                 int64_t n) {
+  for (; d + 8 <= n; d += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + d), _mm256_loadu_ps(v + d), a0);
+  float dot = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+  for (; d < n; ++d) dot = std::fma(x[d], v[d], dot);
+  return dot;
+}
 
 inline float vec_dot_avx2(const float* x, const float* v, int64_t n) {
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -24,10 +36,7 @@ inline float vec_dot_avx2(const float* x, const float* v, int64_t n) {
     a2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + d + 16), _mm256_loadu_ps(v + d + 16), a2);
     a3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + d + 24), _mm256_loadu_ps(v + d + 24), a3);
   }
-  for (; d + 8 <= n; d += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + d), _mm256_loadu_ps(v + d), a0);
-  float dot = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-  for (; d < n; ++d) dot += x[d] * v[d];
-  return dot;
+  return vec_dot_finish_avx2(a0, a1, a2, a3, x, v, d, n);
 }
 
 // The nq × nt dots of a block (RowsDotFn).
@@ -66,6 +75,22 @@ void rows_axpy_group(const float* a, int64_t lda, const float* rows, int64_t ldr
   for (; d < n16; d += 16) rows_axpy_cols<M, 2>(a, lda, rows, ldr, nt, d, y, ldy);
 }
 
+// Columns [n16, n) of the same sums, row by row: 8 at a time, then one by one (the part past the last multiple of 16
+// columns, which every wider kernel leaves to this one).
+inline void rows_axpy_tail_avx2(const float* a, int64_t lda, int ny, const float* rows, int64_t ldr, int nt,
+                                int64_t n16, int64_t n, float* y, int64_t ldy) {
+  for (int i = 0; i < ny; ++i)
+    for (int t = 0; t < nt; ++t) {
+      const float w = a[i * lda + t];
+      const float* v = rows + t * ldr;
+      float* yi = y + i * ldy;
+      int64_t d = n16;
+      for (; d + 8 <= n; d += 8)
+        _mm256_storeu_ps(yi + d, _mm256_fmadd_ps(_mm256_set1_ps(w), _mm256_loadu_ps(v + d), _mm256_loadu_ps(yi + d)));
+      for (; d < n; ++d) yi[d] = std::fma(w, v[d], yi[d]);
+    }
+}
+
 // y_i += Σ_t a[i·lda + t] · row t, rows in order (RowsAxpyFn): whole 16-column steps of up to 4 outputs at a time,
 // then the columns past the last multiple of 16 row by row.
 inline void rows_axpy_avx2(const float* a, int64_t lda, int ny, const float* rows, int64_t ldr, int nt, int64_t n,
@@ -81,17 +106,7 @@ inline void rows_axpy_avx2(const float* a, int64_t lda, int ny, const float* row
       default: rows_axpy_group<4>(ai, lda, rows, ldr, nt, n16, yi, ldy); break;
     }
   }
-  if (n16 == n) return;
-  for (int i = 0; i < ny; ++i)
-    for (int t = 0; t < nt; ++t) {
-      const float w = a[i * lda + t];
-      const float* v = rows + t * ldr;
-      float* yi = y + i * ldy;
-      int64_t d = n16;
-      for (; d + 8 <= n; d += 8)
-        _mm256_storeu_ps(yi + d, _mm256_fmadd_ps(_mm256_set1_ps(w), _mm256_loadu_ps(v + d), _mm256_loadu_ps(yi + d)));
-      for (; d < n; ++d) yi[d] += w * v[d];
-    }
+  rows_axpy_tail_avx2(a, lda, ny, rows, ldr, nt, n16, n, y, ldy);
 }
 
 }  // namespace
