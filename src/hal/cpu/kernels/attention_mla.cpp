@@ -8,6 +8,7 @@
 
 #include "core/thread_pool.h"
 #include "core/weight_row.h"
+#include "hal/cpu/kernels/attention_mla_expanded.h"
 #include "hal/cpu/kernels/gemm_kernels.h"
 #include "hal/cpu/kernels/kernels.h"
 
@@ -112,6 +113,13 @@ Status attention_mla(const OpContext& ctx, const MlaParams& p, const AttnBatch& 
       out.n_elements() != q.n_elements() / (p.qk_nope + p.qk_rope) * p.v_head_dim)
     return invalid_argument("attention_mla: q {} kv_b {} latent {} out {} do not match the params", q.shape_string(),
                             kv_b.shape_string(), latent.shape_string(), out.shape_string());
+  // Prompts go expanded (attention_mla_expanded.cpp), one sequence at a time over all threads; the rest absorbed.
+  std::vector<bool> expanded(static_cast<size_t>(batch.n_seqs()));
+  for (int s = 0; s < batch.n_seqs(); ++s) {
+    const AttnSeq sq = batch.host_seq(s);
+    expanded[static_cast<size_t>(s)] = sq.n_q > 0 && mla_expansion_pays(p, sq.n_q, sq.pos0);
+    if (expanded[static_cast<size_t>(s)]) CAI_TRY(attention_mla_expanded(ctx, p, sq, q, kv_b, latent, out));
+  }
   // As many head chunks per sequence as threads, so one sequence's decode step keeps every thread busy.
   const int threads = ctx.pool ? ctx.pool->size() : 1;
   const int n_chunks = std::min(p.n_head, std::max(1, threads));
@@ -124,7 +132,7 @@ Status attention_mla(const OpContext& ctx, const MlaParams& p, const AttnBatch& 
     for (int64_t it = b; it < e; ++it) {
       const int h0 = static_cast<int>(it % n_chunks) * chunk, nh = std::min(chunk, p.n_head - h0);
       const AttnSeq sq = batch.host_seq(static_cast<int>(it / n_chunks));
-      if (sq.n_q == 0 || nh <= 0) continue;
+      if (sq.n_q == 0 || nh <= 0 || expanded[static_cast<size_t>(it / n_chunks)]) continue;
       const MlaItem m{p, sq, q, kv_b, latent, out, h0, nh};
       s.q_cat.resize(static_cast<size_t>(kTokenTile) * nh * width);
       s.o_lat.resize(static_cast<size_t>(kTokenTile) * nh * p.kv_lora);

@@ -24,6 +24,8 @@ struct KvRows {
 // out[j·ldo + t] = x_j · row t for nx query vectors x + j·ldx, and y + j·ldy += Σ_t a[j·lda + t] · row t (rows in
 // order) for ny outputs; n elements of each row. F16 / BF16 rows are decoded once into buf (nt · n floats) for all
 // queries. Each output gets the same bits however many rows and queries a call takes.
+// The rows' n elements as floats, row t at dst + t·ld (F16 / BF16 / Q8_0 decoded).
+void kv_read_rows(const KvRows& r, int64_t n, float* dst, int64_t ld);
 void kv_dot_block(const KvRows& r, int64_t n, const float* x, int64_t ldx, int nx, float* out, int64_t ldo,
                   float* buf);
 void kv_axpy_block(const KvRows& r, int64_t n, const float* a, int64_t lda, int ny, float* y, int64_t ldy,

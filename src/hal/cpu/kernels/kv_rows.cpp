@@ -54,6 +54,15 @@ Status check_kv_parts(const char* op, DType t, std::initializer_list<int> widths
   return {};
 }
 
+void kv_read_rows(const KvRows& r, int64_t n, float* dst, int64_t ld) {
+  if (r.cache->dtype == DType::kF32) {
+    for (int t = 0; t < r.nt; ++t) std::memcpy(dst + t * ld, elem_ptr(*r.cache, r.elem0 + t * r.stride), n * sizeof(float));
+    return;
+  }
+  const DequantFn decode = active_gemm_kernels().dequant[static_cast<int>(r.cache->dtype)];
+  for (int t = 0; t < r.nt; ++t) decode(elem_ptr(*r.cache, r.elem0 + t * r.stride), dst + t * ld, n);
+}
+
 void kv_dot_block(const KvRows& r, int64_t n, const float* x, int64_t ldx, int nx, float* out, int64_t ldo,
                   float* buf) {
   if (r.cache->dtype == DType::kQ8_0) {  // decoded block by block, in each product
