@@ -5,6 +5,7 @@
 
 #include "core/quant.h"
 #include "core/thread_pool.h"
+#include "hal/cpu/kernels/exp_poly.h"
 #include "hal/cpu/kernels/kernels.h"
 #include "hal/cpu/kernels/qdot_groups.h"
 
@@ -72,7 +73,7 @@ Status swiglu(const OpContext& ctx, const TensorView& gate, const TensorView& up
     const float* g = gate.as<const float>();
     const float* u = up.as<const float>();
     float* o = out.as<float>();
-    for (int64_t i = s; i < e; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+    for (int64_t i = s; i < e; ++i) o[i] = g[i] / (1.0f + exp_poly(-g[i])) * u[i];
   });
   return {};
 }
@@ -80,13 +81,15 @@ Status swiglu(const OpContext& ctx, const TensorView& gate, const TensorView& up
 void softmax_row(float* x, int64_t n) {
   float mx = -INFINITY;
   for (int64_t i = 0; i < n; ++i) mx = std::max(mx, x[i]);
-  double sum = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    x[i] = std::exp(x[i] - mx);
-    sum += x[i];
-  }
-  const float inv = static_cast<float>(1.0 / sum);
-  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+  for (int64_t i = 0; i < n; ++i) x[i] = exp_poly(x[i] - mx);
+  // Four double sums, elements i ≡ 0..3 (mod 4), added in one fixed order: a single chain waits on each add.
+  double part[4] = {};
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int l = 0; l < 4; ++l) part[l] += x[i + l];
+  for (; i < n; ++i) part[i % 4] += x[i];
+  const float inv = static_cast<float>(1.0 / ((part[0] + part[1]) + (part[2] + part[3])));
+  for (int64_t k = 0; k < n; ++k) x[k] *= inv;
 }
 
 Status softmax(const OpContext& ctx, const TensorView& x) {
