@@ -37,8 +37,7 @@ const float* plain_rows(const KvRows& r, int64_t n, float* buf, int64_t* ld) {
     *ld = r.stride;
     return reinterpret_cast<const float*>(elem_ptr(*r.cache, r.elem0));
   }
-  const DequantFn decode = active_gemm_kernels().dequant[static_cast<int>(r.cache->dtype)];  // F16C / AVX
-  for (int t = 0; t < r.nt; ++t) decode(elem_ptr(*r.cache, r.elem0 + t * r.stride), buf + t * n, n);
+  kv_read_rows(r, n, buf, n);
   *ld = n;
   return buf;
 }
@@ -59,7 +58,7 @@ void kv_read_rows(const KvRows& r, int64_t n, float* dst, int64_t ld) {
     for (int t = 0; t < r.nt; ++t) std::memcpy(dst + t * ld, elem_ptr(*r.cache, r.elem0 + t * r.stride), n * sizeof(float));
     return;
   }
-  const DequantFn decode = active_gemm_kernels().dequant[static_cast<int>(r.cache->dtype)];
+  const DequantFn decode = active_gemm_kernels().dequant[static_cast<int>(r.cache->dtype)];  // F16C / AVX
   for (int t = 0; t < r.nt; ++t) decode(elem_ptr(*r.cache, r.elem0 + t * r.stride), dst + t * ld, n);
 }
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "hal/cpu/kernels/simd_scalars.h"
 
@@ -91,21 +92,28 @@ inline void rows_axpy_tail_avx2(const float* a, int64_t lda, int ny, const float
     }
 }
 
+// f(std::integral_constant<int, M>{}, i0) for i0 = 0, 4, 8, … < n, M = min(4, n − i0): the block kernels take
+// queries or outputs four at a time, each run's size a compile-time constant.
+template <class F>
+void in_runs_of_four(int n, const F& f) {
+  for (int i0 = 0; i0 < n; i0 += 4) {
+    switch (std::min(4, n - i0)) {
+      case 1: f(std::integral_constant<int, 1>{}, i0); break;
+      case 2: f(std::integral_constant<int, 2>{}, i0); break;
+      case 3: f(std::integral_constant<int, 3>{}, i0); break;
+      default: f(std::integral_constant<int, 4>{}, i0); break;
+    }
+  }
+}
+
 // y_i += Σ_t a[i·lda + t] · row t, rows in order (RowsAxpyFn): whole 16-column steps of up to 4 outputs at a time,
 // then the columns past the last multiple of 16 row by row.
 inline void rows_axpy_avx2(const float* a, int64_t lda, int ny, const float* rows, int64_t ldr, int nt, int64_t n,
                            float* y, int64_t ldy) {
   const int64_t n16 = n / 16 * 16;
-  for (int i0 = 0; i0 < ny; i0 += 4) {
-    const float* ai = a + i0 * lda;
-    float* yi = y + i0 * ldy;
-    switch (std::min(4, ny - i0)) {
-      case 1: rows_axpy_group<1>(ai, lda, rows, ldr, nt, n16, yi, ldy); break;
-      case 2: rows_axpy_group<2>(ai, lda, rows, ldr, nt, n16, yi, ldy); break;
-      case 3: rows_axpy_group<3>(ai, lda, rows, ldr, nt, n16, yi, ldy); break;
-      default: rows_axpy_group<4>(ai, lda, rows, ldr, nt, n16, yi, ldy); break;
-    }
-  }
+  in_runs_of_four(ny, [&](auto m, int i0) {
+    rows_axpy_group<decltype(m)::value>(a + i0 * lda, lda, rows, ldr, nt, n16, y + i0 * ldy, ldy);
+  });
   rows_axpy_tail_avx2(a, lda, ny, rows, ldr, nt, n16, n, y, ldy);
 }
 

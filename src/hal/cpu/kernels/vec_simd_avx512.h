@@ -11,7 +11,6 @@
 
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstdint>
 
 #include "hal/cpu/kernels/vec_simd.h"
@@ -63,16 +62,9 @@ void rows_dot_queries_avx512(const float* q, int64_t ldq, const float* rows, int
 // RowsDotFn: 4 queries at a time, each against 3 rows at a time.
 inline void rows_dot_avx512(const float* q, int64_t ldq, int nq, const float* rows, int64_t ldr, int nt, int64_t n,
                             float* out, int64_t ldo) {
-  for (int i = 0; i < nq; i += 4) {
-    const float* qi = q + i * ldq;
-    float* oi = out + i * ldo;
-    switch (std::min(4, nq - i)) {
-      case 1: rows_dot_queries_avx512<1>(qi, ldq, rows, ldr, nt, n, oi, ldo); break;
-      case 2: rows_dot_queries_avx512<2>(qi, ldq, rows, ldr, nt, n, oi, ldo); break;
-      case 3: rows_dot_queries_avx512<3>(qi, ldq, rows, ldr, nt, n, oi, ldo); break;
-      default: rows_dot_queries_avx512<4>(qi, ldq, rows, ldr, nt, n, oi, ldo); break;
-    }
-  }
+  in_runs_of_four(nq, [&](auto m, int i0) {
+    rows_dot_queries_avx512<decltype(m)::value>(q + i0 * ldq, ldq, rows, ldr, nt, n, out + i0 * ldo, ldo);
+  });
 }
 
 // M outputs' 16·C columns from d on, in registers over all nt rows.
@@ -109,16 +101,9 @@ void rows_axpy_group_avx512(const float* a, int64_t lda, const float* rows, int6
 inline void rows_axpy_avx512(const float* a, int64_t lda, int ny, const float* rows, int64_t ldr, int nt, int64_t n,
                              float* y, int64_t ldy) {
   const int64_t n16 = n / 16 * 16;
-  for (int i0 = 0; i0 < ny; i0 += 4) {
-    const float* ai = a + i0 * lda;
-    float* yi = y + i0 * ldy;
-    switch (std::min(4, ny - i0)) {
-      case 1: rows_axpy_group_avx512<1>(ai, lda, rows, ldr, nt, n16, yi, ldy); break;
-      case 2: rows_axpy_group_avx512<2>(ai, lda, rows, ldr, nt, n16, yi, ldy); break;
-      case 3: rows_axpy_group_avx512<3>(ai, lda, rows, ldr, nt, n16, yi, ldy); break;
-      default: rows_axpy_group_avx512<4>(ai, lda, rows, ldr, nt, n16, yi, ldy); break;
-    }
-  }
+  in_runs_of_four(ny, [&](auto m, int i0) {
+    rows_axpy_group_avx512<decltype(m)::value>(a + i0 * lda, lda, rows, ldr, nt, n16, y + i0 * ldy, ldy);
+  });
   rows_axpy_tail_avx2(a, lda, ny, rows, ldr, nt, n16, n, y, ldy);
 }
 
