@@ -1,8 +1,8 @@
 // Google Benchmark for cpu_dense_gemm at Qwen2-1.5B shapes: decode (n=1), serving batches in batch-invariant mode
 // (n=16 fused, n=64 tiled) and prefill with the packed-panel path (n=64); weight GB/s and GFLOP/s. The other GGUF
 // types are timed at decode only. Names ending in /fast use Precision::kFast (integer activations and dot products);
-// q8_0_r16 / q4_0_r16 are those weights packed into interleaved row groups as --precision fast loads them, timed
-// from decode to a 512-row prefill.
+// q8_0_r16 / q4_0_r16 / ... are those weights packed into interleaved row groups as --precision fast loads them
+// (q8_0_r16_i8: Q8_0 for 8-bit activations, as the MLP's gate and up), timed from decode to a 512-row prefill.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -60,7 +60,7 @@ WeightSet make_weights(DType packed_or_row_major, int64_t out, int64_t in) {
   }
   if (packed) {
     const std::vector<uint8_t> row_major(w.bytes.begin(), w.bytes.begin() + static_cast<std::ptrdiff_t>(w.matrix_bytes));
-    cai::hal::cpu::pack_row_groups(t, row_major.data(), w.bytes.data(), out, in, nullptr);
+    cai::hal::cpu::pack_row_groups(packed_or_row_major, row_major.data(), w.bytes.data(), out, in, nullptr);
   }
   for (int c = 1; c < w.n_copies; ++c)
     std::memcpy(w.bytes.data() + static_cast<size_t>(c) * w.matrix_bytes, w.bytes.data(), w.matrix_bytes);
@@ -119,7 +119,7 @@ const bool g_registered = [] {
         }
   for (bool threaded : {true, false})
     for (DType t : {DType::kQ8_0_R16, DType::kQ4_0_R16, DType::kQ2_K_R16, DType::kQ3_K_R16, DType::kQ4_K_R16,
-                    DType::kQ5_K_R16, DType::kQ6_K_R16, DType::kIQ4_NL_R16, DType::kIQ4_XS_R16})
+                    DType::kQ5_K_R16, DType::kQ6_K_R16, DType::kIQ4_NL_R16, DType::kIQ4_XS_R16, DType::kQ8_0_R16_I8})
       for (int64_t n : {1, 16, 64, 512})
         for (int64_t out : outs) {
           std::string name = fmt::format("gemm/{}/{}x1536/n{}/{}/fast", cai::dtype_name(t), out, n,

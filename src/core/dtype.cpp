@@ -45,6 +45,7 @@ constexpr std::array<DTypeInfo, static_cast<size_t>(DType::kCount)> kInfos = {{
     {"q3_k_r16", 256, 110, -1},
     {"iq4_nl_r16", 32, 18, -1},
     {"iq4_xs_r16", 256, 136, -1},
+    {"q8_0_r16_i8", 32, 34, -1},
 }};
 
 uint32_t f32_bits(float f) {

@@ -47,6 +47,7 @@ enum class DType : uint8_t {
   kQ3_K_R16,  // per group super-block: f16 d[16], scale bytes [12][row 16], hmask [8][row 16][4], qs [16][row 16][4]
   kIQ4_NL_R16,  // as kQ4_0_R16: f16 d[16], then nibbles as [4][row 16][4 bytes of that row's IQ4_NL qs]
   kIQ4_XS_R16,  // per group super-block: f16 d[16], scales_h [row 16][2 bytes], scales_l [4][row 16], qs [32][row 16][4]
+  kQ8_0_R16_I8,  // Q8_0 for int8 activations, per group block: f16 d[16], then int8 codes as [quad 8][row 16][4]
   kCount,
 };
 

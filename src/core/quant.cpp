@@ -188,7 +188,8 @@ void dequantize_row(DType t, const void* src_v, float* dst, int64_t n) {
     case DType::kQ2_K_R16:
     case DType::kQ3_K_R16:
     case DType::kIQ4_NL_R16:
-    case DType::kIQ4_XS_R16:  // rows are interleaved in groups, there is no single row to decode
+    case DType::kIQ4_XS_R16:
+    case DType::kQ8_0_R16_I8:  // rows are interleaved in groups, there is no single row to decode
     case DType::kCount: break;
   }
   CAI_CHECK(false, "dequantize_row: invalid dtype {}", static_cast<int>(t));

@@ -106,12 +106,12 @@ class Device {
   // See Precision; a device without a fast path keeps computing exactly and ignores it.
   virtual void set_precision(Precision) {}
   // A dense_gemm weight in a layout of this device's own, chosen once at load (the CPU under --precision fast: Q8_0 /
-  // Q4_0 rows interleaved in groups for its integer kernels). packs_gemm_weight: whether w has one. pack_gemm_weight
-  // writes w in that layout to dst (memory of this device, w.n_bytes() long) and returns the view of dst to pass to
-  // dense_gemm from then on; the device's embed op reads rows of it too (a tied embedding is the head's weight).
-  // Devices without such a layout keep the defaults.
-  virtual bool packs_gemm_weight(const TensorView& /*w*/) const { return false; }
-  virtual Result<TensorView> pack_gemm_weight(const TensorView& w, void* /*dst*/) {
+  // Q4_0 rows interleaved in groups for its integer kernels, the layout depending on the activations' grain).
+  // packs_gemm_weight: whether w has one. pack_gemm_weight writes w in that layout to dst (memory of this device,
+  // w.n_bytes() long) and returns the view of dst to pass to dense_gemm from then on; the device's embed op reads rows
+  // of it too (a tied embedding is the head's weight). Devices without such a layout keep the defaults.
+  virtual bool packs_gemm_weight(const TensorView& /*w*/, ActivationGrain /*grain*/) const { return false; }
+  virtual Result<TensorView> pack_gemm_weight(const TensorView& w, ActivationGrain /*grain*/, void* /*dst*/) {
     return unsupported("{}: no packed layout for {} weights", name(), dtype_name(w.dtype));
   }
 

@@ -274,11 +274,12 @@ Result<TensorView> WeightStore::get(const std::string& name, std::initializer_li
   return v;
 }
 
-Result<TensorView> WeightStore::get_gemm_weight(const std::string& name, std::initializer_list<int64_t> shape) {
+Result<TensorView> WeightStore::get_gemm_weight(const std::string& name, std::initializer_list<int64_t> shape,
+                                                hal::ActivationGrain grain) {
   CAI_ASSIGN_OR_RETURN(TensorView v, get(name, shape));
-  if (!repack_ || !device_->packs_gemm_weight(v)) return v;
+  if (!repack_ || !device_->packs_gemm_weight(v, grain)) return v;
   CAI_ASSIGN_OR_RETURN(hal::Buffer buf, device_->allocate(v.n_bytes()));
-  CAI_ASSIGN_OR_RETURN(TensorView packed, device_->pack_gemm_weight(v, buf.data()));
+  CAI_ASSIGN_OR_RETURN(TensorView packed, device_->pack_gemm_weight(v, grain, buf.data()));
   owned_.push_back(std::move(buf));
   if (gguf_)  // the packed copy replaces the file's bytes: drop our pages of them
     for (const MappedFile* f : gguf_->mapped_files())

@@ -41,8 +41,10 @@ class WeightStore {
   // The tensor with exactly this shape (PyTorch order), or an error naming it and both shapes.
   Result<TensorView> get(const std::string& name, std::initializer_list<int64_t> shape);
   // Same, for a weight only dense_gemm, sparse_moe and embed read: in the device's own layout where it has one (hal::Device::
-  // pack_gemm_weight: a packed copy made once, the file's pages of it dropped; `get` returns it from then on).
-  Result<TensorView> get_gemm_weight(const std::string& name, std::initializer_list<int64_t> shape);
+  // pack_gemm_weight: a packed copy made once, the file's pages of it dropped; `get` returns it from then on). `grain`:
+  // how finely a fast path must keep the activations this weight multiplies (hal::ActivationGrain).
+  Result<TensorView> get_gemm_weight(const std::string& name, std::initializer_list<int64_t> shape,
+                                     hal::ActivationGrain grain = hal::ActivationGrain::kWeight);
   // false (--no-repack): get_gemm_weight returns the file's layout even where the device has its own.
   void set_repack(bool on) { repack_ = on; }
   // Same, converted to F32 once (norm weights, biases: small tensors the kernels read as floats). On a device the

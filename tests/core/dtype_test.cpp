@@ -45,6 +45,7 @@ TEST(DType, TableMatchesGgml) {
       {DType::kQ6_K_R16, "q6_k_r16", 256, 210, -1}, {DType::kQ5_K_R16, "q5_k_r16", 256, 176, -1},
       {DType::kQ2_K_R16, "q2_k_r16", 256, 84, -1},  {DType::kQ3_K_R16, "q3_k_r16", 256, 110, -1},
       {DType::kIQ4_NL_R16, "iq4_nl_r16", 32, 18, -1}, {DType::kIQ4_XS_R16, "iq4_xs_r16", 256, 136, -1},
+      {DType::kQ8_0_R16_I8, "q8_0_r16_i8", 32, 34, -1},
   };
   ASSERT_EQ(std::size(rows), static_cast<size_t>(DType::kCount));
   for (const Row& r : rows) {

@@ -153,7 +153,7 @@ TEST(MkmodelDeepseek, FastPrecisionPacksStackedExpertsAndStaysNearExact) {
     EXPECT_EQ(w.dtype, DType::kQ4_0_R16) << name << ": the loaded model runs its experts unpacked";
     EXPECT_EQ(w.slice(1).dtype, DType::kQ4_0_R16) << name;
     std::vector<uint8_t> want(row_major.n_bytes());
-    hal::cpu::pack_row_groups(DType::kQ4_0, row_major.as<const uint8_t>(), want.data(), row_major.rows(),
+    hal::cpu::pack_row_groups(DType::kQ4_0_R16, row_major.as<const uint8_t>(), want.data(), row_major.rows(),
                               row_major.cols(), nullptr);
     ASSERT_EQ(w.n_bytes(), want.size()) << name;
     EXPECT_EQ(0, std::memcmp(w.data, want.data(), want.size())) << name;

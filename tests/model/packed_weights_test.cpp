@@ -1,6 +1,7 @@
 // WeightStore::get_gemm_weight on the CPU: under --precision fast a Q8_0 projection of the real TinyStories-656K file
-// (and a Q4_K, a Q5_K and a Q6_K one of the quant-type models) is copied into interleaved row groups (the bytes
-// pack_row_groups makes), other tensors stay row-major, asking again changes nothing, and the file on disk is never
+// (in the layout for 16-bit activations, or for 8-bit ones where the caller allows them) and a projection of each
+// quant-type model with a packed layout is copied into interleaved row groups (the bytes pack_row_groups makes),
+// other tensors stay row-major, asking again changes nothing, and the file on disk is never
 // written; under exact, or fast with repacking off (--no-repack), nothing is packed. --mlock locks the packed copies,
 // not the file's pages they replaced.
 #include <gtest/gtest.h>
@@ -24,10 +25,11 @@
 namespace cai {
 namespace {
 
-// A model file, and the type its projections have.
+// A model file, the type its projections have, and the packed type a projection with that activation grain gets.
 struct PackedCase {
   std::string file;
   DType row_major, packed;
+  hal::ActivationGrain grain = hal::ActivationGrain::kWeight;
 };
 
 class PackedWeights : public ::testing::TestWithParam<PackedCase> {
@@ -52,15 +54,15 @@ TEST_P(PackedWeights, FastPrecisionPacksACopyOfGemmWeightsWithoutWritingTheFile)
   ASSERT_EQ(w.dtype, c.row_major);
   ASSERT_EQ(w.dim(0) % kPackedGroupRows, 0) << w.shape_string();
   std::vector<uint8_t> want(w.n_bytes());
-  hal::cpu::pack_row_groups(c.row_major, w.as<const uint8_t>(), want.data(), w.dim(0), w.dim(1), nullptr);
+  hal::cpu::pack_row_groups(c.packed, w.as<const uint8_t>(), want.data(), w.dim(0), w.dim(1), nullptr);
 
-  auto packed = ws->get_gemm_weight(name, {w.dim(0), w.dim(1)});
+  auto packed = ws->get_gemm_weight(name, {w.dim(0), w.dim(1)}, c.grain);
   ASSERT_TRUE(packed.ok()) << packed.status().to_string();
   EXPECT_EQ(packed->dtype, c.packed);
   EXPECT_NE(packed->data, w.data) << "a copy: the mapped file's pages stay read-only";
   EXPECT_EQ(0, std::memcmp(packed->data, want.data(), want.size()));
   EXPECT_EQ(ws->get(name, {w.dim(0), w.dim(1)})->dtype, c.packed) << "get returns the packed view from then on";
-  auto again = ws->get_gemm_weight(name, {w.dim(0), w.dim(1)});
+  auto again = ws->get_gemm_weight(name, {w.dim(0), w.dim(1)}, c.grain);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(0, std::memcmp(again->data, want.data(), want.size())) << "a second request must not pack twice";
 
@@ -95,6 +97,8 @@ TEST_P(PackedWeights, FastPrecisionWithoutRepackLeavesWeightsRowMajor) {
 INSTANTIATE_TEST_SUITE_P(Files, PackedWeights,
                          ::testing::Values(
                              PackedCase{"models/TinyStories-656K-Q8_0.gguf", DType::kQ8_0, DType::kQ8_0_R16},
+                             PackedCase{"models/TinyStories-656K-Q8_0.gguf", DType::kQ8_0, DType::kQ8_0_R16_I8,
+                                        hal::ActivationGrain::k8Bit},
                              PackedCase{"quants/Q2_K.gguf", DType::kQ2_K, DType::kQ2_K_R16},
                              PackedCase{"quants/Q3_K.gguf", DType::kQ3_K, DType::kQ3_K_R16},
                              PackedCase{"quants/Q4_K.gguf", DType::kQ4_K, DType::kQ4_K_R16},
@@ -102,7 +106,7 @@ INSTANTIATE_TEST_SUITE_P(Files, PackedWeights,
                              PackedCase{"quants/Q6_K.gguf", DType::kQ6_K, DType::kQ6_K_R16},
                              PackedCase{"quants/IQ4_NL.gguf", DType::kIQ4_NL, DType::kIQ4_NL_R16},
                              PackedCase{"quants/IQ4_XS.gguf", DType::kIQ4_XS, DType::kIQ4_XS_R16}),
-                         [](const auto& info) { return std::string(dtype_name(info.param.row_major)); });
+                         [](const auto& info) { return std::string(dtype_name(info.param.packed)); });
 
 // Locked bytes of this process (the Locked: lines of /proc/self/smaps): in all mappings, and in those of `file`.
 struct LockedBytes {

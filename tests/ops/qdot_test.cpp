@@ -150,32 +150,35 @@ TEST_P(QDotKernelsPerIsa, Int16KernelsMatchExactDotOfQuantizedActivations) {
   EXPECT_GE(expect_kernels_match_exact_dot<Int16Acts>(k->dot16, rng), 1);
 }
 
-// A row-major weight of `rows` rows packed into interleaved groups (qdot_groups.h).
-std::vector<uint8_t> packed_copy(const Weights& w) {
+// A row-major weight of `rows` rows packed into interleaved groups of type `packed` (qdot_groups.h).
+std::vector<uint8_t> packed_copy(const Weights& w, DType packed) {
   std::vector<uint8_t> p(w.bytes.size());
-  pack_row_groups(w.dtype, w.bytes.data(), p.data(), w.out, w.in, nullptr);
+  pack_row_groups(packed, w.bytes.data(), p.data(), w.out, w.in, nullptr);
   return p;
 }
 
-// The row-major types packed for int8 activations, and all packed ones (Q8_0 takes 16-bit activations).
-constexpr DType kInt8PackedTypes[] = {DType::kQ4_0, DType::kQ2_K, DType::kQ3_K,  DType::kQ4_K,
-                                      DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS};
+// The packed types for int8 activations (Q8_0's for the projections that take them among them), and all packed
+// ones (kQ8_0_R16 takes 16-bit activations).
+constexpr DType kInt8PackedTypes[] = {DType::kQ4_0_R16, DType::kQ2_K_R16,   DType::kQ3_K_R16,
+                                      DType::kQ4_K_R16, DType::kQ5_K_R16,   DType::kQ6_K_R16,
+                                      DType::kIQ4_NL_R16, DType::kIQ4_XS_R16, DType::kQ8_0_R16_I8};
 std::vector<DType> packed_types() {
-  std::vector<DType> all = {DType::kQ8_0};
+  std::vector<DType> all = {DType::kQ8_0_R16};
   all.insert(all.end(), std::begin(kInt8PackedTypes), std::end(kInt8PackedTypes));
   return all;
 }
 
-// The group kernels (packed Q8_0 with 16-bit activations, packed Q4_0, Q2_K..Q6_K, IQ4_NL and IQ4_XS with int8)
-// equal the exact dot of each row's dequantized weights with the quantized activations (1e-5 of Σ|w·x|), row j is
+// The group kernels (packed Q8_0 with 16-bit activations; packed Q4_0, Q2_K..Q6_K, IQ4_NL, IQ4_XS and Q8_0's other
+// layout with int8) equal the exact dot of each row's dequantized weights with the quantized activations (1e-5 of Σ|w·x|), row j is
 // bit-identical whatever the row count, and every ISA gives the scalar table's bits (the same integer sums, then the
 // same multiplies and fused multiply-adds).
 template <class Acts, class Fn>
-void expect_group_kernel_matches(DType t, Fn kernel, Fn scalar_kernel, std::mt19937& rng) {
+void expect_group_kernel_matches(DType packed_type, Fn kernel, Fn scalar_kernel, std::mt19937& rng) {
+  const DType t = row_major_dtype(packed_type);
   for (int64_t in : {256, 1536}) {
     const int64_t rows = 2 * kPackedGroupRows;
     Weights w = make_weights(t, rows, in, false, rng);
-    const std::vector<uint8_t> packed = packed_copy(w);
+    const std::vector<uint8_t> packed = packed_copy(w, packed_type);
     const std::vector<float> x = gaussian(8 * in, rng);
     const Acts acts(kernel, in, x), ref(scalar_kernel, in, x);
     std::vector<float> row(static_cast<size_t>(in));
@@ -209,16 +212,17 @@ void expect_group_kernel_matches(DType t, Fn kernel, Fn scalar_kernel, std::mt19
 // dequantize_row gave before packing.
 TEST(PackedRowGroups, RowsReadBackAsBeforePacking) {
   std::mt19937 rng(96);
-  for (DType t : packed_types()) {
+  for (DType p : packed_types()) {
+    const DType t = row_major_dtype(p);
     const int64_t in = dtype_info(t).block_elems == 32 ? 96 : 512;
     Weights w = make_weights(t, 3 * kPackedGroupRows, in, false, rng);
-    EXPECT_EQ(row_major_dtype(packed_dtype(t)), t);
-    const std::vector<uint8_t> packed = packed_copy(w);
+    EXPECT_EQ(packed_dtype(t, p == DType::kQ8_0_R16_I8 ? ActivationGrain::k8Bit : ActivationGrain::kWeight), p);
+    const std::vector<uint8_t> packed = packed_copy(w, p);
     std::vector<float> want(static_cast<size_t>(in)), got(static_cast<size_t>(in));
     for (int64_t r = 0; r < w.out; ++r) {
       dequantize_row(t, w.bytes.data() + r * row_bytes(t, in), want.data(), in);
-      dequantize_packed_row(packed_dtype(t), packed.data(), r, in, got.data());
-      ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << dtype_name(t) << " row " << r;
+      dequantize_packed_row(p, packed.data(), r, in, got.data());
+      ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << dtype_name(p) << " row " << r;
     }
   }
 }
@@ -258,9 +262,9 @@ TEST_P(QDotKernelsPerIsa, GroupKernelsMatchExactDotAndScalarBits) {
   std::mt19937 rng(97);
   const int q8 = static_cast<int>(DType::kQ8_0_R16);
   ASSERT_TRUE(k->dot16[q8]);
-  expect_group_kernel_matches<Int16Acts>(DType::kQ8_0, k->dot16[q8], scalar.dot16[q8], rng);
+  expect_group_kernel_matches<Int16Acts>(DType::kQ8_0_R16, k->dot16[q8], scalar.dot16[q8], rng);
   for (DType t : kInt8PackedTypes) {
-    const int p = static_cast<int>(packed_dtype(t));
+    const int p = static_cast<int>(t);
     ASSERT_TRUE(k->dot[p]) << dtype_name(t);
     expect_group_kernel_matches<Int8Acts>(t, k->dot[p], scalar.dot[p], rng);
   }
@@ -279,7 +283,7 @@ TEST_P(QDotKernelsPerIsa, PairKernelsGiveEachGroupsBits) {
     const DType t = row_major_dtype(static_cast<DType>(p));
     for (int64_t in : {256, 1536}) {
       const Weights w = make_weights(t, 2 * kPackedGroupRows, in, false, rng);
-      const std::vector<uint8_t> packed = packed_copy(w);
+      const std::vector<uint8_t> packed = packed_copy(w, static_cast<DType>(p));
       const uint8_t* second = packed.data() + kPackedGroupRows * row_bytes(t, in);
       const Int8Acts acts(k->dot[p], in, gaussian(8 * in, rng));
       for (int nx = 1; nx <= 8; ++nx) {
@@ -297,8 +301,9 @@ TEST_P(QDotKernelsPerIsa, PairKernelsGiveEachGroupsBits) {
       }
     }
   }
-  // The AVX-512 VNNI table pairs packed Q4_0; the AVX2 one (8-row halves) and the scalar one pair nothing.
-  EXPECT_EQ(n_pairs, GetParam() == CpuIsa::kAvx512 ? 1 : 0);
+  // The AVX-512 VNNI table pairs packed Q4_0 and Q8_0 for int8 activations; the AVX2 one (8-row halves) and the
+  // scalar one pair nothing.
+  EXPECT_EQ(n_pairs, GetParam() == CpuIsa::kAvx512 ? 2 : 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Isas, QDotKernelsPerIsa, ::testing::ValuesIn(available_isas()),
@@ -319,7 +324,7 @@ TEST(QDotKernels, EveryIsaCoversTheScalarTable) {
   }
   for (DType t : {DType::kQ4_0, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K})
     EXPECT_NE(scalar.dot[static_cast<int>(t)], nullptr) << dtype_name(t);
-  for (DType t : kInt8PackedTypes) EXPECT_NE(scalar.dot[static_cast<int>(packed_dtype(t))], nullptr) << dtype_name(t);
+  for (DType t : kInt8PackedTypes) EXPECT_NE(scalar.dot[static_cast<int>(t)], nullptr) << dtype_name(t);
   EXPECT_NE(scalar.dot16[static_cast<int>(DType::kQ8_0)], nullptr) << "Q8_0 takes 16-bit activations";
 }
 
@@ -355,7 +360,8 @@ void expect_fast_close_to_exact(const Weights& w, const std::vector<float>& x, c
       if (t == DType::kF16)
         EXPECT_EQ(fast.y[at], exact.y[at]) << "f16 has no integer kernel: exact result";
       else  // Q8_0's 16-bit activations round at 1/65534 of each block's absmax, int8 ones at 1/254
-        EXPECT_NEAR(fast.y[at], exact.y[at], (t == DType::kQ8_0 ? 1e-4 : 4e-3) * mag)
+        EXPECT_NEAR(fast.y[at], exact.y[at],
+                    (shown == DType::kQ8_0 || shown == DType::kQ8_0_R16 ? 1e-4 : 4e-3) * mag)
             << dtype_name(shown) << " row " << r << " act " << i;
     }
   }
@@ -406,12 +412,13 @@ TEST_P(GemmFastPerIsa, PackedWeightsCloseToExactAndBatchInvariant) {
   ASSERT_TRUE(set_active_cpu_isa(GetParam()).ok());
   ThreadPool pool(2);
   std::mt19937 rng(6);
-  for (DType t : packed_types()) {
+  for (DType packed : packed_types()) {
+    const DType t = row_major_dtype(packed);
     const int64_t n = 37, in = dtype_info(t).block_elems == 32 ? 320 : 512;
     Weights w = make_weights(t, 48, in, false, rng);
     Weights p = w;
-    p.bytes = packed_copy(w);
-    p.dtype = packed_dtype(t);
+    p.bytes = packed_copy(w, packed);
+    p.dtype = packed;
     auto x = gaussian(n * in, rng);
     auto bias = gaussian(w.out, rng);
     GemmRun exact = gemm(w, x, n, bias, Precision::kExact, &pool);
@@ -428,31 +435,38 @@ TEST_P(GemmFastPerIsa, PackedWeightsCloseToExactAndBatchInvariant) {
   }
 }
 
-// sparse_moe over a pool of 2 threads gives the bits it gives on one: a decode step (selected experts ≥ threads) runs
-// the experts side by side with one-thread GEMMs, a prefill with fewer selected experts than threads runs them in turn
-// with pooled GEMMs. Both precisions; packed Q4_0 and row-major Q8_0 experts.
+// sparse_moe over a pool of 2 threads gives the bits it gives on one: with at least as many selected experts as
+// threads (a decode step; a prompt whose experts have 8 and 2 tokens, the larger taken first) the experts run side by
+// side with one-thread GEMMs, with fewer they run in turn with pooled GEMMs. Both precisions; packed Q4_0, row-major
+// Q8_0, and Q8_0 packed as a model loads it (gate and up for 8-bit activations, down for 16-bit).
 TEST(SparseMoe, ThreadsDoNotChangeTheBits) {
   std::mt19937 rng(9);
   constexpr int64_t kExperts = 4, kHidden = 256, kFfn = 160;
-  for (DType t : {DType::kQ4_0, DType::kQ8_0}) {
+  struct Case {
+    DType t, gate_up, down;  // kCount: row-major
+  };
+  for (const Case& c : {Case{DType::kQ4_0, DType::kQ4_0_R16, DType::kQ4_0_R16},
+                        Case{DType::kQ8_0, DType::kCount, DType::kCount},
+                        Case{DType::kQ8_0, DType::kQ8_0_R16_I8, DType::kQ8_0_R16}}) {
+    const DType t = c.t;
     Weights gate = make_weights(t, kExperts * kFfn, kHidden, false, rng),
             up = make_weights(t, kExperts * kFfn, kHidden, false, rng),
             down = make_weights(t, kExperts * kHidden, kFfn, false, rng);
-    const bool pack = t == DType::kQ4_0;
+    const bool pack = c.down != DType::kCount;
     ExpertWeights w;
-    const auto stack = [&](Weights& m, int64_t out, int64_t in) {
+    const auto stack = [&](Weights& m, DType packed, int64_t out, int64_t in) {
       if (pack) {
-        m.bytes = packed_copy(m);
-        m.dtype = packed_dtype(t);
+        m.bytes = packed_copy(m, packed);
+        m.dtype = packed;
       }
       return TensorView::make(m.bytes.data(), m.dtype, {kExperts, out, in});
     };
-    w.gate = stack(gate, kFfn, kHidden);
-    w.up = stack(up, kFfn, kHidden);
-    w.down = stack(down, kHidden, kFfn);
-    // Token 0 picks experts 2 and 0 (a decode step of its own); the 5 tokens all pick 1 (one expert, fewer than
-    // threads) or 3.
-    const std::vector<std::vector<int32_t>> id_sets = {{2, 0}, {1, 1, 1, 3, 1, 1, 3, 1, 1, 1}};
+    w.gate = stack(gate, c.gate_up, kFfn, kHidden);
+    w.up = stack(up, c.gate_up, kFfn, kHidden);
+    w.down = stack(down, c.down, kHidden, kFfn);
+    // Token 0 picks experts 2 and 0 (a decode step of its own); 5 tokens pick expert 1 eight times and 3 twice; 3
+    // tokens pick only expert 1 (one expert, fewer than threads).
+    const std::vector<std::vector<int32_t>> id_sets = {{2, 0}, {1, 1, 1, 3, 1, 1, 3, 1, 1, 1}, {1, 1, 1, 1, 1, 1}};
     for (const std::vector<int32_t>& ids : id_sets) {
       const int64_t n = static_cast<int64_t>(ids.size()) / 2;
       const std::vector<float> x = gaussian(n * kHidden, rng), weights = gaussian(n * 2, rng);
@@ -472,7 +486,7 @@ TEST(SparseMoe, ThreadsDoNotChangeTheBits) {
           ASSERT_TRUE(st.ok()) << st.to_string();
         }
         EXPECT_EQ(0, std::memcmp(alone.data(), pooled.data(), alone.size() * sizeof(float)))
-            << dtype_name(t) << " n=" << n << (precision == Precision::kFast ? " fast" : " exact");
+            << dtype_name(w.gate.dtype) << " n=" << n << (precision == Precision::kFast ? " fast" : " exact");
         float mag = 0;
         for (float v : alone) mag = std::max(mag, std::fabs(v));
         EXPECT_GT(mag, 0.0f);

@@ -107,20 +107,21 @@ class CpuDevice final : public Device {
   // interleaved row groups (qdot_groups.h) where this CPU's integer kernels take them. A stack of experts [E, out, in]
   // is packed as its E · out rows: with out a multiple of the group, no group straddles two experts, so each expert's
   // slice is itself a packed weight.
-  bool packs_gemm_weight(const TensorView& w) const override {
-    const DType packed = packed_dtype(w.dtype);
+  bool packs_gemm_weight(const TensorView& w, ActivationGrain grain) const override {
+    const DType packed = packed_dtype(w.dtype, grain);
     if (precision_ != Precision::kFast || packed == DType::kCount || (w.n_dims != 2 && w.n_dims != 3) || w.scale ||
         !w.data || w.dim(-2) % kPackedGroupRows != 0 || w.cols() % dtype_info(w.dtype).block_elems != 0)
       return false;
     const QDotKernels& k = active_qdot_kernels();
     return k.dot[static_cast<int>(packed)] || k.dot16[static_cast<int>(packed)];
   }
-  Result<TensorView> pack_gemm_weight(const TensorView& w, void* dst) override {
-    if (!packs_gemm_weight(w)) return Device::pack_gemm_weight(w, dst);
+  Result<TensorView> pack_gemm_weight(const TensorView& w, ActivationGrain grain, void* dst) override {
+    if (!packs_gemm_weight(w, grain)) return Device::pack_gemm_weight(w, grain, dst);
     prefault(dst, w.n_bytes(), pool_.get());
-    pack_row_groups(w.dtype, w.as<const uint8_t>(), static_cast<uint8_t*>(dst), w.rows(), w.cols(), pool_.get());
+    const DType packed_type = packed_dtype(w.dtype, grain);
+    pack_row_groups(packed_type, w.as<const uint8_t>(), static_cast<uint8_t*>(dst), w.rows(), w.cols(), pool_.get());
     TensorView packed = w;
-    packed.dtype = packed_dtype(w.dtype);
+    packed.dtype = packed_type;
     packed.data = dst;
     return packed;
   }

@@ -11,8 +11,8 @@ Result<DenseMlp> DenseMlp::load(WeightStore& w, const std::string& prefix, const
   DenseMlp m;
   m.ffn_ = ffn;
   m.phase_ = suffix == ".weight" ? "mlp" : "shared_experts";
-  CAI_ASSIGN_OR_RETURN(m.gate_, w.get_gemm_weight(prefix + "ffn_gate" + suffix, {ffn, hidden}));
-  CAI_ASSIGN_OR_RETURN(m.up_, w.get_gemm_weight(prefix + "ffn_up" + suffix, {ffn, hidden}));
+  CAI_ASSIGN_OR_RETURN(m.gate_, w.get_gemm_weight(prefix + "ffn_gate" + suffix, {ffn, hidden}, kGateUpGrain));
+  CAI_ASSIGN_OR_RETURN(m.up_, w.get_gemm_weight(prefix + "ffn_up" + suffix, {ffn, hidden}, kGateUpGrain));
   CAI_ASSIGN_OR_RETURN(m.down_, w.get_gemm_weight(prefix + "ffn_down" + suffix, {hidden, ffn}));
   return m;
 }

@@ -17,8 +17,9 @@ Result<MoeFfn> MoeFfn::load(WeightStore& w, const ModelConfig& cfg, int layer) {
   if (w.has(p + "exp_probs_b.bias")) {
     CAI_ASSIGN_OR_RETURN(m.bias_, w.get_f32(p + "exp_probs_b.bias", {n_e}));
   }
-  CAI_ASSIGN_OR_RETURN(m.experts_.gate, w.get_gemm_weight(experts_name(layer, "gate"), {n_e, ffn, hidden}));
-  CAI_ASSIGN_OR_RETURN(m.experts_.up, w.get_gemm_weight(experts_name(layer, "up"), {n_e, ffn, hidden}));
+  CAI_ASSIGN_OR_RETURN(m.experts_.gate,
+                       w.get_gemm_weight(experts_name(layer, "gate"), {n_e, ffn, hidden}, kGateUpGrain));
+  CAI_ASSIGN_OR_RETURN(m.experts_.up, w.get_gemm_weight(experts_name(layer, "up"), {n_e, ffn, hidden}, kGateUpGrain));
   CAI_ASSIGN_OR_RETURN(m.experts_.down, w.get_gemm_weight(experts_name(layer, "down"), {n_e, hidden, ffn}));
   if (cfg.n_shared_experts > 0) {
     CAI_ASSIGN_OR_RETURN(m.shared_, DenseMlp::load(w, p, "_shexp.weight", hidden, ffn * cfg.n_shared_experts));

@@ -1,5 +1,6 @@
 // CPU mixture-of-experts kernels: the DeepSeek gate (group-limited top-k) and sparse_moe grouped by expert.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <numeric>
 #include <vector>
@@ -141,16 +142,23 @@ Status sparse_moe(const OpContext& ctx, const ExpertWeights& w, const TensorView
   const auto run = [&](const OpContext& c, Active& a, ExpertScratch& s) {
     a.status = run_expert(c, w, a.id, a.xs, static_cast<int64_t>(a.tokens->size()), a.down, s);
   };
-  // With at least as many experts as threads (a decode step: top-k of them), the experts run side by side, each GEMM
-  // on one thread: one parallel region per layer instead of four per expert. Otherwise one expert at a time, each GEMM
-  // over the pool. A GEMM row's result does not depend on its threads, so both give the same bits.
+  // With at least as many experts as threads (a decode step: top-k of them; a prompt: most of them), the experts run
+  // side by side, each GEMM on one thread: one parallel region per layer instead of four per expert. Each thread takes
+  // the next expert in order of falling token count, so a prompt's largest experts start first and the threads end
+  // together (in fixed chunks of experts one thread could be left with a large last chunk). Otherwise one expert at a
+  // time, each GEMM over the pool. A GEMM row's result does not depend on its threads, so all give the same bits.
   const int threads = ctx.pool ? ctx.pool->size() : 1;
   if (threads > 1 && static_cast<int64_t>(active.size()) >= threads) {
+    std::vector<size_t> order(active.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return active[a].tokens->size() > active[b].tokens->size(); });
+    std::atomic<size_t> next{0};
     OpContext one_thread = ctx;
     one_thread.pool = nullptr;
-    parallel_rows(ctx, static_cast<int64_t>(active.size()), 1, [&](int64_t b, int64_t e) {
+    parallel_rows(ctx, threads, 1, [&](int64_t, int64_t) {
       ExpertScratch s;
-      for (int64_t i = b; i < e; ++i) run(one_thread, active[static_cast<size_t>(i)], s);
+      for (size_t i = next++; i < order.size(); i = next++) run(one_thread, active[order[i]], s);
     });
   } else {
     ExpertScratch s;

@@ -40,13 +40,14 @@ const std::vector<Layout>& layouts() {
       {DType::kQ3_K, DType::kQ3_K_R16, {{108, 2, 1, 0}, {96, 1, 12, 2 * kR}, {0, 4, 8, 14 * kR}, {32, 4, 16, 46 * kR}}},
       {DType::kIQ4_NL, DType::kIQ4_NL_R16, {{0, 2, 1, 0}, {2, 4, 4, 2 * kR}}},
       {DType::kIQ4_XS, DType::kIQ4_XS_R16, {{0, 2, 1, 0}, {2, 2, 1, 2 * kR}, {4, 1, 4, 4 * kR}, {8, 4, 32, 8 * kR}}},
+      {DType::kQ8_0, DType::kQ8_0_R16_I8, {{0, 2, 1, 0}, {2, 4, 8, 2 * kR}}},
   };
   return all;
 }
 
-const Layout* layout_of(DType t) {
+const Layout* layout_of_packed(DType packed) {
   for (const Layout& l : layouts())
-    if (l.row_major == t || l.packed == t) return &l;
+    if (l.packed == packed) return &l;
   return nullptr;
 }
 
@@ -86,20 +87,22 @@ void unpack_field(const Field& f, int r, const uint8_t* group_block, uint8_t* ro
 
 }  // namespace
 
-DType packed_dtype(DType row_major) {
-  const Layout* l = layout_of(row_major);
-  return l && l->row_major == row_major ? l->packed : DType::kCount;
+DType packed_dtype(DType row_major, hal::ActivationGrain grain) {
+  if (row_major == DType::kQ8_0 && grain == hal::ActivationGrain::k8Bit) return DType::kQ8_0_R16_I8;
+  for (const Layout& l : layouts())
+    if (l.row_major == row_major) return l.packed;
+  return DType::kCount;
 }
 
 DType row_major_dtype(DType packed) {
-  const Layout* l = layout_of(packed);
-  return l && l->packed == packed ? l->row_major : DType::kCount;
+  const Layout* l = layout_of_packed(packed);
+  return l ? l->row_major : DType::kCount;
 }
 
-void pack_row_groups(DType row_major, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t in, ThreadPool* pool) {
-  const Layout& l = *layout_of(row_major);
-  const DTypeInfo& info = dtype_info(row_major);
-  const size_t row = row_bytes(row_major, in), group = row * kR;
+void pack_row_groups(DType packed, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t in, ThreadPool* pool) {
+  const Layout& l = *layout_of_packed(packed);
+  const DTypeInfo& info = dtype_info(l.row_major);
+  const size_t row = row_bytes(l.row_major, in), group = row * kR;
   const int64_t n_blocks = in / info.block_elems;
   auto pack_groups = [&](int64_t g0, int64_t g1) {
     for (int64_t g = g0; g < g1; ++g) {
@@ -121,7 +124,7 @@ void pack_row_groups(DType row_major, const uint8_t* src, uint8_t* dst, int64_t 
 }
 
 void dequantize_packed_row(DType packed, const uint8_t* w, int64_t r, int64_t in, float* out) {
-  const Layout& l = *layout_of(packed);
+  const Layout& l = *layout_of_packed(packed);
   const DTypeInfo& info = dtype_info(l.row_major);
   const int lane = static_cast<int>(r % kR);
   const uint8_t* group = w + static_cast<size_t>(r / kR) * row_bytes(l.row_major, in) * kR;

@@ -4,6 +4,8 @@
 // together, every field of the 16 rows side by side in units of a few bytes (unit u of row r at field base +
 // (u · 16 + r) · unit bytes):
 //   kQ8_0_R16 block (544 bytes): f16 d[16], then for each column pair p (16), for each row: codes 2p, 2p+1.
+//   kQ8_0_R16_I8 block (544 bytes, Q8_0 for 8-bit activations): f16 d[16], then for each quad q (8), for each row:
+//     codes 4q..4q+3.
 //   kQ4_0_R16 block (288 bytes): f16 d[16], then for each v (4), for each row: the row's Q4_0 qs bytes 4v..4v+3
 //     (low nibbles columns 4v..4v+3, high nibbles 16+4v..16+4v+3).
 //   kQ4_K_R16 super-block (2304 bytes): f16 d[16], f16 dmin[16], the 12 scale bytes as [byte k][row], then for each
@@ -29,6 +31,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "hal/op_table.h"
 
 namespace cai {
 class ThreadPool;
@@ -36,15 +39,16 @@ class ThreadPool;
 
 namespace cai::hal::cpu {
 
-// The packed type of a row-major one (kQ8_0 → kQ8_0_R16, kQ4_0 → kQ4_0_R16, kQ2_K → kQ2_K_R16 .. kQ6_K → kQ6_K_R16,
-// kIQ4_NL → kIQ4_NL_R16, kIQ4_XS → kIQ4_XS_R16), or kCount when there is none.
-DType packed_dtype(DType row_major);
+// The packed type of a row-major one (kQ8_0 → kQ8_0_R16, or kQ8_0_R16_I8 where its activations may be 8-bit,
+// kQ4_0 → kQ4_0_R16, kQ2_K → kQ2_K_R16 .. kQ6_K → kQ6_K_R16, kIQ4_NL → kIQ4_NL_R16, kIQ4_XS → kIQ4_XS_R16), or kCount
+// when there is none.
+DType packed_dtype(DType row_major, hal::ActivationGrain grain = hal::ActivationGrain::kWeight);
 // The row-major type a packed one was made from (kCount for a type that is not packed).
 DType row_major_dtype(DType packed);
 
-// Writes `rows` (a multiple of kPackedGroupRows) rows of `in` columns of `row_major` data at src in its packed layout
-// to dst (as many bytes, not overlapping src), groups in parallel on `pool` (may be null).
-void pack_row_groups(DType row_major, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t in, ThreadPool* pool);
+// Writes `rows` (a multiple of kPackedGroupRows) rows of `in` columns of row_major_dtype(packed) data at src in the
+// `packed` layout to dst (as many bytes, not overlapping src), groups in parallel on `pool` (may be null).
+void pack_row_groups(DType packed, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t in, ThreadPool* pool);
 
 // Row r of a packed weight w of `in` columns as floats: what dequantize_row gave for that row before packing (the
 // embed op of a tied embedding reads its rows this way).

@@ -73,6 +73,7 @@ struct RowLanes {
     return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)));
   }
   static I lookup(I table, I index) { return _mm512_shuffle_epi8(table, index); }
+  static I signed_level(I codes) { return _mm512_xor_si512(codes, _mm512_set1_epi8(static_cast<char>(0x80))); }
   static I dot_level(I acc, I level, I x) { return _mm512_dpbusd_epi32(acc, level, x); }
   static F cvt(I v) { return _mm512_cvtepi32_ps(v); }
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
@@ -123,6 +124,7 @@ struct RowLanes {
     return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)));
   }
   static I lookup(I table, I index) { return _mm256_shuffle_epi8(table, index); }
+  static I signed_level(I codes) { return codes; }
   static I dot_level(I acc, I level, I x) { return _mm256_add_epi32(acc, cpu::dot_s8s8(level, x)); }
   static F cvt(I v) { return _mm256_cvtepi32_ps(v); }
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
@@ -161,11 +163,13 @@ void q8_0_r16_dot16_nx(const uint8_t* w, const ActBlockQ16* x, const float* xd, 
   }
 }
 
-// What a 4-bit code of the Q4_0-shaped layouts stands for, as the group kernels multiply it: levels(nibbles) gives the
-// bytes that meet the activation codes in dot(), and those products carry kOffset · Σ a.q more than the weight
-// values', which each sum starts without.
+// What the codes of the 32-element block layouts stand for, as the group kernels multiply them: levels(raw) gives
+// the bytes that meet the activation codes in dot(), and those products carry kOffset · Σ a.q more than the weight
+// values', which each sum starts without. kNibbles: two 4-bit codes per byte (kBlockBytes 18), else one int8 code
+// (34).
 // Q4_0: the nibble itself (value = code − 8), unsigned into u8 × s8 products.
 struct Q4_0Nibbles {
+  static constexpr bool kNibbles = true;
   static constexpr int kOffset = 8;
   L::I levels(L::I nibbles) const { return nibbles; }
   static L::I dot(L::I acc, L::I w, L::I x) { return L::dot_u8s8(acc, w, x); }
@@ -174,6 +178,7 @@ struct Q4_0Nibbles {
 // IQ4_NL / IQ4_XS: one of 16 int8 levels (quant_grids::kIq4nlValues), picked with one table lookup per vector, in the
 // form and with the product this ISA takes (RowLanes::kLevelBias, dot_level).
 struct IQ4Levels {
+  static constexpr bool kNibbles = true;
   static constexpr int kOffset = L::kLevelBias;
   L::I table;
   IQ4Levels() {
@@ -182,6 +187,14 @@ struct IQ4Levels {
     table = L::table16(t);
   }
   L::I levels(L::I nibbles) const { return L::lookup(table, nibbles); }
+  static L::I dot(L::I acc, L::I w, L::I x) { return L::dot_level(acc, w, x); }
+};
+
+// Q8_0 for 8-bit activations (kQ8_0_R16_I8): the signed code, as this ISA's level product takes it.
+struct Q8Bytes {
+  static constexpr bool kNibbles = false;
+  static constexpr int kOffset = L::kLevelBias;
+  L::I levels(L::I codes) const { return L::signed_level(codes); }
   static L::I dot(L::I acc, L::I w, L::I x) { return L::dot_level(acc, w, x); }
 };
 
@@ -216,12 +229,38 @@ template <int NX, int G, class Codes>
   }
 }
 
-// Q4_0 and IQ4_NL (Codes: Q4_0Nibbles, IQ4Levels): blocks in order, each as nibble_block_sums gives, times
-// d · a.d. G groups at once (the next at w + the group's bytes, its rows at out + j · G · 16 + 16 · g): each broadcast
-// activation quad then feeds G groups, and G streams of weights are read side by side.
+// The same for one block of int8 codes: 8 quads (4 columns each) per group field.
+template <int NX, int G, class Codes>
+[[gnu::always_inline]] inline void byte_block_sums(const Codes& codes, const uint8_t* quads, int64_t group_bytes,
+                                                   const ActBlockQ8* a, int64_t ldx, L::I (&s)[G][NX]) {
+  for (int j = 0; j < NX; ++j) {
+    const ActBlockQ8& aj = a[j * ldx];
+    const L::I offset = L::set1(-Codes::kOffset * (aj.sum[0] + aj.sum[1]));
+    for (int g = 0; g < G; ++g) s[g][j] = offset;
+  }
+#pragma GCC unroll 8
+  for (int v = 0; v < kActBlock / 4; ++v) {
+    L::I c[G];
+    for (int g = 0; g < G; ++g) {
+      const uint8_t* at = quads + g * group_bytes + v * kGroupRows * 4;
+      prefetch_ahead(at);
+      c[g] = codes.levels(L::quads(at));
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < NX; ++j) {
+      const L::I xq = L::set1(load_i32(a[j * ldx].q + 4 * v));
+      for (int g = 0; g < G; ++g) s[g][j] = Codes::dot(s[g][j], c[g], xq);
+    }
+  }
+}
+
+// The 32-element block layouts: Q4_0, IQ4_NL and Q8_0 for 8-bit activations (Codes: Q4_0Nibbles, IQ4Levels,
+// Q8Bytes): blocks in order, each as nibble_block_sums or byte_block_sums gives, times d · a.d. G groups at once (the
+// next at w + the group's bytes, its rows at out + j · G · 16 + 16 · g): each broadcast activation quad then feeds G
+// groups, and G streams of weights are read side by side.
 template <int NX, int G = 1, class Codes = Q4_0Nibbles>
-void q4_0_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
-  constexpr int kBlock = kGroupRows * 18, kCodes = 2 * kGroupRows;
+void block32_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
+  constexpr int kBlock = kGroupRows * (Codes::kNibbles ? 18 : 34), kCodes = 2 * kGroupRows;
   const int64_t group_bytes = in / kActBlock * kBlock;
   const Codes codes;
   for (int h = 0; h < kHalves; ++h) {
@@ -230,7 +269,11 @@ void q4_0_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t
       for (auto& a : group) a = L::fzero();
     for (int64_t b = 0; b < in / kActBlock; ++b) {
       L::I s[G][NX];
-      nibble_block_sums<NX, G>(codes, w + b * kBlock + kCodes + h * L::kRows * 4, group_bytes, x + b, ldx, s);
+      const uint8_t* quads = w + b * kBlock + kCodes + h * L::kRows * 4;
+      if constexpr (Codes::kNibbles)
+        nibble_block_sums<NX, G>(codes, quads, group_bytes, x + b, ldx, s);
+      else
+        byte_block_sums<NX, G>(codes, quads, group_bytes, x + b, ldx, s);
       for (int g = 0; g < G; ++g) {
         const L::F dw = L::f16(w + g * group_bytes + b * kBlock + 2 * h * L::kRows);
         for (int j = 0; j < NX; ++j)
@@ -604,14 +647,14 @@ struct Q8_0R16Dot16 {
 template <int NX>
 struct Q4_0R16Dot {
   static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
-    q4_0_r16_dot_nx<NX>(w, x, ldx, in, out);
+    block32_r16_dot_nx<NX>(w, x, ldx, in, out);
   }
 };
 
 template <int NX>
 struct Q4_0R16DotPair {
   static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
-    q4_0_r16_dot_nx<NX, 2>(w, x, ldx, in, out);
+    block32_r16_dot_nx<NX, 2>(w, x, ldx, in, out);
   }
 };
 
@@ -653,7 +696,21 @@ struct Q3_KR16Dot {
 template <int NX>
 struct IQ4_NLR16Dot {
   static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
-    q4_0_r16_dot_nx<NX, 1, IQ4Levels>(w, x, ldx, in, out);
+    block32_r16_dot_nx<NX, 1, IQ4Levels>(w, x, ldx, in, out);
+  }
+};
+
+template <int NX>
+struct Q8_0R16I8Dot {
+  static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
+    block32_r16_dot_nx<NX, 1, Q8Bytes>(w, x, ldx, in, out);
+  }
+};
+
+template <int NX>
+struct Q8_0R16I8DotPair {
+  static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
+    block32_r16_dot_nx<NX, 2, Q8Bytes>(w, x, ldx, in, out);
   }
 };
 
@@ -677,6 +734,9 @@ inline void register_qdot_groups_simd(QDotKernels& k) {
   k.dot[static_cast<int>(DType::kQ3_K_R16)] = dot_any_nx<Q3_KR16Dot>;
   k.dot[static_cast<int>(DType::kIQ4_NL_R16)] = dot_any_nx<IQ4_NLR16Dot>;
   k.dot[static_cast<int>(DType::kIQ4_XS_R16)] = dot_any_nx<IQ4_XSR16Dot>;
+  k.dot[static_cast<int>(DType::kQ8_0_R16_I8)] = dot_any_nx<Q8_0R16I8Dot>;
+  if constexpr (L::kRows == kGroupRows)
+    k.dot_pair[static_cast<int>(DType::kQ8_0_R16_I8)] = dot_any_nx<Q8_0R16I8DotPair>;
 }
 
 }  // namespace

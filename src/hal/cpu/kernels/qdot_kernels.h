@@ -29,7 +29,8 @@ using QuantizeAct16Fn = void (*)(const float* x, int64_t n, ActBlockQ16* out, fl
 // the kernel writes out[j · kPackedGroupRows + r] for row r of the group.
 struct QDotKernels {
   QDotFn dot[static_cast<int>(DType::kCount)];  // null: that weight dtype keeps the exact F32 path
-  // Set for weight types whose codes are as precise as int8 activations (Q8_0): they take 16-bit activations.
+  // Set for weight types whose codes are as precise as int8 activations (Q8_0): they take 16-bit activations (Q8_0
+  // packed for 8-bit ones, kQ8_0_R16_I8, is in `dot`).
   QDot16Fn dot16[static_cast<int>(DType::kCount)];
   // Packed dtypes where this ISA gains from it: two consecutive groups at once (w, then the next group's bytes),
   // out[j · 2 · kPackedGroupRows + r] for row r of the two; bit for bit what two calls of dot give. Null: dot alone.

@@ -87,6 +87,19 @@ void q4_0_r16_dot(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int nx, in
   group_dot_rows<kR * 18, 1>(w, x, ldx, nx, in, out, row_step);
 }
 
+// Q8_0 packed for 8-bit activations (kQ8_0_R16_I8): codes as quads, per row and block the exact int32 sum of
+// code · a.q, then acc = fma(sum, d_w · a.d, acc).
+void q8_0_r16_i8_dot(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int nx, int64_t in, float* out) {
+  constexpr int kR = kPackedGroupRows;
+  const auto row_step = [](const uint8_t* blk, const ActBlockQ8* a, int r, float& acc) {
+    int s = 0;
+    for (int v = 0; v < kActBlock / 4; ++v)
+      for (int k = 0; k < 4; ++k) s += static_cast<int8_t>(group_byte(blk, 2 * kR, 4, v, r, k)) * a->q[4 * v + k];
+    acc = std::fma(static_cast<float>(s), block_bytes::load_f16(blk + 2 * r) * a->d, acc);
+  };
+  group_dot_rows<kR * 34, 1>(w, x, ldx, nx, in, out, row_step);
+}
+
 }  // namespace
 
 const QDotKernels& qdot_kernels_scalar() {
@@ -96,6 +109,7 @@ const QDotKernels& qdot_kernels_scalar() {
     k.dot16[static_cast<int>(DType::kQ8_0)] = q8_0_dot16;
     k.dot[static_cast<int>(DType::kQ4_0_R16)] = q4_0_r16_dot;
     k.dot16[static_cast<int>(DType::kQ8_0_R16)] = q8_0_r16_dot16;
+    k.dot[static_cast<int>(DType::kQ8_0_R16_I8)] = q8_0_r16_i8_dot;
     register_qdot_k_scalar(k);
     register_qdot_iq4_scalar(k);
     k.quantize = quantize_act_row;
