@@ -3,7 +3,8 @@
 // quant-type model with a packed layout is copied into interleaved row groups (the bytes pack_row_groups makes),
 // other tensors stay row-major, asking again changes nothing, and the file on disk is never
 // written; under exact, or fast with repacking off (--no-repack), nothing is packed. --mlock locks the packed copies,
-// not the file's pages they replaced.
+// not the file's pages they replaced. A loaded model packs its Q8_0 gate and up projections for 8-bit activations, the
+// others for 16-bit.
 #include <gtest/gtest.h>
 
 #include <sys/mman.h>
@@ -17,6 +18,7 @@
 
 #include "hal/cpu/kernels/qdot_groups.h"
 #include "hal/hal.h"
+#include "model/decoder.h"
 #include "model/loaders/gguf.h"
 #include "model/model_loader.h"
 #include "model/weights.h"
@@ -107,6 +109,28 @@ INSTANTIATE_TEST_SUITE_P(Files, PackedWeights,
                              PackedCase{"quants/IQ4_NL.gguf", DType::kIQ4_NL, DType::kIQ4_NL_R16},
                              PackedCase{"quants/IQ4_XS.gguf", DType::kIQ4_XS, DType::kIQ4_XS_R16}),
                          [](const auto& info) { return std::string(dtype_name(info.param.packed)); });
+
+// A model loaded under --precision fast asks for 8-bit activations in its MLP's gate and up only: on the real
+// TinyStories-656K Q8_0 those are packed as q8_0_r16_i8, every other projection (attention, down, the tied head) as
+// q8_0_r16 for 16-bit activations.
+TEST(PackedWeightsModel, Q8_0GateAndUpArePackedForInt8ActivationsTheRestForInt16) {
+  hal::Device* cpu = hal::Registry::global().find_device("cpu").value();
+  cpu->set_precision(hal::Precision::kFast);
+  Result<LoadedModel> lm = load_model(test::data_path("models/TinyStories-656K-Q8_0.gguf"), *cpu);
+  cpu->set_precision(hal::Precision::kExact);
+  ASSERT_TRUE(lm.ok()) << lm.status().to_string();
+  auto* decoder = dynamic_cast<DecoderModel*>(lm->model.get());
+  ASSERT_NE(decoder, nullptr);
+  int n_int8 = 0, n_int16 = 0;
+  for (const auto& [name, w] : decoder->weights().all()) {
+    if (group_rows(w.dtype) == 1) continue;
+    const bool gate_up = name.find("ffn_gate") != std::string::npos || name.find("ffn_up") != std::string::npos;
+    EXPECT_EQ(w.dtype, gate_up ? DType::kQ8_0_R16_I8 : DType::kQ8_0_R16) << name;
+    ++(gate_up ? n_int8 : n_int16);
+  }
+  EXPECT_EQ(n_int8, 2 * 2) << "gate and up of both layers";
+  EXPECT_GE(n_int16, 2 * 5) << "q, k, v, o and down of both layers";
+}
 
 // Locked bytes of this process (the Locked: lines of /proc/self/smaps): in all mappings, and in those of `file`.
 struct LockedBytes {
