@@ -165,8 +165,8 @@ void q8_0_r16_dot16_nx(const uint8_t* w, const ActBlockQ16* x, const float* xd, 
 
 // What the codes of the 32-element block layouts stand for, as the group kernels multiply them: levels(raw) gives
 // the bytes that meet the activation codes in dot(), and those products carry kOffset · Σ a.q more than the weight
-// values', which each sum starts without. kNibbles: two 4-bit codes per byte (kBlockBytes 18), else one int8 code
-// (34).
+// values', which each sum starts without. kNibbles: two 4-bit codes per byte (18-byte blocks), else one int8 code
+// per byte (34-byte blocks).
 // Q4_0: the nibble itself (value = code − 8), unsigned into u8 × s8 products.
 struct Q4_0Nibbles {
   static constexpr bool kNibbles = true;
