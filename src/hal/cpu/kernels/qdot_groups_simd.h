@@ -198,18 +198,24 @@ struct Q8Bytes {
   static L::I dot(L::I acc, L::I w, L::I x) { return L::dot_level(acc, w, x); }
 };
 
-// The integer sums of one 32-element stretch of 4-bit codes for G groups: the 4 code quads of group g start at
-// quads + g · group_bytes (a group field's quad, the next kGroupRows · 4 bytes on; low nibbles elements 4v ..,
-// high nibbles 16 + 4v ..), their levels meet activation block a of each row. Each sum starts at
-// −kOffset · Σ activation codes, so no subtraction follows the products.
-template <int NX, int G, class Codes>
-[[gnu::always_inline]] inline void nibble_block_sums(const Codes& codes, const uint8_t* quads, int64_t group_bytes,
-                                                     const ActBlockQ8* a, int64_t ldx, L::I (&s)[G][NX]) {
+// Each block sum of activation row j starts at −kOffset · Σ of its activation codes (for every group), so no
+// subtraction follows the products.
+template <class Codes, int NX, int G>
+[[gnu::always_inline]] inline void start_at_offset(const ActBlockQ8* a, int64_t ldx, L::I (&s)[G][NX]) {
   for (int j = 0; j < NX; ++j) {
     const ActBlockQ8& aj = a[j * ldx];
     const L::I offset = L::set1(-Codes::kOffset * (aj.sum[0] + aj.sum[1]));
     for (int g = 0; g < G; ++g) s[g][j] = offset;
   }
+}
+
+// The integer sums of one 32-element stretch of 4-bit codes for G groups: the 4 code quads of group g start at
+// quads + g · group_bytes (a group field's quad, the next kGroupRows · 4 bytes on; low nibbles elements 4v ..,
+// high nibbles 16 + 4v ..), their levels meet activation block a of each row (sums started by start_at_offset).
+template <int NX, int G, class Codes>
+[[gnu::always_inline]] inline void nibble_block_sums(const Codes& codes, const uint8_t* quads, int64_t group_bytes,
+                                                     const ActBlockQ8* a, int64_t ldx, L::I (&s)[G][NX]) {
+  start_at_offset<Codes>(a, ldx, s);
 #pragma GCC unroll 4
   for (int v = 0; v < 4; ++v) {
     L::I lo[G], hi[G];
@@ -233,11 +239,7 @@ template <int NX, int G, class Codes>
 template <int NX, int G, class Codes>
 [[gnu::always_inline]] inline void byte_block_sums(const Codes& codes, const uint8_t* quads, int64_t group_bytes,
                                                    const ActBlockQ8* a, int64_t ldx, L::I (&s)[G][NX]) {
-  for (int j = 0; j < NX; ++j) {
-    const ActBlockQ8& aj = a[j * ldx];
-    const L::I offset = L::set1(-Codes::kOffset * (aj.sum[0] + aj.sum[1]));
-    for (int g = 0; g < G; ++g) s[g][j] = offset;
-  }
+  start_at_offset<Codes>(a, ldx, s);
 #pragma GCC unroll 8
   for (int v = 0; v < kActBlock / 4; ++v) {
     L::I c[G];
