@@ -20,9 +20,12 @@ struct Field {
   int src, unit, count, dst;
 };
 
+// A row-major type's layout for activations of `grain`; a type without a layout of its own for 8-bit activations
+// (its codes take them anyway) uses its kWeight one for both.
 struct Layout {
   DType row_major, packed;
   std::vector<Field> fields;
+  hal::ActivationGrain grain = hal::ActivationGrain::kWeight;
 };
 
 const std::vector<Layout>& layouts() {
@@ -40,7 +43,7 @@ const std::vector<Layout>& layouts() {
       {DType::kQ3_K, DType::kQ3_K_R16, {{108, 2, 1, 0}, {96, 1, 12, 2 * kR}, {0, 4, 8, 14 * kR}, {32, 4, 16, 46 * kR}}},
       {DType::kIQ4_NL, DType::kIQ4_NL_R16, {{0, 2, 1, 0}, {2, 4, 4, 2 * kR}}},
       {DType::kIQ4_XS, DType::kIQ4_XS_R16, {{0, 2, 1, 0}, {2, 2, 1, 2 * kR}, {4, 1, 4, 4 * kR}, {8, 4, 32, 8 * kR}}},
-      {DType::kQ8_0, DType::kQ8_0_R16_I8, {{0, 2, 1, 0}, {2, 4, 8, 2 * kR}}},
+      {DType::kQ8_0, DType::kQ8_0_R16_I8, {{0, 2, 1, 0}, {2, 4, 8, 2 * kR}}, hal::ActivationGrain::k8Bit},
   };
   return all;
 }
@@ -88,10 +91,13 @@ void unpack_field(const Field& f, int r, const uint8_t* group_block, uint8_t* ro
 }  // namespace
 
 DType packed_dtype(DType row_major, hal::ActivationGrain grain) {
-  if (row_major == DType::kQ8_0 && grain == hal::ActivationGrain::k8Bit) return DType::kQ8_0_R16_I8;
-  for (const Layout& l : layouts())
-    if (l.row_major == row_major) return l.packed;
-  return DType::kCount;
+  DType for_weight = DType::kCount;
+  for (const Layout& l : layouts()) {
+    if (l.row_major != row_major) continue;
+    if (l.grain == grain) return l.packed;
+    if (l.grain == hal::ActivationGrain::kWeight) for_weight = l.packed;
+  }
+  return for_weight;
 }
 
 DType row_major_dtype(DType packed) {
