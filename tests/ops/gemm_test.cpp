@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -295,6 +296,63 @@ TEST_P(GemmAllTypes, RowsDotAndAxpyMatchReferenceWhateverTheBlock) {
       }
     }
   }
+}
+
+// The elementwise loops at every ISA's width give the scalar table's bits for every length around the vector widths
+// (the vector body and the scalar tail). SwiGLU: within 1e-6 relative of silu in double, and exact at the edges: 0
+// stays 0, a gate far below zero gives 0, far above it gate · up, NaN stays NaN.
+TEST_P(GemmAllTypes, SiluMulGivesTheScalarBits) {
+  const GemmKernels& k = kernels_of(GetParam());
+  ASSERT_NE(k.silu_mul, nullptr);
+  std::mt19937 rng(31);
+  for (int64_t n : {1, 7, 8, 15, 16, 17, 33, 100, 1000}) {
+    auto gate = gaussian(n, rng), up = gaussian(n, rng);
+    for (int64_t i = 0; i < n; ++i) gate[i] *= 6.0f;
+    std::vector<float> got(n), want(n);
+    k.silu_mul(gate.data(), up.data(), got.data(), n);
+    gemm_kernels_scalar().silu_mul(gate.data(), up.data(), want.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << "n=" << n << " i=" << i;
+      const double g = gate[i], silu = g / (1.0 + std::exp(-g)) * up[i];
+      EXPECT_NEAR(got[i], silu, 1e-6 * std::fabs(silu) + 1e-30) << "n=" << n << " i=" << i;
+    }
+  }
+  const std::vector<float> gate = {0.0f, -200.0f, 200.0f, std::nanf(""), 3.0f}, up = {5.0f, 2.0f, 0.5f, 1.0f, 0.0f};
+  std::vector<float> out(gate.size());
+  k.silu_mul(gate.data(), up.data(), out.data(), static_cast<int64_t>(gate.size()));
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_EQ(out[1], 0.0f);
+  EXPECT_EQ(out[2], 100.0f);
+  EXPECT_TRUE(std::isnan(out[3]));
+  EXPECT_EQ(out[4], 0.0f);
+}
+
+// Softmax: within 1e-6 relative of the double softmax, summing to 1, with the largest value found wherever it lies
+// (past the last whole 16 values too) and NaN ignored by the max (its own place gives NaN, as in the scalar loop).
+TEST_P(GemmAllTypes, SoftmaxRowGivesTheScalarBits) {
+  const GemmKernels& k = kernels_of(GetParam());
+  ASSERT_NE(k.softmax_row, nullptr);
+  std::mt19937 rng(41);
+  for (int64_t n : {1, 3, 15, 16, 17, 40, 129, 512}) {
+    auto x = gaussian(n, rng, 4.0f);
+    x[static_cast<size_t>(n - 1)] = 30.0f;  // the maximum in the tail
+    std::vector<float> got = x, want = x;
+    k.softmax_row(got.data(), n);
+    gemm_kernels_scalar().softmax_row(want.data(), n);
+    double z = 0, sum = 0;
+    for (float v : x) z += std::exp(static_cast<double>(v) - 30.0);
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << "n=" << n << " i=" << i;
+      const double p = std::exp(static_cast<double>(x[i]) - 30.0) / z;
+      EXPECT_NEAR(got[i], p, 1e-6 * p + 1e-12) << "n=" << n << " i=" << i;
+      sum += got[i];
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-6) << "n=" << n;
+  }
+  std::vector<float> x = {1.0f, std::nanf(""), 0.0f, 1.0f};
+  k.softmax_row(x.data(), 4);
+  EXPECT_TRUE(std::isnan(x[1]));
+  EXPECT_TRUE(std::isnan(x[0]));  // the NaN's exp joins the sum, as in the one-chain loop before
 }
 
 #if defined(__x86_64__)

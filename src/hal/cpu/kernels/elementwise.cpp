@@ -5,7 +5,7 @@
 
 #include "core/quant.h"
 #include "core/thread_pool.h"
-#include "hal/cpu/kernels/exp_poly.h"
+#include "hal/cpu/kernels/gemm_kernels.h"
 #include "hal/cpu/kernels/kernels.h"
 #include "hal/cpu/kernels/qdot_groups.h"
 
@@ -69,28 +69,14 @@ Status add(const OpContext& ctx, const TensorView& a, const TensorView& b, const
 Status swiglu(const OpContext& ctx, const TensorView& gate, const TensorView& up, const TensorView& out) {
   const int64_t n = gate.n_elements();
   if (up.n_elements() != n || out.n_elements() != n) return invalid_argument("swiglu: size mismatch");
+  const SiluMulFn silu_mul = active_gemm_kernels().silu_mul;
   parallel_rows(ctx, n, 1 << 13, [&](int64_t s, int64_t e) {
-    const float* g = gate.as<const float>();
-    const float* u = up.as<const float>();
-    float* o = out.as<float>();
-    for (int64_t i = s; i < e; ++i) o[i] = g[i] / (1.0f + exp_poly(-g[i])) * u[i];
+    silu_mul(gate.as<const float>() + s, up.as<const float>() + s, out.as<float>() + s, e - s);
   });
   return {};
 }
 
-void softmax_row(float* x, int64_t n) {
-  float mx = -INFINITY;
-  for (int64_t i = 0; i < n; ++i) mx = std::max(mx, x[i]);
-  for (int64_t i = 0; i < n; ++i) x[i] = exp_poly(x[i] - mx);
-  // Four double sums, elements i ≡ 0..3 (mod 4), added in one fixed order: a single chain waits on each add.
-  double part[4] = {};
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    for (int l = 0; l < 4; ++l) part[l] += x[i + l];
-  for (; i < n; ++i) part[i % 4] += x[i];
-  const float inv = static_cast<float>(1.0 / ((part[0] + part[1]) + (part[2] + part[3])));
-  for (int64_t k = 0; k < n; ++k) x[k] *= inv;
-}
+void softmax_row(float* x, int64_t n) { active_gemm_kernels().softmax_row(x, n); }
 
 Status softmax(const OpContext& ctx, const TensorView& x) {
   parallel_rows(ctx, x.rows(), 4, [&](int64_t b, int64_t e) {

@@ -326,6 +326,8 @@ GemmKernels make_table() {
   k.mr = kMr;
   k.rows_dot = &rows_dot_avx2;
   k.rows_axpy = &rows_axpy_avx2;
+  k.silu_mul = &silu_mul_avx2;
+  k.softmax_row = &softmax_row_avx2;
   return k;
 }
 

@@ -246,6 +246,8 @@ GemmKernels make_table() {
   k.mr = kMr;
   k.rows_dot = &rows_dot_avx512;
   k.rows_axpy = &rows_axpy_avx512;
+  k.silu_mul = &silu_mul_avx512;
+  k.softmax_row = &softmax_row_avx512;
   k.tile = &tile;
   k.finish = &finish;
   k.tile_rows = kTileRows;

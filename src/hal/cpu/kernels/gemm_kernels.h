@@ -34,6 +34,10 @@ using RowsDotFn = void (*)(const float* q, int64_t ldq, int nq, const float* row
                            float* out, int64_t ldo);
 using RowsAxpyFn = void (*)(const float* a, int64_t lda, int ny, const float* rows, int64_t ldr, int nt, int64_t n,
                             float* y, int64_t ldy);
+// The elementwise loops of elementwise_loops.h at the table's vector width: out[i] = silu(gate[i]) · up[i] for i < n,
+// and x = softmax(x) over n values.
+using SiluMulFn = void (*)(const float* gate, const float* up, float* out, int64_t n);
+using SoftmaxRowFn = void (*)(float* x, int64_t n);
 
 struct GemmKernels {
   RowDotFn row_dot[static_cast<int>(DType::kCount)];  // null: no kernel for that weight dtype
@@ -46,6 +50,8 @@ struct GemmKernels {
   int tile_rows, tile_cols, acc_floats;
   RowsDotFn rows_dot;
   RowsAxpyFn rows_axpy;
+  SiluMulFn silu_mul;  // the loops around exp_poly, which the compiler vectorises only as wide as the file's ISA
+  SoftmaxRowFn softmax_row;
 };
 
 const GemmKernels& gemm_kernels_scalar();
@@ -54,6 +60,11 @@ const GemmKernels& active_gemm_kernels();
 #if defined(__x86_64__)
 const GemmKernels& gemm_kernels_avx2();
 const GemmKernels& gemm_kernels_avx512();
+// elementwise_loops.h built for AVX2 and for AVX-512 (elementwise_avx2.cpp, elementwise_avx512.cpp).
+void silu_mul_avx2(const float* gate, const float* up, float* out, int64_t n);
+void softmax_row_avx2(float* x, int64_t n);
+void silu_mul_avx512(const float* gate, const float* up, float* out, int64_t n);
+void softmax_row_avx512(float* x, int64_t n);
 #endif
 
 }  // namespace cai::hal::cpu

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "core/quant.h"
+#include "hal/cpu/kernels/elementwise_loops.h"
 #include "hal/cpu/kernels/gemm_kernels.h"
 
 namespace cai::hal::cpu {
@@ -75,6 +76,8 @@ GemmKernels make_table() {
   k.mr = kMr;
   k.rows_dot = &rows_dot;
   k.rows_axpy = &rows_axpy;
+  k.silu_mul = &silu_mul_loop;
+  k.softmax_row = &softmax_row_loop;
   return k;
 }
 

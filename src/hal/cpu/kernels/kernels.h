@@ -10,6 +10,7 @@ namespace cai::hal::cpu {
 
 // Run fn over [0, n) on the context's pool (or inline without one).
 void parallel_rows(const OpContext& ctx, int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+// x = softmax(x) over n values (the active ISA's GemmKernels::softmax_row).
 void softmax_row(float* x, int64_t n);
 // The KV dtype check of a kernel (check_kv_cache_dtype) plus: each vector it reads from a row (GQA head, MLA c_kv or
 // k_rope) is whole blocks of a block dtype (Q8_0).
