@@ -63,6 +63,11 @@ inline std::string_view dtype_name(DType t) { return dtype_info(t).name; }
 std::optional<DType> dtype_from_ggml(uint32_t ggml_id);
 std::optional<DType> dtype_from_name(std::string_view name);  // "q8_0", "f16", ... (case-insensitive)
 inline bool is_quantized(DType t) { return dtype_info(t).block_elems > 1; }
+// Storage bits per element, block scales included (Q8_0 8.5, Q4_0 4.5, F16 16).
+inline double bits_per_element(DType t) {
+  const DTypeInfo& i = dtype_info(t);
+  return 8.0 * i.block_bytes / i.block_elems;
+}
 // Weight rows per interleaved group of a packed layout (kQ8_0_R16 .. kQ3_K_R16), 1 for row-major types.
 inline constexpr int kPackedGroupRows = 16;
 inline int group_rows(DType t) { return t >= DType::kQ8_0_R16 && t < DType::kCount ? kPackedGroupRows : 1; }

@@ -4,7 +4,7 @@
 // other tensors stay row-major, asking again changes nothing, and the file on disk is never
 // written; under exact, or fast with repacking off (--no-repack), nothing is packed. --mlock locks the packed copies,
 // not the file's pages they replaced. A loaded model packs its Q8_0 gate and up projections for 8-bit activations, the
-// others for 16-bit.
+// others for 16-bit, and a Q8_0 head beside Q4_0 layers for 8-bit.
 #include <gtest/gtest.h>
 
 #include <sys/mman.h>
@@ -130,6 +130,29 @@ TEST(PackedWeightsModel, Q8_0GateAndUpArePackedForInt8ActivationsTheRestForInt16
   }
   EXPECT_EQ(n_int8, 2 * 2) << "gate and up of both layers";
   EXPECT_GE(n_int16, 2 * 5) << "q, k, v, o and down of both layers";
+}
+
+// A Q8_0 head beside coarser layers takes 8-bit activations (model/decoder.cpp, head_grain): TinyStories-656K converted
+// with Q4_0 layers, whose untied output.weight cai-mkmodel writes in Q8_0, packs its head as q8_0_r16_i8 and its
+// projections as q4_0_r16 (the Q8_0 file's head stays q8_0_r16: the test above).
+TEST(PackedWeightsModel, Q8_0HeadBesideQ4_0LayersIsPackedForInt8Activations) {
+  const std::string file = test::make_temp_dir("head-grain") + "/q4_0.gguf";
+  const test::CommandResult mk = test::run_command(test::binary_path("cai-mkmodel") + " --from " +
+                                                   test::data_path("models/TinyStories-656K-hf") + " --dtype q4_0 -o " +
+                                                   file);
+  ASSERT_EQ(mk.exit_code, 0) << mk.err;
+  hal::Device* cpu = hal::Registry::global().find_device("cpu").value();
+  cpu->set_precision(hal::Precision::kFast);
+  Result<LoadedModel> lm = load_model(file, *cpu);
+  cpu->set_precision(hal::Precision::kExact);
+  ASSERT_TRUE(lm.ok()) << lm.status().to_string();
+  auto* decoder = dynamic_cast<DecoderModel*>(lm->model.get());
+  ASSERT_NE(decoder, nullptr);
+  const auto& all = decoder->weights().all();
+  ASSERT_EQ(all.count("output.weight"), 1u);
+  EXPECT_EQ(all.at("output.weight").dtype, DType::kQ8_0_R16_I8);
+  for (const char* name : {"blk.0.attn_q.weight", "blk.0.ffn_up.weight", "blk.1.ffn_down.weight"})
+    EXPECT_EQ(all.at(name).dtype, DType::kQ4_0_R16) << name;
 }
 
 // Locked bytes of this process (the Locked: lines of /proc/self/smaps): in all mappings, and in those of `file`.

@@ -197,8 +197,8 @@ Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t
   dev->set_precision(o.precision == "exact" ? hal::Precision::kExact : hal::Precision::kFast);
   load.repack = o.repack;
   if (o.precision == "fast")
-    CAI_LOG_INFO("--precision fast: integer dot products for Q8_0 (16-bit activations; int8 for the MLP's gate and up "
-                 "where packed), Q4_0, Q2_K..Q6_K and packed IQ4_NL / IQ4_XS (int8) weights where {} has such kernels (the CPU does{}; other devices compute "
+    CAI_LOG_INFO("--precision fast: integer dot products for Q8_0 (16-bit activations; int8 for the MLP's gate and up, "
+                 "and for a head beside coarser layers, where packed), Q4_0, Q2_K..Q6_K and packed IQ4_NL / IQ4_XS (int8) weights where {} has such kernels (the CPU does{}; other devices compute "
                  "exactly)",
                  dev->name(),
                  o.repack ? ", and packs Q8_0/Q4_0/Q2_K..Q6_K/IQ4_NL/IQ4_XS projections and MoE experts into 16-row "
