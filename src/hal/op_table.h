@@ -25,7 +25,7 @@ enum class Precision : uint8_t { kExact, kFast };
 // How finely a fast path must keep the activations a dense_gemm weight multiplies, chosen per weight by the model when
 // it loads the weight (Device::pack_gemm_weight). kWeight: at least as finely as the weight's own codes (the CPU: 16-bit
 // activations for Q8_0, 8-bit for 4- to 6-bit codes). k8Bit: 8 bits whatever the weight's type, for the projections
-// measured to bear it (the MLP's gate and up: README, "--precision").
+// measured to bear it (the MLP's gate and up; the output head beside 4- to 6-bit layers: README, "--precision").
 enum class ActivationGrain : uint8_t { kWeight, k8Bit };
 
 // What a kernel may use to run: the backend's executor (CPU: a thread pool) and the stream to queue on.
