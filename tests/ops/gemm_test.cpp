@@ -328,7 +328,7 @@ TEST_P(GemmAllTypes, SiluMulGivesTheScalarBits) {
 }
 
 // Softmax: within 1e-6 relative of the double softmax, summing to 1, with the largest value found wherever it lies
-// (past the last whole 16 values too) and NaN ignored by the max (its own place gives NaN, as in the scalar loop).
+// (past the last whole 16 values too); a NaN in the row makes the whole row NaN, as the one-chain loop before did.
 TEST_P(GemmAllTypes, SoftmaxRowGivesTheScalarBits) {
   const GemmKernels& k = kernels_of(GetParam());
   ASSERT_NE(k.softmax_row, nullptr);
