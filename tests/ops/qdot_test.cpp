@@ -68,13 +68,15 @@ const QDotKernels* table_for(CpuIsa isa) {
 
 class QDotKernelsPerIsa : public ::testing::TestWithParam<CpuIsa> {};
 
-// 8 activation rows quantized for the int8 kernels (QDotFn): each value is d · q of its ActBlockQ8.
+// The activation rows of x (n values each) quantized for the int8 kernels (QDotFn): each value is d · q of its
+// ActBlockQ8.
 struct Int8Acts {
   QDotFn dot;
   int64_t in, ldx;
   std::vector<ActBlockQ8> q;
-  Int8Acts(QDotFn f, int64_t n, const std::vector<float>& x) : dot(f), in(n), ldx(n / kActBlock), q(8 * ldx) {
-    for (int j = 0; j < 8; ++j) quantize_act_row(x.data() + j * in, in, q.data() + j * ldx);
+  Int8Acts(QDotFn f, int64_t n, const std::vector<float>& x)
+      : dot(f), in(n), ldx(n / kActBlock), q(static_cast<size_t>(x.size() / n * ldx)) {
+    for (size_t j = 0; j < x.size() / n; ++j) quantize_act_row(x.data() + j * in, in, q.data() + j * ldx);
   }
   double value(int j, int64_t c) const {
     const ActBlockQ8& a = q[static_cast<size_t>(j * ldx + c / kActBlock)];
@@ -306,6 +308,41 @@ TEST_P(QDotKernelsPerIsa, PairKernelsGiveEachGroupsBits) {
   EXPECT_EQ(n_pairs, GetParam() == CpuIsa::kAvx512 ? 2 : 0);
 }
 
+// A wide kernel (kWideDotRows activation rows at once, interleaved by block) gives each row the bits of its table's
+// kernel on that row, for both groups of a two-group weight.
+TEST_P(QDotKernelsPerIsa, WideKernelsGiveTheBitsOfDot) {
+  const QDotKernels* k = table_for(GetParam());
+  if (!k) GTEST_SKIP() << "this CPU lacks AVX-512 VNNI";
+  std::mt19937 rng(94);
+  int n_wide = 0;
+  for (int p = 0; p < static_cast<int>(DType::kCount); ++p) {
+    if (!k->dot_wide[p]) continue;
+    ++n_wide;
+    const DType t = row_major_dtype(static_cast<DType>(p));
+    for (int64_t in : {256, 1536}) {
+      const Weights w = make_weights(t, 2 * kPackedGroupRows, in, false, rng);
+      const std::vector<uint8_t> packed = packed_copy(w, static_cast<DType>(p));
+      const Int8Acts acts(k->dot[p], in, gaussian(kWideDotRows * in, rng));
+      std::vector<ActBlockQ8> interleaved(acts.q.size());
+      for (int j = 0; j < kWideDotRows; ++j)
+        for (int64_t b = 0; b < acts.ldx; ++b) interleaved[b * kWideDotRows + j] = acts.q[j * acts.ldx + b];
+      for (int g = 0; g < 2; ++g) {
+        const uint8_t* group = packed.data() + g * kPackedGroupRows * row_bytes(t, in);
+        float wide[kWideDotRows * kPackedGroupRows], one[kPackedGroupRows];
+        k->dot_wide[p](group, interleaved.data(), acts.ldx, kWideDotRows, in, wide);
+        for (int j = 0; j < kWideDotRows; ++j) {
+          acts.run(group, j, 1, one);
+          EXPECT_EQ(0, std::memcmp(wide + j * kPackedGroupRows, one, sizeof one))
+              << dtype_name(t) << " in=" << in << " group " << g << " act " << j;
+        }
+      }
+    }
+  }
+  // The AVX-512 VNNI table has 16-row tiles for packed Q4_0, IQ4_NL, Q6_K and Q8_0 for int8 activations; AVX2's 16
+  // registers hold no 16 chains.
+  EXPECT_EQ(n_wide, GetParam() == CpuIsa::kAvx512 ? 4 : 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Isas, QDotKernelsPerIsa, ::testing::ValuesIn(available_isas()),
                          [](const auto& info) { return std::string(cpu_isa_name(info.param)); });
 
@@ -406,33 +443,34 @@ TEST_P(GemmFastPerIsa, CloseToExactAndBatchInvariant) {
 // Packed weights (interleaved row groups) through cpu_dense_gemm: within activation rounding of the exact path on the
 // row-major weights, batch-invariant, bias added, and refused with a clear error on the exact path. 37 activation rows
 // take the pair kernels where the ISA has them: on one thread groups 0 and 1 go as a pair, on the pool's one-group
-// chunks each alone, and the bits agree.
+// chunks each alone, and the bits agree. 21 rows take a 16-row tile where the ISA has one, then 5 rows.
 TEST_P(GemmFastPerIsa, PackedWeightsCloseToExactAndBatchInvariant) {
   IsaGuard guard;
   ASSERT_TRUE(set_active_cpu_isa(GetParam()).ok());
   ThreadPool pool(2);
   std::mt19937 rng(6);
-  for (DType packed : packed_types()) {
-    const DType t = row_major_dtype(packed);
-    const int64_t n = 37, in = dtype_info(t).block_elems == 32 ? 320 : 512;
-    Weights w = make_weights(t, 48, in, false, rng);
-    Weights p = w;
-    p.bytes = packed_copy(w, packed);
-    p.dtype = packed;
-    auto x = gaussian(n * in, rng);
-    auto bias = gaussian(w.out, rng);
-    GemmRun exact = gemm(w, x, n, bias, Precision::kExact, &pool);
-    GemmRun fast = gemm(p, x, n, bias, Precision::kFast, &pool);
-    ASSERT_TRUE(exact.status.ok() && fast.status.ok()) << fast.status.to_string();
-    expect_fast_close_to_exact(w, x, bias, n, fast, exact, p.dtype);
-    expect_solo_rows_match(p, x, bias, {0, 8, 36}, fast, &pool);
-    GemmRun one_thread = gemm(p, x, n, bias, Precision::kFast, nullptr);
-    EXPECT_EQ(one_thread.y, fast.y) << dtype_name(t);
-    GemmRun refused = gemm(p, x, n, bias, Precision::kExact, &pool);
-    EXPECT_EQ(refused.status.code(), StatusCode::kUnsupported);
-    EXPECT_NE(refused.status.message().find("packed for --precision fast"), std::string::npos)
-        << refused.status.to_string();
-  }
+  for (DType packed : packed_types())
+    for (const int64_t n : {37, 21}) {
+      const DType t = row_major_dtype(packed);
+      const int64_t in = dtype_info(t).block_elems == 32 ? 320 : 512;
+      Weights w = make_weights(t, 48, in, false, rng);
+      Weights p = w;
+      p.bytes = packed_copy(w, packed);
+      p.dtype = packed;
+      auto x = gaussian(n * in, rng);
+      auto bias = gaussian(w.out, rng);
+      GemmRun exact = gemm(w, x, n, bias, Precision::kExact, &pool);
+      GemmRun fast = gemm(p, x, n, bias, Precision::kFast, &pool);
+      ASSERT_TRUE(exact.status.ok() && fast.status.ok()) << fast.status.to_string();
+      expect_fast_close_to_exact(w, x, bias, n, fast, exact, p.dtype);
+      expect_solo_rows_match(p, x, bias, {0, 8, 15, n - 1}, fast, &pool);
+      GemmRun one_thread = gemm(p, x, n, bias, Precision::kFast, nullptr);
+      EXPECT_EQ(one_thread.y, fast.y) << dtype_name(t);
+      GemmRun refused = gemm(p, x, n, bias, Precision::kExact, &pool);
+      EXPECT_EQ(refused.status.code(), StatusCode::kUnsupported);
+      EXPECT_NE(refused.status.message().find("packed for --precision fast"), std::string::npos)
+          << refused.status.to_string();
+    }
 }
 
 // sparse_moe over a pool of 2 threads gives the bits it gives on one: with at least as many selected experts as

@@ -274,24 +274,31 @@ void parallel(ThreadPool* pool, int64_t n, int64_t grain, const std::function<vo
 
 // Fast path (Precision::kFast): activation rows quantized once (to ActBlockQ8, or to ActBlockQ16 codes and scales for
 // the kernels that take 16 bits), then every weight row (or interleaved group of R rows, qdot_groups.h; two groups at
-// a time where `pairs`) against them kMaxDotRows at a time through the integer kernel, dot(weight bytes, first
-// activation row, rows, groups, out[row · groups · R + r]). Each row's result is the same whatever n is, so it serves
-// every batch size (the weights stay in L1 across passes).
+// a time where `pairs`) against them kMaxDotRows at a time through the integer kernel (`wide` rows at a time while
+// that many are left, where the kernel has a wider tile), dot(weight bytes, first activation row, rows, groups,
+// out[row · groups · R + r]). Each row's result is the same whatever n is, so it serves every batch size (the
+// weights stay in L1 across passes).
 template <class Dot>
-void run_qdot(const Gemm& g, const Dot& dot, bool pairs, int64_t u0, int64_t u1) {
+void run_qdot(const Gemm& g, const Dot& dot, bool pairs, int wide, int64_t u0, int64_t u1) {
   const int R = group_rows(g.dtype);
-  float acc[kMaxDotRows * 2 * kPackedGroupRows];
+  float acc[kWideDotRows * 2 * kPackedGroupRows];
   for (int64_t u = u0; u < u1;) {
     const int groups = pairs && u + 1 < u1 ? 2 : 1, rows = groups * R;
     const uint8_t* w = g.w->row<const uint8_t>(u * R);
-    for (int64_t j0 = 0; j0 < g.n; j0 += kMaxDotRows) {
-      const int nx = static_cast<int>(std::min<int64_t>(kMaxDotRows, g.n - j0));
+    for (int64_t j0 = 0; j0 < g.n;) {
+      const int64_t left = g.n - j0;
+      const int nx = groups == 1 && left >= wide ? wide : static_cast<int>(std::min<int64_t>(kMaxDotRows, left));
       dot(w, j0, nx, groups, acc);
-      for (int j = 0; j < nx; ++j)
-        for (int r = 0; r < rows; ++r) {
-          const int64_t row = u * R + r;
-          g.y[(j0 + j) * g.out + row] = acc[j * rows + r] + (g.bias ? g.bias[row] : 0.0f);
+      for (int j = 0; j < nx; ++j) {
+        float* y = g.y + (j0 + j) * g.out + u * R;
+        const float* sums = acc + j * rows;
+        if (g.bias) {
+          for (int r = 0; r < rows; ++r) y[r] = sums[r] + g.bias[u * R + r];
+        } else {
+          std::copy(sums, sums + rows, y);
         }
+      }
+      j0 += nx;
     }
     u += groups;
   }
@@ -303,19 +310,33 @@ void parallel_qdot(const OpContext& ctx, const Gemm& g, const std::function<void
   parallel(ctx.pool, g.out / R, std::max<int64_t>(1, kDecodeGrain / R), units);
 }
 
-void fast_gemm(const OpContext& ctx, const Gemm& g, QuantizeActFn quantize, QDotFn dot, QDotFn dot_pair) {
-  thread_local std::vector<ActBlockQ8> xq;
-  const int64_t ldx = g.in / kActBlock;
+void fast_gemm(const OpContext& ctx, const Gemm& g, const QDotKernels& k) {
+  const int t = static_cast<int>(g.dtype);
+  const QDotFn dot = k.dot[t], dot_pair = k.dot_pair[t], dot_wide = k.dot_wide[t];
+  const bool pairs = dot_pair != nullptr && g.n >= kPairMinRows;
+  const bool wide = dot_wide != nullptr && !pairs && g.n >= kWideDotRows;
+  thread_local std::vector<ActBlockQ8> xq, xw;
+  const int64_t ldx = g.in / kActBlock, n_wide = wide ? g.n / kWideDotRows * kWideDotRows : 0;
   xq.resize(static_cast<size_t>(g.n * ldx));
-  ActBlockQ8* q = xq.data();
+  xw.resize(static_cast<size_t>(n_wide * ldx));
+  ActBlockQ8 *q = xq.data(), *qw = xw.data();
   parallel(ctx.pool, g.n, 1, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) quantize(g.x + i * g.in, g.in, q + i * ldx);
+    for (int64_t i = i0; i < i1; ++i) {
+      k.quantize(g.x + i * g.in, g.in, q + i * ldx);
+      if (i >= n_wide) continue;  // dot_wide's copy: block b of row j of a chunk at [b · kWideDotRows + j]
+      ActBlockQ8* chunk = qw + i / kWideDotRows * kWideDotRows * ldx + i % kWideDotRows;
+      for (int64_t b = 0; b < ldx; ++b) chunk[b * kWideDotRows] = q[i * ldx + b];
+    }
   });
   const auto rows = [&](const uint8_t* w, int64_t j0, int nx, int groups, float* acc) {
-    (groups == 2 ? dot_pair : dot)(w, q + j0 * ldx, ldx, nx, g.in, acc);
+    if (nx == kWideDotRows && wide)
+      dot_wide(w, qw + j0 * ldx, ldx, nx, g.in, acc);
+    else
+      (groups == 2 ? dot_pair : dot)(w, q + j0 * ldx, ldx, nx, g.in, acc);
   };
-  const bool pairs = dot_pair != nullptr && g.n >= kPairMinRows;
-  parallel_qdot(ctx, g, [&](int64_t u0, int64_t u1) { run_qdot(g, rows, pairs, u0, u1); });
+  parallel_qdot(ctx, g, [&](int64_t u0, int64_t u1) {
+    run_qdot(g, rows, pairs, wide ? kWideDotRows : kMaxDotRows, u0, u1);
+  });
 }
 
 void fast_gemm16(const OpContext& ctx, const Gemm& g, QuantizeAct16Fn quantize, QDot16Fn dot) {
@@ -332,7 +353,7 @@ void fast_gemm16(const OpContext& ctx, const Gemm& g, QuantizeAct16Fn quantize, 
   const auto rows = [&](const uint8_t* w, int64_t j0, int nx, int, float* acc) {
     dot(w, q + j0 * ldx, d + j0 * ldx, ldx, nx, g.in, acc);
   };
-  parallel_qdot(ctx, g, [&](int64_t u0, int64_t u1) { run_qdot(g, rows, false, u0, u1); });
+  parallel_qdot(ctx, g, [&](int64_t u0, int64_t u1) { run_qdot(g, rows, false, kMaxDotRows, u0, u1); });
 }
 
 // The tiled path reproduces the fused one only for whole 32-column steps of unscaled weights.
@@ -358,8 +379,8 @@ Status cpu_dense_gemm(const hal::OpContext& ctx, const TensorView& w, const Tens
       fast_gemm16(ctx, g, qk.quantize16, dot16);
       return {};
     }
-    if (const QDotFn dot = qk.dot[static_cast<int>(g.dtype)]) {
-      fast_gemm(ctx, g, qk.quantize, dot, qk.dot_pair[static_cast<int>(g.dtype)]);
+    if (qk.dot[static_cast<int>(g.dtype)]) {
+      fast_gemm(ctx, g, qk);
       return {};
     }
   }

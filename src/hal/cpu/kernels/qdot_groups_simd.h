@@ -49,6 +49,7 @@ struct RowLanes {
   static F f16(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
   static I set1(int32_t v) { return _mm512_set1_epi32(v); }
   static F fset1(float v) { return _mm512_set1_ps(v); }
+  static F fload(const float* p) { return _mm512_loadu_ps(p); }
   static I and8(I v, int m) { return _mm512_and_si512(v, _mm512_set1_epi8(static_cast<char>(m))); }
   static I or_(I a, I b) { return _mm512_or_si512(a, b); }
   template <int N>
@@ -65,7 +66,18 @@ struct RowLanes {
   static I sub(I a, I b) { return _mm512_sub_epi32(a, b); }
   static I mullo(I a, I b) { return _mm512_mullo_epi32(a, b); }
   static I dot_u8s8(I acc, I u, I s) { return _mm512_dpbusd_epi32(acc, u, s); }
-  static I dot_s16(I acc, I w, I x) { return _mm512_dpwssd_epi32(acc, w, x); }
+  // The same with s the 4 bytes (2 int16) at p in every lane, broadcast from the instruction's memory operand
+  // ({1to16}): from intrinsics GCC emits a separate vpbroadcastd load, one more micro-op per product, and with 16
+  // activation rows the front end then sets the pace (Q4_0 1536×1536 at 16 rows: 8-10 % faster this way). Where one
+  // broadcast feeds two groups (the pair kernels) the register form stays ahead.
+  static I dot_u8s8_at(I acc, I u, const int8_t* p) {
+    asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*reinterpret_cast<const int32_t*>(p)));
+    return acc;
+  }
+  static I dot_s16_at(I acc, I w, const int16_t* p) {
+    asm("vpdpwssd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const int32_t*>(p)));
+    return acc;
+  }
   // Table levels (IQ4): 16 bytes in every 128-bit lane, byte i of each picked by the low nibble of an index byte. With
   // vpdpbusd the levels are unsigned: level + 128, whose extra 128 · Σ a.q the sums start without.
   static constexpr int kLevelBias = 128;
@@ -74,7 +86,8 @@ struct RowLanes {
   }
   static I lookup(I table, I index) { return _mm512_shuffle_epi8(table, index); }
   static I signed_level(I codes) { return _mm512_xor_si512(codes, _mm512_set1_epi8(static_cast<char>(0x80))); }
-  static I dot_level(I acc, I level, I x) { return _mm512_dpbusd_epi32(acc, level, x); }
+  static I dot_level(I acc, I level, I x) { return dot_u8s8(acc, level, x); }
+  static I dot_level_at(I acc, I level, const int8_t* p) { return dot_u8s8_at(acc, level, p); }
   static F cvt(I v) { return _mm512_cvtepi32_ps(v); }
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
   static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
@@ -100,6 +113,7 @@ struct RowLanes {
   static F f16(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   static I set1(int32_t v) { return _mm256_set1_epi32(v); }
   static F fset1(float v) { return _mm256_set1_ps(v); }
+  static F fload(const float* p) { return _mm256_loadu_ps(p); }
   static I and8(I v, int m) { return _mm256_and_si256(v, _mm256_set1_epi8(static_cast<char>(m))); }
   static I or_(I a, I b) { return _mm256_or_si256(a, b); }
   template <int N>
@@ -117,6 +131,8 @@ struct RowLanes {
   static I mullo(I a, I b) { return _mm256_mullo_epi32(a, b); }
   static I dot_u8s8(I acc, I u, I s) { return _mm256_add_epi32(acc, cpu::dot_u8s8(u, s)); }
   static I dot_s16(I acc, I w, I x) { return _mm256_add_epi32(acc, _mm256_madd_epi16(w, x)); }
+  static I dot_u8s8_at(I acc, I u, const int8_t* p) { return dot_u8s8(acc, u, set1(load_i32(p))); }
+  static I dot_s16_at(I acc, I w, const int16_t* p) { return dot_s16(acc, w, set1(load_i32(p))); }
   // Table levels (IQ4) stay signed here: vpmaddubsw would saturate on levels + 128, so |level| meets a.q with the
   // level's sign (cpu::dot_s8s8).
   static constexpr int kLevelBias = 0;
@@ -126,6 +142,7 @@ struct RowLanes {
   static I lookup(I table, I index) { return _mm256_shuffle_epi8(table, index); }
   static I signed_level(I codes) { return codes; }
   static I dot_level(I acc, I level, I x) { return _mm256_add_epi32(acc, cpu::dot_s8s8(level, x)); }
+  static I dot_level_at(I acc, I level, const int8_t* p) { return dot_level(acc, level, set1(load_i32(p))); }
   static F cvt(I v) { return _mm256_cvtepi32_ps(v); }
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
   static F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
@@ -154,7 +171,7 @@ void q8_0_r16_dot16_nx(const uint8_t* w, const ActBlockQ16* x, const float* xd, 
         const uint8_t* at = blk + kCodes + (p * kGroupRows + h * L::kRows) * 2;
         prefetch_ahead(at);
         const L::I wq = L::pairs_i16(at);
-        for (int j = 0; j < NX; ++j) s[j] = L::dot_s16(s[j], wq, L::set1(load_i32(x[j * ldx + b].q + 2 * p)));
+        for (int j = 0; j < NX; ++j) s[j] = L::dot_s16_at(s[j], wq, x[j * ldx + b].q + 2 * p);
       }
       const L::F dw = L::f16(blk + 2 * h * L::kRows);
       for (int j = 0; j < NX; ++j) acc[j] = L::fma(L::cvt(s[j]), L::mul(dw, L::fset1(xd[j * ldx + b])), acc[j]);
@@ -164,7 +181,7 @@ void q8_0_r16_dot16_nx(const uint8_t* w, const ActBlockQ16* x, const float* xd, 
 }
 
 // What the codes of the 32-element block layouts stand for, as the group kernels multiply them: levels(raw) gives
-// the bytes that meet the activation codes in dot(), and those products carry kOffset · Σ a.q more than the weight
+// the bytes that meet the activation codes in dot() / dot_at(), and those products carry kOffset · Σ a.q more than the weight
 // values', which each sum starts without. kNibbles: two 4-bit codes per byte (18-byte blocks), else one int8 code
 // per byte (34-byte blocks).
 // Q4_0: the nibble itself (value = code − 8), unsigned into u8 × s8 products.
@@ -173,6 +190,7 @@ struct Q4_0Nibbles {
   static constexpr int kOffset = 8;
   L::I levels(L::I nibbles) const { return nibbles; }
   static L::I dot(L::I acc, L::I w, L::I x) { return L::dot_u8s8(acc, w, x); }
+  static L::I dot_at(L::I acc, L::I w, const int8_t* x) { return L::dot_u8s8_at(acc, w, x); }
 };
 
 // IQ4_NL / IQ4_XS: one of 16 int8 levels (quant_grids::kIq4nlValues), picked with one table lookup per vector, in the
@@ -188,6 +206,7 @@ struct IQ4Levels {
   }
   L::I levels(L::I nibbles) const { return L::lookup(table, nibbles); }
   static L::I dot(L::I acc, L::I w, L::I x) { return L::dot_level(acc, w, x); }
+  static L::I dot_at(L::I acc, L::I w, const int8_t* x) { return L::dot_level_at(acc, w, x); }
 };
 
 // Q8_0 for 8-bit activations (kQ8_0_R16_I8): the signed code, as this ISA's level product takes it.
@@ -196,6 +215,7 @@ struct Q8Bytes {
   static constexpr int kOffset = L::kLevelBias;
   L::I levels(L::I codes) const { return L::signed_level(codes); }
   static L::I dot(L::I acc, L::I w, L::I x) { return L::dot_level(acc, w, x); }
+  static L::I dot_at(L::I acc, L::I w, const int8_t* x) { return L::dot_level_at(acc, w, x); }
 };
 
 // Each block sum of activation row j starts at −kOffset · Σ of its activation codes (for every group), so no
@@ -226,11 +246,15 @@ template <int NX, int G, class Codes>
       lo[g] = codes.levels(L::and8(raw, 0x0F));
       hi[g] = codes.levels(L::and8(L::srl16<4>(raw), 0x0F));
     }
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int j = 0; j < NX; ++j) {
       const ActBlockQ8& aj = a[j * ldx];
-      const L::I xlo = L::set1(load_i32(aj.q + 4 * v)), xhi = L::set1(load_i32(aj.q + 16 + 4 * v));
-      for (int g = 0; g < G; ++g) s[g][j] = Codes::dot(Codes::dot(s[g][j], lo[g], xlo), hi[g], xhi);
+      if constexpr (G == 1) {
+        s[0][j] = Codes::dot_at(Codes::dot_at(s[0][j], lo[0], aj.q + 4 * v), hi[0], aj.q + 16 + 4 * v);
+      } else {  // one broadcast register feeds the G groups
+        const L::I xlo = L::set1(load_i32(aj.q + 4 * v)), xhi = L::set1(load_i32(aj.q + 16 + 4 * v));
+        for (int g = 0; g < G; ++g) s[g][j] = Codes::dot(Codes::dot(s[g][j], lo[g], xlo), hi[g], xhi);
+      }
     }
   }
 }
@@ -248,42 +272,70 @@ template <int NX, int G, class Codes>
       prefetch_ahead(at);
       c[g] = codes.levels(L::quads(at));
     }
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int j = 0; j < NX; ++j) {
-      const L::I xq = L::set1(load_i32(a[j * ldx].q + 4 * v));
-      for (int g = 0; g < G; ++g) s[g][j] = Codes::dot(s[g][j], c[g], xq);
+      if constexpr (G == 1) {
+        s[0][j] = Codes::dot_at(s[0][j], c[0], a[j * ldx].q + 4 * v);
+      } else {
+        const L::I xq = L::set1(load_i32(a[j * ldx].q + 4 * v));
+        for (int g = 0; g < G; ++g) s[g][j] = Codes::dot(s[g][j], c[g], xq);
+      }
     }
   }
 }
 
+// The float sums of the G · NX outputs (one vector of rows each) of a kernel over NX activation rows: in registers up to
+// kMaxDotRows rows (where the pair kernels' two groups do not fit, the compiler picks what to spill); a 16-row tile's
+// int32 chains fill half the register file, so its sums stay in an L1 buffer (loads and stores, no vector ALU port).
+template <int NX, int G = 1, bool kInRegisters = (NX <= kMaxDotRows)>
+struct FloatSums {
+  L::F v[G * NX];
+  FloatSums() {
+    for (auto& x : v) x = L::fzero();
+  }
+  L::F get(int i) const { return v[i]; }
+  void set(int i, L::F x) { v[i] = x; }
+};
+template <int NX, int G>
+struct FloatSums<NX, G, false> {
+  alignas(64) float v[G * NX][L::kRows];
+  FloatSums() {
+    for (int i = 0; i < G * NX; ++i) set(i, L::fzero());
+  }
+  L::F get(int i) const { return L::fload(v[i]); }
+  void set(int i, L::F x) { L::store(v[i], x); }
+};
+
 // The 32-element block layouts: Q4_0, IQ4_NL and Q8_0 for 8-bit activations (Codes: Q4_0Nibbles, IQ4Levels,
 // Q8Bytes): blocks in order, each as nibble_block_sums or byte_block_sums gives, times d · a.d. G groups at once (the
 // next at w + the group's bytes, its rows at out + j · G · 16 + 16 · g): each broadcast activation quad then feeds G
-// groups, and G streams of weights are read side by side.
-template <int NX, int G = 1, class Codes = Q4_0Nibbles>
+// groups, and G streams of weights are read side by side. kBlockMajor: the activation rows interleaved by block
+// (block b of row j at x[b · NX + j], ldx unused), as fast_gemm lays out a dot_wide call's rows: one pointer then
+// reaches every row's block at a fixed offset, where 16 row pointers would not fit the general registers.
+template <int NX, int G = 1, class Codes = Q4_0Nibbles, bool kBlockMajor = false>
 void block32_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
   constexpr int kBlock = kGroupRows * (Codes::kNibbles ? 18 : 34), kCodes = 2 * kGroupRows;
   const int64_t group_bytes = in / kActBlock * kBlock;
+  const int64_t row_step = kBlockMajor ? 1 : ldx, block_step = kBlockMajor ? NX : 1;
   const Codes codes;
   for (int h = 0; h < kHalves; ++h) {
-    L::F acc[G][NX];
-    for (auto& group : acc)
-      for (auto& a : group) a = L::fzero();
+    FloatSums<NX, G> acc;
     for (int64_t b = 0; b < in / kActBlock; ++b) {
       L::I s[G][NX];
       const uint8_t* quads = w + b * kBlock + kCodes + h * L::kRows * 4;
+      const ActBlockQ8* a = x + b * block_step;
       if constexpr (Codes::kNibbles)
-        nibble_block_sums<NX, G>(codes, quads, group_bytes, x + b, ldx, s);
+        nibble_block_sums<NX, G>(codes, quads, group_bytes, a, row_step, s);
       else
-        byte_block_sums<NX, G>(codes, quads, group_bytes, x + b, ldx, s);
+        byte_block_sums<NX, G>(codes, quads, group_bytes, a, row_step, s);
       for (int g = 0; g < G; ++g) {
         const L::F dw = L::f16(w + g * group_bytes + b * kBlock + 2 * h * L::kRows);
         for (int j = 0; j < NX; ++j)
-          acc[g][j] = L::fma(L::cvt(s[g][j]), L::mul(dw, L::fset1(x[j * ldx + b].d)), acc[g][j]);
+          acc.set(g * NX + j, L::fma(L::cvt(s[g][j]), L::mul(dw, L::fset1(a[j * row_step].d)), acc.get(g * NX + j)));
       }
     }
     for (int g = 0; g < G; ++g)
-      for (int j = 0; j < NX; ++j) L::store(out + (j * G + g) * kGroupRows + h * L::kRows, acc[g][j]);
+      for (int j = 0; j < NX; ++j) L::store(out + (j * G + g) * kGroupRows + h * L::kRows, acc.get(g * NX + j));
   }
 }
 
@@ -349,8 +401,8 @@ void q45_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_
           }
 #pragma GCC unroll 8
           for (int j = 0; j < NX; ++j) {
-            lo_sum[j] = L::dot_u8s8(lo_sum[j], lo, L::set1(load_i32(xs[j * ldx + 2 * t].q + 4 * v)));
-            hi_sum[j] = L::dot_u8s8(hi_sum[j], hi, L::set1(load_i32(xs[j * ldx + 2 * t + 1].q + 4 * v)));
+            lo_sum[j] = L::dot_u8s8_at(lo_sum[j], lo, xs[j * ldx + 2 * t].q + 4 * v);
+            hi_sum[j] = L::dot_u8s8_at(hi_sum[j], hi, xs[j * ldx + 2 * t + 1].q + 4 * v);
           }
         }
         const auto scale_of = [&](const uint8_t* bytes, L::F f) { return L::mul(f, L::cvt(L::bytes_u8(bytes))); };
@@ -388,19 +440,19 @@ template <int NX, int kBias>
   }
 }
 
-// The signed integer sums of one Q6_K activation block 4·hb + G over its two 16-element halves (quads 0..3, 4..7).
+// The signed integer sums of one 16-element half (quads 4·half .. 4·half + 3) of Q6_K activation block 4·hb + G,
+// started at −32 · Σ a.q of that half (the codes' bias).
 template <int NX, int G>
-[[gnu::always_inline]] inline void q6_k_block_sums(const uint8_t* low, const uint8_t* high, const ActBlockQ8* a,
-                                                   int64_t ldx, L::I (&s0)[NX], L::I (&s1)[NX]) {
-  start_biased_sums<NX, 32>(a, ldx, s0, s1);
-#pragma GCC unroll 8
-  for (int q = 0; q < 8; ++q) {
+[[gnu::always_inline]] inline void q6_k_half_sums(const uint8_t* low, const uint8_t* high, const ActBlockQ8* a,
+                                                  int64_t ldx, int half, L::I (&s)[NX]) {
+  for (int j = 0; j < NX; ++j) s[j] = L::set1(-32 * a[j * ldx].sum[half]);
+#pragma GCC unroll 4
+  for (int q = 4 * half; q < 4 * half + 4; ++q) {
     prefetch_ahead(low + q * 4 * kGroupRows);
     if (q % 2 == 0) prefetch_ahead(high + q * 4 * kGroupRows);
     const L::I code = q6_k_codes<G>(L::quads(low + q * 4 * kGroupRows), L::quads(high + q * 4 * kGroupRows));
-    L::I(&s)[NX] = q < 4 ? s0 : s1;
-#pragma GCC unroll 8
-    for (int j = 0; j < NX; ++j) s[j] = L::dot_u8s8(s[j], code, L::set1(load_i32(a[j * ldx].q + 4 * q)));
+#pragma GCC unroll 16
+    for (int j = 0; j < NX; ++j) s[j] = L::dot_u8s8_at(s[j], code, a[j * ldx].q + 4 * q);
   }
 }
 
@@ -424,11 +476,11 @@ template <int NX>
     for (int g = 0; g < 4; ++g)
 #pragma GCC unroll 2
       for (int j = 0; j < NX; ++j)
-        s[g][q / 4][j] = L::dot_u8s8(s[g][q / 4][j], code[g], L::set1(load_i32(a[j * ldx + g].q + 4 * q)));
+        s[g][q / 4][j] = L::dot_u8s8_at(s[g][q / 4][j], code[g], a[j * ldx + g].q + 4 * q);
   }
 }
 
-// acc[j] += block b's signed sums (start_biased_sums) for Q6_K or Q3_K: per 16-element half the sum times the half's
+// acc[j] += Q3_K block b's signed sums (start_biased_sums): per 16-element half the sum times the half's
 // signed scale, both halves added in int32, then acc = fma(isum, d · a.d, acc).
 template <int NX>
 [[gnu::always_inline]] inline void signed_scale_into(const L::I (&s0)[NX], const L::I (&s1)[NX], L::I sc0, L::I sc1,
@@ -440,48 +492,76 @@ template <int NX>
   }
 }
 
-// Q6_K: blocks in order, each added as signed_scale_into<NX> says; their sums come from q6_k_quarter_sums for one
-// or two activation rows, block by block for more (whose accumulators would not fit in registers four blocks at a
-// time).
-template <int NX>
+// Q6_K block a's scaled half sums in float, as the scalar kernel computes them: t = fma(s1, d·sc1, s0 · (d·sc0)) (the
+// products d·sc are exact), then acc = fma(t, a.d, acc); scaling the halves in int32 would take two vpmulld, each two
+// vector-port operations, per half and row.
+[[gnu::always_inline]] inline L::F q6_k_half0(L::I s0, L::F dsc0) { return L::mul(L::cvt(s0), dsc0); }
+[[gnu::always_inline]] inline L::F q6_k_scaled_into(L::F t0, L::I s1, L::F dsc1, const ActBlockQ8& a, L::F acc) {
+  return L::fma(L::fma(L::cvt(s1), dsc1, t0), L::fset1(a.d), acc);
+}
+
+// Adds Q6_K activation block 4·hb + G (low: its ql quads, high: the half super-block's qh quads) into acc, half by
+// half. Up to kMaxDotRows rows keep both halves' sums in registers; a wider tile's NX chains per half fill half the
+// register file, so half 0's scaled sums wait in an L1 buffer for half 1.
+template <int NX, int G>
+[[gnu::always_inline]] inline void q6_k_block_into(const uint8_t* low, const uint8_t* high, const ActBlockQ8* a,
+                                                   int64_t ldx, L::F dsc0, L::F dsc1, FloatSums<NX>& acc) {
+  L::I s0[NX], s1[NX];
+  q6_k_half_sums<NX, G>(low, high, a, ldx, 0, s0);
+  if constexpr (NX <= kMaxDotRows) {
+    q6_k_half_sums<NX, G>(low, high, a, ldx, 1, s1);
+    for (int j = 0; j < NX; ++j)
+      acc.set(j, q6_k_scaled_into(q6_k_half0(s0[j], dsc0), s1[j], dsc1, a[j * ldx], acc.get(j)));
+  } else {
+    FloatSums<NX> t0;
+    for (int j = 0; j < NX; ++j) t0.set(j, q6_k_half0(s0[j], dsc0));
+    q6_k_half_sums<NX, G>(low, high, a, ldx, 1, s1);
+    for (int j = 0; j < NX; ++j) acc.set(j, q6_k_scaled_into(t0.get(j), s1[j], dsc1, a[j * ldx], acc.get(j)));
+  }
+}
+
+// Q6_K: blocks in order, each added as q6_k_scaled_into says. Their sums come from q6_k_quarter_sums for one or two
+// activation rows (4 blocks at a time), from q6_k_block_into for more (kBlockMajor: activation rows interleaved by
+// block, as block32_r16_dot_nx takes them).
+template <int NX, bool kBlockMajor = false>
 void q6_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
   constexpr int kBlock = kGroupRows * 210, kScales = 2 * kGroupRows, kLow = 18 * kGroupRows;
   constexpr int kHigh = kLow + 128 * kGroupRows;
+  const int64_t row_step = kBlockMajor ? 1 : ldx, block_step = kBlockMajor ? NX : 1;
   for (int h = 0; h < kHalves; ++h) {
-    L::F acc[NX];
-    for (auto& a : acc) a = L::fzero();
+    FloatSums<NX> acc;
     for (int64_t sb = 0; sb < in / 256; ++sb) {
       const uint8_t* blk = w + sb * kBlock;
-      const ActBlockQ8* xs = x + 8 * sb;
+      const ActBlockQ8* xs = x + 8 * sb * block_step;
       const L::F d = L::f16(blk + 2 * h * L::kRows);
-      const auto scale = [&](int k) { return L::bytes_i8(blk + kScales + k * kGroupRows + h * L::kRows); };
+      const auto dsc = [&](int k) {
+        return L::mul(d, L::cvt(L::bytes_i8(blk + kScales + k * kGroupRows + h * L::kRows)));
+      };
       for (int hb = 0; hb < 2; ++hb) {
         const uint8_t* low = blk + kLow + (16 * hb * kGroupRows + h * L::kRows) * 4;
         const uint8_t* high = blk + kHigh + (8 * hb * kGroupRows + h * L::kRows) * 4;
+        const int b0 = 4 * hb;
         if constexpr (NX <= 2) {
           L::I s[4][2][NX];
-          q6_k_quarter_sums<NX>(low, high, xs + 4 * hb, ldx, s);
+          q6_k_quarter_sums<NX>(low, high, xs + b0, ldx, s);
           for (int g = 0; g < 4; ++g) {
-            const int b = 4 * hb + g;
-            signed_scale_into<NX>(s[g][0], s[g][1], scale(2 * b), scale(2 * b + 1), d, xs + b, ldx, acc);
+            const L::F dsc0 = dsc(2 * (b0 + g)), dsc1 = dsc(2 * (b0 + g) + 1);
+            for (int j = 0; j < NX; ++j) {
+              const L::F t0 = q6_k_half0(s[g][0][j], dsc0);
+              acc.set(j, q6_k_scaled_into(t0, s[g][1][j], dsc1, xs[b0 + g + j * ldx], acc.get(j)));
+            }
           }
         } else {
-          for (int g = 0; g < 4; ++g) {
-            const int b = 4 * hb + g;
-            const uint8_t* low_g = low + (g & 1) * 8 * 4 * kGroupRows;
-            L::I s0[NX], s1[NX];
-            switch (g) {
-              case 0: q6_k_block_sums<NX, 0>(low_g, high, xs + b, ldx, s0, s1); break;
-              case 1: q6_k_block_sums<NX, 1>(low_g, high, xs + b, ldx, s0, s1); break;
-              case 2: q6_k_block_sums<NX, 2>(low_g, high, xs + b, ldx, s0, s1); break;
-              default: q6_k_block_sums<NX, 3>(low_g, high, xs + b, ldx, s0, s1); break;
-            }
-            signed_scale_into<NX>(s0, s1, scale(2 * b), scale(2 * b + 1), d, xs + b, ldx, acc);
-          }
+          constexpr int kOdd = 8 * 4 * kGroupRows;  // from the ql quads of blocks 0, 2 to those of blocks 1, 3
+          const auto block = [&](int g) { return xs + (b0 + g) * block_step; };
+          q6_k_block_into<NX, 0>(low, high, block(0), row_step, dsc(2 * b0), dsc(2 * b0 + 1), acc);
+          q6_k_block_into<NX, 1>(low + kOdd, high, block(1), row_step, dsc(2 * b0 + 2), dsc(2 * b0 + 3), acc);
+          q6_k_block_into<NX, 2>(low, high, block(2), row_step, dsc(2 * b0 + 4), dsc(2 * b0 + 5), acc);
+          q6_k_block_into<NX, 3>(low + kOdd, high, block(3), row_step, dsc(2 * b0 + 6), dsc(2 * b0 + 7), acc);
         }
       }
     }
-    for (int j = 0; j < NX; ++j) L::store(out + j * kGroupRows + h * L::kRows, acc[j]);
+    for (int j = 0; j < NX; ++j) L::store(out + j * kGroupRows + h * L::kRows, acc.get(j));
   }
 }
 
@@ -526,7 +606,7 @@ template <int NX, int NJ, bool kQ3>
       }
 #pragma GCC unroll 8
       for (int x = 0; x < NX; ++x)
-        s[jj][q / 4][x] = L::dot_u8s8(s[jj][q / 4][x], code, L::set1(load_i32(a[x * ldx + j].q + 4 * q)));
+        s[jj][q / 4][x] = L::dot_u8s8_at(s[jj][q / 4][x], code, a[x * ldx + j].q + 4 * q);
     }
   }
 }
@@ -653,10 +733,28 @@ struct Q4_0R16Dot {
   }
 };
 
+// The dot_wide kernels of the 32-element block layouts: activation rows interleaved by block.
+template <class Codes>
+struct Block32DotWide {
+  template <int NX>
+  struct K {
+    static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
+      block32_r16_dot_nx<NX, 1, Codes, true>(w, x, ldx, in, out);
+    }
+  };
+};
+
 template <int NX>
 struct Q4_0R16DotPair {
   static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
     block32_r16_dot_nx<NX, 2>(w, x, ldx, in, out);
+  }
+};
+
+template <int NX>
+struct Q6_KR16DotWide {
+  static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
+    q6_k_r16_dot_nx<NX, true>(w, x, ldx, in, out);
   }
 };
 
@@ -728,10 +826,17 @@ inline void register_qdot_groups_simd(QDotKernels& k) {
   k.dot[static_cast<int>(DType::kQ4_0_R16)] = dot_any_nx<Q4_0R16Dot>;
   // Two groups at a time pay where one vector holds a group's 16 rows (the AVX2 kernel's 8-row halves would run out
   // of registers).
-  if constexpr (L::kRows == kGroupRows) k.dot_pair[static_cast<int>(DType::kQ4_0_R16)] = dot_any_nx<Q4_0R16DotPair>;
+  if constexpr (L::kRows == kGroupRows) {
+    k.dot_pair[static_cast<int>(DType::kQ4_0_R16)] = dot_any_nx<Q4_0R16DotPair>;
+    // 16 int32 chains: half of AVX-512's register file, more than AVX2 has.
+    k.dot_wide[static_cast<int>(DType::kQ4_0_R16)] = dot_wide_nx<Block32DotWide<Q4_0Nibbles>::K>;
+    k.dot_wide[static_cast<int>(DType::kIQ4_NL_R16)] = dot_wide_nx<Block32DotWide<IQ4Levels>::K>;
+    k.dot_wide[static_cast<int>(DType::kQ8_0_R16_I8)] = dot_wide_nx<Block32DotWide<Q8Bytes>::K>;
+  }
   k.dot[static_cast<int>(DType::kQ4_K_R16)] = dot_any_nx<Q4_KR16Dot>;
   k.dot[static_cast<int>(DType::kQ5_K_R16)] = dot_any_nx<Q5_KR16Dot>;
   k.dot[static_cast<int>(DType::kQ6_K_R16)] = dot_any_nx<Q6_KR16Dot>;
+  if constexpr (L::kRows == kGroupRows) k.dot_wide[static_cast<int>(DType::kQ6_K_R16)] = dot_wide_nx<Q6_KR16DotWide>;
   k.dot[static_cast<int>(DType::kQ2_K_R16)] = dot_any_nx<Q2_KR16Dot>;
   k.dot[static_cast<int>(DType::kQ3_K_R16)] = dot_any_nx<Q3_KR16Dot>;
   k.dot[static_cast<int>(DType::kIQ4_NL_R16)] = dot_any_nx<IQ4_NLR16Dot>;

@@ -180,15 +180,15 @@ void q45_k_r16_dot(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int nx, i
   group_dot_rows<kR * (kQ5 ? 176 : 144), 8>(w, x, ldx, nx, in, out, row_step);
 }
 
-// Q6_K: per row and activation block, isum = Σ over both halves of sc·(Σ code·a.q − 32·Σ a.q) in int, then
-// acc = fma(isum, d · a.d, acc).
+// Q6_K: per row and activation block, the sums of both 16-element halves s_k = Σ code·a.q − 32·Σ a.q exactly in int,
+// then in float t = fma(s_1, d·sc_1, s_0 · (d·sc_0)) and acc = fma(t, a.d, acc).
 inline void q6_k_r16_dot(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int nx, int64_t in, float* out) {
   constexpr int kR = kPackedGroupRows, kScales = 2 * kR, kLow = 18 * kR, kHigh = kLow + 128 * kR;
   const auto row_step = [](const uint8_t* blk, const ActBlockQ8* a, int r, float& acc) {
     const float d = block_bytes::load_f16(blk + 2 * r);
     for (int b = 0; b < 8; ++b) {
       const int h = b / 4, g = b % 4;
-      int isum = 0;
+      float scaled[2];  // s_k and d·sc_k
       for (int half = 0; half < 2; ++half) {
         int part = 0;
         for (int l = 16 * half; l < 16 * half + 16; ++l) {
@@ -196,9 +196,13 @@ inline void q6_k_r16_dot(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int
           const int hi = group_byte(blk, kHigh, 4, 8 * h + l / 4, r, l % 4) >> (2 * g);
           part += ((lo & 15) | ((hi & 3) << 4)) * a[b].q[l];
         }
-        isum += static_cast<int8_t>(group_byte(blk, kScales, 1, 2 * b + half, r, 0)) * (part - 32 * a[b].sum[half]);
+        scaled[half] = static_cast<float>(part - 32 * a[b].sum[half]);
       }
-      acc = std::fma(static_cast<float>(isum), d * a[b].d, acc);
+      const auto dsc = [&](int half) {
+        return d * static_cast<float>(static_cast<int8_t>(group_byte(blk, kScales, 1, 2 * b + half, r, 0)));
+      };
+      const float t = std::fma(scaled[1], dsc(1), scaled[0] * dsc(0));
+      acc = std::fma(t, a[b].d, acc);
     }
   };
   group_dot_rows<kR * kSuperBytes<DType::kQ6_K>, 8>(w, x, ldx, nx, in, out, row_step);

@@ -11,6 +11,9 @@
 
 namespace cai::hal::cpu {
 
+// Activation rows of one dot_wide call.
+inline constexpr int kWideDotRows = 16;
+
 // One weight row (`in` elements, whole weight blocks) · nx (1..kMaxDotRows) quantized activation rows x + j·ldx
 // (ldx counted in ActBlockQ8): out[j] = Σ_blocks (weight scale · act scale · integer dot, offsets folded in through
 // ActBlockQ8::sum). Row j's result never depends on nx (batch invariance).
@@ -35,6 +38,10 @@ struct QDotKernels {
   // Packed dtypes where this ISA gains from it: two consecutive groups at once (w, then the next group's bytes),
   // out[j · 2 · kPackedGroupRows + r] for row r of the two; bit for bit what two calls of dot give. Null: dot alone.
   QDotFn dot_pair[static_cast<int>(DType::kCount)];
+  // Packed dtypes where this ISA has a tile of kWideDotRows activation rows: exactly that many rows at once, bit for
+  // bit what dot gives each of them (the codes are decoded once for twice the rows). Its rows come interleaved by
+  // block: block b of row j at x[b · kWideDotRows + j] (nx and ldx are ignored). Null: none.
+  QDotFn dot_wide[static_cast<int>(DType::kCount)];
   QuantizeActFn quantize;
   QuantizeAct16Fn quantize16;
 };
