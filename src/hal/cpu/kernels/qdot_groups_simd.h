@@ -181,9 +181,9 @@ void q8_0_r16_dot16_nx(const uint8_t* w, const ActBlockQ16* x, const float* xd, 
 }
 
 // What the codes of the 32-element block layouts stand for, as the group kernels multiply them: levels(raw) gives
-// the bytes that meet the activation codes in dot() / dot_at(), and those products carry kOffset · Σ a.q more than the weight
-// values', which each sum starts without. kNibbles: two 4-bit codes per byte (18-byte blocks), else one int8 code
-// per byte (34-byte blocks).
+// the bytes that meet the activation codes in dot() / dot_at(), and those products carry kOffset · Σ a.q more than
+// the weight values', which each sum starts without. kNibbles: two 4-bit codes per byte (18-byte blocks), else one
+// int8 code per byte (34-byte blocks).
 // Q4_0: the nibble itself (value = code − 8), unsigned into u8 × s8 products.
 struct Q4_0Nibbles {
   static constexpr bool kNibbles = true;
@@ -284,9 +284,10 @@ template <int NX, int G, class Codes>
   }
 }
 
-// The float sums of the G · NX outputs (one vector of rows each) of a kernel over NX activation rows: in registers up to
-// kMaxDotRows rows (where the pair kernels' two groups do not fit, the compiler picks what to spill); a 16-row tile's
-// int32 chains fill half the register file, so its sums stay in an L1 buffer (loads and stores, no vector ALU port).
+// The float sums of the G · NX outputs (one vector of rows each) of a kernel over NX activation rows: in registers up
+// to kMaxDotRows rows (where the pair kernels' two groups do not fit, the compiler picks what to spill); a 16-row
+// tile's int32 chains fill half the register file, so its sums stay in an L1 buffer (loads and stores, no vector ALU
+// port).
 template <int NX, int G = 1, bool kInRegisters = (NX <= kMaxDotRows)>
 struct FloatSums {
   L::F v[G * NX];
