@@ -727,36 +727,16 @@ struct Q8_0R16Dot16 {
   }
 };
 
-template <int NX>
-struct Q4_0R16Dot {
-  static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
-    block32_r16_dot_nx<NX>(w, x, ldx, in, out);
-  }
-};
-
-// The dot_wide kernels of the 32-element block layouts: activation rows interleaved by block.
-template <class Codes>
-struct Block32DotWide {
+// The kernels of the 32-element block layouts behind QDotFn: G groups at once; kBlockMajor for dot_wide (activation
+// rows interleaved by block).
+template <class Codes, int G = 1, bool kBlockMajor = false>
+struct Block32Dot {
   template <int NX>
   struct K {
     static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
-      block32_r16_dot_nx<NX, 1, Codes, true>(w, x, ldx, in, out);
+      block32_r16_dot_nx<NX, G, Codes, kBlockMajor>(w, x, ldx, in, out);
     }
   };
-};
-
-template <int NX>
-struct Q4_0R16DotPair {
-  static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
-    block32_r16_dot_nx<NX, 2>(w, x, ldx, in, out);
-  }
-};
-
-template <int NX>
-struct Q6_KR16DotWide {
-  static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
-    q6_k_r16_dot_nx<NX, true>(w, x, ldx, in, out);
-  }
 };
 
 template <int NX>
@@ -773,11 +753,15 @@ struct Q5_KR16Dot {
   }
 };
 
-template <int NX>
+// kBlockMajor for dot_wide, as Block32Dot.
+template <bool kBlockMajor = false>
 struct Q6_KR16Dot {
-  static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
-    q6_k_r16_dot_nx<NX>(w, x, ldx, in, out);
-  }
+  template <int NX>
+  struct K {
+    static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
+      q6_k_r16_dot_nx<NX, kBlockMajor>(w, x, ldx, in, out);
+    }
+  };
 };
 
 template <int NX>
@@ -795,27 +779,6 @@ struct Q3_KR16Dot {
 };
 
 template <int NX>
-struct IQ4_NLR16Dot {
-  static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
-    block32_r16_dot_nx<NX, 1, IQ4Levels>(w, x, ldx, in, out);
-  }
-};
-
-template <int NX>
-struct Q8_0R16I8Dot {
-  static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
-    block32_r16_dot_nx<NX, 1, Q8Bytes>(w, x, ldx, in, out);
-  }
-};
-
-template <int NX>
-struct Q8_0R16I8DotPair {
-  static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
-    block32_r16_dot_nx<NX, 2, Q8Bytes>(w, x, ldx, in, out);
-  }
-};
-
-template <int NX>
 struct IQ4_XSR16Dot {
   static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
     iq4_xs_r16_dot_nx<NX>(w, x, ldx, in, out);
@@ -824,27 +787,27 @@ struct IQ4_XSR16Dot {
 
 inline void register_qdot_groups_simd(QDotKernels& k) {
   k.dot16[static_cast<int>(DType::kQ8_0_R16)] = dot16_any_nx<Q8_0R16Dot16>;
-  k.dot[static_cast<int>(DType::kQ4_0_R16)] = dot_any_nx<Q4_0R16Dot>;
+  k.dot[static_cast<int>(DType::kQ4_0_R16)] = dot_any_nx<Block32Dot<Q4_0Nibbles>::K>;
   // Two groups at a time pay where one vector holds a group's 16 rows (the AVX2 kernel's 8-row halves would run out
   // of registers).
   if constexpr (L::kRows == kGroupRows) {
-    k.dot_pair[static_cast<int>(DType::kQ4_0_R16)] = dot_any_nx<Q4_0R16DotPair>;
+    k.dot_pair[static_cast<int>(DType::kQ4_0_R16)] = dot_any_nx<Block32Dot<Q4_0Nibbles, 2>::K>;
     // 16 int32 chains: half of AVX-512's register file, more than AVX2 has.
-    k.dot_wide[static_cast<int>(DType::kQ4_0_R16)] = dot_wide_nx<Block32DotWide<Q4_0Nibbles>::K>;
-    k.dot_wide[static_cast<int>(DType::kIQ4_NL_R16)] = dot_wide_nx<Block32DotWide<IQ4Levels>::K>;
-    k.dot_wide[static_cast<int>(DType::kQ8_0_R16_I8)] = dot_wide_nx<Block32DotWide<Q8Bytes>::K>;
+    k.dot_wide[static_cast<int>(DType::kQ4_0_R16)] = dot_wide_nx<Block32Dot<Q4_0Nibbles, 1, true>::K>;
+    k.dot_wide[static_cast<int>(DType::kIQ4_NL_R16)] = dot_wide_nx<Block32Dot<IQ4Levels, 1, true>::K>;
+    k.dot_wide[static_cast<int>(DType::kQ8_0_R16_I8)] = dot_wide_nx<Block32Dot<Q8Bytes, 1, true>::K>;
   }
   k.dot[static_cast<int>(DType::kQ4_K_R16)] = dot_any_nx<Q4_KR16Dot>;
   k.dot[static_cast<int>(DType::kQ5_K_R16)] = dot_any_nx<Q5_KR16Dot>;
-  k.dot[static_cast<int>(DType::kQ6_K_R16)] = dot_any_nx<Q6_KR16Dot>;
-  if constexpr (L::kRows == kGroupRows) k.dot_wide[static_cast<int>(DType::kQ6_K_R16)] = dot_wide_nx<Q6_KR16DotWide>;
+  k.dot[static_cast<int>(DType::kQ6_K_R16)] = dot_any_nx<Q6_KR16Dot<>::K>;
+  if constexpr (L::kRows == kGroupRows) k.dot_wide[static_cast<int>(DType::kQ6_K_R16)] = dot_wide_nx<Q6_KR16Dot<true>::K>;
   k.dot[static_cast<int>(DType::kQ2_K_R16)] = dot_any_nx<Q2_KR16Dot>;
   k.dot[static_cast<int>(DType::kQ3_K_R16)] = dot_any_nx<Q3_KR16Dot>;
-  k.dot[static_cast<int>(DType::kIQ4_NL_R16)] = dot_any_nx<IQ4_NLR16Dot>;
+  k.dot[static_cast<int>(DType::kIQ4_NL_R16)] = dot_any_nx<Block32Dot<IQ4Levels>::K>;
   k.dot[static_cast<int>(DType::kIQ4_XS_R16)] = dot_any_nx<IQ4_XSR16Dot>;
-  k.dot[static_cast<int>(DType::kQ8_0_R16_I8)] = dot_any_nx<Q8_0R16I8Dot>;
+  k.dot[static_cast<int>(DType::kQ8_0_R16_I8)] = dot_any_nx<Block32Dot<Q8Bytes>::K>;
   if constexpr (L::kRows == kGroupRows)
-    k.dot_pair[static_cast<int>(DType::kQ8_0_R16_I8)] = dot_any_nx<Q8_0R16I8DotPair>;
+    k.dot_pair[static_cast<int>(DType::kQ8_0_R16_I8)] = dot_any_nx<Block32Dot<Q8Bytes, 2>::K>;
 }
 
 }  // namespace
