@@ -28,9 +28,7 @@ void quantize_act_row(const float* x, int64_t n, ActBlockQ8* out) {
   for (int64_t b = 0; b < n / kActBlock; ++b) {
     int sums[2];
     quantize_block<127>(x + b * kActBlock, out[b].q, out[b].d, sums);
-    out[b].sum[0] = static_cast<int16_t>(sums[0]);
-    out[b].sum[1] = static_cast<int16_t>(sums[1]);
-    out[b].neg_d_sum = act_neg_d_sum(out[b]);
+    set_act_block_sums(out[b], sums[0], sums[1]);
   }
 }
 

@@ -15,11 +15,19 @@ struct ActBlockQ8 {
   int16_t sum[2];  // Σ q over elements 0..15 and 16..31: the offset terms of weights with unsigned codes
   int8_t q[kActBlock];
   float neg_d_sum;  // −(d · (sum[0] + sum[1])) in float: the factor of the mins of Q4_K / Q5_K weights, once per block
+  // −8 · (sum[0] + sum[1]): where the integer sum of a block of unsigned 4-bit codes (Q4_0's value + 8) starts, so the
+  // group kernels broadcast it from memory (a load) where they computed and broadcast it per row and block.
+  int32_t neg8_sum;
 };
-static_assert(sizeof(ActBlockQ8) == 44);
+static_assert(sizeof(ActBlockQ8) == 48);
 
-// ActBlockQ8::neg_d_sum of a block whose d and sum are set.
-inline float act_neg_d_sum(const ActBlockQ8& a) { return -(a.d * static_cast<float>(a.sum[0] + a.sum[1])); }
+// Sets the block's sums and the terms derived from them (its d set): s0 = Σ q over elements 0..15, s1 over 16..31.
+inline void set_act_block_sums(ActBlockQ8& a, int s0, int s1) {
+  a.sum[0] = static_cast<int16_t>(s0);
+  a.sum[1] = static_cast<int16_t>(s1);
+  a.neg_d_sum = -(a.d * static_cast<float>(s0 + s1));
+  a.neg8_sum = -8 * (s0 + s1);
+}
 
 // Quantizes n values (a multiple of kActBlock) into n / kActBlock blocks: d = amax / 127, q = round-half-even(x / d).
 void quantize_act_row(const float* x, int64_t n, ActBlockQ8* out);

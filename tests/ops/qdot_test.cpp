@@ -20,7 +20,7 @@
 namespace cai::hal::cpu {
 namespace {
 
-TEST(QuantAct, BlocksHoldScaleCodesAndHalfSums) {
+TEST(QuantAct, BlocksHoldScaleCodesHalfSumsAndTheirTerms) {
   std::vector<float> x(64);
   for (int i = 0; i < 64; ++i) x[i] = (i % 7 - 3) * 0.25f;
   x[5] = -2.0f;                         // block 0's absmax → q = -127
@@ -36,7 +36,10 @@ TEST(QuantAct, BlocksHoldScaleCodesAndHalfSums) {
   }
   EXPECT_EQ(b[0].sum[0], sums[0]);
   EXPECT_EQ(b[0].sum[1], sums[1]);
+  EXPECT_EQ(b[0].neg8_sum, -8 * (sums[0] + sums[1]));
+  EXPECT_FLOAT_EQ(b[0].neg_d_sum, -b[0].d * static_cast<float>(sums[0] + sums[1]));
   EXPECT_EQ(b[1].d, 0.0f);
+  EXPECT_EQ(b[1].neg8_sum, 0);
   for (int i = 0; i < 32; ++i) EXPECT_EQ(b[1].q[i], 0);
 }
 

@@ -219,12 +219,13 @@ struct Q8Bytes {
 };
 
 // Each block sum of activation row j starts at −kOffset · Σ of its activation codes (for every group), so no
-// subtraction follows the products.
+// subtraction follows the products. For Q4_0 (kOffset 8) that is the block's neg8_sum, broadcast from memory.
 template <class Codes, int NX, int G>
 [[gnu::always_inline]] inline void start_at_offset(const ActBlockQ8* a, int64_t ldx, L::I (&s)[G][NX]) {
+  static_assert(Codes::kOffset % 8 == 0);
   for (int j = 0; j < NX; ++j) {
     const ActBlockQ8& aj = a[j * ldx];
-    const L::I offset = L::set1(-Codes::kOffset * (aj.sum[0] + aj.sum[1]));
+    const L::I offset = L::set1(aj.neg8_sum * (Codes::kOffset / 8));
     for (int g = 0; g < G; ++g) s[g][j] = offset;
   }
 }

@@ -50,9 +50,7 @@ void quantize_act_row_simd(const float* x, int64_t n, ActBlockQ8* out) {
     const __m256i ordered = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[b].q), ordered);
     out[b].d = scale.amax / 127.0f;
-    out[b].sum[0] = static_cast<int16_t>(hsum_i32(_mm256_add_epi32(c[0], c[1])));
-    out[b].sum[1] = static_cast<int16_t>(hsum_i32(_mm256_add_epi32(c[2], c[3])));
-    out[b].neg_d_sum = act_neg_d_sum(out[b]);
+    set_act_block_sums(out[b], hsum_i32(_mm256_add_epi32(c[0], c[1])), hsum_i32(_mm256_add_epi32(c[2], c[3])));
   }
 }
 
