@@ -74,7 +74,7 @@ async function oneRequest(baseURL, model, signal) {
 }
 
 async function main() {
-  const server = opt.url ? null : await startServer(opt.model ? ["-m", opt.model] : []);
+  const server = opt.url ? null : await startServer([], opt.model ? { model: opt.model } : {});
   const origin = opt.url ?? server.origin;
   const baseURL = `${origin.replace(/\/$/, "")}/v1`;
   try {

@@ -20,10 +20,22 @@ constexpr size_t kFirstNucleusGuess = 256;
 }  // namespace
 
 int32_t argmax(std::span<const float> logits) {
-  int32_t best = 0;
-  for (size_t i = 1; i < logits.size(); ++i)
-    if (logits[i] > logits[static_cast<size_t>(best)]) best = static_cast<int32_t>(i);
-  return best;
+  // The largest value first, in kLanes independent running maxima (vector max instructions; one running best is a
+  // chain of dependent compares, 5 % of a 16-stream serving step over a 150k vocabulary), then its first position.
+  // NaNs never win a compare, as in a plain scan; a NaN first value stays the answer (nothing compares above it).
+  const size_t n = logits.size();
+  if (n == 0) return 0;
+  constexpr size_t kLanes = 16;
+  float lane[kLanes];
+  std::fill(lane, lane + kLanes, logits[0]);
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (size_t k = 0; k < kLanes; ++k) lane[k] = logits[i + k] > lane[k] ? logits[i + k] : lane[k];
+  float mx = logits[0];
+  for (float v : lane) mx = v > mx ? v : mx;
+  for (; i < n; ++i) mx = logits[i] > mx ? logits[i] : mx;
+  const auto at = std::find(logits.begin(), logits.end(), mx);
+  return at == logits.end() ? 0 : static_cast<int32_t>(at - logits.begin());
 }
 
 void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> history) const {

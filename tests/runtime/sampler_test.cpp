@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <random>
@@ -34,6 +35,38 @@ TEST(Sampler, GreedyTakesTheLowestIdOfTheLargestLogit) {
   EXPECT_EQ(s.sample(l, {}), 1);
   Sampler top1({.temperature = 1.0f, .top_k = 1});
   EXPECT_EQ(top1.sample(l, {}), 1);
+}
+
+// argmax against a plain first-best scan: random rows of every length around its 16-lane step, ties placed before and
+// after the lanes' boundaries, ±0, infinities and NaNs (which never win; a NaN first value is kept, as a scan keeps it).
+TEST(Sampler, ArgmaxIsTheFirstLargestValue) {
+  const auto scan = [](const std::vector<float>& v) {
+    size_t best = 0;
+    for (size_t i = 1; i < v.size(); ++i)
+      if (v[i] > v[best]) best = i;
+    return static_cast<int32_t>(best);
+  };
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> small(-3, 3);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (size_t n = 1; n <= 70; ++n) {
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<float> v(n);
+      for (float& x : v) x = static_cast<float>(small(rng));  // few distinct values: many ties
+      if (trial % 5 == 1) v[rng() % n] = nan;
+      if (trial % 5 == 2) v[rng() % n] = -0.0f;
+      if (trial % 5 == 3) v[rng() % n] = inf;
+      if (trial % 5 == 4) std::fill(v.begin(), v.end(), -inf);
+      EXPECT_EQ(argmax(v), scan(v)) << "n " << n << " trial " << trial;
+    }
+  }
+  std::vector<float> first_nan = {nan, 1.0f, 2.0f};
+  EXPECT_EQ(argmax(first_nan), 0);
+  std::vector<float> big(151936, -1.0f);
+  big[151935] = 4.0f;
+  big[100003] = 4.0f;
+  EXPECT_EQ(argmax(big), 100003);
+  EXPECT_EQ(argmax(std::vector<float>{}), 0);
 }
 
 TEST(Sampler, PenaltiesChangeTheGreedyChoice) {
