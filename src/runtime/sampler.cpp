@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/exp_poly.h"
+
 namespace cai {
 
 namespace {
@@ -70,7 +72,8 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
   thread_local std::vector<float> weight;
   thread_local std::vector<int32_t> ids;
   weight.resize(vocab);
-  for (size_t i = 0; i < vocab; ++i) weight[i] = std::exp((logits[i] - mx) * inv_t);
+  // exp_poly: a vectorised loop, where a libm call per logit was 3 % of cai serve's samples at 16 streams.
+  for (size_t i = 0; i < vocab; ++i) weight[i] = exp_poly((logits[i] - mx) * inv_t);
   auto by_logit = [&](int32_t a, int32_t b) {
     const float la = logits[static_cast<size_t>(a)], lb = logits[static_cast<size_t>(b)];
     return la > lb || (la == lb && a < b);

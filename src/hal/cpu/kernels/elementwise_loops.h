@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "hal/cpu/kernels/exp_poly.h"
+#include "core/exp_poly.h"
 
 namespace cai::hal::cpu {
 

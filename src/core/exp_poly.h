@@ -1,5 +1,6 @@
-// e^x for the CPU's elementwise loops (softmax, SiLU), branch-free so a loop of it vectorises in any build: scalar
-// expf is a libm call per element, which had grown to 7 % of a Qwen2-1.5B prefill's compute (softmax and SwiGLU).
+// e^x for loops over many values (the CPU's softmax and SiLU, the sampler's weights), branch-free so a loop of it
+// vectorises in any build: scalar expf is a libm call per element, which had grown to 7 % of a Qwen2-1.5B prefill's
+// compute (softmax and SwiGLU).
 // Cody–Waite reduction x = k·ln 2 + r, |r| ≤ ln 2 / 2, a degree-7 polynomial for e^r (the classic single-precision
 // coefficients: within 1 ulp of e^x where the result is a normal float, 8e-8 relative at worst, tested), times 2^k
 // built in the exponent bits. Where 2^k leaves the normal floats it is 0 (x below about −87.3) or +inf (above about
@@ -11,7 +12,7 @@
 #include <bit>
 #include <cstdint>
 
-namespace cai::hal::cpu {
+namespace cai {
 
 inline float exp_poly(float x) {
   constexpr float kLog2e = 1.44269504088896341f, kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
@@ -37,4 +38,4 @@ inline float exp_poly(float x) {
   return std::bit_cast<float>((finite_bits & ~nan) | (x_bits & nan));
 }
 
-}  // namespace cai::hal::cpu
+}  // namespace cai

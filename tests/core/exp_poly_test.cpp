@@ -1,13 +1,13 @@
-// exp_poly (the elementwise loops' e^x) against the C library's, in double: within 1 ulp over the whole normal range,
+// exp_poly (the e^x of the elementwise loops and the sampler) against the C library's, in double: within 1 ulp over the whole normal range,
 // 0 below it, +inf above it, and NaN kept.
-#include "hal/cpu/kernels/exp_poly.h"
+#include "core/exp_poly.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
-namespace cai::hal::cpu {
+namespace cai {
 namespace {
 
 TEST(ExpPoly, WithinOneUlpOverTheNormalRange) {
@@ -38,4 +38,4 @@ TEST(ExpPoly, EdgesOfTheRange) {
 }
 
 }  // namespace
-}  // namespace cai::hal::cpu
+}  // namespace cai
