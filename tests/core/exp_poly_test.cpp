@@ -1,5 +1,5 @@
-// exp_poly (the e^x of the elementwise loops and the sampler) against the C library's, in double: within 1 ulp over the whole normal range,
-// 0 below it, +inf above it, and NaN kept.
+// exp_poly (the e^x of the elementwise loops and the sampler) against the C library's, in double: within 1 ulp over
+// the whole normal range, 0 below it, +inf above it, and NaN kept.
 #include "core/exp_poly.h"
 
 #include <gtest/gtest.h>

@@ -38,7 +38,7 @@ TEST(Sampler, GreedyTakesTheLowestIdOfTheLargestLogit) {
 }
 
 // argmax against a plain first-best scan: random rows of every length around its 16-lane step, ties placed before and
-// after the lanes' boundaries, ±0, infinities and NaNs (which never win; a NaN first value is kept, as a scan keeps it).
+// after the lanes' boundaries, ±0, infinities and NaNs (which never win; a NaN first value is kept, as a scan does).
 TEST(Sampler, ArgmaxIsTheFirstLargestValue) {
   const auto scan = [](const std::vector<float>& v) {
     size_t best = 0;
