@@ -23,8 +23,10 @@ extern "C" {
 #define CAI_ABI_DEFAULT(v)
 #endif
 
-#define CAI_BACKEND_ABI_VERSION 2u
-#define CAI_BACKEND_ENTRY_SYMBOL "cai_backend_entry_v2"
+/* v3: attention_mla takes W_UK and W_UV apart (w_uk, w_uv: the per-head layout DeepSeek GGUFs store) instead of the
+   joint kv_b; v2 plugins are refused by name (their entry symbol differs). */
+#define CAI_BACKEND_ABI_VERSION 3u
+#define CAI_BACKEND_ENTRY_SYMBOL "cai_backend_entry_v3"
 
 /* Element types; the values are cai::DType's. */
 enum {
@@ -169,8 +171,11 @@ typedef struct CaiOps {
                   const CaiTensor* ids, const CaiTensor* weights, CaiError*);
   int (*sparse_moe)(CaiDeviceHandle, const CaiExpertWeights*, const CaiTensor* x, const CaiTensor* ids,
                     const CaiTensor* weights, const CaiTensor* out, CaiError*);
+  /* attention_mla: q [n_tok, n_head, qk_nope + qk_rope] F32; w_uk [n_head·kv_lora, qk_nope] (row (h, c) = column c
+     of head h's W_UK) and w_uv [n_head·v_head_dim, kv_lora], any weight dtype; out [n_tok, n_head·v_head_dim] F32. */
   int (*attention_mla)(CaiDeviceHandle, const CaiMlaParams*, const CaiAttnBatch*, const CaiTensor* q,
-                       const CaiTensor* kv_b, const CaiTensor* latent, const CaiTensor* out, CaiError*);
+                       const CaiTensor* w_uk, const CaiTensor* w_uv, const CaiTensor* latent, const CaiTensor* out,
+                       CaiError*);
 } CaiOps;
 
 /* Readings the vendor exposes; a field is valid when its bit is set in `valid`. */

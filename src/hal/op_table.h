@@ -59,6 +59,16 @@ using AttentionParams = ::CaiAttentionParams;
 using MoeGateParams = ::CaiMoeGateParams;
 using MlaParams = ::CaiMlaParams;
 
+// attention_mla's W_UK / W_UV shapes: w_uk [n_head·kv_lora, qk_nope], w_uv [n_head·v_head_dim, kv_lora].
+inline Status check_mla_weights(const MlaParams& p, const TensorView& w_uk, const TensorView& w_uv) {
+  if (w_uk.n_dims == 2 && w_uv.n_dims == 2 && w_uk.rows() == int64_t{p.n_head} * p.kv_lora &&
+      w_uk.cols() == p.qk_nope && w_uv.rows() == int64_t{p.n_head} * p.v_head_dim && w_uv.cols() == p.kv_lora)
+    return {};
+  return invalid_argument("attention_mla: w_uk {} and w_uv {} must be [{} · {}, {}] and [{} · {}, {}]",
+                          w_uk.shape_string(), w_uv.shape_string(), p.n_head, p.kv_lora, p.qk_nope, p.n_head,
+                          p.v_head_dim, p.kv_lora);
+}
+
 // Host view of one sequence of an AttnBatch whose tensors the host can read (CPU kernels, references).
 struct AttnSeq {
   int32_t q_begin = 0;
@@ -132,12 +142,14 @@ struct OpTable {
   // over all its tokens. x, out [n, hidden] F32; ids [n, top_k] I32; weights [n, top_k] F32.
   Status (*sparse_moe)(const OpContext&, const ExpertWeights& w, const TensorView& x, const TensorView& ids,
                        const TensorView& weights, const TensorView& out) = nullptr;
-  // Absorbed MLA: q [n_tok, n_head, qk_nope + qk_rope] (rope part already rotated); kv_b [n_head·(qk_nope+v), kv_lora]
-  // any dtype (per head: W_UK rows then W_UV rows); latent [n_slots, kv_lora + qk_rope] F32, F16, BF16 or Q8_0 (decoded
-  // to float as read); out [n_tok, n_head·v] F32.
+  // Absorbed MLA: q [n_tok, n_head, qk_nope + qk_rope] (rope part already rotated); w_uk [n_head·kv_lora, qk_nope]
+  // (row (h, c) is column c of head h's W_UK: GGUF's attn_k_b as stored) and w_uv [n_head·v, kv_lora] (head h's W_UV
+  // rows: attn_v_b), each any dtype; latent [n_slots, kv_lora + qk_rope] F32, F16, BF16 or Q8_0 (decoded to float as
+  // read); out [n_tok, n_head·v] F32.
   // score(t) = (W_UK_h^T q_nope)·c_kv[t] + q_rope·k_rope[t]; out_h = W_UV_h (Σ_t p_t c_kv[t]).
   Status (*attention_mla)(const OpContext&, const MlaParams& p, const AttnBatch& batch, const TensorView& q,
-                          const TensorView& kv_b, const TensorView& latent, const TensorView& out) = nullptr;
+                          const TensorView& w_uk, const TensorView& w_uv, const TensorView& latent,
+                          const TensorView& out) = nullptr;
 };
 
 }  // namespace cai::hal

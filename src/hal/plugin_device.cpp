@@ -138,9 +138,10 @@ Status op_sparse_moe(const OpContext& x, const ExpertWeights& w, const TensorVie
                                    CTensor(out));
 }
 Status op_attention_mla(const OpContext& x, const MlaParams& p, const AttnBatch& batch, const TensorView& q,
-                        const TensorView& kv_b, const TensorView& latent, const TensorView& out) {
-  return call<&CaiOps::attention_mla>(x, "attention_mla", &p, CBatch(batch), CTensor(q), CTensor(kv_b),
-                                      CTensor(latent), CTensor(out));
+                        const TensorView& w_uk, const TensorView& w_uv, const TensorView& latent,
+                        const TensorView& out) {
+  return call<&CaiOps::attention_mla>(x, "attention_mla", &p, CBatch(batch), CTensor(q), CTensor(w_uk),
+                                      CTensor(w_uv), CTensor(latent), CTensor(out));
 }
 
 // A thunk for each op the plugin implements; the others stay null (unsupported).

@@ -62,7 +62,11 @@ Status Registry::load_plugin(const std::string& path) {
   if (!handle) return io_error("cannot load backend plugin {}: {}", path, dlerror());
   auto entry_fn = reinterpret_cast<CaiBackendEntryFn>(dlsym(handle, CAI_BACKEND_ENTRY_SYMBOL));
   if (!entry_fn) {
+    const bool older = dlsym(handle, "cai_backend_entry_v2") != nullptr;  // ABI v2: attention_mla took kv_b
     dlclose(handle);
+    if (older)
+      return unsupported("plugin {} was built for backend ABI v2, this engine needs v{}: rebuild it against this "
+                         "cai/backend_abi.h", path, CAI_BACKEND_ABI_VERSION);
     return unsupported("{} is not a CAI backend plugin (no {} symbol)", path, CAI_BACKEND_ENTRY_SYMBOL);
   }
   const CaiBackendEntry* entry = entry_fn();

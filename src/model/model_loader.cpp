@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "model/arch_registry.h"
 #include "model/loaders/gguf.h"
+#include "model/loaders/mla_weights.h"
 #include "model/loaders/safetensors.h"
 
 namespace cai {
@@ -18,6 +19,8 @@ namespace cai {
 namespace fs = std::filesystem;
 
 namespace {
+
+MlaDims mla_dims(const ModelConfig& c) { return {c.num_attention_heads, c.qk_nope_head_dim, c.v_head_dim}; }
 
 // Fails, before any weight is read, when `weight_bytes` plus the KV cache the caller plans exceed what the device has
 // available (host: MemAvailable). A device that reports no memory is not checked.
@@ -74,7 +77,8 @@ Result<LoadedModel> load_gguf(const std::string& path, hal::Device& device, DTyp
   size_t weight_bytes = 0;
   for (const GgufTensorInfo& t : file->tensors()) weight_bytes += t.n_bytes;
   CAI_TRY(check_fits(device, cfg, weight_bytes, kv_dtype, o));
-  CAI_ASSIGN_OR_RETURN(WeightStore ws, WeightStore::from_gguf(std::move(file), device));
+  const MlaDims mla = mla_dims(cfg);
+  CAI_ASSIGN_OR_RETURN(WeightStore ws, WeightStore::from_gguf(std::move(file), device, cfg.is_mla() ? &mla : nullptr));
   CAI_ASSIGN_OR_RETURN(out.model, make_model(*arch, cfg, std::move(ws), device, kv_dtype, o));
   out.format = "gguf";
   return out;
@@ -95,7 +99,9 @@ Result<LoadedModel> load_hf_dir(const fs::path& dir, hal::Device& device, DType 
     for (const SafetensorsTensor& t : shard->tensors())
       if (hf_layer_index(t.name) < cfg.num_hidden_layers) weight_bytes += t.n_bytes;
   CAI_TRY(check_fits(device, cfg, weight_bytes, kv_dtype, o));
-  CAI_ASSIGN_OR_RETURN(WeightStore ws, WeightStore::from_checkpoint(std::move(ckpt), cfg.num_hidden_layers, device));
+  const MlaDims mla = mla_dims(cfg);
+  CAI_ASSIGN_OR_RETURN(WeightStore ws, WeightStore::from_checkpoint(std::move(ckpt), cfg.num_hidden_layers, device,
+                                                                    cfg.is_mla() ? &mla : nullptr));
   CAI_ASSIGN_OR_RETURN(out.model, make_model(*arch, cfg, std::move(ws), device, kv_dtype, o));
   out.format = "hf";
   return out;

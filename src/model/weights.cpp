@@ -11,7 +11,7 @@
 #include "core/quant.h"
 #include "core/weight_row.h"
 #include "model/loaders/gguf.h"
-#include "model/loaders/gguf_deepseek.h"
+#include "model/loaders/mla_weights.h"
 #include "model/loaders/safetensors.h"
 
 namespace cai {
@@ -91,6 +91,22 @@ namespace {
 constexpr size_t kArenaAlign = 256;
 size_t align_up(size_t n) { return (n + kArenaAlign - 1) / kArenaAlign * kArenaAlign; }
 
+// The F32 [⌈rows/128⌉, ⌈cols/128⌉] block scales of FP8 weight w (the checkpoint's `weight`_scale_inv), if it has them.
+Result<std::optional<TensorView>> block_scale_view(const SafetensorsCheckpoint& ckpt, const std::string& weight,
+                                                   const TensorView& w) {
+  const std::string name = weight + "_scale_inv";
+  const SafetensorsTensor* s = ckpt.find(name);
+  if (!s) return std::optional<TensorView>{};
+  const int64_t want_rows = (w.rows() + kFp8ScaleBlock - 1) / kFp8ScaleBlock;
+  const int64_t want_cols = (w.cols() + kFp8ScaleBlock - 1) / kFp8ScaleBlock;
+  if (w.dtype != DType::kF8_E4M3)
+    return invalid_argument("'{}' has block scales but dtype {}", weight, dtype_name(w.dtype));
+  if (s->dtype != DType::kF32 || s->shape.size() != 2 || s->shape[0] != want_rows || s->shape[1] != want_cols)
+    return invalid_argument("'{}' must be F32 [{}, {}] for weight {}", name, want_rows, want_cols, w.shape_string());
+  CAI_ASSIGN_OR_RETURN(TensorView sv, s->view());
+  return std::optional<TensorView>{sv};
+}
+
 }  // namespace
 
 Status WeightStore::reserve_arena(size_t n_bytes) {
@@ -132,14 +148,14 @@ void WeightStore::advise_copy(const std::vector<const MappedFile*>& files, bool 
   for (const MappedFile* f : files) copying ? f->advise_sequential() : f->release();
 }
 
-Result<WeightStore> WeightStore::from_gguf(std::unique_ptr<GgufFile> file, hal::Device& device) {
+Result<WeightStore> WeightStore::from_gguf(std::unique_ptr<GgufFile> file, hal::Device& device, const MlaDims* mla) {
   WeightStore ws;
   ws.device_ = &device;
-  std::set<std::string> replaced;  // mainline DeepSeek attn_k_b / attn_v_b, read into the rebuilt attn_kv_b
-  CAI_ASSIGN_OR_RETURN(std::vector<HostTensor> rebuilt, rebuild_mla_kv_b(*file, &replaced));
+  std::set<std::string> replaced;  // DeepSeek attn_kv_b: split into attn_k_b / attn_v_b, or unused beside them
+  CAI_ASSIGN_OR_RETURN(std::vector<HostTensor> rebuilt, split_gguf_mla_kv_b(*file, mla, &replaced));
   if (!rebuilt.empty())
-    CAI_LOG_INFO("rebuilt {} attn_kv_b ({}) from mainline llama.cpp's attn_k_b/attn_v_b", rebuilt.size(),
-                 dtype_name(rebuilt[0].view.dtype));
+    CAI_LOG_INFO("split {} attn_kv_b into attn_k_b ({}) and attn_v_b ({})", rebuilt.size() / 2,
+                 dtype_name(rebuilt[0].view.dtype), dtype_name(rebuilt[1].view.dtype));
   size_t total = 0;
   for (const GgufTensorInfo& t : file->tensors())
     if (!replaced.count(t.name)) total += align_up(t.view().n_bytes());
@@ -158,12 +174,13 @@ Result<WeightStore> WeightStore::from_gguf(std::unique_ptr<GgufFile> file, hal::
 }
 
 Result<WeightStore> WeightStore::from_checkpoint(std::unique_ptr<SafetensorsCheckpoint> ckpt, int n_layers,
-                                                 hal::Device& device) {
+                                                 hal::Device& device, const MlaDims* mla) {
   static const std::regex expert_re(R"((blk\.\d+\.ffn_(?:gate|up|down)_exps)\.(\d+)\.weight)");
   WeightStore ws;
   ws.device_ = &device;
   std::vector<std::pair<std::string, TensorView>> plain;
   std::map<std::string, std::vector<std::string>> expert_groups;  // stacked name → HF names by expert index
+  std::vector<std::pair<std::string, std::string>> kv_b;          // DeepSeek kv_b_proj: canonical and HF names
   size_t total = 0;
   for (const std::string& name : ckpt->names()) {
     if (hf_layer_index(name) >= n_layers) continue;  // MTP layers
@@ -180,6 +197,10 @@ Result<WeightStore> WeightStore::from_checkpoint(std::unique_ptr<SafetensorsChec
       continue;
     }
     CAI_ASSIGN_OR_RETURN(TensorView host, t->view());
+    if (canon->ends_with(".attn_kv_b.weight")) {  // split per head on the host (mla_weights.h)
+      kv_b.emplace_back(*canon, name);
+      continue;
+    }
     total += align_up(host.n_bytes());
     plain.emplace_back(*canon, host);
   }
@@ -193,6 +214,17 @@ Result<WeightStore> WeightStore::from_checkpoint(std::unique_ptr<SafetensorsChec
   }
   CAI_TRY(ws.attach_block_scales(*ckpt));
   CAI_TRY(ws.stack_experts(*ckpt, expert_groups));
+  for (const auto& [canon, hf] : kv_b) {
+    if (!mla) return invalid_argument("'{}' needs the model's MLA head sizes to split", hf);
+    CAI_ASSIGN_OR_RETURN(TensorView host, ckpt->find(hf)->view());
+    CAI_ASSIGN_OR_RETURN(std::optional<TensorView> scale, block_scale_view(*ckpt, hf, host));
+    if (scale) host.scale = scale->as<const float>();
+    const std::string prefix = canon.substr(0, canon.size() - std::string_view("attn_kv_b.weight").size());
+    CAI_ASSIGN_OR_RETURN(auto parts, split_mla_kv_b(prefix, host, *mla));
+    for (const HostTensor& t : parts) {
+      CAI_ASSIGN_OR_RETURN(ws.tensors_[t.name], ws.upload(t.view));
+    }
+  }
   ws.advise_copy(files, false);
   ws.ckpt_ = std::move(ckpt);
   return ws;
@@ -246,14 +278,8 @@ Status WeightStore::attach_block_scales(const SafetensorsCheckpoint& ckpt) {
     std::optional<std::string> canon = canonical_name_from_hf(weight);
     if (!canon || !tensors_.count(*canon)) continue;
     TensorView& w = tensors_[*canon];
-    const SafetensorsTensor* s = ckpt.find(name);
-    const int64_t want_rows = (w.rows() + kFp8ScaleBlock - 1) / kFp8ScaleBlock;
-    const int64_t want_cols = (w.cols() + kFp8ScaleBlock - 1) / kFp8ScaleBlock;
-    if (w.dtype != DType::kF8_E4M3) return invalid_argument("'{}' has block scales but dtype {}", weight, dtype_name(w.dtype));
-    if (s->dtype != DType::kF32 || s->shape.size() != 2 || s->shape[0] != want_rows || s->shape[1] != want_cols)
-      return invalid_argument("'{}' must be F32 [{}, {}] for weight {}", name, want_rows, want_cols, w.shape_string());
-    CAI_ASSIGN_OR_RETURN(TensorView sv, s->view());
-    CAI_ASSIGN_OR_RETURN(TensorView placed, device_->host_visible() ? place(name, sv) : upload(sv));
+    CAI_ASSIGN_OR_RETURN(std::optional<TensorView> sv, block_scale_view(ckpt, weight, w));
+    CAI_ASSIGN_OR_RETURN(TensorView placed, device_->host_visible() ? place(name, *sv) : upload(*sv));
     w.scale = placed.as<const float>();
   }
   for (const auto& [name, w] : tensors_)

@@ -16,6 +16,7 @@ namespace cai {
 class GgufFile;
 class MappedFile;
 class SafetensorsCheckpoint;
+struct MlaDims;
 
 // Canonical name of one layer's stacked routed experts [n_experts, out, in]: "blk.<layer>.ffn_<proj>_exps.weight".
 std::string experts_name(int layer, const std::string& proj);
@@ -32,10 +33,13 @@ class WeightStore {
   WeightStore(WeightStore&&) noexcept;
   WeightStore& operator=(WeightStore&&) noexcept;
 
-  static Result<WeightStore> from_gguf(std::unique_ptr<GgufFile> file, hal::Device& device);
+  // mla: a DeepSeek model's head sizes, which split a joint attn_kv_b / kv_b_proj into the attn_k_b / attn_v_b the
+  // model reads (loaders/mla_weights.h); null for other models.
+  static Result<WeightStore> from_gguf(std::unique_ptr<GgufFile> file, hal::Device& device,
+                                       const MlaDims* mla = nullptr);
   // Loads the tensors of layers [0, n_layers) and those outside the layers; MTP layers past them are left unread.
   static Result<WeightStore> from_checkpoint(std::unique_ptr<SafetensorsCheckpoint> ckpt, int n_layers,
-                                             hal::Device& device);
+                                             hal::Device& device, const MlaDims* mla = nullptr);
 
   bool has(const std::string& name) const { return tensors_.count(name) != 0; }
   // The tensor with exactly this shape (PyTorch order), or an error naming it and both shapes.

@@ -83,9 +83,10 @@ Status sparse_moe(hal::Device& d, const hal::ExpertWeights& w, const TensorView&
   return dispatch(d, &hal::OpTable::sparse_moe, hal::OpId::kSparseMoe, w, x, ids, weights, out);
 }
 Status attention_mla(hal::Device& d, const hal::MlaParams& p, const hal::AttnBatch& batch, const TensorView& q,
-                     const TensorView& kv_b, const TensorView& latent, const TensorView& out) {
+                     const TensorView& w_uk, const TensorView& w_uv, const TensorView& latent, const TensorView& out) {
   CAI_TRY(check_attn_batch("attention_mla", batch));
-  return dispatch(d, &hal::OpTable::attention_mla, hal::OpId::kAttentionMla, p, batch, q, kv_b, latent, out);
+  CAI_TRY(hal::check_mla_weights(p, w_uk, w_uv));
+  return dispatch(d, &hal::OpTable::attention_mla, hal::OpId::kAttentionMla, p, batch, q, w_uk, w_uv, latent, out);
 }
 
 }  // namespace cai::ops

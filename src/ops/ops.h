@@ -24,6 +24,6 @@ Status moe_gate(hal::Device& d, const hal::MoeGateParams& p, const TensorView& l
 Status sparse_moe(hal::Device& d, const hal::ExpertWeights& w, const TensorView& x, const TensorView& ids,
                   const TensorView& weights, const TensorView& out);
 Status attention_mla(hal::Device& d, const hal::MlaParams& p, const hal::AttnBatch& batch, const TensorView& q,
-                     const TensorView& kv_b, const TensorView& latent, const TensorView& out);
+                     const TensorView& w_uk, const TensorView& w_uv, const TensorView& latent, const TensorView& out);
 
 }  // namespace cai::ops

@@ -153,56 +153,58 @@ TEST(CudaAttentionGqa, RejectsBadShapes) {
 }
 
 struct MlaCase {
-  DType dtype;  // kv_b's
+  DType dtype;  // w_uk's and w_uv's
   int kv_lora;
   bool scaled;
   DType latent = DType::kF32;  // the latent cache's
+  int qk_nope = 16;            // w_uk's row length
 };
 
 std::vector<float> run_mla(SimtDevice& dev, const CaiMlaParams& p, const PagedBatch& b, std::vector<float>& q,
-                           const CaiTensor& kv_b, const CaiTensor& latent) {
+                           const CaiTensor& w_uk, const CaiTensor& w_uv, const CaiTensor& latent) {
   CaiError err{};
   const CaiTensor dq = dev.upload_tensor(host_f32(q, {b.n_tok, p.n_head, p.qk_nope + p.qk_rope}));
   const CaiTensor out = dev.zeros_f32({b.n_tok, int64_t{p.n_head} * p.v_head_dim});
-  EXPECT_EQ(attention_mla(dev.ctx(), p, b.upload(dev), dq, kv_b, latent, out, &err), CAI_OK) << err.message;
+  EXPECT_EQ(attention_mla(dev.ctx(), p, b.upload(dev), dq, w_uk, w_uv, latent, out, &err), CAI_OK) << err.message;
   return dev.download<float>(out.data, static_cast<size_t>(b.n_tok) * p.n_head * p.v_head_dim);
 }
 
 void check_mla(const MlaCase& c) {
-  SCOPED_TRACE(std::string(dtype_name(c.dtype)) + " kv_lora " + std::to_string(c.kv_lora) + " latent " +
-               std::string(dtype_name(c.latent)));
+  SCOPED_TRACE(std::string(dtype_name(c.dtype)) + " kv_lora " + std::to_string(c.kv_lora) + " nope " +
+               std::to_string(c.qk_nope) + " latent " + std::string(dtype_name(c.latent)));
   std::mt19937 rng(12);
-  const CaiMlaParams p{4, 16, 8, 12, c.kv_lora, 0.1f, 16};
+  const CaiMlaParams p{4, c.qk_nope, 8, 12, c.kv_lora, 0.1f, 16};
   const int qk = p.qk_nope + p.qk_rope, width = p.kv_lora + p.qk_rope;
   int64_t n_slots = 0;
   PagedBatch b = make_batch({{0, 3}, {130, 1}, {20, 2}}, p.block_size, rng, &n_slots);
-  HostWeights kv_b = make_weights(c.dtype, {int64_t{p.n_head} * (p.qk_nope + p.v_head_dim), p.kv_lora}, c.scaled, rng);
+  HostWeights w_uk = make_weights(c.dtype, {int64_t{p.n_head} * p.kv_lora, p.qk_nope}, c.scaled, rng);
+  HostWeights w_uv = make_weights(c.dtype, {int64_t{p.n_head} * p.v_head_dim, p.kv_lora}, c.scaled, rng);
   auto q = gaussian(static_cast<size_t>(b.n_tok) * p.n_head * qk, rng);
   HostWeights latent = make_weights(c.latent, {n_slots, width}, false, rng);
   std::vector<float> want(static_cast<size_t>(b.n_tok) * p.n_head * p.v_head_dim);
   const Status st = ops::ref::op_table().attention_mla({}, p, b.host(), host_f32(q, {b.n_tok, p.n_head, qk}),
-                                                       kv_b.view(), latent.view(),
+                                                       w_uk.view(), w_uv.view(), latent.view(),
                                                        host_f32(want, {b.n_tok, int64_t{p.n_head} * p.v_head_dim}));
   ASSERT_TRUE(st.ok()) << st.to_string();
   const int64_t o_width = int64_t{p.n_head} * p.v_head_dim;
   for_each_warp([&](SimtDevice& dev) {
-    const CaiTensor d_kv_b = dev.upload_tensor(kv_b.view());
+    const CaiTensor d_uk = dev.upload_tensor(w_uk.view()), d_uv = dev.upload_tensor(w_uv.view());
     const CaiTensor d_latent = dev.upload_tensor(latent.view());
-    const auto got = run_mla(dev, p, b, q, d_kv_b, d_latent);
+    const auto got = run_mla(dev, p, b, q, d_uk, d_uv, d_latent);
     expect_close(got, want, 1e-4f, 1e-4f, "attention_mla");
     for (int64_t s = 0; s < b.n_seqs(); ++s) {
       const int64_t row0 = b.seqs[s * 3], n_q = b.seqs[s * 3 + 1];
       auto q_s = row_slice(q, int64_t{p.n_head} * qk, row0, n_q);
-      expect_bit_equal(run_mla(dev, p, b.single(s), q_s, d_kv_b, d_latent), row_slice(got, o_width, row0, n_q),
+      expect_bit_equal(run_mla(dev, p, b.single(s), q_s, d_uk, d_uv, d_latent), row_slice(got, o_width, row0, n_q),
                        "sequence " + std::to_string(s) + " alone vs batched");
     }
   });
 }
 
 TEST(CudaAttentionMla, MatchesReferenceAndIsBatchInvariant) {
-  check_mla({DType::kF32, 36, false});  // kv_lora not a multiple of 8: the decoder's tail path
+  check_mla({DType::kF32, 36, false, DType::kF32, 12});  // rows not a multiple of 8: the decoder's tail path
   check_mla({DType::kBF16, 48, false});
-  check_mla({DType::kQ8_0, 64, false});
+  check_mla({DType::kQ8_0, 64, false, DType::kF32, 32});
   check_mla({DType::kF8_E4M3, 40, true});
   check_mla({DType::kBF16, 48, false, DType::kBF16});  // the latent cache in BF16 and F16
   check_mla({DType::kF16, 36, false, DType::kF16});

@@ -17,7 +17,7 @@
 #include "model/kv_cache.h"
 #include "model/config.h"
 #include "model/loaders/gguf.h"
-#include "model/loaders/gguf_deepseek.h"
+#include "model/loaders/mla_weights.h"
 #include "model/loaders/safetensors.h"
 #include "model/model_loader.h"
 #include "model/weights.h"
@@ -162,8 +162,9 @@ TEST(MkmodelDeepseek, FastPrecisionPacksStackedExpertsAndStaysNearExact) {
 }
 
 // GGUF: deepseek2 keys per FORMATS.md §1.6 in mainline llama.cpp's MLA layout (one KV head of kv_lora + rope, the
-// per-head sizes in key_length_mla / value_length_mla, kv_b split into attn_k_b / attn_v_b, which rebuild the HF
-// kv_b_proj exactly), experts stacked [n_expert, out, in] holding the HF experts; the reader takes the head sizes back.
+// per-head sizes in key_length_mla / value_length_mla, kv_b split into attn_k_b / attn_v_b exactly as CAI splits the
+// HF kv_b_proj at load), experts stacked [n_expert, out, in] holding the HF experts; the reader takes the head sizes
+// back.
 TEST(MkmodelDeepseek, GgufHasDeepseek2KeysAndStackedExperts) {
   TempDir dir;
   make_model("--arch deepseek2 --preset tiny --seed 4 -o " + dir / "m.gguf");
@@ -202,10 +203,6 @@ TEST(MkmodelDeepseek, GgufHasDeepseek2KeysAndStackedExperts) {
   ASSERT_TRUE(k_b && v_b);
   EXPECT_EQ(k_b->ne, (std::vector<int64_t>{32, 64, 4}));
   EXPECT_EQ(v_b->ne, (std::vector<int64_t>{64, 32, 4}));
-  std::set<std::string> replaced;
-  Result<std::vector<HostTensor>> rebuilt = rebuild_mla_kv_b(**g, &replaced);
-  ASSERT_TRUE(rebuilt.ok()) << rebuilt.status().to_string();
-  ASSERT_EQ(rebuilt->size(), 3u);
   EXPECT_EQ((*g)->find("blk.1.ffn_gate_inp.weight")->dtype, DType::kF32);
   EXPECT_EQ((*g)->find("blk.1.exp_probs_b.bias")->dtype, DType::kF32);
   EXPECT_FALSE((*g)->find("blk.0.ffn_gate_inp.weight"));  // layer 0 is dense
@@ -214,12 +211,17 @@ TEST(MkmodelDeepseek, GgufHasDeepseek2KeysAndStackedExperts) {
   ASSERT_EQ(up->ne, (std::vector<int64_t>{256, 64, 16}));
   auto hf = SafetensorsCheckpoint::open_dir(dir / "hf");
   ASSERT_TRUE(hf.ok());
-  for (const HostTensor& kv_b : *rebuilt) {
-    const std::string layer = kv_b.name.substr(4, kv_b.name.find('.', 4) - 4);
-    auto want = (*hf)->find("model.layers." + layer + ".self_attn.kv_b_proj.weight")->view();
-    ASSERT_TRUE(want.ok());
-    ASSERT_EQ(kv_b.view.n_bytes(), want->n_bytes()) << kv_b.name;
-    EXPECT_EQ(std::memcmp(kv_b.view.data, want->data, want->n_bytes()), 0) << kv_b.name;
+  for (int layer = 0; layer < 3; ++layer) {
+    auto kv_b = (*hf)->find(fmt::format("model.layers.{}.self_attn.kv_b_proj.weight", layer))->view();
+    ASSERT_TRUE(kv_b.ok());
+    const std::string prefix = fmt::format("blk.{}.", layer);
+    auto split = split_mla_kv_b(prefix, *kv_b, MlaDims{4, 32, 32});
+    ASSERT_TRUE(split.ok()) << split.status().to_string();
+    for (const HostTensor& t : *split) {
+      const TensorView want = (*g)->find(t.name)->view();
+      ASSERT_EQ(t.view.n_bytes(), want.n_bytes()) << t.name;
+      EXPECT_EQ(std::memcmp(t.view.data, want.data, want.n_bytes()), 0) << t.name;
+    }
   }
   for (int e : {0, 9, 15}) {
     auto ev = (*hf)->find(fmt::format("model.layers.2.mlp.experts.{}.up_proj.weight", e))->view();

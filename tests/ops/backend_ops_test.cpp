@@ -247,29 +247,38 @@ void add_attention_cases(std::vector<OpCase>& cases) {
                      return got;
                    }, kv});
   }
-  // The latent cache in every KV dtype (F32 kv_b), and FP8 kv_b over an F32 latent. A Q8_0 latent's c_kv and k_rope
-  // are whole blocks (R1: 512 + 64).
-  for (const auto& latent_and_fp8 : {std::pair{DType::kF32, false}, std::pair{DType::kF16, false},
-                                     std::pair{DType::kBF16, false}, std::pair{DType::kQ8_0, false},
-                                     std::pair{DType::kF32, true}}) {
-    const DType kv = latent_and_fp8.first;
-    const bool fp8 = latent_and_fp8.second;
-    const bool q8 = kv == DType::kQ8_0;
-    cases.push_back({"attention_mla_" + std::string(dtype_name(kv)) + (fp8 ? "_fp8_kv_b" : ""), 5e-5f,
-                     [kv, fp8, q8](const hal::OpTable& t, const hal::OpContext& c, Env& env) {
+  // The latent cache in every KV dtype (F32 weights), FP8 (block-scaled) and Q4_0 W_UK / W_UV over an F32 latent. A
+  // Q8_0 latent's c_kv and k_rope are whole blocks (R1: 512 + 64), as are Q4_0 rows (nope 32, kv_lora 64).
+  for (const auto& [kv, wt] : {std::pair{DType::kF32, DType::kF32}, std::pair{DType::kF16, DType::kF32},
+                               std::pair{DType::kBF16, DType::kF32}, std::pair{DType::kQ8_0, DType::kF32},
+                               std::pair{DType::kF32, DType::kF8_E4M3}, std::pair{DType::kF32, DType::kQ4_0}}) {
+    const std::string weights = wt == DType::kF32 ? "" : "_" + std::string(dtype_name(wt)) + "_weights";
+    cases.push_back({"attention_mla_" + std::string(dtype_name(kv)) + weights, 5e-5f,
+                     [kv, wt](const hal::OpTable& t, const hal::OpContext& c, Env& env) {
                        // The reference is the naive (expanded) form; backends use the absorbed one.
-                       const int nh = 3, nope = 8, rope = q8 ? 32 : 4, vd = 6, lora = q8 ? 64 : 16, bs = 4,
-                                 n_slots = 16;
-                       std::vector<float> kvb = random_floats(nh * (nope + vd) * lora, 18, 0.5f);
-                       std::vector<uint8_t> codes(kvb.size());
+                       const bool q8 = kv == DType::kQ8_0, blocks = wt == DType::kQ4_0;
+                       const int nh = 3, nope = blocks ? 32 : 8, rope = q8 ? 32 : 4, vd = 6,
+                                 lora = q8 || blocks ? 64 : 16, bs = 4, n_slots = 16;
+                       std::vector<float> uk_f = random_floats(nh * lora * nope, 18, 0.5f),
+                                          uv_f = random_floats(nh * vd * lora, 17, 0.5f);
+                       std::vector<uint8_t> uk_codes, uv_codes;
                        std::vector<float> scale = {0.02f};
-                       TensorView kv_b = env.f32(kvb, {nh * (nope + vd), lora});
-                       if (fp8) {
-                         std::vector<float> unscaled(kvb.size());
-                         for (size_t i = 0; i < kvb.size(); ++i) unscaled[i] = kvb[i] / scale[0];
-                         EXPECT_TRUE(quantize_row(DType::kF8_E4M3, unscaled.data(), codes.data(), static_cast<int64_t>(codes.size())).ok());
-                         kv_b = env.put(codes, DType::kF8_E4M3, {nh * (nope + vd), lora}, scale.data(), 1);
-                       }
+                       // W as wt: F32 as drawn; FP8 codes of W / scale with that one block scale; Q4_0 blocks.
+                       const auto weight = [&](std::vector<float>& w, std::vector<uint8_t>& codes, int64_t rows,
+                                               int64_t cols) {
+                         if (wt == DType::kF32) return env.f32(w, {rows, cols});
+                         std::vector<float> src = w;
+                         if (wt == DType::kF8_E4M3)
+                           for (float& x : src) x /= scale[0];
+                         codes.resize(row_bytes(wt, cols) * static_cast<size_t>(rows));
+                         for (int64_t r = 0; r < rows; ++r)
+                           EXPECT_TRUE(quantize_row(wt, src.data() + r * cols, codes.data() + row_bytes(wt, cols) * r,
+                                                    cols).ok());
+                         return wt == DType::kF8_E4M3 ? env.put(codes, wt, {rows, cols}, scale.data(), 1)
+                                                      : env.put(codes, wt, {rows, cols});
+                       };
+                       const TensorView w_uk = weight(uk_f, uk_codes, nh * lora, nope);
+                       const TensorView w_uv = weight(uv_f, uv_codes, nh * vd, lora);
                        const std::vector<float> lat_f = random_floats(n_slots * (lora + rope), 19);
                        std::vector<uint8_t> lat = zero_cache(kv, n_slots, lora + rope);
                        EXPECT_TRUE(quantize_row(kv, lat_f.data(), lat.data(), static_cast<int64_t>(lat_f.size())).ok());
@@ -278,7 +287,7 @@ void add_attention_cases(std::vector<OpCase>& cases) {
                        const hal::AttnBatch b = attn_batch(env, seqs, tables, 2);
                        hal::MlaParams p{nh, nope, rope, vd, lora, 0.3f, bs};
                        const TensorView ov = env.f32(out, {4, nh * vd});
-                       EXPECT_TRUE(t.attention_mla(c, p, b, env.f32(q, {4, nh, nope + rope}), kv_b,
+                       EXPECT_TRUE(t.attention_mla(c, p, b, env.f32(q, {4, nh, nope + rope}), w_uk, w_uv,
                                                    env.put(lat, kv, {n_slots, lora + rope}), ov).ok());
                        return env.get(ov);
                      }, kv});
@@ -431,10 +440,10 @@ TEST(BackendOps, CpuQ8_0KvNeedsWholeBlocksPerHead) {
                                              view(q, {1, 4, 16}), kc, kc, view(out, {1, 4, 16}));
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
   EXPECT_NE(st.message().find("whole blocks of 32, not 16"), std::string::npos) << st.to_string();
-  std::vector<float> lat_q(1 * 2 * (8 + 24)), kvb(2 * (8 + 8) * 40, 0.0f), lat_out(2 * 8);
+  std::vector<float> lat_q(1 * 2 * (8 + 24)), uk(2 * 40 * 8, 0.0f), uv(2 * 8 * 40, 0.0f), lat_out(2 * 8);
   std::vector<uint8_t> lat(row_bytes(DType::kQ8_0, 64) * 4);  // kv_lora 40 + qk_rope 24 = 64: blocks straddle the split
   const Status mla = cpu->ops().attention_mla(cpu->op_context(), hal::MlaParams{2, 8, 24, 8, 40, 0.3f, 4}, b,
-                                              view(lat_q, {1, 2, 32}), view(kvb, {32, 40}),
+                                              view(lat_q, {1, 2, 32}), view(uk, {80, 8}), view(uv, {16, 40}),
                                               env.put(lat, DType::kQ8_0, {4, 64}), view(lat_out, {1, 16}));
   EXPECT_EQ(mla.code(), StatusCode::kInvalidArgument) << mla.to_string();
 }

@@ -33,7 +33,11 @@ Result<AttentionMla> AttentionMla::load(WeightStore& w, const ModelConfig& cfg, 
   }
   CAI_ASSIGN_OR_RETURN(a.wkv_a_, w.get_gemm_weight(p + "attn_kv_a_mqa.weight", {lora + cfg.qk_rope_head_dim, hidden}));
   CAI_ASSIGN_OR_RETURN(a.kv_norm_, w.get_f32(p + "attn_kv_a_norm.weight", {lora}));
-  CAI_ASSIGN_OR_RETURN(a.wkv_b_, w.get(p + "attn_kv_b.weight", {nh * (cfg.qk_nope_head_dim + cfg.v_head_dim), lora}));
+  // Per-head W_UK / W_UV rows, read by dense GEMMs over each head's row range (16-row groups where packed).
+  CAI_ASSIGN_OR_RETURN(TensorView k_b, w.get_gemm_weight(p + "attn_k_b.weight", {nh, lora, cfg.qk_nope_head_dim}));
+  CAI_ASSIGN_OR_RETURN(TensorView v_b, w.get_gemm_weight(p + "attn_v_b.weight", {nh, cfg.v_head_dim, lora}));
+  a.w_uk_ = k_b.reshaped({nh * lora, cfg.qk_nope_head_dim});
+  a.w_uv_ = v_b.reshaped({nh * cfg.v_head_dim, lora});
   CAI_ASSIGN_OR_RETURN(a.wo_, w.get_gemm_weight(p + "attn_output.weight", {hidden, nh * cfg.v_head_dim}));
   a.mla_ = {cfg.num_attention_heads, cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim, cfg.kv_lora_rank,
             softmax_scale(cfg), 0};
@@ -74,7 +78,7 @@ Status AttentionMla::forward(hal::Device& d, Workspace& ws, const StepTensors& s
   CAI_ASSIGN_OR_RETURN(TensorView o, ws.f32("mla.o", {n, nh * mla_.v_head_dim}));
   hal::MlaParams p = mla_;
   p.block_size = kv.block_size();
-  CAI_TRY(ops::attention_mla(d, p, step.attn, q.reshaped({n, nh, qk}), wkv_b_, kv.k(layer_), o));
+  CAI_TRY(ops::attention_mla(d, p, step.attn, q.reshaped({n, nh, qk}), w_uk_, w_uv_, kv.k(layer_), o));
   return ops::dense_gemm(d, wo_, o, nullptr, out);
 }
 

@@ -32,7 +32,8 @@ class AttentionMla {
   std::optional<TensorView> wq_;                      // [n_head*(nope+rope), hidden] when q_lora_rank is null
   TensorView wkv_a_;    // [kv_lora + rope, hidden]
   TensorView kv_norm_;  // [kv_lora]
-  TensorView wkv_b_;    // [n_head*(nope+v), kv_lora]
+  TensorView w_uk_;     // [n_head*kv_lora, nope]: attn_k_b, row (h, c) = column c of head h's W_UK
+  TensorView w_uv_;     // [n_head*v, kv_lora]: attn_v_b, head h's W_UV rows
   TensorView wo_;       // [hidden, n_head*v]
 };
 

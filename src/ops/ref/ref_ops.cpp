@@ -234,17 +234,25 @@ Status sparse_moe(const OpContext&, const hal::ExpertWeights& w, const TensorVie
   return {};
 }
 
-// The naive (non-absorbed) form: expand every cached latent into per-head k_nope and v with kv_b, then attend.
+// The naive (non-absorbed) form: expand every cached latent into per-head k_nope and v with W_UK and W_UV, then attend.
 Status attention_mla(const OpContext&, const hal::MlaParams& p, const hal::AttnBatch& batch, const TensorView& q,
-                     const TensorView& kv_b, const TensorView& latent_cache, const TensorView& out) {
+                     const TensorView& w_uk, const TensorView& w_uv, const TensorView& latent_cache,
+                     const TensorView& out) {
   CAI_TRY(hal::check_kv_cache_dtype("attention_mla", latent_cache.dtype));
   const std::vector<float> latent = decode_all(latent_cache);
   const int qk = p.qk_nope + p.qk_rope, per_head = p.qk_nope + p.v_head_dim;
   for (int64_t s = 0; s < batch.n_seqs(); ++s) {
     const hal::AttnSeq sq = batch.host_seq(s);
     for (int h = 0; h < p.n_head; ++h) {
-      std::vector<std::vector<float>> w(static_cast<size_t>(per_head));
-      for (int r = 0; r < per_head; ++r) w[static_cast<size_t>(r)] = dequant(kv_b, static_cast<int64_t>(h) * per_head + r);
+      // w[i] = head h's row i of [W_UK; W_UV] over the latent (w_uk holds W_UK transposed: column i of its rows).
+      const size_t lora = static_cast<size_t>(p.kv_lora);
+      std::vector<std::vector<float>> w(static_cast<size_t>(per_head), std::vector<float>(lora));
+      for (size_t c = 0; c < lora; ++c) {
+        const std::vector<float> uk = dequant(w_uk, static_cast<int64_t>(h) * p.kv_lora + static_cast<int64_t>(c));
+        for (size_t i = 0; i < static_cast<size_t>(p.qk_nope); ++i) w[i][c] = uk[i];
+      }
+      for (int i = 0; i < p.v_head_dim; ++i)
+        w[static_cast<size_t>(p.qk_nope + i)] = dequant(w_uv, static_cast<int64_t>(h) * p.v_head_dim + i);
       for (int j = 0; j < sq.n_q; ++j) {
         const float* qh = q.as<float>() + ((sq.q_begin + j) * p.n_head + h) * qk;
         const int n_ctx = sq.pos0 + j + 1;

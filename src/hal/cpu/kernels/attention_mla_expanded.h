@@ -12,9 +12,11 @@ namespace cai::hal::cpu {
 // them into each of its n_q queries (and the expanded rows fit the scratch bound).
 bool mla_expansion_pays(const MlaParams& p, int64_t n_q, int64_t pos0);
 
-// One sequence's attention, expanded: its latent rows times kv_b give every head's k_nope and v rows, then each head
-// attends as multi-head attention over [k_nope | k_rope] (192 wide for DeepSeek) instead of the 576-wide latent.
+// One sequence's attention, expanded: its latent rows times W_UK and W_UV give every head's k_nope and v rows, then
+// each head attends as multi-head attention over [k_nope | k_rope] (192 wide for DeepSeek) instead of the 576-wide
+// latent. w_uk / w_uv as attention_mla takes them (op_table.h).
 Status attention_mla_expanded(const OpContext& ctx, const MlaParams& p, const AttnSeq& sq, const TensorView& q,
-                              const TensorView& kv_b, const TensorView& latent, const TensorView& out);
+                              const TensorView& w_uk, const TensorView& w_uv, const TensorView& latent,
+                              const TensorView& out);
 
 }  // namespace cai::hal::cpu

@@ -32,6 +32,11 @@ void kv_dot_block(const KvRows& r, int64_t n, const float* x, int64_t ldx, int n
 void kv_axpy_block(const KvRows& r, int64_t n, const float* a, int64_t lda, int ny, float* y, int64_t ldy,
                    float* buf);
 
+// Rows r .. r + nt − 1 of the weight w (any dtype, packed row groups included) as floats, w.cols() apart: in place
+// for F32, else decoded into buf (nt · cols floats) through the active ISA's decoder where it has one (the generic
+// decode costs more than the products that use the rows).
+const float* weight_rows_f32(const TensorView& w, int64_t r, int nt, float* buf);
+
 Status embed(const OpContext&, const TensorView& table, const TensorView& ids, const TensorView& out);
 Status rms_norm(const OpContext&, const TensorView& x, const TensorView& w, float eps, const TensorView& out);
 Status rope(const OpContext&, const TensorView& x, const TensorView& pos, const TensorView& inv_freq, const RopeParams& p);
@@ -49,6 +54,6 @@ Status moe_gate(const OpContext&, const MoeGateParams& p, const TensorView& logi
 Status sparse_moe(const OpContext&, const ExpertWeights& w, const TensorView& x, const TensorView& ids,
                   const TensorView& weights, const TensorView& out);
 Status attention_mla(const OpContext&, const MlaParams& p, const AttnBatch& batch, const TensorView& q,
-                     const TensorView& kv_b, const TensorView& latent, const TensorView& out);
+                     const TensorView& w_uk, const TensorView& w_uv, const TensorView& latent, const TensorView& out);
 
 }  // namespace cai::hal::cpu

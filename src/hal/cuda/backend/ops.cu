@@ -122,11 +122,12 @@ int op_sparse_moe(CaiDeviceHandle h, const CaiExpertWeights* w, const CaiTensor*
 }
 
 int op_attention_mla(CaiDeviceHandle h, const CaiMlaParams* p, const CaiAttnBatch* batch, const CaiTensor* q,
-                     const CaiTensor* kv_b, const CaiTensor* latent, const CaiTensor* out, CaiError* err) {
+                     const CaiTensor* w_uk, const CaiTensor* w_uv, const CaiTensor* latent, const CaiTensor* out,
+                     CaiError* err) {
   return run_op(h, err, "attention_mla",
                 {{"batch.seqs", &batch->seqs}, {"batch.block_tables", &batch->block_tables}, {"q", q},
-                 {"kv_b", kv_b}, {"latent", latent}, {"out", out}},
-                [&](const Context& c) { return attention_mla(c, *p, *batch, *q, *kv_b, *latent, *out, err); });
+                 {"w_uk", w_uk}, {"w_uv", w_uv}, {"latent", latent}, {"out", out}},
+                [&](const Context& c) { return attention_mla(c, *p, *batch, *q, *w_uk, *w_uv, *latent, *out, err); });
 }
 
 CaiOps make_ops() {

@@ -19,9 +19,26 @@ __device__ int64_t query_row(const int32_t* seqs, int64_t n_rows) {
   return static_cast<int>(blockIdx.y) < sq[1] && sq[0] >= 0 && row < n_rows ? row : -1;
 }
 
-// Grid (n_head, max_q, n_seqs). q_abs[row, h] = [W_UK_h^T q_nope | q_rope]: each thread owns 8-column chunks of the
-// latent and walks the qk_nope rows of W_UK_h in order.
-__global__ void mla_absorb_q_kernel(CaiMlaParams p, const float* __restrict__ q, WeightView kv_b,
+// dst[o] = (row row0 + o of w) · x for o < n_out, x n_in long in shared memory: one warp per output, lanes across
+// 8-column chunks of the row.
+__device__ void head_rows_dot(const WeightView& w, int64_t row0, int n_out, int n_in, const float* x, float* dst) {
+  const int n_warps = static_cast<int>(blockDim.x) / gpu_warp_size(), n_chunks = n_in / kChunk;
+  for (int o = gpu_warp_id(); o < n_out; o += n_warps) {
+    float dot = 0.0f, wc[kChunk];
+    for (int c = gpu_lane_id(); c < n_chunks; c += gpu_warp_size()) {
+      decode_chunk(w, row0 + o, static_cast<int64_t>(c) * kChunk, wc);
+      for (int k = 0; k < kChunk; ++k) dot += wc[k] * x[c * kChunk + k];
+    }
+    for (int col = n_chunks * kChunk + gpu_lane_id(); col < n_in; col += gpu_warp_size())
+      dot += weight_at(w, row0 + o, col) * x[col];
+    dot = warp_sum(dot);
+    if (gpu_lane_id() == 0) dst[o] = dot;
+  }
+}
+
+// Grid (n_head, max_q, n_seqs). q_abs[row, h] = [W_UK_h^T q_nope | q_rope]: column c of the latent is q_nope's dot
+// with w_uk row (h, c).
+__global__ void mla_absorb_q_kernel(CaiMlaParams p, const float* __restrict__ q, WeightView w_uk,
                                     const int32_t* __restrict__ seqs, int64_t n_rows, float* __restrict__ q_abs) {
   GPU_DYNAMIC_SHARED(float, q_nope);  // [qk_nope]
   const int64_t row = query_row(seqs, n_rows);
@@ -32,26 +49,11 @@ __global__ void mla_absorb_q_kernel(CaiMlaParams p, const float* __restrict__ q,
   for (int i = threadIdx.x; i < p.qk_nope; i += blockDim.x) q_nope[i] = qh[i];
   for (int r = threadIdx.x; r < p.qk_rope; r += blockDim.x) dst[p.kv_lora + r] = qh[p.qk_nope + r];
   __syncthreads();
-  const int64_t w_row0 = static_cast<int64_t>(h) * (p.qk_nope + p.v_head_dim);
-  const int n_chunks = p.kv_lora / kChunk;
-  for (int c = threadIdx.x; c < n_chunks; c += blockDim.x) {
-    float acc[kChunk] = {}, w[kChunk];
-    for (int i = 0; i < p.qk_nope; ++i) {
-      decode_chunk(kv_b, w_row0 + i, static_cast<int64_t>(c) * kChunk, w);
-      for (int k = 0; k < kChunk; ++k) acc[k] += q_nope[i] * w[k];
-    }
-    for (int k = 0; k < kChunk; ++k) dst[c * kChunk + k] = acc[k];
-  }
-  for (int col = n_chunks * kChunk + threadIdx.x; col < p.kv_lora; col += blockDim.x) {
-    float acc = 0.0f;
-    for (int i = 0; i < p.qk_nope; ++i) acc += q_nope[i] * weight_at(kv_b, w_row0 + i, col);
-    dst[col] = acc;
-  }
+  head_rows_dot(w_uk, static_cast<int64_t>(h) * p.kv_lora, p.kv_lora, p.qk_nope, q_nope, dst);
 }
 
-// Grid (n_head, max_q, n_seqs). out[row, h, v] = W_UV_h[v] · o_lat[row, h]: one warp per output, lanes across
-// 8-column chunks of the latent.
-__global__ void mla_project_out_kernel(CaiMlaParams p, const float* __restrict__ o_lat, WeightView kv_b,
+// Grid (n_head, max_q, n_seqs). out[row, h, v] = W_UV_h[v] · o_lat[row, h].
+__global__ void mla_project_out_kernel(CaiMlaParams p, const float* __restrict__ o_lat, WeightView w_uv,
                                        const int32_t* __restrict__ seqs, int64_t n_rows, float* __restrict__ out) {
   GPU_DYNAMIC_SHARED(float, lat);  // [kv_lora]
   const int64_t row = query_row(seqs, n_rows);
@@ -60,34 +62,26 @@ __global__ void mla_project_out_kernel(CaiMlaParams p, const float* __restrict__
   const float* src = o_lat + (row * p.n_head + h) * p.kv_lora;
   for (int c = threadIdx.x; c < p.kv_lora; c += blockDim.x) lat[c] = src[c];
   __syncthreads();
-  const int64_t w_row0 = static_cast<int64_t>(h) * (p.qk_nope + p.v_head_dim) + p.qk_nope;
-  const int n_warps = static_cast<int>(blockDim.x) / gpu_warp_size(), n_chunks = p.kv_lora / kChunk;
-  for (int v = gpu_warp_id(); v < p.v_head_dim; v += n_warps) {
-    float dot = 0.0f, w[kChunk];
-    for (int c = gpu_lane_id(); c < n_chunks; c += gpu_warp_size()) {
-      decode_chunk(kv_b, w_row0 + v, static_cast<int64_t>(c) * kChunk, w);
-      for (int k = 0; k < kChunk; ++k) dot += w[k] * lat[c * kChunk + k];
-    }
-    for (int col = n_chunks * kChunk + gpu_lane_id(); col < p.kv_lora; col += gpu_warp_size())
-      dot += weight_at(kv_b, w_row0 + v, col) * lat[col];
-    dot = warp_sum(dot);
-    if (gpu_lane_id() == 0) out[(row * p.n_head + h) * p.v_head_dim + v] = dot;
-  }
+  head_rows_dot(w_uv, static_cast<int64_t>(h) * p.v_head_dim, p.v_head_dim, p.kv_lora, lat,
+                out + (row * p.n_head + h) * p.v_head_dim);
 }
 
-int check_mla_args(const CaiMlaParams& p, const CaiTensor& q, const CaiTensor& kv_b, const CaiTensor& latent,
-                   const CaiTensor& out, CaiError* err) {
-  if (int rc = check_weight(kv_b, 2, "attention_mla", "kv_b", err)) return rc;
+int check_mla_args(const CaiMlaParams& p, const CaiTensor& q, const CaiTensor& w_uk, const CaiTensor& w_uv,
+                   const CaiTensor& latent, const CaiTensor& out, CaiError* err) {
+  if (int rc = check_weight(w_uk, 2, "attention_mla", "w_uk", err)) return rc;
+  if (int rc = check_weight(w_uv, 2, "attention_mla", "w_uv", err)) return rc;
   if (int rc = check_kv_cache(latent, "attention_mla", "latent cache", err)) return rc;
-  const int per_head = p.qk_nope + p.v_head_dim, qk = p.qk_nope + p.qk_rope;
+  const int qk = p.qk_nope + p.qk_rope;
   if (p.n_head <= 0 || p.block_size <= 0 || p.qk_nope <= 0 || p.qk_rope < 0 || p.v_head_dim <= 0 || p.kv_lora <= 0 ||
-      kv_b.shape[0] != static_cast<int64_t>(p.n_head) * per_head || kv_b.shape[1] != p.kv_lora ||
+      w_uk.shape[0] != static_cast<int64_t>(p.n_head) * p.kv_lora || w_uk.shape[1] != p.qk_nope ||
+      w_uv.shape[0] != static_cast<int64_t>(p.n_head) * p.v_head_dim || w_uv.shape[1] != p.kv_lora ||
       cols(latent) != p.kv_lora + p.qk_rope || n_elements(q) % (static_cast<int64_t>(p.n_head) * qk) ||
       n_elements(out) != n_elements(q) / qk * p.v_head_dim || q.dtype != CAI_DTYPE_F32 ||
       out.dtype != CAI_DTYPE_F32)
-    return fail(err, CAI_ERR_INVALID_ARGUMENT, "attention_mla: q %s kv_b %s latent %s out %s do not match the params",
-                shape_string(q).c_str(), shape_string(kv_b).c_str(), shape_string(latent).c_str(),
-                shape_string(out).c_str());
+    return fail(err, CAI_ERR_INVALID_ARGUMENT,
+                "attention_mla: q %s w_uk %s w_uv %s latent %s out %s do not match the params",
+                shape_string(q).c_str(), shape_string(w_uk).c_str(), shape_string(w_uv).c_str(),
+                shape_string(latent).c_str(), shape_string(out).c_str());
   return CAI_OK;
 }
 
@@ -123,8 +117,9 @@ PagedAttnArgs latent_attention_args(const CaiMlaParams& p, const CaiAttnBatch& b
 }  // namespace
 
 int attention_mla(const Context& ctx, const CaiMlaParams& p, const CaiAttnBatch& batch, const CaiTensor& q,
-                  const CaiTensor& kv_b, const CaiTensor& latent, const CaiTensor& out, CaiError* err) {
-  if (int rc = check_mla_args(p, q, kv_b, latent, out, err)) return rc;
+                  const CaiTensor& w_uk, const CaiTensor& w_uv, const CaiTensor& latent, const CaiTensor& out,
+                  CaiError* err) {
+  if (int rc = check_mla_args(p, q, w_uk, w_uv, latent, out, err)) return rc;
   if (int rc = check_attn_batch(batch, "attention_mla", err)) return rc;
   if (batch.seqs.shape[0] == 0 || batch.max_q <= 0) return CAI_OK;
   if (batch.max_q > 65535 || batch.seqs.shape[0] > 65535)
@@ -137,20 +132,19 @@ int attention_mla(const Context& ctx, const CaiMlaParams& p, const CaiAttnBatch&
   float* q_abs = static_cast<float*>(ctx.scratch->get((abs_floats + lat_floats) * sizeof(float), err));
   if (!q_abs) return CAI_ERR_OUT_OF_MEMORY;
   float* o_lat = q_abs + abs_floats;
-  const WeightView w = weight_view(kv_b);
   const int32_t* seqs = static_cast<const int32_t*>(batch.seqs.data);
   const dim3 grid(static_cast<unsigned>(p.n_head), static_cast<unsigned>(batch.max_q),
                   static_cast<unsigned>(batch.seqs.shape[0]));
-  GPU_LAUNCH(grid, row_block_threads(p.kv_lora / kChunk + 1, ctx.warp_size, kMaxThreads),
+  GPU_LAUNCH(grid, row_block_threads(static_cast<int64_t>(p.kv_lora) * ctx.warp_size, ctx.warp_size, kMaxThreads),
              static_cast<size_t>(p.qk_nope) * sizeof(float), ctx.stream, mla_absorb_q_kernel)
-  (p, static_cast<const float*>(q.data), w, seqs, n_rows, q_abs);
+  (p, static_cast<const float*>(q.data), weight_view(w_uk), seqs, n_rows, q_abs);
   if (int rc = check_launch(err, "attention_mla")) return rc;
   if (int rc = launch_paged_attention(ctx, latent_attention_args(p, batch, n_rows, q_abs, latent, o_lat),
                                       "attention_mla", err))
     return rc;
   GPU_LAUNCH(grid, row_block_threads(static_cast<int64_t>(p.v_head_dim) * ctx.warp_size, ctx.warp_size, kMaxThreads),
              static_cast<size_t>(p.kv_lora) * sizeof(float), ctx.stream, mla_project_out_kernel)
-  (p, o_lat, w, seqs, n_rows, static_cast<float*>(out.data));
+  (p, o_lat, weight_view(w_uv), seqs, n_rows, static_cast<float*>(out.data));
   return check_launch(err, "attention_mla");
 }
 

@@ -49,6 +49,7 @@ int moe_gate(const Context&, const CaiMoeGateParams& p, const CaiTensor& logits,
 int sparse_moe(const Context&, const CaiExpertWeights& w, const CaiTensor& x, const CaiTensor& ids,
                const CaiTensor& weights, const CaiTensor& out, CaiError*);
 int attention_mla(const Context&, const CaiMlaParams& p, const CaiAttnBatch& batch, const CaiTensor& q,
-                  const CaiTensor& kv_b, const CaiTensor& latent, const CaiTensor& out, CaiError*);
+                  const CaiTensor& w_uk, const CaiTensor& w_uv, const CaiTensor& latent, const CaiTensor& out,
+                  CaiError*);
 
 }  // namespace cai::gpu

@@ -1,0 +1,120 @@
+// The CPU's absorbed MLA under --precision fast, on W_UK / W_UV packed in 16-row groups as the model loads them: each
+// head's rows run through the integer group kernels (q_nope and the attention's latent output quantized to int8), near
+// the exact result on the file's row-major weights, and a sequence's output is the same bits alone or batched.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/quant.h"
+#include "hal/cpu/kernels/kernels.h"
+#include "hal/cpu/kernels/qdot_groups.h"
+#include "hal/hal.h"
+
+namespace cai {
+namespace {
+
+constexpr int kHeads = 2, kNope = 32, kRope = 16, kV = 32, kLora = 64, kBlock = 4, kSlots = 24;
+const hal::MlaParams kParams{kHeads, kNope, kRope, kV, kLora, 0.2f, kBlock};
+
+std::vector<float> gaussian(size_t n, uint32_t seed, float sd = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, sd);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// Q4_0 rows of [rows, cols] values.
+std::vector<uint8_t> q4_0(const std::vector<float>& v, int64_t rows, int64_t cols) {
+  std::vector<uint8_t> out(row_bytes(DType::kQ4_0, cols) * static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r)
+    EXPECT_TRUE(quantize_row(DType::kQ4_0, v.data() + r * cols, out.data() + r * row_bytes(DType::kQ4_0, cols), cols)
+                    .ok());
+  return out;
+}
+
+struct Mla {
+  std::vector<uint8_t> uk = q4_0(gaussian(kHeads * kLora * kNope, 1, 0.3f), kHeads * kLora, kNope);
+  std::vector<uint8_t> uv = q4_0(gaussian(kHeads * kV * kLora, 2, 0.3f), kHeads * kV, kLora);
+  std::vector<uint8_t> uk_packed = std::vector<uint8_t>(uk.size()), uv_packed = std::vector<uint8_t>(uv.size());
+  std::vector<float> latent = gaussian(kSlots * (kLora + kRope), 3);
+  Mla() {
+    hal::cpu::pack_row_groups(DType::kQ4_0_R16, uk.data(), uk_packed.data(), kHeads * kLora, kNope, nullptr);
+    hal::cpu::pack_row_groups(DType::kQ4_0_R16, uv.data(), uv_packed.data(), kHeads * kV, kLora, nullptr);
+  }
+  // out for the sequences {q_begin, n_q, pos0}, three blocks of the slots each in `tables`.
+  std::vector<float> run(hal::Precision precision, bool packed, std::vector<int32_t> seqs, std::vector<int32_t> tables,
+                         std::vector<float> q) {
+    hal::Device* cpu = hal::Registry::global().find_device("cpu").value();
+    const int64_t n_seqs = static_cast<int64_t>(seqs.size() / 3), n_tok = static_cast<int64_t>(q.size()) /
+                                                                           (kHeads * (kNope + kRope));
+    hal::AttnBatch batch;
+    batch.seqs = TensorView::make(seqs.data(), DType::kI32, {n_seqs, 3});
+    batch.block_tables = TensorView::make(tables.data(), DType::kI32, {n_seqs, 3});
+    for (size_t s = 0; s < seqs.size(); s += 3) {
+      batch.max_q = std::max(batch.max_q, seqs[s + 1]);
+      batch.max_ctx = std::max(batch.max_ctx, seqs[s + 1] + seqs[s + 2]);
+    }
+    const DType wt = packed ? DType::kQ4_0_R16 : DType::kQ4_0;
+    std::vector<float> out(static_cast<size_t>(n_tok) * kHeads * kV);
+    hal::OpContext ctx = cpu->op_context();
+    ctx.precision = precision;
+    const Status st = cpu->ops().attention_mla(
+        ctx, kParams, batch, TensorView::make(q.data(), DType::kF32, {n_tok, kHeads, kNope + kRope}),
+        TensorView::make(packed ? uk_packed.data() : uk.data(), wt, {kHeads * kLora, kNope}),
+        TensorView::make(packed ? uv_packed.data() : uv.data(), wt, {kHeads * kV, kLora}),
+        TensorView::make(latent.data(), DType::kF32, {kSlots, kLora + kRope}),
+        TensorView::make(out.data(), DType::kF32, {n_tok, kHeads * kV}));
+    EXPECT_TRUE(st.ok()) << st.to_string();
+    return out;
+  }
+};
+
+TEST(MlaPacked, FastDecodeOnPackedWeightsIsNearExactAndBatchInvariant) {
+  Mla m;
+  const std::vector<float> q = gaussian(2 * kHeads * (kNope + kRope), 4);
+  const std::vector<int32_t> seqs = {0, 1, 9, 1, 1, 5};  // one decode query each, after 9 and 5 cached rows
+  const std::vector<int32_t> tables = {5, 4, 3, 2, 0, 1};
+  const std::vector<float> exact = m.run(hal::Precision::kExact, false, seqs, tables, q);
+  const std::vector<float> fast = m.run(hal::Precision::kFast, true, seqs, tables, q);
+  float scale = 0, diff = 0;
+  for (size_t i = 0; i < exact.size(); ++i) {
+    scale = std::max(scale, std::abs(exact[i]));
+    diff = std::max(diff, std::abs(fast[i] - exact[i]));
+  }
+  ASSERT_GT(scale, 0.1f);
+  EXPECT_GT(diff, 0.0f) << "the integer kernels did not run";
+  EXPECT_LE(diff, 2e-2f * scale);  // int8 activations, as the dense fast-path twin tests
+  const size_t per_tok = static_cast<size_t>(kHeads) * (kNope + kRope);
+  const std::vector<float> second = m.run(hal::Precision::kFast, true, {0, 1, 5}, {2, 0, 1},
+                                          std::vector<float>(q.begin() + static_cast<int64_t>(per_tok), q.end()));
+  ASSERT_EQ(second.size(), fast.size() / 2);
+  EXPECT_TRUE(std::equal(second.begin(), second.end(), fast.begin() + static_cast<int64_t>(fast.size() / 2)))
+      << "the second sequence alone differs from the same sequence batched";
+}
+
+// Packed weights have no exact kernel: the exact path refuses them instead of reading the groups as rows.
+TEST(MlaPacked, ExactPrecisionRefusesPackedWeights) {
+  Mla m;
+  hal::Device* cpu = hal::Registry::global().find_device("cpu").value();
+  std::vector<float> q = gaussian(kHeads * (kNope + kRope), 5), out(kHeads * kV);
+  std::vector<int32_t> seqs = {0, 1, 9}, tables = {5, 4, 3};
+  hal::AttnBatch batch;
+  batch.seqs = TensorView::make(seqs.data(), DType::kI32, {1, 3});
+  batch.block_tables = TensorView::make(tables.data(), DType::kI32, {1, 3});
+  batch.max_q = 1;
+  batch.max_ctx = 10;
+  const Status st = cpu->ops().attention_mla(
+      cpu->op_context(), kParams, batch, TensorView::make(q.data(), DType::kF32, {1, kHeads, kNope + kRope}),
+      TensorView::make(m.uk_packed.data(), DType::kQ4_0_R16, {kHeads * kLora, kNope}),
+      TensorView::make(m.uv_packed.data(), DType::kQ4_0_R16, {kHeads * kV, kLora}),
+      TensorView::make(m.latent.data(), DType::kF32, {kSlots, kLora + kRope}),
+      TensorView::make(out.data(), DType::kF32, {1, kHeads * kV}));
+  EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
+}
+
+}  // namespace
+}  // namespace cai
