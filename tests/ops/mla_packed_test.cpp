@@ -16,8 +16,7 @@
 namespace cai {
 namespace {
 
-constexpr int kHeads = 2, kNope = 32, kRope = 16, kV = 32, kLora = 64, kBlock = 4, kSlots = 24;
-const hal::MlaParams kParams{kHeads, kNope, kRope, kV, kLora, 0.2f, kBlock};
+constexpr int kHeads = 2, kNope = 32, kRope = 16, kLora = 64, kBlock = 4, kSlots = 24;
 
 std::vector<float> gaussian(size_t n, uint32_t seed, float sd = 1.0f) {
   std::mt19937 rng(seed);
@@ -36,14 +35,17 @@ std::vector<uint8_t> q4_0(const std::vector<float>& v, int64_t rows, int64_t col
   return out;
 }
 
+// v: each head's W_UV rows (32: whole 16-row groups; 8: two heads share a group).
 struct Mla {
+  int v;
+  hal::MlaParams params{kHeads, kNope, kRope, v, kLora, 0.2f, kBlock};
   std::vector<uint8_t> uk = q4_0(gaussian(kHeads * kLora * kNope, 1, 0.3f), kHeads * kLora, kNope);
-  std::vector<uint8_t> uv = q4_0(gaussian(kHeads * kV * kLora, 2, 0.3f), kHeads * kV, kLora);
+  std::vector<uint8_t> uv = q4_0(gaussian(kHeads * v * kLora, 2, 0.3f), kHeads * v, kLora);
   std::vector<uint8_t> uk_packed = std::vector<uint8_t>(uk.size()), uv_packed = std::vector<uint8_t>(uv.size());
   std::vector<float> latent = gaussian(kSlots * (kLora + kRope), 3);
-  Mla() {
+  explicit Mla(int v_head_dim = 32) : v(v_head_dim) {
     hal::cpu::pack_row_groups(DType::kQ4_0_R16, uk.data(), uk_packed.data(), kHeads * kLora, kNope, nullptr);
-    hal::cpu::pack_row_groups(DType::kQ4_0_R16, uv.data(), uv_packed.data(), kHeads * kV, kLora, nullptr);
+    hal::cpu::pack_row_groups(DType::kQ4_0_R16, uv.data(), uv_packed.data(), kHeads * v, kLora, nullptr);
   }
   // out for the sequences {q_begin, n_q, pos0}, three blocks of the slots each in `tables`.
   std::vector<float> run(hal::Precision precision, bool packed, std::vector<int32_t> seqs, std::vector<int32_t> tables,
@@ -59,22 +61,22 @@ struct Mla {
       batch.max_ctx = std::max(batch.max_ctx, seqs[s + 1] + seqs[s + 2]);
     }
     const DType wt = packed ? DType::kQ4_0_R16 : DType::kQ4_0;
-    std::vector<float> out(static_cast<size_t>(n_tok) * kHeads * kV);
+    std::vector<float> out(static_cast<size_t>(n_tok) * kHeads * v);
     hal::OpContext ctx = cpu->op_context();
     ctx.precision = precision;
     const Status st = cpu->ops().attention_mla(
-        ctx, kParams, batch, TensorView::make(q.data(), DType::kF32, {n_tok, kHeads, kNope + kRope}),
+        ctx, params, batch, TensorView::make(q.data(), DType::kF32, {n_tok, kHeads, kNope + kRope}),
         TensorView::make(packed ? uk_packed.data() : uk.data(), wt, {kHeads * kLora, kNope}),
-        TensorView::make(packed ? uv_packed.data() : uv.data(), wt, {kHeads * kV, kLora}),
+        TensorView::make(packed ? uv_packed.data() : uv.data(), wt, {kHeads * v, kLora}),
         TensorView::make(latent.data(), DType::kF32, {kSlots, kLora + kRope}),
-        TensorView::make(out.data(), DType::kF32, {n_tok, kHeads * kV}));
+        TensorView::make(out.data(), DType::kF32, {n_tok, kHeads * v}));
     EXPECT_TRUE(st.ok()) << st.to_string();
     return out;
   }
 };
 
-TEST(MlaPacked, FastDecodeOnPackedWeightsIsNearExactAndBatchInvariant) {
-  Mla m;
+// Fast decode of m's sequences on the packed weights against exact decode on the row-major ones.
+void expect_fast_near_exact(Mla& m) {
   const std::vector<float> q = gaussian(2 * kHeads * (kNope + kRope), 4);
   const std::vector<int32_t> seqs = {0, 1, 9, 1, 1, 5};  // one decode query each, after 9 and 5 cached rows
   const std::vector<int32_t> tables = {5, 4, 3, 2, 0, 1};
@@ -96,11 +98,22 @@ TEST(MlaPacked, FastDecodeOnPackedWeightsIsNearExactAndBatchInvariant) {
       << "the second sequence alone differs from the same sequence batched";
 }
 
+TEST(MlaPacked, FastDecodeOnPackedWeightsIsNearExactAndBatchInvariant) {
+  Mla m;
+  expect_fast_near_exact(m);
+}
+
+// A head's 8 W_UV rows cut a packed 16-row group: those rows are decoded instead (W_UK's still run packed).
+TEST(MlaPacked, HeadsThatCutAPackedGroupDecodeTheirRows) {
+  Mla m(8);
+  expect_fast_near_exact(m);
+}
+
 // Packed weights have no exact kernel: the exact path refuses them instead of reading the groups as rows.
 TEST(MlaPacked, ExactPrecisionRefusesPackedWeights) {
   Mla m;
   hal::Device* cpu = hal::Registry::global().find_device("cpu").value();
-  std::vector<float> q = gaussian(kHeads * (kNope + kRope), 5), out(kHeads * kV);
+  std::vector<float> q = gaussian(kHeads * (kNope + kRope), 5), out(kHeads * m.v);
   std::vector<int32_t> seqs = {0, 1, 9}, tables = {5, 4, 3};
   hal::AttnBatch batch;
   batch.seqs = TensorView::make(seqs.data(), DType::kI32, {1, 3});
@@ -108,11 +121,11 @@ TEST(MlaPacked, ExactPrecisionRefusesPackedWeights) {
   batch.max_q = 1;
   batch.max_ctx = 10;
   const Status st = cpu->ops().attention_mla(
-      cpu->op_context(), kParams, batch, TensorView::make(q.data(), DType::kF32, {1, kHeads, kNope + kRope}),
+      cpu->op_context(), m.params, batch, TensorView::make(q.data(), DType::kF32, {1, kHeads, kNope + kRope}),
       TensorView::make(m.uk_packed.data(), DType::kQ4_0_R16, {kHeads * kLora, kNope}),
-      TensorView::make(m.uv_packed.data(), DType::kQ4_0_R16, {kHeads * kV, kLora}),
+      TensorView::make(m.uv_packed.data(), DType::kQ4_0_R16, {kHeads * m.v, kLora}),
       TensorView::make(m.latent.data(), DType::kF32, {kSlots, kLora + kRope}),
-      TensorView::make(out.data(), DType::kF32, {1, kHeads * kV}));
+      TensorView::make(out.data(), DType::kF32, {1, kHeads * m.v}));
   EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
 }
 
