@@ -249,9 +249,10 @@ void add_attention_cases(std::vector<OpCase>& cases) {
   }
   // The latent cache in every KV dtype (F32 weights), FP8 (block-scaled) and Q4_0 W_UK / W_UV over an F32 latent. A
   // Q8_0 latent's c_kv and k_rope are whole blocks (R1: 512 + 64), as are Q4_0 rows (nope 32, kv_lora 64).
-  for (const auto& [kv, wt] : {std::pair{DType::kF32, DType::kF32}, std::pair{DType::kF16, DType::kF32},
-                               std::pair{DType::kBF16, DType::kF32}, std::pair{DType::kQ8_0, DType::kF32},
-                               std::pair{DType::kF32, DType::kF8_E4M3}, std::pair{DType::kF32, DType::kQ4_0}}) {
+  for (const auto& dtypes : {std::pair{DType::kF32, DType::kF32}, std::pair{DType::kF16, DType::kF32},
+                             std::pair{DType::kBF16, DType::kF32}, std::pair{DType::kQ8_0, DType::kF32},
+                             std::pair{DType::kF32, DType::kF8_E4M3}, std::pair{DType::kF32, DType::kQ4_0}}) {
+    const DType kv = dtypes.first, wt = dtypes.second;  // (latent, weights); clang 14 lambdas capture no bindings
     const std::string weights = wt == DType::kF32 ? "" : "_" + std::string(dtype_name(wt)) + "_weights";
     cases.push_back({"attention_mla_" + std::string(dtype_name(kv)) + weights, 5e-5f,
                      [kv, wt](const hal::OpTable& t, const hal::OpContext& c, Env& env) {
