@@ -180,7 +180,11 @@ Result<WeightStore> WeightStore::from_checkpoint(std::unique_ptr<SafetensorsChec
   ws.device_ = &device;
   std::vector<std::pair<std::string, TensorView>> plain;
   std::map<std::string, std::vector<std::string>> expert_groups;  // stacked name → HF names by expert index
-  std::vector<std::pair<std::string, std::string>> kv_b;          // DeepSeek kv_b_proj: canonical and HF names
+  struct KvB {
+    std::string canon, hf;
+    TensorView host;
+  };
+  std::vector<KvB> kv_b;  // DeepSeek kv_b_proj, split per head on the host (mla_weights.h) once the rest is placed
   size_t total = 0;
   for (const std::string& name : ckpt->names()) {
     if (hf_layer_index(name) >= n_layers) continue;  // MTP layers
@@ -197,8 +201,8 @@ Result<WeightStore> WeightStore::from_checkpoint(std::unique_ptr<SafetensorsChec
       continue;
     }
     CAI_ASSIGN_OR_RETURN(TensorView host, t->view());
-    if (canon->ends_with(".attn_kv_b.weight")) {  // split per head on the host (mla_weights.h)
-      kv_b.emplace_back(*canon, name);
+    if (canon->ends_with(".attn_kv_b.weight")) {
+      kv_b.push_back({*canon, name, host});
       continue;
     }
     total += align_up(host.n_bytes());
@@ -214,15 +218,14 @@ Result<WeightStore> WeightStore::from_checkpoint(std::unique_ptr<SafetensorsChec
   }
   CAI_TRY(ws.attach_block_scales(*ckpt));
   CAI_TRY(ws.stack_experts(*ckpt, expert_groups));
-  for (const auto& [canon, hf] : kv_b) {
-    if (!mla) return invalid_argument("'{}' needs the model's MLA head sizes to split", hf);
-    CAI_ASSIGN_OR_RETURN(TensorView host, ckpt->find(hf)->view());
-    CAI_ASSIGN_OR_RETURN(std::optional<TensorView> scale, block_scale_view(*ckpt, hf, host));
-    if (scale) host.scale = scale->as<const float>();
-    const std::string prefix = canon.substr(0, canon.size() - std::string_view("attn_kv_b.weight").size());
-    CAI_ASSIGN_OR_RETURN(auto parts, split_mla_kv_b(prefix, host, *mla));
-    for (const HostTensor& t : parts) {
-      CAI_ASSIGN_OR_RETURN(ws.tensors_[t.name], ws.upload(t.view));
+  for (KvB& t : kv_b) {
+    if (!mla) return invalid_argument("'{}' needs the model's MLA head sizes to split", t.hf);
+    CAI_ASSIGN_OR_RETURN(std::optional<TensorView> scale, block_scale_view(*ckpt, t.hf, t.host));
+    if (scale) t.host.scale = scale->as<const float>();
+    const std::string prefix = t.canon.substr(0, t.canon.size() - std::string_view("attn_kv_b.weight").size());
+    CAI_ASSIGN_OR_RETURN(auto parts, split_mla_kv_b(prefix, t.host, *mla));
+    for (const HostTensor& part : parts) {
+      CAI_ASSIGN_OR_RETURN(ws.tensors_[part.name], ws.upload(part.view));
     }
   }
   ws.advise_copy(files, false);

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "core/quant.h"
+#include "ops/gemm_weights.h"
 #include "hal/cpu/kernels/kernels.h"
 #include "hal/cpu/kernels/qdot_groups.h"
 #include "hal/hal.h"
@@ -16,17 +16,12 @@
 namespace cai {
 namespace {
 
+using hal::cpu::gaussian;
+
 constexpr int kHeads = 2, kNope = 32, kRope = 16, kLora = 64, kBlock = 4, kSlots = 24;
 
-std::vector<float> gaussian(size_t n, uint32_t seed, float sd = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, sd);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-// Q4_0 rows of [rows, cols] values.
+// Q4_0 rows of [rows, cols] values (gemm_weights.h's make_weights draws at one standard deviation; these weights at
+// 0.3 keep the scores' softmax soft).
 std::vector<uint8_t> q4_0(const std::vector<float>& v, int64_t rows, int64_t cols) {
   std::vector<uint8_t> out(row_bytes(DType::kQ4_0, cols) * static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r)
@@ -39,10 +34,11 @@ std::vector<uint8_t> q4_0(const std::vector<float>& v, int64_t rows, int64_t col
 struct Mla {
   int v;
   hal::MlaParams params{kHeads, kNope, kRope, v, kLora, 0.2f, kBlock};
-  std::vector<uint8_t> uk = q4_0(gaussian(kHeads * kLora * kNope, 1, 0.3f), kHeads * kLora, kNope);
-  std::vector<uint8_t> uv = q4_0(gaussian(kHeads * v * kLora, 2, 0.3f), kHeads * v, kLora);
+  std::mt19937 uk_rng{1}, uv_rng{2}, latent_rng{3};
+  std::vector<uint8_t> uk = q4_0(gaussian(kHeads * kLora * kNope, uk_rng, 0.3f), kHeads * kLora, kNope);
+  std::vector<uint8_t> uv = q4_0(gaussian(kHeads * v * kLora, uv_rng, 0.3f), kHeads * v, kLora);
   std::vector<uint8_t> uk_packed = std::vector<uint8_t>(uk.size()), uv_packed = std::vector<uint8_t>(uv.size());
-  std::vector<float> latent = gaussian(kSlots * (kLora + kRope), 3);
+  std::vector<float> latent = gaussian(kSlots * (kLora + kRope), latent_rng);
   explicit Mla(int v_head_dim = 32) : v(v_head_dim) {
     hal::cpu::pack_row_groups(DType::kQ4_0_R16, uk.data(), uk_packed.data(), kHeads * kLora, kNope, nullptr);
     hal::cpu::pack_row_groups(DType::kQ4_0_R16, uv.data(), uv_packed.data(), kHeads * v, kLora, nullptr);
@@ -77,7 +73,8 @@ struct Mla {
 
 // Fast decode of m's sequences on the packed weights against exact decode on the row-major ones.
 void expect_fast_near_exact(Mla& m) {
-  const std::vector<float> q = gaussian(2 * kHeads * (kNope + kRope), 4);
+  std::mt19937 rng(4);
+  const std::vector<float> q = gaussian(2 * kHeads * (kNope + kRope), rng);
   const std::vector<int32_t> seqs = {0, 1, 9, 1, 1, 5};  // one decode query each, after 9 and 5 cached rows
   const std::vector<int32_t> tables = {5, 4, 3, 2, 0, 1};
   const std::vector<float> exact = m.run(hal::Precision::kExact, false, seqs, tables, q);
@@ -113,7 +110,8 @@ TEST(MlaPacked, HeadsThatCutAPackedGroupDecodeTheirRows) {
 TEST(MlaPacked, ExactPrecisionRefusesPackedWeights) {
   Mla m;
   hal::Device* cpu = hal::Registry::global().find_device("cpu").value();
-  std::vector<float> q = gaussian(kHeads * (kNope + kRope), 5), out(kHeads * m.v);
+  std::mt19937 rng(5);
+  std::vector<float> q = gaussian(kHeads * (kNope + kRope), rng), out(kHeads * m.v);
   std::vector<int32_t> seqs = {0, 1, 9}, tables = {5, 4, 3};
   hal::AttnBatch batch;
   batch.seqs = TensorView::make(seqs.data(), DType::kI32, {1, 3});

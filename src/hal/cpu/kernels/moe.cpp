@@ -148,8 +148,10 @@ Status sparse_moe(const OpContext& ctx, const ExpertWeights& w, const TensorView
     for (size_t r = 0; r < bucket.size(); ++r)
       std::copy_n(x.row<const float>(bucket[r].first), hidden, a.xs + r * hidden);
   }
-  const auto run = [&](const OpContext& c, Active& a, ExpertScratch& s) {
-    a.status = run_expert(c, w, a.id, a.xs, static_cast<int64_t>(a.tokens->size()), a.down, s);
+  // Each thread's own scratch (a lambda running on a pool thread names that thread's instance).
+  thread_local ExpertScratch scratch;
+  const auto run = [&](const OpContext& c, Active& a) {
+    a.status = run_expert(c, w, a.id, a.xs, static_cast<int64_t>(a.tokens->size()), a.down, scratch);
   };
   // With at least as many experts as threads (a decode step: top-k of them; a prompt: most of them), the experts run
   // side by side, each GEMM on one thread: one parallel region per layer instead of four per expert. Each thread takes
@@ -166,12 +168,10 @@ Status sparse_moe(const OpContext& ctx, const ExpertWeights& w, const TensorView
     OpContext one_thread = ctx;
     one_thread.pool = nullptr;
     parallel_rows(ctx, threads, 1, [&](int64_t, int64_t) {
-      thread_local ExpertScratch s;
-      for (size_t i = next++; i < order.size(); i = next++) run(one_thread, active[order[i]], s);
+      for (size_t i = next++; i < order.size(); i = next++) run(one_thread, active[order[i]]);
     });
   } else {
-    thread_local ExpertScratch s;
-    for (Active& a : active) run(ctx, a, s);
+    for (Active& a : active) run(ctx, a);
   }
   for (const Active& a : active) CAI_TRY(a.status);
   // Weighted sum in expert order, whichever way they ran.
