@@ -11,8 +11,8 @@
 #include <random>
 #include <vector>
 
+#include "bench_pool.h"
 #include "core/quant.h"
-#include "core/thread_pool.h"
 #include "hal/cpu/kernels/cpu_features.h"
 #include "hal/cpu/kernels/gemm.h"
 #include "hal/cpu/kernels/qdot_groups.h"
@@ -25,11 +25,6 @@ using cai::TensorView;
 
 // Weights are cycled through enough copies to overflow the last-level cache, so decode numbers show DRAM traffic.
 constexpr size_t kColdBytes = size_t{640} << 20;
-
-cai::ThreadPool& pool() {
-  static cai::ThreadPool p(0);
-  return p;
-}
 
 struct WeightSet {
   std::vector<uint8_t> bytes;  // n_copies × one matrix
@@ -73,7 +68,7 @@ void bm_gemm(benchmark::State& state, DType t, int64_t out, int64_t in, int64_t 
   std::vector<float> x(static_cast<size_t>(n * in), 0.5f), y(static_cast<size_t>(n * out));
   TensorView xv = TensorView::make(x.data(), DType::kF32, {n, in});
   TensorView yv = TensorView::make(y.data(), DType::kF32, {n, out});
-  cai::hal::OpContext ctx{threaded ? &pool() : nullptr, nullptr, invariant};
+  cai::hal::OpContext ctx{threaded ? &bench_pool() : nullptr, nullptr, invariant};
   ctx.precision = precision;
   int copy = 0;
   for (auto _ : state) {
@@ -88,7 +83,7 @@ void bm_gemm(benchmark::State& state, DType t, int64_t out, int64_t in, int64_t 
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(w.matrix_bytes));
   state.counters["GFLOPS"] = benchmark::Counter(2.0 * static_cast<double>(n * in * out) * state.iterations() / 1e9,
                                                 benchmark::Counter::kIsRate);
-  state.SetLabel(fmt::format("{} threads, {}", threaded ? pool().size() : 1,
+  state.SetLabel(fmt::format("{} threads, {}", threaded ? bench_pool().size() : 1,
                              cai::hal::cpu::cpu_isa_name(cai::hal::cpu::active_cpu_isa())));
 }
 

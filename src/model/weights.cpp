@@ -143,6 +143,18 @@ Result<TensorView> WeightStore::upload(const TensorView& host_view) {
   return v;
 }
 
+Result<TensorView> WeightStore::upload(const HostTensor& t) {
+  CAI_ASSIGN_OR_RETURN(TensorView v, upload(t.view));
+  v.scale = nullptr;
+  if (!t.scales.empty()) {
+    const TensorView host = TensorView::make(const_cast<float*>(t.scales.data()), DType::kF32,  // only read
+                                             {static_cast<int64_t>(t.scales.size())});
+    CAI_ASSIGN_OR_RETURN(TensorView sc, upload(host));
+    v.scale = sc.as<const float>();
+  }
+  return v;
+}
+
 void WeightStore::advise_copy(const std::vector<const MappedFile*>& files, bool copying) const {
   if (device_->host_visible()) return;  // the mapping is the weights: pages come and go with use
   for (const MappedFile* f : files) copying ? f->advise_sequential() : f->release();
@@ -166,7 +178,7 @@ Result<WeightStore> WeightStore::from_gguf(std::unique_ptr<GgufFile> file, hal::
     CAI_ASSIGN_OR_RETURN(ws.tensors_[t.name], ws.place(t.name, t.view()));
   }
   for (const HostTensor& t : rebuilt) {
-    CAI_ASSIGN_OR_RETURN(ws.tensors_[t.name], ws.upload(t.view));
+    CAI_ASSIGN_OR_RETURN(ws.tensors_[t.name], ws.upload(t));
   }
   ws.advise_copy(file->mapped_files(), false);
   ws.gguf_ = std::move(file);
@@ -224,8 +236,11 @@ Result<WeightStore> WeightStore::from_checkpoint(std::unique_ptr<SafetensorsChec
     if (scale) t.host.scale = scale->as<const float>();
     const std::string prefix = t.canon.substr(0, t.canon.size() - std::string_view("attn_kv_b.weight").size());
     CAI_ASSIGN_OR_RETURN(auto parts, split_mla_kv_b(prefix, t.host, *mla));
+    if (&t == &kv_b.front())
+      CAI_LOG_INFO("splitting {} kv_b_proj into attn_k_b ({}) and attn_v_b ({})", kv_b.size(),
+                   dtype_name(parts[0].view.dtype), dtype_name(parts[1].view.dtype));
     for (const HostTensor& part : parts) {
-      CAI_ASSIGN_OR_RETURN(ws.tensors_[part.name], ws.upload(part.view));
+      CAI_ASSIGN_OR_RETURN(ws.tensors_[part.name], ws.upload(part));
     }
   }
   ws.advise_copy(files, false);

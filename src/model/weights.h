@@ -17,6 +17,7 @@ class GgufFile;
 class MappedFile;
 class SafetensorsCheckpoint;
 struct MlaDims;
+struct HostTensor;
 
 // Canonical name of one layer's stacked routed experts [n_experts, out, in]: "blk.<layer>.ffn_<proj>_exps.weight".
 std::string experts_name(int layer, const std::string& proj);
@@ -81,6 +82,8 @@ class WeightStore {
   Result<TensorView> place(const std::string& name, const TensorView& host_view);
   // A device copy of host data (conversions, derived tables, stacked experts), owned by the store.
   Result<TensorView> upload(const TensorView& host_view);
+  // The same for a tensor built on the host at load, with its FP8 block scales where it has them.
+  Result<TensorView> upload(const HostTensor& t);
   Status attach_block_scales(const SafetensorsCheckpoint& ckpt);  // in place if the device sees host memory, else upload
   // Hugging Face checkpoints keep one tensor per expert: stack each layer's experts into [E, out, in] (with FP8 block
   // scales stacked alike), as GGUF stores them, so every device can run them as one grouped GEMM.

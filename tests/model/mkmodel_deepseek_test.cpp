@@ -41,15 +41,16 @@ void make_model(const std::string& args) {
 
 const std::vector<int32_t> kTokens = {297, 5, 17, 120, 42, 260, 3, 77, 150, 201, 9, 64};
 
-// Loads the model and returns the logits of every position of kTokens (one prefill step).
-std::vector<float> forward_logits(const std::string& path) {
+// Loads the model and returns the logits of every position of kTokens (one prefill step), then of `decode_steps`
+// single-token steps after it (kTokens again from the start), which MLA runs in its absorbed form.
+std::vector<float> forward_logits(const std::string& path, int decode_steps = 0) {
   hal::Device* cpu = hal::Registry::global().find_device("cpu").value();
   Result<LoadedModel> lm = load_model(path, *cpu);
   EXPECT_TRUE(lm.ok()) << path << ": " << lm.status().to_string();
   if (!lm.ok()) return {};
   Model& m = *lm->model;
   const int n = static_cast<int>(kTokens.size());
-  Result<KvCache> kv = KvCache::create(*cpu, m.kv_spec(), 1, n);
+  Result<KvCache> kv = KvCache::create(*cpu, m.kv_spec(), 1, n + decode_steps);
   EXPECT_TRUE(kv.ok());
   const std::vector<int32_t> table = identity_block_table(1);
   StepBatch b;
@@ -60,9 +61,22 @@ std::vector<float> forward_logits(const std::string& path) {
     b.logit_rows.push_back(i);
   }
   b.seqs.push_back({0, n, 0, table.data()});
-  std::vector<float> logits(static_cast<size_t>(n) * m.config().vocab_size);
+  const size_t vocab = static_cast<size_t>(m.config().vocab_size);
+  std::vector<float> logits(static_cast<size_t>(n) * vocab);
   const Status st = m.forward(b, *kv, logits.data());
   EXPECT_TRUE(st.ok()) << st.to_string();
+  for (int s = 0; s < decode_steps; ++s) {
+    const int pos = n + s;
+    StepBatch d;
+    d.tokens = {kTokens[static_cast<size_t>(s) % kTokens.size()]};
+    d.positions = {pos};
+    d.slots = {pos};
+    d.logit_rows = {0};
+    d.seqs.push_back({0, 1, pos, table.data()});
+    logits.resize(logits.size() + vocab);
+    const Status ds = m.forward(d, *kv, logits.data() + logits.size() - vocab);
+    EXPECT_TRUE(ds.ok()) << ds.to_string();
+  }
   return logits;
 }
 
@@ -113,6 +127,32 @@ TEST(MkmodelDeepseek, TinyPresetLoadsAndRunsInEveryFormat) {
     const double err = rel_rms_error(got, ref);
     EXPECT_LE(err, name == "hffp8" ? 0.15 : 0.03) << name;
   }
+}
+
+// R1's MLA sizes (nope 128, v 128; kv_lora 128 here) in an FP8 checkpoint: kv_b_proj's W_UK / W_UV stay FP8 with
+// their block scales (mla_weights.h) and decode to its values exactly, so prompt and absorbed decode steps give the
+// logits of the same checkpoint converted to F32 (whose split is F32).
+TEST(MkmodelDeepseek, Fp8KvBAtR1SizesRunsAsItsF32Conversion) {
+  TempDir dir;
+  make_model("--arch deepseek2 --preset tiny --seed 12 --kv-lora 128 --qk-nope 128 --v-head 128 --format hf "
+             "--dtype fp8 -o " + dir / "fp8");
+  make_model("--from " + dir / "fp8" + " --dtype f32 -o " + dir / "f32.gguf");
+  auto ckpt = SafetensorsCheckpoint::open_dir(dir / "fp8");
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status().to_string();
+  hal::Device* cpu = hal::Registry::global().find_device("cpu").value();
+  const MlaDims dims{4, 128, 128};
+  auto store = WeightStore::from_checkpoint(std::move(*ckpt), 3, *cpu, &dims);
+  ASSERT_TRUE(store.ok()) << store.status().to_string();
+  for (const char* name : {"blk.0.attn_k_b.weight", "blk.0.attn_v_b.weight"}) {
+    ASSERT_TRUE(store->has(name)) << name;
+    const TensorView& w = store->all().at(name);
+    EXPECT_EQ(w.dtype, DType::kF8_E4M3) << name;
+    EXPECT_NE(w.scale, nullptr) << name;
+  }
+  const std::vector<float> want = forward_logits(dir / "f32.gguf", 3), got = forward_logits(dir / "fp8", 3);
+  ASSERT_EQ(got.size(), (kTokens.size() + 3) * 300);
+  ASSERT_TRUE(all_finite(want));
+  EXPECT_LE(max_abs_diff(got, want), 1e-5f * std::max(1.0f, max_abs(want)));
 }
 
 // --precision fast on the CPU packs the stacked routed experts too (each [E, out, in] stack as its E · out rows, so

@@ -1,11 +1,13 @@
 // attn_k_b / attn_v_b split from a joint kv_b_proj: equal to mainline llama.cpp's split on the oracle file, an exact
-// copy for float dtypes and a block dtype's v rows, exact F32 otherwise; a GGUF's attn_kv_b split, or skipped beside a
-// stored split; the MLA head sizes read from either key layout.
+// copy for float dtypes and a block dtype's v rows, block-scaled FP8 kept FP8 (codes and scale grids moved) where its
+// blocks align, exact F32 otherwise; a GGUF's attn_kv_b split, or skipped beside a stored split; the MLA head sizes
+// read from either key layout.
 #include "model/loaders/mla_weights.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <random>
 #include <set>
 
 #include "core/quant.h"
@@ -120,6 +122,57 @@ TEST(MlaWeights, FloatDtypesAreCopiedExactly) {
 }
 
 TEST(MlaWeights, BlockDtypesKeepTheirVRowsAndDequantizeK) { expect_split(DType::kQ8_0, DType::kF32, DType::kQ8_0); }
+
+// A block-scaled FP8 kv_b [n_head 2 × (nope + v), kv_lora] of random e4m3 codes (no NaN) with random block scales,
+// split: each attn_k_b / attn_v_b element decodes to the same value as its kv_b element. Where nope, v and kv_lora
+// are whole 128-element blocks both stay FP8 (attn_v_b's rows are kv_b's bytes), else both are exact F32.
+void expect_fp8_split(const MlaDims& d, int64_t lora, DType want) {
+  const int64_t rows = d.n_head * (d.qk_nope + d.v_head_dim);
+  std::mt19937 rng(5);
+  std::vector<uint8_t> codes(static_cast<size_t>(rows * lora));
+  for (uint8_t& c : codes) {
+    c = static_cast<uint8_t>(rng());
+    if ((c & 0x7F) == 0x7F) c ^= 1;  // 0x7F / 0xFF are e4m3's NaNs
+  }
+  std::vector<float> scales(static_cast<size_t>((rows + 127) / 128 * ((lora + 127) / 128)));
+  std::uniform_real_distribution<float> scale(0.001f, 0.01f);
+  for (float& x : scales) x = scale(rng);
+  TensorView kv_b = TensorView::make(codes.data(), DType::kF8_E4M3, {rows, lora});
+  kv_b.scale = scales.data();
+  auto split = split_mla_kv_b("blk.3.", kv_b, d);
+  ASSERT_TRUE(split.ok()) << split.status().to_string();
+  const HostTensor &k = (*split)[0], &v = (*split)[1];
+  ASSERT_EQ(k.view.dtype, want);
+  ASSERT_EQ(v.view.dtype, want);
+  EXPECT_EQ(k.view.scale != nullptr, want == DType::kF8_E4M3);
+  EXPECT_EQ(v.view.scale != nullptr, want == DType::kF8_E4M3);
+  const int64_t per_head = d.qk_nope + d.v_head_dim;
+  const TensorView k2 = k.view.reshaped({d.n_head * lora, d.qk_nope});
+  const TensorView v2 = v.view.reshaped({d.n_head * d.v_head_dim, lora});
+  for (int64_t h = 0; h < d.n_head; ++h) {
+    for (int64_t i = 0; i < d.qk_nope; ++i) {
+      const std::vector<float> want_row = row_f32(kv_b, h * per_head + i);
+      for (int64_t c = 0; c < lora; ++c)
+        ASSERT_EQ(row_f32(k2, h * lora + c)[static_cast<size_t>(i)], want_row[static_cast<size_t>(c)]) << h << "," << i;
+    }
+    for (int64_t i = 0; i < d.v_head_dim; ++i) {
+      ASSERT_EQ(row_f32(v2, h * d.v_head_dim + i), row_f32(kv_b, h * per_head + d.qk_nope + i)) << h << "," << i;
+      if (want == DType::kF8_E4M3) {
+        ASSERT_EQ(std::memcmp(v2.row<const uint8_t>(h * d.v_head_dim + i),
+                              kv_b.row<const uint8_t>(h * per_head + d.qk_nope + i), static_cast<size_t>(lora)), 0);
+      }
+    }
+  }
+}
+
+TEST(MlaWeights, BlockScaledFp8StaysFp8WhereItsBlocksAlign) {
+  expect_fp8_split(MlaDims{2, 128, 128}, 256, DType::kF8_E4M3);  // R1's head sizes, two heads, kv_lora 256
+}
+
+TEST(MlaWeights, BlockScaledFp8IsExactF32WhereItsBlocksDoNotAlign) {
+  expect_fp8_split(MlaDims{2, 64, 128}, 256, DType::kF32);   // nope cuts a block
+  expect_fp8_split(MlaDims{2, 128, 128}, 192, DType::kF32);  // so does kv_lora
+}
 
 TEST(MlaWeights, WrongKvBShapeIsAnError) {
   std::vector<uint8_t> bytes = kv_b_bytes(DType::kF32);

@@ -79,6 +79,7 @@ struct Args {
   std::string preset = "tiny";
   std::string from;  // HF directory to convert
   std::optional<int64_t> hidden, n_layers, n_heads, n_kv_heads, ffn, vocab, ctx;
+  std::optional<int64_t> kv_lora, qk_nope, v_head;  // deepseek2's MLA sizes
   std::optional<bool> tied;
   std::optional<float> rope_theta;
   std::string format = "gguf";
@@ -116,6 +117,11 @@ Result<ModelShape> resolve_shape(const Args& a, const ArchEntry& arch) {
   s.rope_theta = a.rope_theta.value_or(arch.rope_theta);
   s.rms_eps = arch.rms_eps;
   s.mla = p->mla;
+  if ((a.kv_lora || a.qk_nope || a.v_head) && arch.family != "deepseek2")
+    return invalid_argument("--kv-lora, --qk-nope and --v-head are MLA sizes (--arch deepseek2), not {}'s", arch.name);
+  s.mla.kv_lora_rank = a.kv_lora.value_or(s.mla.kv_lora_rank);
+  s.mla.qk_nope_head_dim = a.qk_nope.value_or(s.mla.qk_nope_head_dim);
+  s.mla.v_head_dim = a.v_head.value_or(s.mla.v_head_dim);
   s.yarn_factor = p->yarn.factor;
   s.yarn_original_ctx = p->yarn.original_ctx;
   s.yarn_mscale = p->yarn.mscale;
@@ -197,6 +203,9 @@ int main(int argc, char** argv) {
   app.add_option("--ffn", a.ffn, "intermediate_size");
   app.add_option("--vocab", a.vocab, "vocab_size (>= 259)");
   app.add_option("--ctx", a.ctx, "max_position_embeddings");
+  app.add_option("--kv-lora", a.kv_lora, "deepseek2: kv_lora_rank")->check(CLI::PositiveNumber);
+  app.add_option("--qk-nope", a.qk_nope, "deepseek2: qk_nope_head_dim")->check(CLI::PositiveNumber);
+  app.add_option("--v-head", a.v_head, "deepseek2: v_head_dim")->check(CLI::PositiveNumber);
   app.add_option("--tie-embeddings", a.tied, "share token_embd and output (default: preset / architecture)");
   app.add_option("--rope-theta", a.rope_theta, "rope_theta (default: architecture)");
   app.add_option("--format", a.format, "gguf | hf")->capture_default_str();

@@ -16,11 +16,12 @@ namespace cai {
 
 class GgufFile;
 
-// A tensor built on the host at load, which owns its bytes.
+// A tensor built on the host at load, which owns its bytes (and FP8 block scales, where view.scale points into them).
 struct HostTensor {
   std::string name;
   TensorView view;  // points into bytes
   std::vector<uint8_t> bytes;
+  std::vector<float> scales;  // empty: none
 };
 
 struct MlaDims {
@@ -28,8 +29,11 @@ struct MlaDims {
 };
 
 // prefix + "attn_k_b.weight" and prefix + "attn_v_b.weight" from kv_b (host memory; FP8 block scales in kv_b.scale).
-// attn_v_b is kv_b's v rows byte for byte unless kv_b has block scales (then exact F32); attn_k_b is a transposed copy
-// for F32, F16 and BF16 and exact F32 otherwise (a block dtype's blocks run along kv_lora, attn_k_b's rows along nope).
+// attn_v_b is kv_b's v rows byte for byte; attn_k_b is a transposed copy for F32, F16 and BF16, and exact F32 for the
+// block dtypes (their blocks run along kv_lora, attn_k_b's rows along nope). Block-scaled FP8 (DeepSeek V3 / R1
+// checkpoints) stays FP8 where nope, v and kv_lora are whole 128-element scale blocks (R1: 128, 128, 512): each head's
+// v rows are then whole blocks of kv_b's scale grid, and attn_k_b's grid is the transpose of its k rows' blocks; with
+// other sizes both are exact F32.
 Result<std::array<HostTensor, 2>> split_mla_kv_b(const std::string& prefix, const TensorView& kv_b, const MlaDims& d);
 
 // The GGUF file's attn_kv_b tensors, split (split_mla_kv_b) where no attn_k_b / attn_v_b stand beside them and
