@@ -1,6 +1,7 @@
 // The CPU's absorbed MLA under --precision fast, on W_UK / W_UV packed in 16-row groups as the model loads them: each
 // head's rows run through the integer group kernels (q_nope and the attention's latent output quantized to int8), near
-// the exact result on the file's row-major weights, and a sequence's output is the same bits alone or batched.
+// the exact result on the file's row-major weights, and a sequence's output is the same bits alone or batched. The
+// rows the kernel decodes itself (block-scaled FP8) come out as dequantize_weight_row's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "core/weight_row.h"
 #include "ops/gemm_weights.h"
 #include "hal/cpu/kernels/kernels.h"
 #include "hal/cpu/kernels/qdot_groups.h"
@@ -125,6 +127,32 @@ TEST(MlaPacked, ExactPrecisionRefusesPackedWeights) {
       TensorView::make(m.latent.data(), DType::kF32, {kSlots, kLora + kRope}),
       TensorView::make(out.data(), DType::kF32, {1, kHeads * m.v}));
   EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
+}
+
+// Block-scaled FP8 (DeepSeek checkpoints' W_UK / W_UV) through weight_rows_f32: the active ISA's vector decoder, then
+// the block scales, gives dequantize_weight_row's bits for every row, past a partial last column block too.
+TEST(WeightRowsF32, BlockScaledFp8DecodesAsDequantizeWeightRow) {
+  constexpr int64_t kRows = 300, kCols = 200;
+  std::mt19937 rng(9);
+  std::vector<uint8_t> codes(static_cast<size_t>(kRows * kCols));
+  for (uint8_t& c : codes) {
+    c = static_cast<uint8_t>(rng());
+    if ((c & 0x7F) == 0x7F) c ^= 1;  // not e4m3's NaN
+  }
+  std::vector<float> scales(static_cast<size_t>(3 * 2));
+  for (size_t i = 0; i < scales.size(); ++i) scales[i] = 0.002f * static_cast<float>(i + 1);
+  TensorView w = TensorView::make(codes.data(), DType::kF8_E4M3, {kRows, kCols});
+  w.scale = scales.data();
+  std::vector<float> got(static_cast<size_t>(7 * kCols)), want(static_cast<size_t>(kCols));
+  for (int64_t r0 = 0; r0 < kRows; r0 += 7) {
+    const int nt = static_cast<int>(std::min<int64_t>(7, kRows - r0));
+    const float* rows = hal::cpu::weight_rows_f32(w, r0, nt, got.data());
+    for (int t = 0; t < nt; ++t) {
+      dequantize_weight_row(w, r0 + t, want.data());
+      for (int64_t c = 0; c < kCols; ++c)
+        ASSERT_EQ(rows[t * kCols + c], want[static_cast<size_t>(c)]) << "row " << r0 + t << " col " << c;
+    }
+  }
 }
 
 }  // namespace

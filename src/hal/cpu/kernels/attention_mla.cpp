@@ -19,15 +19,18 @@ namespace cai::hal::cpu {
 
 const float* weight_rows_f32(const TensorView& w, int64_t r, int nt, float* buf) {
   if (w.dtype == DType::kF32 && !w.scale) return w.row<const float>(r);
-  const DequantFn decode = w.scale ? nullptr : active_gemm_kernels().dequant[static_cast<int>(w.dtype)];
+  const DequantFn decode = active_gemm_kernels().dequant[static_cast<int>(w.dtype)];
   const int64_t n = w.cols();
   for (int t = 0; t < nt; ++t) {
-    if (row_major_dtype(w.dtype) != DType::kCount)
-      dequantize_packed_row(w.dtype, static_cast<const uint8_t*>(w.data), r + t, n, buf + t * n);
-    else if (decode)
-      decode(w.row<const uint8_t>(r + t), buf + t * n, n);
-    else
-      dequantize_weight_row(w, r + t, buf + t * n);
+    float* dst = buf + t * n;
+    if (row_major_dtype(w.dtype) != DType::kCount) {
+      dequantize_packed_row(w.dtype, static_cast<const uint8_t*>(w.data), r + t, n, dst);
+    } else if (decode) {  // FP8's block scales after its vector decode
+      decode(w.row<const uint8_t>(r + t), dst, n);
+      apply_block_scales(w, r + t, dst);
+    } else {
+      dequantize_weight_row(w, r + t, dst);
+    }
   }
   return buf;
 }
