@@ -18,8 +18,11 @@ struct ActBlockQ8 {
   // −8 · (sum[0] + sum[1]): where the integer sum of a block of unsigned 4-bit codes (Q4_0's value + 8) starts, so the
   // group kernels broadcast it from memory (a load) where they computed and broadcast it per row and block.
   int32_t neg8_sum;
+  // −32 · sum[h]: where the integer sum of a 16-element half of 6-bit codes (Q6_K's value + 32) starts, broadcast from
+  // memory for the same reason (from a general register each broadcast takes two vector operations).
+  int32_t neg32_sum[2];
 };
-static_assert(sizeof(ActBlockQ8) == 48);
+static_assert(sizeof(ActBlockQ8) == 56);
 
 // Sets the block's sums and the terms derived from them (its d set): s0 = Σ q over elements 0..15, s1 over 16..31.
 inline void set_act_block_sums(ActBlockQ8& a, int s0, int s1) {
@@ -27,6 +30,8 @@ inline void set_act_block_sums(ActBlockQ8& a, int s0, int s1) {
   a.sum[1] = static_cast<int16_t>(s1);
   a.neg_d_sum = -(a.d * static_cast<float>(s0 + s1));
   a.neg8_sum = -8 * (s0 + s1);
+  a.neg32_sum[0] = -32 * s0;
+  a.neg32_sum[1] = -32 * s1;
 }
 
 // Quantizes n values (a multiple of kActBlock) into n / kActBlock blocks: d = amax / 127, q = round-half-even(x / d).

@@ -437,8 +437,13 @@ template <int G>
 template <int NX, int kBias>
 [[gnu::always_inline]] inline void start_biased_sums(const ActBlockQ8* a, int64_t ldx, L::I (&s0)[NX], L::I (&s1)[NX]) {
   for (int j = 0; j < NX; ++j) {
-    s0[j] = L::set1(-kBias * a[j * ldx].sum[0]);
-    s1[j] = L::set1(-kBias * a[j * ldx].sum[1]);
+    if constexpr (kBias == 32) {  // ActBlockQ8::neg32_sum, a broadcast load
+      s0[j] = L::set1(a[j * ldx].neg32_sum[0]);
+      s1[j] = L::set1(a[j * ldx].neg32_sum[1]);
+    } else {
+      s0[j] = L::set1(-kBias * a[j * ldx].sum[0]);
+      s1[j] = L::set1(-kBias * a[j * ldx].sum[1]);
+    }
   }
 }
 
@@ -447,7 +452,7 @@ template <int NX, int kBias>
 template <int NX, int G>
 [[gnu::always_inline]] inline void q6_k_half_sums(const uint8_t* low, const uint8_t* high, const ActBlockQ8* a,
                                                   int64_t ldx, int half, L::I (&s)[NX]) {
-  for (int j = 0; j < NX; ++j) s[j] = L::set1(-32 * a[j * ldx].sum[half]);
+  for (int j = 0; j < NX; ++j) s[j] = L::set1(a[j * ldx].neg32_sum[half]);
 #pragma GCC unroll 4
   for (int q = 4 * half; q < 4 * half + 4; ++q) {
     prefetch_ahead(low + q * 4 * kGroupRows);
