@@ -4,10 +4,7 @@
 // (`cai-membw`): at long contexts decode attention is a stream over the cache and should run at that rate.
 #include <benchmark/benchmark.h>
 
-#include <sys/mman.h>
-
 #include <algorithm>
-#include <cstdlib>
 #include <numeric>
 #include <random>
 #include <string>
@@ -16,6 +13,7 @@
 #include "bench_pool.h"
 #include "core/quant.h"
 #include "hal/cpu/kernels/kernels.h"
+#include "hal/hal.h"
 
 namespace {
 
@@ -23,22 +21,6 @@ using cai::DType;
 using cai::TensorView;
 
 constexpr int kHeads = 12, kKvHeads = 2, kHeadDim = 128, kBlock = 16;
-
-// A cache's bytes as the CPU device allocates a KV cache: 2 MiB-aligned and asked for transparent huge pages (with
-// 4 KiB pages each scattered block adds TLB misses the engine does not have).
-struct HugePageBytes {
-  static constexpr size_t kHugePage = size_t{2} << 20;
-  size_t size;
-  uint8_t* data;
-  explicit HugePageBytes(size_t n) : size(n) {
-    const size_t rounded = (n + kHugePage - 1) / kHugePage * kHugePage;
-    data = static_cast<uint8_t*>(std::aligned_alloc(kHugePage, rounded));
-    ::madvise(data, rounded, MADV_HUGEPAGE);
-  }
-  ~HugePageBytes() { std::free(data); }
-  HugePageBytes(const HugePageBytes&) = delete;
-  HugePageBytes& operator=(const HugePageBytes&) = delete;
-};
 
 // args: context length, sequences, threads (0 = the pool's all), cache dtype.
 void BM_attention_decode(benchmark::State& state) {
@@ -53,11 +35,16 @@ void BM_attention_decode(benchmark::State& state) {
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<float> row(static_cast<size_t>(width));
   const size_t rb = cai::row_bytes(kv, width);
-  HugePageBytes k_cache(rb * static_cast<size_t>(n_slots)), v_cache(k_cache.size);
-  for (HugePageBytes* cache : {&k_cache, &v_cache})
+  // The caches as the CPU device allocates a KV cache (2 MiB-aligned on transparent huge pages).
+  cai::hal::Device* cpu = cai::hal::Registry::global().find_device("cpu").value();
+  const size_t cache_bytes = rb * static_cast<size_t>(n_slots);
+  auto k_cache = cpu->allocate(cache_bytes), v_cache = cpu->allocate(cache_bytes);
+  if (!k_cache.ok() || !v_cache.ok()) return state.SkipWithError("cannot allocate the caches");
+  for (cai::hal::Buffer* cache : {&*k_cache, &*v_cache})
     for (int64_t s = 0; s < n_slots; ++s) {
       for (float& x : row) x = dist(rng);
-      if (!cai::quantize_row(kv, row.data(), cache->data + static_cast<size_t>(s) * rb, width).ok())
+      if (!cai::quantize_row(kv, row.data(), static_cast<uint8_t*>(cache->data()) + static_cast<size_t>(s) * rb, width)
+               .ok())
         state.SkipWithError("no quantizer for the cache dtype");
     }
   std::vector<int32_t> tables(static_cast<size_t>(blocks_per_seq) * n_seqs);
@@ -79,8 +66,8 @@ void BM_attention_decode(benchmark::State& state) {
   ctx.batch_invariant = true;
   const TensorView qv = TensorView::make(q.data(), DType::kF32, {n_seqs, kHeads, kHeadDim});
   const TensorView ov = TensorView::make(out.data(), DType::kF32, {n_seqs, kHeads, kHeadDim});
-  const TensorView kc = TensorView::make(k_cache.data, kv, {n_slots, kKvHeads, kHeadDim});
-  const TensorView vc = TensorView::make(v_cache.data, kv, {n_slots, kKvHeads, kHeadDim});
+  const TensorView kc = TensorView::make(k_cache->data(), kv, {n_slots, kKvHeads, kHeadDim});
+  const TensorView vc = TensorView::make(v_cache->data(), kv, {n_slots, kKvHeads, kHeadDim});
   for (auto _ : state) {
     if (!cai::hal::cpu::attention_gqa(ctx, p, batch, qv, kc, vc, ov).ok()) state.SkipWithError("attention failed");
     benchmark::DoNotOptimize(out.data());
