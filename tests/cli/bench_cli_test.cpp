@@ -46,6 +46,23 @@ TEST(BenchCli, TextReportStartsWithLoadTimeAndRssAndNamesTheDepth) {
             0);
 }
 
+// On a device with its own memory the phase shares come from a pass of their own (fenced at phase boundaries): every
+// phase of a dense decoder step is there and the shares add up to one.
+TEST(BenchCli, DevicePhaseSharesCoverTheStep) {
+  test::CommandResult r = test::run_command(test::binary_path("cai") + " bench -m " +
+                                            test::data_path("models/stories260K.gguf") +
+                                            " --device simt:0 -p 4 -n 3 -r 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json shares = nlohmann::json::parse(r.out).at("tg_time_share");
+  double total = 0;
+  for (const char* phase : {"attention", "mlp", "norm_residual", "lm_head"}) {
+    ASSERT_TRUE(shares.contains(phase)) << shares.dump();
+    EXPECT_GT(shares.at(phase).get<double>(), 0) << phase;
+  }
+  for (const auto& [phase, share] : shares.items()) total += share.get<double>();
+  EXPECT_NEAR(total, 1.0, 1e-9);
+}
+
 TEST(BenchCli, RejectsABatchOutOfRange) {
   test::CommandResult r = test::run_command(test::binary_path("cai") + " bench -m " +
                                             test::data_path("models/stories260K.gguf") + " -b 0");
