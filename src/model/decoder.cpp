@@ -142,10 +142,7 @@ Status DecoderModel::forward(const StepBatch& batch, KvCache& kv, float* logits)
       profile::Scope scope("kv_offload");
       CAI_TRY(host_kv->stage_in(static_cast<int>(layer)));
     }
-    {
-      profile::Scope scope("attention");
-      CAI_TRY(std::visit([&](const auto& attn) { return attn.forward(d, ws_, step, h, kv, y); }, b.attn));
-    }
+    CAI_TRY(std::visit([&](const auto& attn) { return attn.forward(d, ws_, step, h, kv, y); }, b.attn));  // profiled inside
     if (on_host) {
       profile::Scope scope("kv_offload");
       CAI_TRY(host_kv->keep_new_rows(static_cast<int>(layer), step.slots));

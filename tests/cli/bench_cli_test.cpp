@@ -55,7 +55,7 @@ TEST(BenchCli, DevicePhaseSharesCoverTheStep) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json shares = nlohmann::json::parse(r.out).at("tg_time_share");
   double total = 0;
-  for (const char* phase : {"attention", "mlp", "norm_residual", "lm_head"}) {
+  for (const char* phase : {"attn_proj", "attention", "mlp", "norm_residual", "lm_head"}) {
     ASSERT_TRUE(shares.contains(phase)) << shares.dump();
     EXPECT_GT(shares.at(phase).get<double>(), 0) << phase;
   }

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "core/profile.h"
 #include "ops/ops.h"
 
 namespace cai {
@@ -39,19 +40,26 @@ Status AttentionGqa::forward(hal::Device& d, Workspace& ws, const StepTensors& s
   CAI_ASSIGN_OR_RETURN(TensorView k, ws.f32("attn.k", {n, nkv * hd}));
   CAI_ASSIGN_OR_RETURN(TensorView v, ws.f32("attn.v", {n, nkv * hd}));
   CAI_ASSIGN_OR_RETURN(TensorView o, ws.f32("attn.o", {n, nh * hd}));
-  CAI_TRY(ops::dense_gemm(d, wq_, x, bq_ ? &*bq_ : nullptr, q));
-  CAI_TRY(ops::dense_gemm(d, wk_, x, bk_ ? &*bk_ : nullptr, k));
-  CAI_TRY(ops::dense_gemm(d, wv_, x, bv_ ? &*bv_ : nullptr, v));
-  const TensorView q_heads = q.reshaped({n, nh, hd});
-  CAI_TRY(ops::rope(d, q_heads, step.positions, rope_inv_freq_, rope_));
-  CAI_TRY(ops::rope(d, k.reshaped({n, nkv, hd}), step.positions, rope_inv_freq_, rope_));
-  CAI_TRY(ops::kv_write(d, k, step.slots, kv.k(layer_)));
-  CAI_TRY(ops::kv_write(d, v, step.slots, kv.v(layer_)));
   hal::AttentionParams p = attn_;
   p.block_size = kv.block_size();
-  const TensorView k_cache = kv.k(layer_).reshaped({kv.n_slots(), nkv, hd});
-  const TensorView v_cache = kv.v(layer_).reshaped({kv.n_slots(), nkv, hd});
-  CAI_TRY(ops::attention_gqa(d, p, step.attn, q_heads, k_cache, v_cache, o));
+  const TensorView q_heads = q.reshaped({n, nh, hd});
+  {
+    profile::Scope scope("attn_proj");
+    CAI_TRY(ops::dense_gemm(d, wq_, x, bq_ ? &*bq_ : nullptr, q));
+    CAI_TRY(ops::dense_gemm(d, wk_, x, bk_ ? &*bk_ : nullptr, k));
+    CAI_TRY(ops::dense_gemm(d, wv_, x, bv_ ? &*bv_ : nullptr, v));
+    CAI_TRY(ops::rope(d, q_heads, step.positions, rope_inv_freq_, rope_));
+    CAI_TRY(ops::rope(d, k.reshaped({n, nkv, hd}), step.positions, rope_inv_freq_, rope_));
+    CAI_TRY(ops::kv_write(d, k, step.slots, kv.k(layer_)));
+    CAI_TRY(ops::kv_write(d, v, step.slots, kv.v(layer_)));
+  }
+  {
+    profile::Scope scope("attention");
+    const TensorView k_cache = kv.k(layer_).reshaped({kv.n_slots(), nkv, hd});
+    const TensorView v_cache = kv.v(layer_).reshaped({kv.n_slots(), nkv, hd});
+    CAI_TRY(ops::attention_gqa(d, p, step.attn, q_heads, k_cache, v_cache, o));
+  }
+  profile::Scope scope("attn_proj");
   return ops::dense_gemm(d, wo_, o, nullptr, out);
 }
 

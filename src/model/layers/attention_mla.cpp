@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "core/profile.h"
 #include "ops/ops.h"
 
 namespace cai {
@@ -52,33 +53,39 @@ Status AttentionMla::forward(hal::Device& d, Workspace& ws, const StepTensors& s
                              const TensorView& out) const {
   const int64_t n = x.rows(), nh = mla_.n_head, qk = mla_.qk_nope + mla_.qk_rope, lora = mla_.kv_lora;
   CAI_ASSIGN_OR_RETURN(TensorView q, ws.f32("mla.q", {n, nh * qk}));
-  if (wq_) {
-    CAI_TRY(ops::dense_gemm(d, *wq_, x, nullptr, q));
-  } else {
-    CAI_ASSIGN_OR_RETURN(TensorView qa, ws.f32("mla.q_a", {n, q_lora_}));
-    CAI_TRY(ops::dense_gemm(d, *wq_a_, x, nullptr, qa));
-    CAI_TRY(ops::rms_norm(d, qa, *q_a_norm_, eps_, qa));
-    CAI_TRY(ops::dense_gemm(d, *wq_b_, qa, nullptr, q));
-  }
-  hal::RopeParams rope = rope_;
-  rope.rot_offset = mla_.qk_nope;  // each head is [nope | rope]
-  CAI_TRY(ops::rope(d, q.reshaped({n, nh, qk}), step.positions, rope_inv_freq_, rope));
-
-  // Latent row [c_kv | k_rope]: normalise c_kv, rotate k_rope (one head shared by all), then cache it.
   CAI_ASSIGN_OR_RETURN(TensorView kva, ws.f32("mla.kv_a", {n, lora + mla_.qk_rope}));
   CAI_ASSIGN_OR_RETURN(TensorView ckv, ws.f32("mla.c_kv", {n, lora}));
-  CAI_TRY(ops::dense_gemm(d, wkv_a_, x, nullptr, kva));
-  CAI_TRY(ops::copy_cols(d, kva, 0, ckv, 0, lora));
-  CAI_TRY(ops::rms_norm(d, ckv, kv_norm_, eps_, ckv));
-  CAI_TRY(ops::copy_cols(d, ckv, 0, kva, 0, lora));
-  rope.rot_offset = static_cast<int>(lora);
-  CAI_TRY(ops::rope(d, kva.reshaped({n, 1, lora + mla_.qk_rope}), step.positions, rope_inv_freq_, rope));
-  CAI_TRY(ops::kv_write(d, kva, step.slots, kv.k(layer_)));
-
   CAI_ASSIGN_OR_RETURN(TensorView o, ws.f32("mla.o", {n, nh * mla_.v_head_dim}));
-  hal::MlaParams p = mla_;
-  p.block_size = kv.block_size();
-  CAI_TRY(ops::attention_mla(d, p, step.attn, q.reshaped({n, nh, qk}), w_uk_, w_uv_, kv.k(layer_), o));
+  {
+    profile::Scope scope("attn_proj");
+    if (wq_) {
+      CAI_TRY(ops::dense_gemm(d, *wq_, x, nullptr, q));
+    } else {
+      CAI_ASSIGN_OR_RETURN(TensorView qa, ws.f32("mla.q_a", {n, q_lora_}));
+      CAI_TRY(ops::dense_gemm(d, *wq_a_, x, nullptr, qa));
+      CAI_TRY(ops::rms_norm(d, qa, *q_a_norm_, eps_, qa));
+      CAI_TRY(ops::dense_gemm(d, *wq_b_, qa, nullptr, q));
+    }
+    hal::RopeParams rope = rope_;
+    rope.rot_offset = mla_.qk_nope;  // each head is [nope | rope]
+    CAI_TRY(ops::rope(d, q.reshaped({n, nh, qk}), step.positions, rope_inv_freq_, rope));
+
+    // Latent row [c_kv | k_rope]: normalise c_kv, rotate k_rope (one head shared by all), then cache it.
+    CAI_TRY(ops::dense_gemm(d, wkv_a_, x, nullptr, kva));
+    CAI_TRY(ops::copy_cols(d, kva, 0, ckv, 0, lora));
+    CAI_TRY(ops::rms_norm(d, ckv, kv_norm_, eps_, ckv));
+    CAI_TRY(ops::copy_cols(d, ckv, 0, kva, 0, lora));
+    rope.rot_offset = static_cast<int>(lora);
+    CAI_TRY(ops::rope(d, kva.reshaped({n, 1, lora + mla_.qk_rope}), step.positions, rope_inv_freq_, rope));
+    CAI_TRY(ops::kv_write(d, kva, step.slots, kv.k(layer_)));
+  }
+  {
+    profile::Scope scope("attention");  // absorbing W_UK / W_UV included
+    hal::MlaParams p = mla_;
+    p.block_size = kv.block_size();
+    CAI_TRY(ops::attention_mla(d, p, step.attn, q.reshaped({n, nh, qk}), w_uk_, w_uv_, kv.k(layer_), o));
+  }
+  profile::Scope scope("attn_proj");
   return ops::dense_gemm(d, wo_, o, nullptr, out);
 }
 

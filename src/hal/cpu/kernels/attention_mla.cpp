@@ -1,8 +1,9 @@
 // CPU absorbed multi-head latent attention. The heads of a sequence share one latent cache row per position, so a
 // work item is a (sequence, chunk of heads): its queries are absorbed (q_lat = W_UK^T q_nope, a dot with each row of
-// w_uk) for a tile of query tokens, then each token's heads read every latent row once together (scores, then
-// Σ p c_kv), and W_UV maps the result back. Each head's W_UK and W_UV products are a dense GEMM over the tile's tokens
-// with the head's rows as the weight (int8 dot products on the file's blocks under --precision fast).
+// w_uk) for a tile of query tokens, then each token's heads read every latent row once together (scores over
+// [c_kv | k_rope], then Σ p c_kv), and W_UV maps the result back. Each head's W_UK and W_UV products are a dense GEMM
+// over the tile's tokens with the head's rows as the weight (int8 dot products on the file's blocks under --precision
+// fast).
 #include <algorithm>
 #include <mutex>
 #include <vector>
@@ -55,7 +56,7 @@ struct MlaItem {
 struct MlaScratch {
   std::vector<float> q_cat;  // q_lat (kv_lora) then q_rope (qk_rope) per (token, head)
   std::vector<float> o_lat;  // kv_lora per (token, head)
-  std::vector<float> w_rows, kv_buf, scores, rope_scores;
+  std::vector<float> w_rows, kv_buf, scores;
   std::vector<float> x, y;  // one head's GEMM input and output rows, contiguous
 };
 
@@ -98,23 +99,19 @@ Status mla_tile(const OpContext& ctx, const MlaItem& m, int j0, int nj, MlaScrat
     for (int j = 0; j < nj; ++j)
       std::copy_n(q0 + j * ld_q + h * qk + p.qk_nope, p.qk_rope, s.q_cat.data() + j * ld_cat + h * width + p.kv_lora);
   }
-  std::fill(s.o_lat.begin(), s.o_lat.end(), 0.0f);
+  std::fill_n(s.o_lat.begin(), static_cast<int64_t>(nj) * m.nh * p.kv_lora, 0.0f);
   for (int j = 0; j < nj; ++j) {
     const int n_ctx = m.sq.pos0 + j0 + j + 1;
     s.scores.resize(static_cast<size_t>(m.nh) * n_ctx);
-    s.rope_scores.resize(s.scores.size());
     const auto block_rows = [&](int t0) {
       const int64_t slot0 = static_cast<int64_t>(m.sq.block_table[t0 / p.block_size]) * p.block_size;
       return KvRows{&m.latent, slot0 * width, width, std::min(p.block_size, n_ctx - t0)};
     };
     const float* qj = s.q_cat.data() + j * ld_cat;
-    for (int t0 = 0; t0 < n_ctx; t0 += p.block_size) {
-      KvRows rows = block_rows(t0);
-      kv_dot_block(rows, p.kv_lora, qj, width, m.nh, s.scores.data() + t0, n_ctx, s.kv_buf.data());
-      rows.elem0 += p.kv_lora;
-      kv_dot_block(rows, p.qk_rope, qj + p.kv_lora, width, m.nh, s.rope_scores.data() + t0, n_ctx, s.kv_buf.data());
-    }
-    for (size_t i = 0; i < s.scores.size(); ++i) s.scores[i] = (s.scores[i] + s.rope_scores[i]) * p.scale;
+    // The query row [q_lat | q_rope] against the cache row [c_kv | k_rope]: one dot over both parts.
+    for (int t0 = 0; t0 < n_ctx; t0 += p.block_size)
+      kv_dot_block(block_rows(t0), width, qj, width, m.nh, s.scores.data() + t0, n_ctx, s.kv_buf.data());
+    for (float& v : s.scores) v *= p.scale;
     for (int h = 0; h < m.nh; ++h) softmax_row(s.scores.data() + static_cast<size_t>(h) * n_ctx, n_ctx);
     for (int t0 = 0; t0 < n_ctx; t0 += p.block_size)
       kv_axpy_block(block_rows(t0), p.kv_lora, s.scores.data() + t0, n_ctx, m.nh,
@@ -155,7 +152,9 @@ Status attention_mla(const OpContext& ctx, const MlaParams& p, const AttnBatch& 
   std::mutex mu;
   Status failed;  // the first work item's error
   parallel_rows(ctx, batch.n_seqs() * n_chunks, 1, [&](int64_t b, int64_t e) {
-    MlaScratch s;
+    // Each thread keeps its scratch across calls (a decode step calls once per layer): buffers freed and allocated
+    // again each call came back from the kernel as fresh zeroed pages, 5 % of a DeepSeek decode step in page faults.
+    thread_local MlaScratch s;
     s.w_rows.resize(static_cast<size_t>(kRowChunk) * std::max(p.kv_lora, p.qk_nope));
     s.kv_buf.resize(static_cast<size_t>(p.block_size) * width);
     for (int64_t it = b; it < e; ++it) {
@@ -163,8 +162,9 @@ Status attention_mla(const OpContext& ctx, const MlaParams& p, const AttnBatch& 
       const AttnSeq sq = batch.host_seq(static_cast<int>(it / n_chunks));
       if (sq.n_q == 0 || nh <= 0 || expanded[static_cast<size_t>(it / n_chunks)]) continue;
       const MlaItem m{p, sq, q, w_uk, w_uv, latent, out, h0, nh};
-      s.q_cat.resize(static_cast<size_t>(kTokenTile) * nh * width);
-      s.o_lat.resize(static_cast<size_t>(kTokenTile) * nh * p.kv_lora);
+      const size_t tile = static_cast<size_t>(std::min(kTokenTile, sq.n_q));  // one row at decode
+      s.q_cat.resize(std::max(s.q_cat.size(), tile * nh * width));
+      s.o_lat.resize(std::max(s.o_lat.size(), tile * nh * p.kv_lora));
       for (int j0 = 0; j0 < sq.n_q; j0 += kTokenTile) {
         const Status st = mla_tile(ctx, m, j0, std::min(kTokenTile, sq.n_q - j0), s);
         if (st.ok()) continue;
