@@ -1,9 +1,9 @@
 // Google Benchmark for the CPU attention kernels at decode: one query token per sequence over a paged KV cache
 // (16-position blocks in shuffled slots, as the scheduler hands them out). attention_gqa with Qwen2-1.5B's heads (12
 // query heads, 2 KV heads, 128 wide); absorbed attention_mla with DeepSeek-V2-Lite's (16 heads, latent 512 + rope 64,
-// nope and v 128, Q8_0 W_UK / W_UV). bytes_per_second counts the cache rows read (K and V, or the latent rows once), so
-// the number compares with the memory bandwidth (`cai-membw`): at long contexts decode attention is a stream over the
-// cache and should run at that rate.
+// nope and v 128, Q8_0 W_UK / W_UV; --precision fast, so BF16 products where the CPU has them). bytes_per_second
+// counts the cache rows read (K and V, or the latent rows once), so the number compares with the memory bandwidth
+// (`cai-membw`): at long contexts decode attention is a stream over the cache and should run at that rate.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -135,7 +135,8 @@ void BM_attention_mla_decode(benchmark::State& state) {
       state.SkipWithError("attention failed");
     benchmark::DoNotOptimize(out.data());
   }
-  const int64_t bytes_read = static_cast<int64_t>(n_seqs) * n_ctx * static_cast<int64_t>(cai::row_bytes(kv, kKvLora + kRope));
+  const int64_t row = static_cast<int64_t>(cai::row_bytes(kv, kKvLora + kRope));
+  const int64_t bytes_read = static_cast<int64_t>(n_seqs) * n_ctx * row;
   state.SetBytesProcessed(state.iterations() * bytes_read);
   state.SetLabel(std::string(cai::dtype_name(kv)));
 }

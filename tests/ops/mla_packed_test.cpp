@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/weight_row.h"
+#include "ops/attn_batch.h"
 #include "ops/gemm_weights.h"
 #include "hal/cpu/kernels/kernels.h"
 #include "hal/cpu/kernels/qdot_groups.h"
@@ -49,15 +50,8 @@ struct Mla {
   std::vector<float> run(hal::Precision precision, bool packed, std::vector<int32_t> seqs, std::vector<int32_t> tables,
                          std::vector<float> q) {
     hal::Device* cpu = hal::Registry::global().find_device("cpu").value();
-    const int64_t n_seqs = static_cast<int64_t>(seqs.size() / 3), n_tok = static_cast<int64_t>(q.size()) /
-                                                                           (kHeads * (kNope + kRope));
-    hal::AttnBatch batch;
-    batch.seqs = TensorView::make(seqs.data(), DType::kI32, {n_seqs, 3});
-    batch.block_tables = TensorView::make(tables.data(), DType::kI32, {n_seqs, 3});
-    for (size_t s = 0; s < seqs.size(); s += 3) {
-      batch.max_q = std::max(batch.max_q, seqs[s + 1]);
-      batch.max_ctx = std::max(batch.max_ctx, seqs[s + 1] + seqs[s + 2]);
-    }
+    const int64_t n_tok = static_cast<int64_t>(q.size()) / (kHeads * (kNope + kRope));
+    const hal::AttnBatch batch = test::attn_batch(seqs, tables, 3);
     const DType wt = packed ? DType::kQ4_0_R16 : DType::kQ4_0;
     std::vector<float> out(static_cast<size_t>(n_tok) * kHeads * v);
     hal::OpContext ctx = cpu->op_context();

@@ -198,8 +198,9 @@ Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t
   load.repack = o.repack;
   if (o.precision == "fast")
     CAI_LOG_INFO("--precision fast: integer dot products for Q8_0 (16-bit activations; int8 for the MLP's gate and up, "
-                 "and for a head beside coarser layers, where packed), Q4_0, Q2_K..Q6_K and packed IQ4_NL / IQ4_XS (int8) weights where {} has such kernels (the CPU does{}; other devices compute "
-                 "exactly)",
+                 "and for a head beside coarser layers, where packed), Q4_0, Q2_K..Q6_K and packed IQ4_NL / IQ4_XS "
+                 "(int8) weights where {} has such kernels (the CPU does{}, and with AVX-512 BF16 multiplies MLA's "
+                 "latent cache in BF16; other devices compute exactly)",
                  dev->name(),
                  o.repack ? ", and packs Q8_0/Q4_0/Q2_K..Q6_K/IQ4_NL/IQ4_XS projections and MoE experts into 16-row "
                             "groups at load"

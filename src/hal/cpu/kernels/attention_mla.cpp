@@ -5,6 +5,7 @@
 // over the tile's tokens with the head's rows as the weight (int8 dot products on the file's blocks under --precision
 // fast).
 #include <algorithm>
+#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "hal/cpu/kernels/gemm.h"
 #include "hal/cpu/kernels/gemm_kernels.h"
 #include "hal/cpu/kernels/kernels.h"
+#include "hal/cpu/kernels/mla_bf16.h"
 #include "hal/cpu/kernels/qdot_groups.h"
 
 namespace cai::hal::cpu {
@@ -50,6 +52,7 @@ struct MlaItem {
   const TensorView& latent;
   const TensorView& out;
   int h0, nh;  // the chunk's heads
+  const MlaBf16Kernels* bf16;  // BF16 products over the cache (--precision fast, where the CPU has them), else null
 };
 
 // Scratch of one worker: [token][head] rows of the tile, the decoded weight row and KV rows, the scores.
@@ -58,7 +61,31 @@ struct MlaScratch {
   std::vector<float> o_lat;  // kv_lora per (token, head)
   std::vector<float> w_rows, kv_buf, scores;
   std::vector<float> x, y;  // one head's GEMM input and output rows, contiguous
+  std::vector<uint16_t> q_bf16, rows_bf16;  // the BF16 path's queries and cache rows
 };
+
+// One token's scores and latent output with BF16 products: the same loops as mla_tile's F32 ones.
+void attend_bf16(const MlaItem& m, int n_ctx, const float* qj, float* o_lat, MlaScratch& s,
+                 const std::function<KvRows(int)>& block_rows) {
+  const MlaParams& p = m.p;
+  const int width = p.kv_lora + p.qk_rope;
+  for (int h = 0; h < m.nh; ++h) m.bf16->to_bf16(qj + h * width, width, s.q_bf16.data() + h * width);
+  int64_t ld;
+  for (int t0 = 0; t0 < n_ctx; t0 += p.block_size) {
+    const KvRows rows = block_rows(t0);
+    const float* r = kv_f32_rows(rows, width, s.kv_buf.data(), &ld);
+    m.bf16->dot_rows(s.q_bf16.data(), width, m.nh, r, ld, rows.nt, width, s.scores.data() + t0, n_ctx,
+                     s.rows_bf16.data());
+  }
+  for (float& v : s.scores) v *= p.scale;
+  for (int h = 0; h < m.nh; ++h) softmax_row(s.scores.data() + static_cast<size_t>(h) * n_ctx, n_ctx);
+  for (int t0 = 0; t0 < n_ctx; t0 += p.block_size) {
+    const KvRows rows = block_rows(t0);
+    const float* r = kv_f32_rows(rows, p.kv_lora, s.kv_buf.data(), &ld);
+    m.bf16->axpy_rows(s.scores.data() + t0, n_ctx, m.nh, r, ld, rows.nt, p.kv_lora, o_lat, p.kv_lora,
+                      s.rows_bf16.data());
+  }
+}
 
 // y[j·ldy + o] = x[j·ldx + ·] · row r0 + o of w for nj inputs and n_out rows. A dense GEMM on the rows as a weight of
 // their own, run on this thread; where the rows are not one (block-scaled FP8, whose scales cover 128-row blocks of
@@ -108,14 +135,19 @@ Status mla_tile(const OpContext& ctx, const MlaItem& m, int j0, int nj, MlaScrat
       return KvRows{&m.latent, slot0 * width, width, std::min(p.block_size, n_ctx - t0)};
     };
     const float* qj = s.q_cat.data() + j * ld_cat;
+    float* o_lat = s.o_lat.data() + static_cast<int64_t>(j) * m.nh * p.kv_lora;
+    if (m.bf16) {
+      attend_bf16(m, n_ctx, qj, o_lat, s, block_rows);
+      continue;
+    }
     // The query row [q_lat | q_rope] against the cache row [c_kv | k_rope]: one dot over both parts.
     for (int t0 = 0; t0 < n_ctx; t0 += p.block_size)
       kv_dot_block(block_rows(t0), width, qj, width, m.nh, s.scores.data() + t0, n_ctx, s.kv_buf.data());
     for (float& v : s.scores) v *= p.scale;
     for (int h = 0; h < m.nh; ++h) softmax_row(s.scores.data() + static_cast<size_t>(h) * n_ctx, n_ctx);
     for (int t0 = 0; t0 < n_ctx; t0 += p.block_size)
-      kv_axpy_block(block_rows(t0), p.kv_lora, s.scores.data() + t0, n_ctx, m.nh,
-                    s.o_lat.data() + static_cast<int64_t>(j) * m.nh * p.kv_lora, p.kv_lora, s.kv_buf.data());
+      kv_axpy_block(block_rows(t0), p.kv_lora, s.scores.data() + t0, n_ctx, m.nh, o_lat, p.kv_lora,
+                    s.kv_buf.data());
   }
   const int64_t ld_out = static_cast<int64_t>(p.n_head) * p.v_head_dim;
   float* out0 = m.out.as<float>() + (m.sq.q_begin + j0) * ld_out + static_cast<int64_t>(m.h0) * p.v_head_dim;
@@ -149,6 +181,11 @@ Status attention_mla(const OpContext& ctx, const MlaParams& p, const AttnBatch& 
   const int n_chunks = std::min(p.n_head, std::max(1, threads));
   const int chunk = (p.n_head + n_chunks - 1) / n_chunks;
   const int width = p.kv_lora + p.qk_rope;
+  // BF16 products under --precision fast where the CPU has them and the rows split into their 32-element steps.
+  const MlaBf16Kernels* bf16 = ctx.precision == Precision::kFast && latent.dtype != DType::kQ8_0 &&
+                                       width % 32 == 0 && p.kv_lora % 16 == 0
+                                   ? mla_bf16_kernels()
+                                   : nullptr;
   std::mutex mu;
   Status failed;  // the first work item's error
   parallel_rows(ctx, batch.n_seqs() * n_chunks, 1, [&](int64_t b, int64_t e) {
@@ -157,11 +194,15 @@ Status attention_mla(const OpContext& ctx, const MlaParams& p, const AttnBatch& 
     thread_local MlaScratch s;
     s.w_rows.resize(static_cast<size_t>(kRowChunk) * std::max(p.kv_lora, p.qk_nope));
     s.kv_buf.resize(static_cast<size_t>(p.block_size) * width);
+    if (bf16) {
+      s.q_bf16.resize(static_cast<size_t>(chunk) * width);
+      s.rows_bf16.resize(static_cast<size_t>(p.block_size + 1) * width);
+    }
     for (int64_t it = b; it < e; ++it) {
       const int h0 = static_cast<int>(it % n_chunks) * chunk, nh = std::min(chunk, p.n_head - h0);
       const AttnSeq sq = batch.host_seq(static_cast<int>(it / n_chunks));
       if (sq.n_q == 0 || nh <= 0 || expanded[static_cast<size_t>(it / n_chunks)]) continue;
-      const MlaItem m{p, sq, q, w_uk, w_uv, latent, out, h0, nh};
+      const MlaItem m{p, sq, q, w_uk, w_uv, latent, out, h0, nh, bf16};
       const size_t tile = static_cast<size_t>(std::min(kTokenTile, sq.n_q));  // one row at decode
       s.q_cat.resize(std::max(s.q_cat.size(), tile * nh * width));
       s.o_lat.resize(std::max(s.o_lat.size(), tile * nh * p.kv_lora));

@@ -27,6 +27,9 @@ struct KvRows {
 // queries. Each output gets the same bits however many rows and queries a call takes.
 // The rows' n elements as floats, row t at dst + t·ld (F16 / BF16 / Q8_0 decoded).
 void kv_read_rows(const KvRows& r, int64_t n, float* dst, int64_t ld);
+// The block's first n elements of each row as floats, row t at the result + t·(*ld): an F32 cache in place, others
+// decoded into buf (nt · n floats).
+const float* kv_f32_rows(const KvRows& r, int64_t n, float* buf, int64_t* ld);
 void kv_dot_block(const KvRows& r, int64_t n, const float* x, int64_t ldx, int nx, float* out, int64_t ldo,
                   float* buf);
 void kv_axpy_block(const KvRows& r, int64_t n, const float* a, int64_t lda, int ny, float* y, int64_t ldy,

@@ -31,8 +31,9 @@ float block_dot_q8(const float* x, const int8_t* qs) {
   return ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
 }
 
-// The block's rows as floats, row t at the result + t·(*ld): F32 in place, others decoded into buf (nt · n floats).
-const float* plain_rows(const KvRows& r, int64_t n, float* buf, int64_t* ld) {
+}  // namespace
+
+const float* kv_f32_rows(const KvRows& r, int64_t n, float* buf, int64_t* ld) {
   if (r.cache->dtype == DType::kF32) {
     *ld = r.stride;
     return reinterpret_cast<const float*>(elem_ptr(*r.cache, r.elem0));
@@ -41,8 +42,6 @@ const float* plain_rows(const KvRows& r, int64_t n, float* buf, int64_t* ld) {
   *ld = n;
   return buf;
 }
-
-}  // namespace
 
 Status check_kv_parts(const char* op, DType t, std::initializer_list<int> widths) {
   CAI_TRY(check_kv_cache_dtype(op, t));
@@ -76,7 +75,7 @@ void kv_dot_block(const KvRows& r, int64_t n, const float* x, int64_t ldx, int n
     return;
   }
   int64_t ld;
-  const float* rows = plain_rows(r, n, buf, &ld);  // decoded once for all nx
+  const float* rows = kv_f32_rows(r, n, buf, &ld);  // decoded once for all nx
   active_gemm_kernels().rows_dot(x, ldx, nx, rows, ld, r.nt, n, out, ldo);
 }
 
@@ -95,7 +94,7 @@ void kv_axpy_block(const KvRows& r, int64_t n, const float* a, int64_t lda, int 
     return;
   }
   int64_t ld;
-  const float* rows = plain_rows(r, n, buf, &ld);
+  const float* rows = kv_f32_rows(r, n, buf, &ld);
   active_gemm_kernels().rows_axpy(a, lda, ny, rows, ld, r.nt, n, y, ldy);
 }
 
