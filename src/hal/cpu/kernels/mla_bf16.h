@@ -10,7 +10,7 @@
 namespace cai::hal::cpu {
 
 struct MlaBf16Kernels {
-  // out[i] = BF16 of x[i] for i < n, n even.
+  // out[i] = BF16 of x[i] for i < n, n a multiple of 32.
   void (*to_bf16)(const float* x, int64_t n, uint16_t* out);
   // out[i·ldo + t] = q_i · r_t over n elements (n a multiple of 32) for nq BF16 queries q + i·ldq and nt F32 rows
   // r + t·ldr (rounded to BF16 once, in buf: nt · n values).

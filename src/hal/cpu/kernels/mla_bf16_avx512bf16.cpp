@@ -39,14 +39,7 @@ __m256 hsum8x(const __m512* v) {
 }
 
 void to_bf16(const float* x, int64_t n, uint16_t* out) {
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) _mm512_storeu_si512(out + i, bf16x32(x + i));
-  for (; i < n; i += 2) {  // the last pairs
-    const __m128bh v = _mm_cvtne2ps_pbh(_mm_set_ss(x[i + 1]), _mm_set_ss(x[i]));  // [x_i, 0, 0, 0, x_i+1, 0, ...]
-    const __m128i w = reinterpret_cast<__m128i>(v);
-    out[i] = static_cast<uint16_t>(_mm_extract_epi16(w, 0));
-    out[i + 1] = static_cast<uint16_t>(_mm_extract_epi16(w, 4));
-  }
+  for (int64_t i = 0; i < n; i += 32) _mm512_storeu_si512(out + i, bf16x32(x + i));
 }
 
 template <int QN, int RN>
