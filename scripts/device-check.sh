@@ -53,10 +53,12 @@ done
 
 log "op table test on every device (cpu, simt:0, cuda:0) vs ops/ref"
 timeout 120 "$bin"/test_ops --gtest_filter='BackendOps.*' 2>&1 | tee "$out/ops.log" | tail -15
+grep -E '^\[  (PASSED|FAILED) ' "$out/ops.log" >>"$out/summary.txt"
 
 log "oracles on cuda:0 (qwen2, llama3-scaled, deepseek-v3 main/fp8/q_lora_none; 1e-3, same greedy tokens)"
 CAI_TEST_DEVICE=cuda:0 timeout 120 "$bin"/test_cli --gtest_filter='*OracleEvalDevice*warp32' 2>&1 |
   tee "$out/oracles.log" | tail -12
+grep -E '^\[  (PASSED|FAILED) ' "$out/oracles.log" >>"$out/summary.txt"
 
 bench() {  # name, extra cai bench arguments...
   local name=$1; shift
