@@ -5,7 +5,6 @@
 // over the tile's tokens with the head's rows as the weight (int8 dot products on the file's blocks under --precision
 // fast).
 #include <algorithm>
-#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -64,29 +63,6 @@ struct MlaScratch {
   std::vector<uint16_t> q_bf16, rows_bf16;  // the BF16 path's queries and cache rows
 };
 
-// One token's scores and latent output with BF16 products: the same loops as mla_tile's F32 ones.
-void attend_bf16(const MlaItem& m, int n_ctx, const float* qj, float* o_lat, MlaScratch& s,
-                 const std::function<KvRows(int)>& block_rows) {
-  const MlaParams& p = m.p;
-  const int width = p.kv_lora + p.qk_rope;
-  for (int h = 0; h < m.nh; ++h) m.bf16->to_bf16(qj + h * width, width, s.q_bf16.data() + h * width);
-  int64_t ld;
-  for (int t0 = 0; t0 < n_ctx; t0 += p.block_size) {
-    const KvRows rows = block_rows(t0);
-    const float* r = kv_f32_rows(rows, width, s.kv_buf.data(), &ld);
-    m.bf16->dot_rows(s.q_bf16.data(), width, m.nh, r, ld, rows.nt, width, s.scores.data() + t0, n_ctx,
-                     s.rows_bf16.data());
-  }
-  for (float& v : s.scores) v *= p.scale;
-  for (int h = 0; h < m.nh; ++h) softmax_row(s.scores.data() + static_cast<size_t>(h) * n_ctx, n_ctx);
-  for (int t0 = 0; t0 < n_ctx; t0 += p.block_size) {
-    const KvRows rows = block_rows(t0);
-    const float* r = kv_f32_rows(rows, p.kv_lora, s.kv_buf.data(), &ld);
-    m.bf16->axpy_rows(s.scores.data() + t0, n_ctx, m.nh, r, ld, rows.nt, p.kv_lora, o_lat, p.kv_lora,
-                      s.rows_bf16.data());
-  }
-}
-
 // y[j·ldy + o] = x[j·ldx + ·] · row r0 + o of w for nj inputs and n_out rows. A dense GEMM on the rows as a weight of
 // their own, run on this thread; where the rows are not one (block-scaled FP8, whose scales cover 128-row blocks of
 // the whole tensor, or packed row groups the range cuts through) they are decoded kRowChunk at a time instead.
@@ -136,18 +112,32 @@ Status mla_tile(const OpContext& ctx, const MlaItem& m, int j0, int nj, MlaScrat
     };
     const float* qj = s.q_cat.data() + j * ld_cat;
     float* o_lat = s.o_lat.data() + static_cast<int64_t>(j) * m.nh * p.kv_lora;
-    if (m.bf16) {
-      attend_bf16(m, n_ctx, qj, o_lat, s, block_rows);
-      continue;
-    }
+    if (m.bf16)
+      for (int h = 0; h < m.nh; ++h) m.bf16->to_bf16(qj + h * width, width, s.q_bf16.data() + h * width);
+    int64_t ld;
     // The query row [q_lat | q_rope] against the cache row [c_kv | k_rope]: one dot over both parts.
-    for (int t0 = 0; t0 < n_ctx; t0 += p.block_size)
-      kv_dot_block(block_rows(t0), width, qj, width, m.nh, s.scores.data() + t0, n_ctx, s.kv_buf.data());
+    for (int t0 = 0; t0 < n_ctx; t0 += p.block_size) {
+      const KvRows rows = block_rows(t0);
+      if (!m.bf16) {
+        kv_dot_block(rows, width, qj, width, m.nh, s.scores.data() + t0, n_ctx, s.kv_buf.data());
+        continue;
+      }
+      const float* r = kv_f32_rows(rows, width, s.kv_buf.data(), &ld);
+      m.bf16->dot_rows(s.q_bf16.data(), width, m.nh, r, ld, rows.nt, width, s.scores.data() + t0, n_ctx,
+                       s.rows_bf16.data());
+    }
     for (float& v : s.scores) v *= p.scale;
     for (int h = 0; h < m.nh; ++h) softmax_row(s.scores.data() + static_cast<size_t>(h) * n_ctx, n_ctx);
-    for (int t0 = 0; t0 < n_ctx; t0 += p.block_size)
-      kv_axpy_block(block_rows(t0), p.kv_lora, s.scores.data() + t0, n_ctx, m.nh, o_lat, p.kv_lora,
-                    s.kv_buf.data());
+    for (int t0 = 0; t0 < n_ctx; t0 += p.block_size) {
+      const KvRows rows = block_rows(t0);
+      if (!m.bf16) {
+        kv_axpy_block(rows, p.kv_lora, s.scores.data() + t0, n_ctx, m.nh, o_lat, p.kv_lora, s.kv_buf.data());
+        continue;
+      }
+      const float* r = kv_f32_rows(rows, p.kv_lora, s.kv_buf.data(), &ld);
+      m.bf16->axpy_rows(s.scores.data() + t0, n_ctx, m.nh, r, ld, rows.nt, p.kv_lora, o_lat, p.kv_lora,
+                        s.rows_bf16.data());
+    }
   }
   const int64_t ld_out = static_cast<int64_t>(p.n_head) * p.v_head_dim;
   float* out0 = m.out.as<float>() + (m.sq.q_begin + j0) * ld_out + static_cast<int64_t>(m.h0) * p.v_head_dim;

@@ -78,8 +78,7 @@ void dot_queries(const uint16_t* q, int64_t ldq, const uint16_t* r, int nt, int6
 
 void dot_rows(const uint16_t* q, int64_t ldq, int nq, const float* rows, int64_t ldr, int nt, int64_t n, float* out,
               int64_t ldo, uint16_t* buf) {
-  for (int t = 0; t < nt; ++t)
-    for (int64_t d = 0; d < n; d += 32) _mm512_storeu_si512(buf + t * n + d, bf16x32(rows + t * ldr + d));
+  for (int t = 0; t < nt; ++t) to_bf16(rows + t * ldr, n, buf + t * n);
   int i = 0;
   for (; i + 4 <= nq; i += 4) dot_queries<4>(q + i * ldq, ldq, buf, nt, n, out + i * ldo, ldo);
   for (; i < nq; ++i) dot_queries<1>(q + i * ldq, ldq, buf, nt, n, out + i * ldo, ldo);
