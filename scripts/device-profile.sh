@@ -57,5 +57,14 @@ total = sum(t for n, t in per.values())
 print(f"  kernels: {len(rows)} launches, {total / steps:.1f} us of GPU time a step (over {steps} single-token steps)")
 for name, (n, t) in sorted(per.items(), key=lambda kv: -kv[1][1])[:14]:
     print(f"    {t / steps:9.1f} us/step  {n / steps:6.1f} launches/step  {t / n:8.2f} us each  {name}")
+# The same by launch shape (a GEMV's grid follows its weight's rows), for the largest eight.
+grid = head.index("Grid Size")
+shapes = collections.defaultdict(lambda: [0, 0.0])
+for r in rows:
+    shapes[(short(r[k]), r[grid])][0] += 1
+    shapes[(short(r[k]), r[grid])][1] += float(r[value].replace(",", "")) * scale[r[unit]]
+print("  by launch shape:")
+for (name, g), (n, t) in sorted(shapes.items(), key=lambda kv: -kv[1][1])[:8]:
+    print(f"    {t / steps:9.1f} us/step  {n / steps:6.1f} launches/step  {t / n:8.2f} us each  {name} grid {g}")
 PY
 done

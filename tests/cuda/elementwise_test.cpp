@@ -1,5 +1,5 @@
 // simt tests (warp 32/64) of rms_norm, add, swiglu, softmax, copy_cols, kv_write (F32, F16 and BF16 caches) and rope
-// vs reference and CPU; the f32 → f16 / bf16 rounding of convert.cuh vs core/dtype.cpp.
+// vs reference and CPU; the f32 ↔ f16 / bf16 / fp8 conversions of convert.cuh vs core/dtype.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -129,6 +129,22 @@ TEST(CudaConvert, F32ToHalfMatchesCore) {
     ASSERT_EQ(cai::gpu::f32_to_f16(f), cai::f32_to_f16(f)) << std::hex << u;
     ASSERT_EQ(cai::gpu::f32_to_bf16(f), cai::f32_to_bf16(f)) << std::hex << u;
   }
+}
+
+// convert.cuh's branch-free f16 / fp8 e4m3 → f32 equal core/dtype.cpp's for every code, NaN payloads included.
+TEST(CudaConvert, HalfAndFp8ToF32MatchCoreOnEveryCode) {
+  const auto bits = [](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+  };
+  for (uint32_t h = 0; h < 0x10000u; ++h)
+    ASSERT_EQ(bits(cai::gpu::f16_to_f32(static_cast<uint16_t>(h))), bits(cai::f16_to_f32(static_cast<uint16_t>(h))))
+        << std::hex << h;
+  for (uint32_t c = 0; c < 0x100u; ++c)
+    ASSERT_EQ(bits(cai::gpu::fp8_e4m3_to_f32(static_cast<uint8_t>(c))),
+              bits(cai::fp8_e4m3_to_f32(static_cast<uint8_t>(c))))
+        << std::hex << c;
 }
 
 // RoPE on simt vs the CPU kernel (same float angle) within 1e-5 relative, and vs the double reference loosely

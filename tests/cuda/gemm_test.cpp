@@ -11,6 +11,7 @@
 #include "core/weight_row.h"
 #include "cuda/simt_test_util.h"
 #include "hal/cuda/kernels/dequant.cuh"
+#include "hal/cuda/kernels/gemm_warp.cuh"
 #include "ops/ref/ref_ops.h"
 
 namespace cai::gpu::test {
@@ -124,6 +125,17 @@ TEST(CudaDenseGemm, EveryDtypeGemvAndTiledMatchReference) {
     for (int64_t n : {1, 3, 8, 21}) check_gemm(t, 70, test_cols(t), n, n % 2 == 1, false, seed++);
 }
 
+// Rows long enough that the GEMV splits each weight row over several warps (partial sums combined through shared
+// memory), with a ragged F16 width whose tail columns are shared out too.
+TEST(CudaDenseGemm, RowsSplitOverSeveralWarpsMatchReference) {
+  const std::pair<DType, int64_t> shapes[] = {{DType::kQ8_0, 4096}, {DType::kQ4_K, 2048}, {DType::kF16, 1543}};
+  uint32_t seed = 60;
+  for (const auto& [t, in] : shapes) {
+    ASSERT_GT(row_group_warps(in, 32, 4), 1) << dtype_name(t);
+    for (int64_t n : {1, 5}) check_gemm(t, 9, in, n, n == 5, false, seed++);
+  }
+}
+
 TEST(CudaDenseGemm, Fp8BlockScalesOnRaggedShapes) {
   for (int64_t n : {2, 19}) check_gemm(DType::kF8_E4M3, 150, 200, n, true, true, 40 + static_cast<uint32_t>(n));
 }
@@ -131,38 +143,41 @@ TEST(CudaDenseGemm, Fp8BlockScalesOnRaggedShapes) {
 // In batch-invariant mode each row of a batch of 1, 3, 16 or 37 is bit-identical to the row computed alone. The
 // property is the kernels' reduction order, not the decoders' (pure functions of the bytes), so the ABI 2.0 types
 // suffice; the added types' decoders are checked above.
+void check_batch_invariant(DType t, int64_t in, std::mt19937& rng) {
+  SCOPED_TRACE(std::string(dtype_name(t)) + " in " + std::to_string(in));
+  const int64_t out_rows = 24, max_n = 37;
+  HostWeights hw = make_weights(t, {out_rows, in}, t == DType::kF8_E4M3, rng);
+  const auto x = gaussian(static_cast<size_t>(max_n * in), rng);
+  for_each_warp([&](SimtDevice& dev) {
+    dev.ctx().batch_invariant = true;
+    const CaiTensor w = dev.upload_tensor(hw.view());
+    float* xd = dev.upload(x);
+    const CaiTensor y = dev.zeros_f32({max_n, out_rows});
+    CaiError err{};
+    for (int64_t r = 0; r < max_n; ++r) {
+      const CaiTensor xr = SimtDevice::tensor(xd + r * in, CAI_DTYPE_F32, {1, in});
+      float* y_row = static_cast<float*>(y.data) + r * out_rows;
+      const CaiTensor yr = SimtDevice::tensor(y_row, CAI_DTYPE_F32, {1, out_rows});
+      ASSERT_EQ(dense_gemm(dev.ctx(), w, xr, nullptr, yr, &err), CAI_OK) << err.message;
+    }
+    const auto solo = dev.download<float>(y.data, static_cast<size_t>(max_n * out_rows));
+    for (int64_t n : {1, 3, 16, 37}) {
+      const int64_t first = max_n - n;  // the last n rows, so row positions in the batch differ from the solo run
+      const CaiTensor xb = SimtDevice::tensor(xd + first * in, CAI_DTYPE_F32, {n, in});
+      const CaiTensor yb = dev.zeros_f32({n, out_rows});
+      ASSERT_EQ(dense_gemm(dev.ctx(), w, xb, nullptr, yb, &err), CAI_OK) << err.message;
+      const auto got = dev.download<float>(yb.data, static_cast<size_t>(n * out_rows));
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_EQ(bits(got[i]), bits(solo[static_cast<size_t>(first * out_rows) + i]))
+            << "batch " << n << " at " << i;
+    }
+  });
+}
+
 TEST(CudaDenseGemm, BatchInvariantRowsMatchSoloRows) {
   std::mt19937 rng(99);
-  for (DType t : kBaseWeightTypes) {
-    SCOPED_TRACE(dtype_name(t));
-    const int64_t out_rows = 24, in = test_cols(t), max_n = 37;
-    HostWeights hw = make_weights(t, {out_rows, in}, t == DType::kF8_E4M3, rng);
-    const auto x = gaussian(static_cast<size_t>(max_n * in), rng);
-    for_each_warp([&](SimtDevice& dev) {
-      dev.ctx().batch_invariant = true;
-      const CaiTensor w = dev.upload_tensor(hw.view());
-      float* xd = dev.upload(x);
-      const CaiTensor y = dev.zeros_f32({max_n, out_rows});
-      CaiError err{};
-      for (int64_t r = 0; r < max_n; ++r) {
-        const CaiTensor xr = SimtDevice::tensor(xd + r * in, CAI_DTYPE_F32, {1, in});
-        float* y_row = static_cast<float*>(y.data) + r * out_rows;
-        const CaiTensor yr = SimtDevice::tensor(y_row, CAI_DTYPE_F32, {1, out_rows});
-        ASSERT_EQ(dense_gemm(dev.ctx(), w, xr, nullptr, yr, &err), CAI_OK) << err.message;
-      }
-      const auto solo = dev.download<float>(y.data, static_cast<size_t>(max_n * out_rows));
-      for (int64_t n : {1, 3, 16, 37}) {
-        const int64_t first = max_n - n;  // the last n rows, so row positions in the batch differ from the solo run
-        const CaiTensor xb = SimtDevice::tensor(xd + first * in, CAI_DTYPE_F32, {n, in});
-        const CaiTensor yb = dev.zeros_f32({n, out_rows});
-        ASSERT_EQ(dense_gemm(dev.ctx(), w, xb, nullptr, yb, &err), CAI_OK) << err.message;
-        const auto got = dev.download<float>(yb.data, static_cast<size_t>(n * out_rows));
-        for (size_t i = 0; i < got.size(); ++i)
-          ASSERT_EQ(bits(got[i]), bits(solo[static_cast<size_t>(first * out_rows) + i]))
-              << "batch " << n << " at " << i;
-      }
-    });
-  }
+  for (DType t : kBaseWeightTypes) check_batch_invariant(t, test_cols(t), rng);
+  check_batch_invariant(DType::kQ8_0, 4096, rng);  // rows split over several warps
 }
 
 TEST(CudaDenseGemm, RejectsBadArguments) {

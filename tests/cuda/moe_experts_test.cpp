@@ -121,6 +121,12 @@ TEST(CudaSparseMoe, AddedDtypesMatchReference) {
   }
 }
 
+// Widths at which each expert row is split over several warps (gate / up over 1,536 columns, down over 1,280).
+TEST(CudaSparseMoe, RowsSplitOverSeveralWarps) {
+  const std::vector<int32_t> ids = {2, 0, 1, 2, 0, 2};
+  check_moe({DType::kQ8_0, 3, 1536, 1280, 3, 2, ids}, 41, true);
+}
+
 TEST(CudaSparseMoe, IdsOutsideTheExpertsAreSkipped) {
   const std::vector<int32_t> ids = {0, -1, 2, 3, 99, 1, 2, 0, -7, 3, 1, 1};
   check_moe({DType::kQ8_0, 4, 64, 32, 4, 3, ids}, 21, true);

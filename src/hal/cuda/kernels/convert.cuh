@@ -23,27 +23,24 @@ __device__ __host__ __forceinline__ float bits_to_f32(uint32_t u) {
   return f;
 }
 
-// IEEE binary16: inf / NaN keep their payload, subnormals are man · 2^-24 (exact in f32).
-__device__ __host__ __forceinline__ float f16_to_f32(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 31u;
-  const uint32_t man = h & 0x3FFu;
-  if (exp == 31) return bits_to_f32(sign | 0x7F800000u | (man << 13));
-  if (exp == 0) {
-    const float mag = static_cast<float>(man) * 0x1p-24f;
-    return sign ? -mag : mag;
-  }
-  return bits_to_f32(sign | ((exp + 112u) << 23) | (man << 13));
-}
-
-__device__ __host__ __forceinline__ float bf16_to_f32(uint16_t b) {
-  return bits_to_f32(static_cast<uint32_t>(b) << 16);
-}
-
 __device__ __host__ __forceinline__ uint32_t f32_to_bits(float f) {
   uint32_t u;
   __builtin_memcpy(&u, &f, 4);
   return u;
+}
+
+// IEEE binary16: inf / NaN keep their payload, subnormals are man · 2^-24 (exact in f32). Branch-free, so a decoder's
+// next loads need not wait for this one's value: the exponent is rebiased by multiplying by 2^112, exact for normals
+// and (read as an f32 subnormal) for subnormals alike.
+__device__ __host__ __forceinline__ float f16_to_f32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t body = static_cast<uint32_t>(h & 0x7FFFu) << 13;
+  const uint32_t finite = f32_to_bits(bits_to_f32(body) * 0x1p112f);
+  return bits_to_f32(sign | (body >= 0x0F800000u ? (body | 0x7F800000u) : finite));  // exponent 31: inf / NaN
+}
+
+__device__ __host__ __forceinline__ float bf16_to_f32(uint16_t b) {
+  return bits_to_f32(static_cast<uint32_t>(b) << 16);
 }
 
 // Round to nearest even; NaN stays a (quiet) NaN, overflow becomes inf, tiny values f16 subnormals or zero.
@@ -96,14 +93,9 @@ __device__ __forceinline__ void store_kv(void* cache, int64_t i, int32_t dtype, 
 // e4m3fn: sign, 4-bit exponent (bias 7), 3-bit mantissa; no infinities; 0x7F / 0xFF are NaN.
 __device__ __host__ __forceinline__ float fp8_e4m3_to_f32(uint8_t code) {
   const uint32_t sign = static_cast<uint32_t>(code & 0x80u) << 24;
-  const uint32_t exp = (code >> 3) & 15u;
-  const uint32_t man = code & 7u;
-  if (exp == 15 && man == 7) return bits_to_f32(sign | 0x7FC00000u);
-  if (exp == 0) {
-    const float mag = static_cast<float>(man) * 0x1p-9f;
-    return sign ? -mag : mag;
-  }
-  return bits_to_f32(sign | ((exp + 120u) << 23) | (man << 20));
+  const uint32_t body = static_cast<uint32_t>(code & 0x7Fu) << 20;  // rebiased by 2^120 as f16_to_f32 does
+  const uint32_t finite = f32_to_bits(bits_to_f32(body) * 0x1p120f);
+  return bits_to_f32(sign | (body == 0x07F00000u ? 0x7FC00000u : finite));  // S.1111.111 is NaN
 }
 
 }  // namespace cai::gpu

@@ -221,7 +221,8 @@ __device__ inline void q8_0_chunk(const uint8_t* blk, int i0, float* v) {
   uint32_t lo, hi;
   load8_u16(blk + 2 + i0, &lo, &hi);
   const float d = load_f16(blk);
-  for (int k = 0; k < kChunk; ++k) v[k] = d * static_cast<float>(static_cast<int8_t>(byte_of(lo, hi, k)));
+  for (int k = 0; k < kChunk; ++k)
+    v[k] = d * small_int_to_f32(static_cast<uint32_t>(byte_of(lo, hi, k)) ^ 0x80u, 128.0f);
 }
 
 __device__ inline void q4_0_chunk(const uint8_t* blk, int i0, float* v) {
@@ -229,7 +230,8 @@ __device__ inline void q4_0_chunk(const uint8_t* blk, int i0, float* v) {
   load8_u16(blk + 2 + i0 % 16, &lo, &hi);
   const float d = load_f16(blk);
   const int shift = i0 < 16 ? 0 : 4;
-  for (int k = 0; k < kChunk; ++k) v[k] = d * static_cast<float>(((byte_of(lo, hi, k) >> shift) & 15) - 8);
+  for (int k = 0; k < kChunk; ++k)
+    v[k] = d * small_int_to_f32(static_cast<uint32_t>((byte_of(lo, hi, k) >> shift) & 15), 8.0f);
 }
 
 // Q4_K (has_qh false) / Q5_K: the 8 elements share one sub-block scale and min.
@@ -248,7 +250,7 @@ __device__ inline void k45_chunk(const uint8_t* blk, bool has_qh, int i0, float*
   const int shift = (s & 1) ? 4 : 0;
   for (int k = 0; k < kChunk; ++k) {
     const int q = ((byte_of(q_lo, q_hi, k) >> shift) & 15) | (((byte_of(h_lo, h_hi, k) >> s) & 1) << 4);
-    v[k] = mul_rn(d, static_cast<float>(q)) - mn;
+    v[k] = mul_rn(d, small_int_to_f32(static_cast<uint32_t>(q), 0.0f)) - mn;
   }
 }
 
@@ -262,7 +264,7 @@ __device__ inline void q6_k_chunk(const uint8_t* blk, int i0, float* v) {
   const int shift = g < 2 ? 0 : 4;
   for (int k = 0; k < kChunk; ++k) {
     const int q = ((byte_of(ql_lo, ql_hi, k) >> shift) & 15) | (((byte_of(qh_lo, qh_hi, k) >> (2 * g)) & 3) << 4);
-    v[k] = d * sc * static_cast<float>(q - 32);
+    v[k] = d * sc * small_int_to_f32(static_cast<uint32_t>(q), 32.0f);
   }
 }
 
@@ -276,13 +278,18 @@ __device__ inline void plain_chunk(const uint8_t* r, int dtype, int64_t col0, fl
   }
 }
 
-// v[0..8) = w[row, col0 .. col0+7]; col0 is a multiple of 8 and col0 + 8 <= cols. Same values as weight_at.
-__device__ inline void decode_chunk(const WeightView& w, int64_t row, int64_t col0, float* v) {
+inline constexpr int kAnyDtype = -1;  // decode_chunk's dtype is w.dtype, switched on at run time
+
+// v[0..8) = w[row, col0 .. col0+7]; col0 is a multiple of 8 and col0 + 8 <= cols. Same values as weight_at. With D
+// = w.dtype given at compile time the dtype switch folds away, leaving straight-line loads and arithmetic.
+template <int D = kAnyDtype>
+__device__ __forceinline__ void decode_chunk(const WeightView& w, int64_t row, int64_t col0, float* v) {
+  const int dtype = D == kAnyDtype ? w.dtype : D;
   const uint8_t* r = w.data + static_cast<size_t>(row) * w.row_bytes;
-  const int be = block_elems(w.dtype);
-  const uint8_t* blk = r + static_cast<size_t>(col0 / be) * static_cast<size_t>(block_bytes(w.dtype));
+  const int be = block_elems(dtype);
+  const uint8_t* blk = r + static_cast<size_t>(col0 / be) * static_cast<size_t>(block_bytes(dtype));
   const int i0 = static_cast<int>(col0 % be);
-  switch (w.dtype) {
+  switch (dtype) {
     case CAI_DTYPE_Q8_0: q8_0_chunk(blk, i0, v); break;
     case CAI_DTYPE_Q4_0: q4_0_chunk(blk, i0, v); break;
     case CAI_DTYPE_Q4_K: k45_chunk(blk, false, i0, v); break;
@@ -291,13 +298,11 @@ __device__ inline void decode_chunk(const WeightView& w, int64_t row, int64_t co
     case CAI_DTYPE_F32:
     case CAI_DTYPE_F16:
     case CAI_DTYPE_BF16:
-    case CAI_DTYPE_F8_E4M3: plain_chunk(r, w.dtype, col0, v); break;
-    default: added_type_chunk(w.dtype, blk, i0, v); break;
+    case CAI_DTYPE_F8_E4M3: plain_chunk(r, dtype, col0, v); break;
+    default: added_type_chunk(dtype, blk, i0, v); break;
   }
-  if (w.scale) {
-    const float s = block_scale(w, row, col0);  // the 8 columns share one 128-column block
-    for (int k = 0; k < kChunk; ++k) v[k] *= s;
-  }
+  const float s = block_scale(w, row, col0);  // the 8 columns share one 128-column block; 1 without scales
+  for (int k = 0; k < kChunk; ++k) v[k] *= s;  // (× 1 is exact: a select, not a branch before the next loads)
 }
 
 }  // namespace cai::gpu

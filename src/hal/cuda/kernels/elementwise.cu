@@ -90,7 +90,9 @@ int rms_norm(const Context& ctx, const CaiTensor& x, const CaiTensor& w, float e
     return fail(err, CAI_ERR_INVALID_ARGUMENT, "rms_norm: x %s w %s out %s", shape_string(x).c_str(),
                 shape_string(w).c_str(), shape_string(out).c_str());
   if (rows(x) == 0) return CAI_OK;
-  GPU_LAUNCH(static_cast<unsigned>(rows(x)), row_block_threads(dim, ctx.warp_size), 0, ctx.stream, rms_norm_kernel)
+  // Up to 1,024 threads, so each thread's loads are one or two and not a chain of round trips.
+  const int threads = row_block_threads(dim, ctx.warp_size, 1024);
+  GPU_LAUNCH(static_cast<unsigned>(rows(x)), threads, 0, ctx.stream, rms_norm_kernel)
   (static_cast<const float*>(x.data), static_cast<const float*>(w.data), eps, dim, static_cast<float*>(out.data));
   return check_launch(err, "rms_norm");
 }

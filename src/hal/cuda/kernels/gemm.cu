@@ -1,5 +1,6 @@
-// CUDA-dialect dense_gemm: y = x · w^T (+ bias) for every weight dtype; a warp-per-row GEMV for decode-sized batches
-// (and for every batch in batch-invariant mode) and a shared-memory tiled GEMM for larger ones.
+// CUDA-dialect dense_gemm: y = x · w^T (+ bias) for every weight dtype; a GEMV with one row group (1-4 warps) per
+// weight row for decode-sized batches (and for every batch in batch-invariant mode) and a shared-memory tiled GEMM for
+// larger ones.
 #include "hal/cuda/kernels/gemm_warp.cuh"
 #include "hal/cuda/kernels/tensor_shape.cuh"
 
@@ -7,8 +8,7 @@ namespace cai::gpu {
 
 namespace {
 
-constexpr int kGemvWarps = 4;         // warps (output rows in flight) per GEMV block
-constexpr int kGemvMaxRows = 8;       // activation rows one GEMV pass shares a weight row between
+constexpr int kGemvWarps = 4;         // warps per GEMV block, split into row groups
 constexpr int kTileM = 32;            // activation rows per tile
 constexpr int kTileN = 64;            // output rows (weight rows) per tile
 constexpr int kTileK = 32;            // reduction columns per tile step (a multiple of kChunk)
@@ -16,19 +16,25 @@ constexpr int kTileThreads = 256;     // each thread computes kTileM · kTileN /
 constexpr int kThreadsN = 16;         // thread columns of the output tile: thread t owns rows 2·(t/16)+{0,1} ...
 constexpr int kOutPerThreadN = kTileN / kThreadsN;  // ... and output columns t%16 + 16·{0..3}
 
-// One warp per output row o; blockIdx.y picks N consecutive activation rows (rows past n repeat the last one and are
-// not stored).
-template <int N>
-__global__ void gemv_kernel(WeightView w, const float* __restrict__ x, int64_t n, const float* __restrict__ bias,
-                            float* __restrict__ y) {
-  const int64_t o = static_cast<int64_t>(blockIdx.x) * (blockDim.x / gpu_warp_size()) + gpu_warp_id();
-  if (o >= w.rows) return;
+// Row groups of `group_warps` warps, one output row o each; blockIdx.y picks N consecutive activation rows (rows past
+// n repeat the last one and are not stored).
+template <int D, int N>
+__global__ void gemv_kernel(WeightView w, const float* __restrict__ x, int64_t n, bool x16, int group_warps,
+                            const float* __restrict__ bias, float* __restrict__ y) {
+  __shared__ float partial[kGemvWarps][N];
+  const int group = gpu_warp_id() / group_warps, width = group_warps * gpu_warp_size();
+  const int64_t o = static_cast<int64_t>(blockIdx.x) * (kGemvWarps / group_warps) + group;
   const int64_t j0 = static_cast<int64_t>(blockIdx.y) * N;
-  const float* xs[N];
-  for (int j = 0; j < N; ++j) xs[j] = x + (j0 + j < n ? j0 + j : n - 1) * w.cols;
   float acc[N];
-  warp_dot_rows<N>(w, o, xs, acc);
-  if (gpu_lane_id() != 0) return;
+  if (o < w.rows) {
+    const float* xs[N];
+    for (int j = 0; j < N; ++j) xs[j] = x + (j0 + j < n ? j0 + j : n - 1) * w.cols;
+    thread_dot_rows<D, N>(w, o, xs, x16, static_cast<int>(threadIdx.x) % width, width, acc);
+  } else {
+    for (int j = 0; j < N; ++j) acc[j] = 0.0f;
+  }
+  group_sum<N>(acc, group_warps, partial);
+  if (o >= w.rows || static_cast<int>(threadIdx.x) % width != 0) return;
   const float b = bias ? bias[o] : 0.0f;
   for (int j = 0; j < N && j0 + j < n; ++j) y[(j0 + j) * w.rows + o] = acc[j] + b;
 }
@@ -89,12 +95,19 @@ __global__ void __launch_bounds__(kTileThreads)
   }
 }
 
-// The GEMV over all n rows with N activation rows per pass.
-template <int N>
+// The GEMV over all n rows, pass_rows(n) activation rows per pass.
 void launch_gemv(const Context& ctx, const WeightView& w, const float* x, int64_t n, const float* bias, float* y) {
-  const dim3 grid(static_cast<unsigned>((w.rows + kGemvWarps - 1) / kGemvWarps),
-                  static_cast<unsigned>((n + N - 1) / N));
-  GPU_LAUNCH(grid, dim3(kGemvWarps * ctx.warp_size), 0, ctx.stream, gemv_kernel<N>)(w, x, n, bias, y);
+  const int group_warps = row_group_warps(w.cols, ctx.warp_size, kGemvWarps);
+  const int rows_per_block = kGemvWarps / group_warps, n_rows = pass_rows(n);
+  const dim3 grid(static_cast<unsigned>((w.rows + rows_per_block - 1) / rows_per_block),
+                  static_cast<unsigned>((n + n_rows - 1) / n_rows));
+  const bool x16 = rows_16b_aligned(x, w.cols);
+  with_pass_rows(n_rows, [&](auto rows_c) {
+    dispatch_weight_dtype(w.dtype, [&](auto d) {
+      GPU_LAUNCH(grid, dim3(kGemvWarps * ctx.warp_size), 0, ctx.stream,
+                 gemv_kernel<decltype(d)::value, decltype(rows_c)::value>)(w, x, n, x16, group_warps, bias, y);
+    });
+  });
 }
 
 int check_gemm_args(const CaiTensor& w, const CaiTensor& x, const CaiTensor* bias, const CaiTensor& y, CaiError* err) {
@@ -123,20 +136,14 @@ int dense_gemm(const Context& ctx, const CaiTensor& w, const CaiTensor& x, const
   const float* xp = static_cast<const float*>(x.data);
   const float* bp = bias ? static_cast<const float*>(bias->data) : nullptr;
   float* yp = static_cast<float*>(y.data);
-  if (ctx.batch_invariant) {
-    launch_gemv<kGemvMaxRows>(ctx, wv, xp, n, bp, yp);  // one kernel shape and reduction order for every n
-  } else if (n > kGemvMaxRows) {
+  // Each output of the GEMV sums in an order set by the weight's shape alone, whatever N; the tiled GEMM's differs,
+  // so batch-invariant mode never takes it.
+  if (n > kMaxPassRows && !ctx.batch_invariant) {
     const dim3 grid(static_cast<unsigned>((wv.rows + kTileN - 1) / kTileN),
                     static_cast<unsigned>((n + kTileM - 1) / kTileM));
     GPU_LAUNCH(grid, dim3(kTileThreads), 0, ctx.stream, tiled_gemm_kernel)(wv, xp, n, bp, yp);
-  } else if (n == 1) {
-    launch_gemv<1>(ctx, wv, xp, n, bp, yp);
-  } else if (n == 2) {
-    launch_gemv<2>(ctx, wv, xp, n, bp, yp);
-  } else if (n <= 4) {
-    launch_gemv<4>(ctx, wv, xp, n, bp, yp);
   } else {
-    launch_gemv<8>(ctx, wv, xp, n, bp, yp);
+    launch_gemv(ctx, wv, xp, n, bp, yp);
   }
   return check_launch(err, "dense_gemm");
 }
