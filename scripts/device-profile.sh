@@ -2,8 +2,9 @@
 # On a machine with an NVIDIA GPU, after scripts/device-check.sh (same CAI_PREBUILT; its models in /tmp): where a
 # decode step's time goes on cuda:0. Prints `cai bench`'s phase shares (fenced at each phase boundary) and, from
 # Nsight Compute's kernel timer (`ncu`, one metric, clocks left alone), each kernel's GPU time per decode step against
-# the step's wall time, so launch gaps and slow kernels show apart. Usage: scripts/device-profile.sh [MODEL_NAME ...]
-# (default qwen2-1.5b-q8_0). Output goes to $OUT when set, else /tmp/cai-device-profile.
+# the step's wall time, so launch gaps and slow kernels show apart, and the same by launch shape. Usage:
+# scripts/device-profile.sh [MODEL_NAME ...] (default qwen2-1.5b-q8_0). Output goes to $OUT when set, else
+# /tmp/cai-device-profile.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit
 out=${OUT:-/tmp/cai-device-profile}

@@ -120,11 +120,15 @@ void check_gqa(const CaiAttentionParams& p, const std::vector<SeqSpec>& specs, D
     }
     dev.ctx().shared_mem_per_block = 3000;  // fewer query heads per block: same arithmetic per output
     expect_bit_equal(run_gqa(dev, p, b, q, dk, dv), got, "small shared memory");
+    PagedBatch understated = b;  // a max_ctx below the real contexts: one partition then takes each whole context
+    understated.max_ctx = b.max_q;
+    expect_close(run_gqa(dev, p, understated, q, dk, dv), want, 1e-4f, 2e-5f, "max_ctx understated");
   });
 }
 
 TEST(CudaAttentionGqa, MatchesReferenceAndIsBatchInvariant) {
-  // Prefill from 0, decode past two chunks, a mid-context chunk and a context of 1400+ positions.
+  // Prefill from 0, decode past two chunks, a mid-context chunk and a context of 1400+ positions (several context
+  // partitions merged).
   check_gqa(CaiAttentionParams{8, 2, 64, 64, 0.125f, 16}, {{0, 5}, {150, 1}, {37, 3}, {1400, 2}});
   // Plain multi-head attention, q/k wider than v, block size 8, an idle sequence.
   check_gqa(CaiAttentionParams{3, 3, 48, 32, 0.2f, 8}, {{0, 1}, {5, 0}, {70, 4}});
@@ -176,7 +180,7 @@ void check_mla(const MlaCase& c) {
   const CaiMlaParams p{4, c.qk_nope, 8, 12, c.kv_lora, 0.1f, 16};
   const int qk = p.qk_nope + p.qk_rope, width = p.kv_lora + p.qk_rope;
   int64_t n_slots = 0;
-  PagedBatch b = make_batch({{0, 3}, {130, 1}, {20, 2}}, p.block_size, rng, &n_slots);
+  PagedBatch b = make_batch({{0, 3}, {130, 1}, {20, 2}, {600, 1}}, p.block_size, rng, &n_slots);
   HostWeights w_uk = make_weights(c.dtype, {int64_t{p.n_head} * p.kv_lora, p.qk_nope}, c.scaled, rng);
   HostWeights w_uv = make_weights(c.dtype, {int64_t{p.n_head} * p.v_head_dim, p.kv_lora}, c.scaled, rng);
   auto q = gaussian(static_cast<size_t>(b.n_tok) * p.n_head * qk, rng);

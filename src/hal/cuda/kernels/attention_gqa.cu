@@ -1,4 +1,6 @@
 // CUDA-dialect grouped-query attention over a paged F32 / F16 / BF16 KV cache, and the paged-attention core MLA reuses.
+#include <type_traits>
+
 #include "hal/cuda/kernels/convert.cuh"
 #include "hal/cuda/kernels/launchers.h"
 #include "hal/cuda/kernels/paged_attention.cuh"
@@ -9,8 +11,35 @@ namespace cai::gpu {
 
 namespace {
 
-constexpr int kCtxChunk = 64;  // context positions per online-softmax step
+constexpr int kCtxChunk = 64;    // context positions per online-softmax step
+constexpr int kCtxPart = 256;    // context positions per partition (one block each), a multiple of kCtxChunk
 constexpr int kMaxThreads = 256;
+constexpr size_t kPartialBudget = size_t{64} << 20;  // bytes of partition sums one launch aims to stay within
+
+// How one launch_paged_attention call is cut: partitions per query, and queries per launch pair (kernel + merge) so
+// that the partitions' sums of one pair fit kPartialBudget (at least one query at a time).
+struct PartitionPlan {
+  int n_parts;       // partitions of the longest context
+  int rows_per_launch;
+  size_t floats_per_row;  // one query's sums over all sequences, heads and partitions
+};
+
+PartitionPlan partition_plan(const PagedAttnArgs& a) {
+  PartitionPlan p{};
+  p.n_parts = (a.max_ctx + kCtxPart - 1) / kCtxPart;
+  if (p.n_parts < 1) p.n_parts = 1;
+  p.floats_per_row = static_cast<size_t>(a.n_seqs) * a.n_head * p.n_parts * (a.head_dim_v + 2);
+  const size_t fit = kPartialBudget / sizeof(float) / p.floats_per_row;
+  p.rows_per_launch = static_cast<int>(fit < 1 ? 1 : (fit < static_cast<size_t>(a.max_q) ? fit : a.max_q));
+  return p;
+}
+
+// Partition `part` of query (s, j_local)'s head h in a launch of `rows` queries: acc[head_dim_v], then m, l.
+__device__ __forceinline__ float* partial_at(float* partial, const PagedAttnArgs& a, int n_parts, int rows, int s,
+                                             int j_local, int h, int part) {
+  const int64_t i = ((static_cast<int64_t>(s) * rows + j_local) * a.n_head + h) * n_parts + part;
+  return partial + i * (a.head_dim_v + 2);
+}
 
 // A block's shared memory: the chunk's slots, its heads' queries, running outputs, chunk probabilities and the
 // running max / sum / rescale factor of each head.
@@ -91,28 +120,51 @@ __device__ void chunk_softmax(const BlockShared& sh, int hpb, int n) {
   }
 }
 
-// acc[g, d] = acc[g, d] · alpha[g] + Σ_t p[g, t] v_t[d], positions in order; each thread owns whole columns d.
+// acc[g, d] = acc[g, d] · alpha[g] + Σ_t p[g, t] v_t[d], positions in order; each thread owns whole columns d. The
+// values of kVBatch positions are loaded before any is used, so their loads are in flight together.
+// VD is a.v_dtype, fixed at compile time so that no dtype branch sits between the batch's loads.
+constexpr int kVBatch = 8;
+template <int VD>
 __device__ void chunk_accumulate(const PagedAttnArgs& a, const BlockShared& sh, int hpb, int kvh, int n) {
   for (int d = threadIdx.x; d < a.head_dim_v; d += blockDim.x) {
     for (int g = 0; g < hpb; ++g) sh.acc[g * a.head_dim_v + d] *= sh.alpha[g];
-    for (int t = 0; t < n; ++t) {
-      if (sh.slot[t] < 0) continue;
-      const int64_t at = static_cast<int64_t>(sh.slot[t]) * a.v_slot_stride + kvh * a.head_dim_v + d;
-      const float v = load_kv(a.v, at, a.v_dtype);
-      for (int g = 0; g < hpb; ++g) sh.acc[g * a.head_dim_v + d] += sh.p[g * kCtxChunk + t] * v;
+    for (int t0 = 0; t0 < n; t0 += kVBatch) {
+      using Raw = std::conditional_t<VD == CAI_DTYPE_F32, float, uint16_t>;  // the cache's element bits
+      Raw raw[kVBatch];  // all loads first, conversions after: no use of a load before the last one issues
+      for (int u = 0; u < kVBatch; ++u) {
+        const int32_t slot = t0 + u < n ? sh.slot[t0 + u] : -1;
+        const int64_t at = static_cast<int64_t>(slot) * a.v_slot_stride + kvh * a.head_dim_v + d;
+        raw[u] = slot < 0 ? Raw{} : static_cast<const Raw*>(a.v)[at];
+      }
+      for (int u = 0; u < kVBatch; ++u) {
+        const int t = t0 + u;
+        if (t >= n || sh.slot[t] < 0) continue;
+        float v;
+        if constexpr (VD == CAI_DTYPE_F32) v = raw[u];
+        else if constexpr (VD == CAI_DTYPE_BF16) v = bf16_to_f32(raw[u]);
+        else v = f16_to_f32(raw[u]);
+        for (int g = 0; g < hpb; ++g) sh.acc[g * a.head_dim_v + d] += sh.p[g * kCtxChunk + t] * v;
+      }
     }
   }
 }
 
-// Grid: (n_kv_head · slices, max_q, n_seqs); the block serves `hpb` consecutive query heads of one kv head.
-__global__ void paged_attention_kernel(PagedAttnArgs a, int hpb) {
+// Grid: (n_parts · n_kv_head · slices, queries q0 .. q0 + gridDim.y, n_seqs); the block serves `hpb` consecutive
+// query heads of one kv head over partition blockIdx.x / (n_kv_head · slices) of the context. With one partition it
+// writes the outputs, else its unnormalised sums to `partial` for merge_partitions_kernel.
+template <int VD>
+__global__ void paged_attention_kernel(PagedAttnArgs a, int hpb, int q0, int n_parts, float* partial) {
   GPU_DYNAMIC_SHARED(float, smem);
-  const int slices = a.n_head / a.n_kv_head / hpb;
-  const int kvh = static_cast<int>(blockIdx.x) / slices;
-  const int h0 = kvh * (a.n_head / a.n_kv_head) + static_cast<int>(blockIdx.x) % slices * hpb;
-  const int s = static_cast<int>(blockIdx.z), j = static_cast<int>(blockIdx.y);
+  const int slices = a.n_head / a.n_kv_head / hpb, head_blocks = a.n_kv_head * slices;
+  const int part = static_cast<int>(blockIdx.x) / head_blocks, hb = static_cast<int>(blockIdx.x) % head_blocks;
+  const int kvh = hb / slices;
+  const int h0 = kvh * (a.n_head / a.n_kv_head) + hb % slices * hpb;
+  const int s = static_cast<int>(blockIdx.z), j = q0 + static_cast<int>(blockIdx.y);
   const int32_t q_begin = a.seqs[s * 3], n_q = a.seqs[s * 3 + 1], pos0 = a.seqs[s * 3 + 2];
-  if (j >= n_q || q_begin < 0 || q_begin + j >= a.n_rows) return;
+  const int n_ctx = pos0 + j + 1, begin = part * kCtxPart;
+  if (j >= n_q || q_begin < 0 || q_begin + j >= a.n_rows || begin >= n_ctx) return;
+  // The last partition takes whatever is left, so a batch whose max_ctx understates a context still covers it.
+  const int end = n_ctx - begin <= kCtxPart || part == n_parts - 1 ? n_ctx : begin + kCtxPart;
   const int64_t head_row = (static_cast<int64_t>(q_begin) + j) * a.n_head + h0;
   const BlockShared sh = carve_shared(smem, hpb, a.head_dim, a.head_dim_v);
   for (int i = threadIdx.x; i < hpb * a.head_dim; i += blockDim.x) sh.q[i] = a.q[head_row * a.head_dim + i];
@@ -121,9 +173,8 @@ __global__ void paged_attention_kernel(PagedAttnArgs a, int hpb) {
     sh.m[g] = -INFINITY;
     sh.l[g] = 0.0f;
   }
-  const int n_ctx = pos0 + j + 1;
-  for (int c0 = 0; c0 < n_ctx; c0 += kCtxChunk) {
-    const int n = n_ctx - c0 < kCtxChunk ? n_ctx - c0 : kCtxChunk;
+  for (int c0 = begin; c0 < end; c0 += kCtxChunk) {
+    const int n = end - c0 < kCtxChunk ? end - c0 : kCtxChunk;
     __syncthreads();  // the previous chunk is fully accumulated (and q / acc / m / l are set up)
     chunk_slots(a, s, c0, n, sh.slot);
     __syncthreads();
@@ -131,12 +182,55 @@ __global__ void paged_attention_kernel(PagedAttnArgs a, int hpb) {
     __syncthreads();
     chunk_softmax(sh, hpb, n);
     __syncthreads();
-    chunk_accumulate(a, sh, hpb, kvh, n);
+    chunk_accumulate<VD>(a, sh, hpb, kvh, n);
   }
   __syncthreads();
-  for (int i = threadIdx.x; i < hpb * a.head_dim_v; i += blockDim.x) {
-    const float l = sh.l[i / a.head_dim_v];
-    a.out[head_row * a.head_dim_v + i] = l > 0.0f ? sh.acc[i] / l : 0.0f;
+  if (n_parts == 1) {
+    for (int i = threadIdx.x; i < hpb * a.head_dim_v; i += blockDim.x) {
+      const float l = sh.l[i / a.head_dim_v];
+      a.out[head_row * a.head_dim_v + i] = l > 0.0f ? sh.acc[i] / l : 0.0f;
+    }
+    return;
+  }
+  for (int g = 0; g < hpb; ++g) {
+    float* dst = partial_at(partial, a, n_parts, static_cast<int>(gridDim.y), s, static_cast<int>(blockIdx.y), h0 + g,
+                            part);
+    for (int d = threadIdx.x; d < a.head_dim_v; d += blockDim.x) dst[d] = sh.acc[g * a.head_dim_v + d];
+    if (threadIdx.x == 0) {
+      dst[a.head_dim_v] = sh.m[g];
+      dst[a.head_dim_v + 1] = sh.l[g];
+    }
+  }
+}
+
+// Grid (n_head, queries q0 .. q0 + gridDim.y, n_seqs): out = Σ_p acc_p · e^(m_p − M) / Σ_p l_p · e^(m_p − M) over the
+// query's partitions p in order, M their largest running max. With one partition this is acc / l exactly, as the
+// single-partition path writes it.
+__global__ void merge_partitions_kernel(PagedAttnArgs a, int q0, int n_parts, const float* partial) {
+  const int h = static_cast<int>(blockIdx.x), s = static_cast<int>(blockIdx.z);
+  const int j = q0 + static_cast<int>(blockIdx.y);
+  const int32_t q_begin = a.seqs[s * 3], n_q = a.seqs[s * 3 + 1], pos0 = a.seqs[s * 3 + 2];
+  if (j >= n_q || q_begin < 0 || q_begin + j >= a.n_rows) return;
+  const int needed = (pos0 + j + 1 + kCtxPart - 1) / kCtxPart, used = needed < n_parts ? needed : n_parts;
+  const auto at = [&](int part) {
+    return partial_at(const_cast<float*>(partial), a, n_parts, static_cast<int>(gridDim.y), s,
+                      static_cast<int>(blockIdx.y), h, part);
+  };
+  float mx = -INFINITY;
+  for (int p = 0; p < used; ++p) mx = fmaxf(mx, at(p)[a.head_dim_v]);
+  float l = 0.0f;
+  for (int p = 0; p < used; ++p) {
+    const float* src = at(p);
+    if (src[a.head_dim_v] != -INFINITY) l += src[a.head_dim_v + 1] * expf(src[a.head_dim_v] - mx);
+  }
+  float* out = a.out + ((static_cast<int64_t>(q_begin) + j) * a.n_head + h) * a.head_dim_v;
+  for (int d = threadIdx.x; d < a.head_dim_v; d += blockDim.x) {
+    float acc = 0.0f;
+    for (int p = 0; p < used; ++p) {
+      const float* src = at(p);
+      if (src[a.head_dim_v] != -INFINITY) acc += src[d] * expf(src[a.head_dim_v] - mx);
+    }
+    out[d] = l > 0.0f ? acc / l : 0.0f;
   }
 }
 
@@ -150,7 +244,13 @@ int heads_per_block(const Context& ctx, int group, int head_dim, int head_dim_v)
 
 }  // namespace
 
-int launch_paged_attention(const Context& ctx, const PagedAttnArgs& a, const char* op, CaiError* err) {
+size_t paged_attention_scratch_bytes(const PagedAttnArgs& a) {
+  const PartitionPlan plan = partition_plan(a);
+  return plan.n_parts == 1 ? 0 : plan.floats_per_row * static_cast<size_t>(plan.rows_per_launch) * sizeof(float);
+}
+
+int launch_paged_attention(const Context& ctx, const PagedAttnArgs& a, void* partial, const char* op,
+                           CaiError* err) {
   if (a.max_q > 65535 || a.n_seqs > 65535)
     return fail(err, CAI_ERR_UNSUPPORTED, "%s: %d sequences of up to %d queries exceed the grid", op, a.n_seqs,
                 a.max_q);
@@ -160,12 +260,29 @@ int launch_paged_attention(const Context& ctx, const PagedAttnArgs& a, const cha
   if (hpb == 0)
     return fail(err, CAI_ERR_UNSUPPORTED, "%s: head dims %d/%d need more than %zu bytes of shared memory", op,
                 a.head_dim, a.head_dim_v, ctx.shared_mem_per_block);
-  const dim3 grid(static_cast<unsigned>(a.n_kv_head * (group / hpb)), static_cast<unsigned>(a.max_q),
-                  static_cast<unsigned>(a.n_seqs));
+  const PartitionPlan plan = partition_plan(a);
+  if (plan.n_parts > 1 && !partial)
+    return fail(err, CAI_ERR_INTERNAL, "%s: no memory for the context partitions' sums", op);
   const int width = a.head_dim_v > a.head_dim ? a.head_dim_v : a.head_dim;
+  const int threads = row_block_threads(width, ctx.warp_size, kMaxThreads);
   const size_t shared = shared_floats(hpb, a.head_dim, a.head_dim_v) * sizeof(float);
-  GPU_LAUNCH(grid, row_block_threads(width, ctx.warp_size, kMaxThreads), shared, ctx.stream, paged_attention_kernel)
-  (a, hpb);
+  auto* sums = static_cast<float*>(partial);
+  for (int q0 = 0; q0 < a.max_q; q0 += plan.rows_per_launch) {
+    const auto rows = static_cast<unsigned>(a.max_q - q0 < plan.rows_per_launch ? a.max_q - q0 : plan.rows_per_launch);
+    const dim3 grid(static_cast<unsigned>(plan.n_parts * a.n_kv_head * (group / hpb)), rows,
+                    static_cast<unsigned>(a.n_seqs));
+    const auto attend = [&](auto vd) {
+      GPU_LAUNCH(grid, threads, shared, ctx.stream, paged_attention_kernel<decltype(vd)::value>)(a, hpb, q0,
+                                                                                                plan.n_parts, sums);
+    };
+    if (a.v_dtype == CAI_DTYPE_F32) attend(std::integral_constant<int, CAI_DTYPE_F32>{});
+    else if (a.v_dtype == CAI_DTYPE_F16) attend(std::integral_constant<int, CAI_DTYPE_F16>{});
+    else attend(std::integral_constant<int, CAI_DTYPE_BF16>{});  // check_kv_cache admits no other
+    if (plan.n_parts > 1)
+      GPU_LAUNCH(dim3(static_cast<unsigned>(a.n_head), rows, static_cast<unsigned>(a.n_seqs)),
+                 row_block_threads(a.head_dim_v, ctx.warp_size, kMaxThreads), 0, ctx.stream,
+                 merge_partitions_kernel)(a, q0, plan.n_parts, sums);
+  }
   return check_launch(err, op);
 }
 
@@ -224,7 +341,13 @@ int attention_gqa(const Context& ctx, const CaiAttentionParams& p, const CaiAttn
   a.k_slot_stride = static_cast<int64_t>(p.n_kv_head) * p.head_dim;
   a.v_slot_stride = static_cast<int64_t>(p.n_kv_head) * p.head_dim_v;
   a.scale = p.scale;
-  return launch_paged_attention(ctx, a, "attention", err);
+  a.max_ctx = batch.max_ctx;
+  void* partial = nullptr;
+  if (const size_t bytes = paged_attention_scratch_bytes(a); bytes > 0) {
+    if (!ctx.scratch) return fail(err, CAI_ERR_INTERNAL, "attention: no scratch memory");
+    if (!(partial = ctx.scratch->get(bytes, err))) return CAI_ERR_OUT_OF_MEMORY;
+  }
+  return launch_paged_attention(ctx, a, partial, "attention", err);
 }
 
 }  // namespace cai::gpu

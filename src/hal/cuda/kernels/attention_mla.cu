@@ -110,21 +110,21 @@ int check_mla_args(const CaiMlaParams& p, const CaiTensor& q, const CaiTensor& w
 
 // The paged-attention core over the latent cache: one kv head of width kv_lora + qk_rope shared by every head,
 // values = the first kv_lora columns of the same rows.
+// The queries (q) and outputs (out) are left for the caller.
 PagedAttnArgs latent_attention_args(const CaiMlaParams& p, const CaiAttnBatch& batch, int64_t n_rows,
-                                    const float* q_abs, const CaiTensor& latent, float* o_lat) {
+                                    const CaiTensor& latent) {
   PagedAttnArgs a;
-  a.q = q_abs;
   a.k = latent.data;
   a.v = a.k;
   a.k_dtype = latent.dtype;
   a.v_dtype = latent.dtype;
-  a.out = o_lat;
   a.seqs = static_cast<const int32_t*>(batch.seqs.data);
   a.block_tables = static_cast<const int32_t*>(batch.block_tables.data);
   a.n_rows = n_rows;
   a.n_seqs = static_cast<int32_t>(batch.seqs.shape[0]);
   a.max_blocks = static_cast<int32_t>(batch.block_tables.shape[1]);
   a.max_q = batch.max_q;
+  a.max_ctx = batch.max_ctx;
   a.block_size = p.block_size;
   a.n_slots = rows(latent);
   a.n_head = p.n_head;
@@ -151,10 +151,14 @@ int attention_mla(const Context& ctx, const CaiMlaParams& p, const CaiAttnBatch&
   const int64_t n_rows = n_elements(q) / (int64_t{p.n_head} * (p.qk_nope + p.qk_rope)), head_rows = n_rows * p.n_head;
   const size_t abs_floats = static_cast<size_t>(head_rows) * static_cast<size_t>(p.kv_lora + p.qk_rope);
   const size_t lat_floats = static_cast<size_t>(head_rows) * static_cast<size_t>(p.kv_lora);
+  PagedAttnArgs lat = latent_attention_args(p, batch, n_rows, latent);
+  const size_t part_bytes = paged_attention_scratch_bytes(lat);
   if (!ctx.scratch) return fail(err, CAI_ERR_INTERNAL, "attention_mla: no scratch memory");
-  float* q_abs = static_cast<float*>(ctx.scratch->get((abs_floats + lat_floats) * sizeof(float), err));
+  float* q_abs = static_cast<float*>(ctx.scratch->get((abs_floats + lat_floats) * sizeof(float) + part_bytes, err));
   if (!q_abs) return CAI_ERR_OUT_OF_MEMORY;
   float* o_lat = q_abs + abs_floats;
+  lat.q = q_abs;
+  lat.out = o_lat;
   const int32_t* seqs = static_cast<const int32_t*>(batch.seqs.data);
   const dim3 grid(static_cast<unsigned>(p.n_head * kRowSlices), static_cast<unsigned>(batch.max_q),
                   static_cast<unsigned>(batch.seqs.shape[0]));
@@ -170,8 +174,7 @@ int attention_mla(const Context& ctx, const CaiMlaParams& p, const CaiAttnBatch&
                                                         n_rows, q_abs);
   });
   if (int rc = check_launch(err, "attention_mla")) return rc;
-  if (int rc = launch_paged_attention(ctx, latent_attention_args(p, batch, n_rows, q_abs, latent, o_lat),
-                                      "attention_mla", err))
+  if (int rc = launch_paged_attention(ctx, lat, part_bytes ? o_lat + lat_floats : nullptr, "attention_mla", err))
     return rc;
   dispatch_weight_dtype(w_uv.dtype, [&](auto d) {
     GPU_LAUNCH(grid, slice_threads(p.v_head_dim), static_cast<size_t>(p.kv_lora) * sizeof(float), ctx.stream,

@@ -22,6 +22,7 @@ struct PagedAttnArgs {
   int32_t n_seqs = 0;
   int32_t max_blocks = 0;
   int32_t max_q = 0;
+  int32_t max_ctx = 0;  // largest pos0 + n_q of the batch
   int32_t block_size = 0;
   int64_t n_slots = 0;  // positions whose slot falls outside [0, n_slots) are skipped
   int32_t n_head = 0;
@@ -33,10 +34,16 @@ struct PagedAttnArgs {
   float scale = 0.0f;
 };
 
-// Queues softmax(q·k^T · scale) · v for every query of every sequence. One block per (sequence, query, kv head,
-// slice of its query heads) walks the context in fixed chunks with an online softmax, so each output's arithmetic
-// depends only on its own sequence (batch invariant) and the warp width. `op` names the caller in messages.
-int launch_paged_attention(const Context& ctx, const PagedAttnArgs& a, const char* op, CaiError* err);
+// Queues softmax(q·k^T · scale) · v for every query of every sequence. A query's context is cut into fixed
+// partitions of positions; one block per (partition, sequence, query, kv head, slice of its query heads) walks its
+// partition in fixed chunks with an online softmax, and a second kernel merges a query's partitions in order. Each
+// output's arithmetic depends only on its own sequence (batch invariant) and the warp width. `partial` is
+// paged_attention_scratch_bytes of device memory (null when that is 0); `op` names the caller in messages.
+int launch_paged_attention(const Context& ctx, const PagedAttnArgs& a, void* partial, const char* op, CaiError* err);
+
+// Device memory launch_paged_attention needs for the partitions' running sums (0 when one partition covers every
+// query's context).
+size_t paged_attention_scratch_bytes(const PagedAttnArgs& a);
 
 // CAI_ERR_UNSUPPORTED naming `op` and `what` unless the cache's dtype is a KV cache dtype (F32, F16 or BF16).
 int check_kv_cache(const CaiTensor& cache, const char* op, const char* what, CaiError* err);
