@@ -34,11 +34,12 @@ PartitionPlan partition_plan(const PagedAttnArgs& a) {
   return p;
 }
 
-// Partition `part` of query (s, j_local)'s head h in a launch of `rows` queries: acc[head_dim_v], then m, l.
-__device__ __forceinline__ float* partial_at(float* partial, const PagedAttnArgs& a, int n_parts, int rows, int s,
-                                             int j_local, int h, int part) {
+// Where partition `part` of query (s, j_local)'s head h starts among the sums of a launch of `rows` queries:
+// acc[head_dim_v], then m, l.
+__device__ __forceinline__ int64_t partial_offset(const PagedAttnArgs& a, int n_parts, int rows, int s, int j_local,
+                                                  int h, int part) {
   const int64_t i = ((static_cast<int64_t>(s) * rows + j_local) * a.n_head + h) * n_parts + part;
-  return partial + i * (a.head_dim_v + 2);
+  return i * (a.head_dim_v + 2);
 }
 
 // A block's shared memory: the chunk's slots, its heads' queries, running outputs, chunk probabilities and the
@@ -193,8 +194,8 @@ __global__ void paged_attention_kernel(PagedAttnArgs a, int hpb, int q0, int n_p
     return;
   }
   for (int g = 0; g < hpb; ++g) {
-    float* dst = partial_at(partial, a, n_parts, static_cast<int>(gridDim.y), s, static_cast<int>(blockIdx.y), h0 + g,
-                            part);
+    float* dst = partial + partial_offset(a, n_parts, static_cast<int>(gridDim.y), s, static_cast<int>(blockIdx.y),
+                                          h0 + g, part);
     for (int d = threadIdx.x; d < a.head_dim_v; d += blockDim.x) dst[d] = sh.acc[g * a.head_dim_v + d];
     if (threadIdx.x == 0) {
       dst[a.head_dim_v] = sh.m[g];
@@ -213,8 +214,7 @@ __global__ void merge_partitions_kernel(PagedAttnArgs a, int q0, int n_parts, co
   if (j >= n_q || q_begin < 0 || q_begin + j >= a.n_rows) return;
   const int needed = (pos0 + j + 1 + kCtxPart - 1) / kCtxPart, used = needed < n_parts ? needed : n_parts;
   const auto at = [&](int part) {
-    return partial_at(const_cast<float*>(partial), a, n_parts, static_cast<int>(gridDim.y), s,
-                      static_cast<int>(blockIdx.y), h, part);
+    return partial + partial_offset(a, n_parts, static_cast<int>(gridDim.y), s, static_cast<int>(blockIdx.y), h, part);
   };
   float mx = -INFINITY;
   for (int p = 0; p < used; ++p) mx = fmaxf(mx, at(p)[a.head_dim_v]);
