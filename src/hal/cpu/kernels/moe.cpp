@@ -148,9 +148,11 @@ Status sparse_moe(const OpContext& ctx, const ExpertWeights& w, const TensorView
     for (size_t r = 0; r < bucket.size(); ++r)
       std::copy_n(x.row<const float>(bucket[r].first), hidden, a.xs + r * hidden);
   }
-  // Each thread's own scratch (a lambda running on a pool thread names that thread's instance).
-  thread_local ExpertScratch scratch;
   const auto run = [&](const OpContext& c, Active& a) {
+    // Each thread's own scratch, declared where every thread that runs an expert passes: a thread_local declared in
+    // the caller and named from a pool thread is that thread's instance, never constructed there and so never
+    // destroyed when the thread ends (LeakSanitizer caught its buffers).
+    thread_local ExpertScratch scratch;
     a.status = run_expert(c, w, a.id, a.xs, static_cast<int64_t>(a.tokens->size()), a.down, scratch);
   };
   // With at least as many experts as threads (a decode step: top-k of them; a prompt: most of them), the experts run
