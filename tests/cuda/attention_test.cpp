@@ -134,6 +134,11 @@ TEST(CudaAttentionGqa, MatchesReferenceAndIsBatchInvariant) {
   check_gqa(CaiAttentionParams{3, 3, 48, 32, 0.2f, 8}, {{0, 1}, {5, 0}, {70, 4}});
 }
 
+TEST(CudaAttentionGqa, MergesPartitionsOverSeveralPasses) {
+  // 16,500 positions: 65 partitions of 256, merged 64 weights at a time, beside a sequence of one partition.
+  check_gqa(CaiAttentionParams{2, 1, 8, 8, 0.3f, 16}, {{16500, 1}, {3, 2}});
+}
+
 TEST(CudaAttentionGqa, ReadsBf16AndF16Caches) {
   for (DType kv_cache : {DType::kBF16, DType::kF16}) {
     check_gqa(CaiAttentionParams{8, 2, 64, 64, 0.125f, 16}, {{0, 5}, {150, 1}, {37, 3}, {300, 2}}, kv_cache);

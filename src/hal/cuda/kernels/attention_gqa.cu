@@ -15,6 +15,7 @@ constexpr int kCtxChunk = 64;    // context positions per online-softmax step
 constexpr int kCtxPart = 256;    // context positions per partition (one block each), a multiple of kCtxChunk
 constexpr int kMaxThreads = 256;
 constexpr size_t kPartialBudget = size_t{64} << 20;  // bytes of partition sums one launch aims to stay within
+constexpr int kMergeParts = 64;   // partitions whose merge weights one pass of merge_partitions_kernel holds
 
 // How one launch_paged_attention call is cut: partitions per query, and queries per launch pair (kernel + merge) so
 // that the partitions' sums of one pair fit kPartialBudget (at least one query at a time).
@@ -130,20 +131,16 @@ __device__ void chunk_accumulate(const PagedAttnArgs& a, const BlockShared& sh, 
   for (int d = threadIdx.x; d < a.head_dim_v; d += blockDim.x) {
     for (int g = 0; g < hpb; ++g) sh.acc[g * a.head_dim_v + d] *= sh.alpha[g];
     for (int t0 = 0; t0 < n; t0 += kVBatch) {
-      using Raw = std::conditional_t<VD == CAI_DTYPE_F32, float, uint16_t>;  // the cache's element bits
-      Raw raw[kVBatch];  // all loads first, conversions after: no use of a load before the last one issues
+      KvBits<VD> raw[kVBatch];  // all loads first, conversions after: no use of a load before the last one issues
       for (int u = 0; u < kVBatch; ++u) {
         const int32_t slot = t0 + u < n ? sh.slot[t0 + u] : -1;
         const int64_t at = static_cast<int64_t>(slot) * a.v_slot_stride + kvh * a.head_dim_v + d;
-        raw[u] = slot < 0 ? Raw{} : static_cast<const Raw*>(a.v)[at];
+        raw[u] = slot < 0 ? KvBits<VD>{} : static_cast<const KvBits<VD>*>(a.v)[at];
       }
       for (int u = 0; u < kVBatch; ++u) {
         const int t = t0 + u;
         if (t >= n || sh.slot[t] < 0) continue;
-        float v;
-        if constexpr (VD == CAI_DTYPE_F32) v = raw[u];
-        else if constexpr (VD == CAI_DTYPE_BF16) v = bf16_to_f32(raw[u]);
-        else v = f16_to_f32(raw[u]);
+        const float v = kv_bits_to_f32<VD>(raw[u]);
         for (int g = 0; g < hpb; ++g) sh.acc[g * a.head_dim_v + d] += sh.p[g * kCtxChunk + t] * v;
       }
     }
@@ -204,34 +201,45 @@ __global__ void paged_attention_kernel(PagedAttnArgs a, int hpb, int q0, int n_p
   }
 }
 
-// Grid (n_head, queries q0 .. q0 + gridDim.y, n_seqs): out = Σ_p acc_p · e^(m_p − M) / Σ_p l_p · e^(m_p − M) over the
-// query's partitions p in order, M their largest running max. With one partition this is acc / l exactly, as the
-// single-partition path writes it.
+// Grid (n_head, queries q0 .. q0 + gridDim.y, n_seqs), head_dim_v floats of dynamic shared memory: out =
+// Σ_p acc_p · w_p / Σ_p l_p · w_p with w_p = e^(m_p − M) over the query's partitions p in order, M their largest
+// running max (a partition without positions, m_p = −inf, is left out). Each w_p is computed once for all columns,
+// kMergeParts at a time. With one partition this is acc / l exactly, as the single-partition path writes it.
 __global__ void merge_partitions_kernel(PagedAttnArgs a, int q0, int n_parts, const float* partial) {
+  GPU_DYNAMIC_SHARED(float, acc);  // [head_dim_v]: column d is thread d % blockDim.x's alone
+  __shared__ float weight[kMergeParts];
   const int h = static_cast<int>(blockIdx.x), s = static_cast<int>(blockIdx.z);
   const int j = q0 + static_cast<int>(blockIdx.y);
   const int32_t q_begin = a.seqs[s * 3], n_q = a.seqs[s * 3 + 1], pos0 = a.seqs[s * 3 + 2];
-  if (j >= n_q || q_begin < 0 || q_begin + j >= a.n_rows) return;
+  if (j >= n_q || q_begin < 0 || q_begin + j >= a.n_rows) return;  // the whole block's
   const int needed = (pos0 + j + 1 + kCtxPart - 1) / kCtxPart, used = needed < n_parts ? needed : n_parts;
   const auto at = [&](int part) {
     return partial + partial_offset(a, n_parts, static_cast<int>(gridDim.y), s, static_cast<int>(blockIdx.y), h, part);
   };
   float mx = -INFINITY;
   for (int p = 0; p < used; ++p) mx = fmaxf(mx, at(p)[a.head_dim_v]);
-  float l = 0.0f;
-  for (int p = 0; p < used; ++p) {
-    const float* src = at(p);
-    if (src[a.head_dim_v] != -INFINITY) l += src[a.head_dim_v + 1] * expf(src[a.head_dim_v] - mx);
+  for (int d = threadIdx.x; d < a.head_dim_v; d += blockDim.x) acc[d] = 0.0f;
+  float l = 0.0f;  // every thread sums it, in the same order
+  for (int p0 = 0; p0 < used; p0 += kMergeParts) {
+    const int n = used - p0 < kMergeParts ? used - p0 : kMergeParts;
+    __syncthreads();  // the previous pass's weights are used up
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+      const float m = at(p0 + i)[a.head_dim_v];
+      weight[i] = m == -INFINITY ? 0.0f : expf(m - mx);
+    }
+    __syncthreads();
+    // A zero weight adds nothing (no positions, or e^(m − M) below the smallest float), so it is skipped.
+    for (int i = 0; i < n; ++i)
+      if (weight[i] != 0.0f) l += at(p0 + i)[a.head_dim_v + 1] * weight[i];
+    for (int d = threadIdx.x; d < a.head_dim_v; d += blockDim.x) {
+      float sum = acc[d];
+      for (int i = 0; i < n; ++i)
+        if (weight[i] != 0.0f) sum += at(p0 + i)[d] * weight[i];
+      acc[d] = sum;
+    }
   }
   float* out = a.out + ((static_cast<int64_t>(q_begin) + j) * a.n_head + h) * a.head_dim_v;
-  for (int d = threadIdx.x; d < a.head_dim_v; d += blockDim.x) {
-    float acc = 0.0f;
-    for (int p = 0; p < used; ++p) {
-      const float* src = at(p);
-      if (src[a.head_dim_v] != -INFINITY) acc += src[d] * expf(src[a.head_dim_v] - mx);
-    }
-    out[d] = l > 0.0f ? acc / l : 0.0f;
-  }
+  for (int d = threadIdx.x; d < a.head_dim_v; d += blockDim.x) out[d] = l > 0.0f ? acc[d] / l : 0.0f;
 }
 
 // Most query heads of one kv head a block can hold in shared memory (a divisor of the group), or 0.
@@ -280,7 +288,8 @@ int launch_paged_attention(const Context& ctx, const PagedAttnArgs& a, void* par
     else attend(std::integral_constant<int, CAI_DTYPE_BF16>{});  // check_kv_cache admits no other
     if (plan.n_parts > 1)
       GPU_LAUNCH(dim3(static_cast<unsigned>(a.n_head), rows, static_cast<unsigned>(a.n_seqs)),
-                 row_block_threads(a.head_dim_v, ctx.warp_size, kMaxThreads), 0, ctx.stream,
+                 row_block_threads(a.head_dim_v, ctx.warp_size, kMaxThreads),
+                 static_cast<size_t>(a.head_dim_v) * sizeof(float), ctx.stream,
                  merge_partitions_kernel)(a, q0, plan.n_parts, sums);
   }
   return check_launch(err, op);

@@ -2,6 +2,8 @@
 // f32 → f16 / bf16 (round to nearest even), and the element access of KV caches (F32, F16 or BF16).
 #pragma once
 
+#include <type_traits>
+
 #include "cai/backend_abi.h"
 #include "hal/cuda/dialect.h"
 
@@ -77,11 +79,21 @@ __device__ __host__ __forceinline__ bool is_kv_cache_dtype(int32_t dtype) {
   return dtype == CAI_DTYPE_F32 || dtype == CAI_DTYPE_F16 || dtype == CAI_DTYPE_BF16;
 }
 
+// One element of a KV cache of dtype D (is_kv_cache_dtype) as stored, and its value as float.
+template <int D>
+using KvBits = std::conditional_t<D == CAI_DTYPE_F32, float, uint16_t>;
+template <int D>
+__device__ __forceinline__ float kv_bits_to_f32(KvBits<D> bits) {
+  if constexpr (D == CAI_DTYPE_F32) return bits;
+  else if constexpr (D == CAI_DTYPE_BF16) return bf16_to_f32(bits);
+  else return f16_to_f32(bits);
+}
+
 // Element i of a KV cache of `dtype` (is_kv_cache_dtype) as float.
 __device__ __forceinline__ float load_kv(const void* cache, int64_t i, int32_t dtype) {
-  if (dtype == CAI_DTYPE_F32) return static_cast<const float*>(cache)[i];
+  if (dtype == CAI_DTYPE_F32) return kv_bits_to_f32<CAI_DTYPE_F32>(static_cast<const float*>(cache)[i]);
   const uint16_t bits = static_cast<const uint16_t*>(cache)[i];
-  return dtype == CAI_DTYPE_BF16 ? bf16_to_f32(bits) : f16_to_f32(bits);
+  return dtype == CAI_DTYPE_BF16 ? kv_bits_to_f32<CAI_DTYPE_BF16>(bits) : kv_bits_to_f32<CAI_DTYPE_F16>(bits);
 }
 
 // Stores v as element i of a KV cache of `dtype` (is_kv_cache_dtype).
