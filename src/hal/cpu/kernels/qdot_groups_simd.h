@@ -507,39 +507,30 @@ template <int NX>
   return L::fma(L::fma(L::cvt(s1), dsc1, t0), L::fset1(a.d), acc);
 }
 
-// Adds Q6_K activation block 4·hb + G (low: its ql quads, high: the half super-block's qh quads) into acc, half by
-// half. Up to kMaxDotRows rows keep both halves' sums in registers; a wider tile's NX chains per half fill half the
-// register file, so half 0's scaled sums wait in an L1 buffer for half 1.
+// Adds Q6_K activation block 4·hb + G (low: its ql quads, high: the half super-block's qh quads) into acc, both
+// halves' sums in registers. No 16-row tile: with both halves' chains of 16 rows the register file overflows, and
+// keeping half 0's scaled sums in an L1 buffer instead made 16 rows 5-15 % slower than two calls of 8 (stop 39).
 template <int NX, int G>
 [[gnu::always_inline]] inline void q6_k_block_into(const uint8_t* low, const uint8_t* high, const ActBlockQ8* a,
-                                                   int64_t ldx, L::F dsc0, L::F dsc1, FloatSums<NX>& acc) {
+                                                   int64_t ldx, L::F dsc0, L::F dsc1, L::F (&acc)[NX]) {
   L::I s0[NX], s1[NX];
   q6_k_half_sums<NX, G>(low, high, a, ldx, 0, s0);
-  if constexpr (NX <= kMaxDotRows) {
-    q6_k_half_sums<NX, G>(low, high, a, ldx, 1, s1);
-    for (int j = 0; j < NX; ++j)
-      acc.set(j, q6_k_scaled_into(q6_k_half0(s0[j], dsc0), s1[j], dsc1, a[j * ldx], acc.get(j)));
-  } else {
-    FloatSums<NX> t0;
-    for (int j = 0; j < NX; ++j) t0.set(j, q6_k_half0(s0[j], dsc0));
-    q6_k_half_sums<NX, G>(low, high, a, ldx, 1, s1);
-    for (int j = 0; j < NX; ++j) acc.set(j, q6_k_scaled_into(t0.get(j), s1[j], dsc1, a[j * ldx], acc.get(j)));
-  }
+  q6_k_half_sums<NX, G>(low, high, a, ldx, 1, s1);
+  for (int j = 0; j < NX; ++j) acc[j] = q6_k_scaled_into(q6_k_half0(s0[j], dsc0), s1[j], dsc1, a[j * ldx], acc[j]);
 }
 
 // Q6_K: blocks in order, each added as q6_k_scaled_into says. Their sums come from q6_k_quarter_sums for one or two
-// activation rows (4 blocks at a time), from q6_k_block_into for more (kBlockMajor: activation rows interleaved by
-// block, as block32_r16_dot_nx takes them).
-template <int NX, bool kBlockMajor = false>
+// activation rows (4 blocks at a time), from q6_k_block_into for more.
+template <int NX>
 void q6_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
   constexpr int kBlock = kGroupRows * 210, kScales = 2 * kGroupRows, kLow = 18 * kGroupRows;
   constexpr int kHigh = kLow + 128 * kGroupRows;
-  const int64_t row_step = kBlockMajor ? 1 : ldx, block_step = kBlockMajor ? NX : 1;
   for (int h = 0; h < kHalves; ++h) {
-    FloatSums<NX> acc;
+    L::F acc[NX];
+    for (auto& v : acc) v = L::fzero();
     for (int64_t sb = 0; sb < in / 256; ++sb) {
       const uint8_t* blk = w + sb * kBlock;
-      const ActBlockQ8* xs = x + 8 * sb * block_step;
+      const ActBlockQ8* xs = x + 8 * sb;
       const L::F d = L::f16(blk + 2 * h * L::kRows);
       const auto dsc = [&](int k) {
         return L::mul(d, L::cvt(L::bytes_i8(blk + kScales + k * kGroupRows + h * L::kRows)));
@@ -553,22 +544,19 @@ void q6_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t
           q6_k_quarter_sums<NX>(low, high, xs + b0, ldx, s);
           for (int g = 0; g < 4; ++g) {
             const L::F dsc0 = dsc(2 * (b0 + g)), dsc1 = dsc(2 * (b0 + g) + 1);
-            for (int j = 0; j < NX; ++j) {
-              const L::F t0 = q6_k_half0(s[g][0][j], dsc0);
-              acc.set(j, q6_k_scaled_into(t0, s[g][1][j], dsc1, xs[b0 + g + j * ldx], acc.get(j)));
-            }
+            for (int j = 0; j < NX; ++j)
+              acc[j] = q6_k_scaled_into(q6_k_half0(s[g][0][j], dsc0), s[g][1][j], dsc1, xs[b0 + g + j * ldx], acc[j]);
           }
         } else {
           constexpr int kOdd = 8 * 4 * kGroupRows;  // from the ql quads of blocks 0, 2 to those of blocks 1, 3
-          const auto block = [&](int g) { return xs + (b0 + g) * block_step; };
-          q6_k_block_into<NX, 0>(low, high, block(0), row_step, dsc(2 * b0), dsc(2 * b0 + 1), acc);
-          q6_k_block_into<NX, 1>(low + kOdd, high, block(1), row_step, dsc(2 * b0 + 2), dsc(2 * b0 + 3), acc);
-          q6_k_block_into<NX, 2>(low, high, block(2), row_step, dsc(2 * b0 + 4), dsc(2 * b0 + 5), acc);
-          q6_k_block_into<NX, 3>(low + kOdd, high, block(3), row_step, dsc(2 * b0 + 6), dsc(2 * b0 + 7), acc);
+          q6_k_block_into<NX, 0>(low, high, xs + b0, ldx, dsc(2 * b0), dsc(2 * b0 + 1), acc);
+          q6_k_block_into<NX, 1>(low + kOdd, high, xs + b0 + 1, ldx, dsc(2 * b0 + 2), dsc(2 * b0 + 3), acc);
+          q6_k_block_into<NX, 2>(low, high, xs + b0 + 2, ldx, dsc(2 * b0 + 4), dsc(2 * b0 + 5), acc);
+          q6_k_block_into<NX, 3>(low + kOdd, high, xs + b0 + 3, ldx, dsc(2 * b0 + 6), dsc(2 * b0 + 7), acc);
         }
       }
     }
-    for (int j = 0; j < NX; ++j) L::store(out + j * kGroupRows + h * L::kRows, acc.get(j));
+    for (int j = 0; j < NX; ++j) L::store(out + j * kGroupRows + h * L::kRows, acc[j]);
   }
 }
 
@@ -759,15 +747,11 @@ struct Q5_KR16Dot {
   }
 };
 
-// kBlockMajor for dot_wide, as Block32Dot.
-template <bool kBlockMajor = false>
+template <int NX>
 struct Q6_KR16Dot {
-  template <int NX>
-  struct K {
-    static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
-      q6_k_r16_dot_nx<NX, kBlockMajor>(w, x, ldx, in, out);
-    }
-  };
+  static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
+    q6_k_r16_dot_nx<NX>(w, x, ldx, in, out);
+  }
 };
 
 template <int NX>
@@ -805,8 +789,7 @@ inline void register_qdot_groups_simd(QDotKernels& k) {
   }
   k.dot[static_cast<int>(DType::kQ4_K_R16)] = dot_any_nx<Q4_KR16Dot>;
   k.dot[static_cast<int>(DType::kQ5_K_R16)] = dot_any_nx<Q5_KR16Dot>;
-  k.dot[static_cast<int>(DType::kQ6_K_R16)] = dot_any_nx<Q6_KR16Dot<>::K>;
-  if constexpr (L::kRows == kGroupRows) k.dot_wide[static_cast<int>(DType::kQ6_K_R16)] = dot_wide_nx<Q6_KR16Dot<true>::K>;
+  k.dot[static_cast<int>(DType::kQ6_K_R16)] = dot_any_nx<Q6_KR16Dot>;
   k.dot[static_cast<int>(DType::kQ2_K_R16)] = dot_any_nx<Q2_KR16Dot>;
   k.dot[static_cast<int>(DType::kQ3_K_R16)] = dot_any_nx<Q3_KR16Dot>;
   k.dot[static_cast<int>(DType::kIQ4_NL_R16)] = dot_any_nx<Block32Dot<IQ4Levels>::K>;
