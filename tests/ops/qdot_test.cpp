@@ -311,7 +311,7 @@ TEST_P(QDotKernelsPerIsa, PairKernelsGiveEachGroupsBits) {
   EXPECT_EQ(n_pairs, GetParam() == CpuIsa::kAvx512 ? 2 : 0);
 }
 
-// A wide kernel (kWideDotRows activation rows at once, interleaved by block) gives each row the bits of its table's
+// A wide kernel (kWideDotRows activation rows at once, as ActWideBlock tiles) gives each row the bits of its table's
 // kernel on that row, for both groups of a two-group weight.
 TEST_P(QDotKernelsPerIsa, WideKernelsGiveTheBitsOfDot) {
   const QDotKernels* k = table_for(GetParam());
@@ -326,13 +326,13 @@ TEST_P(QDotKernelsPerIsa, WideKernelsGiveTheBitsOfDot) {
       const Weights w = make_weights(t, 2 * kPackedGroupRows, in, false, rng);
       const std::vector<uint8_t> packed = packed_copy(w, static_cast<DType>(p));
       const Int8Acts acts(k->dot[p], in, gaussian(kWideDotRows * in, rng));
-      std::vector<ActBlockQ8> interleaved(acts.q.size());
+      std::vector<ActWideBlock> tile(static_cast<size_t>(acts.ldx));
       for (int j = 0; j < kWideDotRows; ++j)
-        for (int64_t b = 0; b < acts.ldx; ++b) interleaved[b * kWideDotRows + j] = acts.q[j * acts.ldx + b];
+        for (int64_t b = 0; b < acts.ldx; ++b) set_wide_row(acts.q[j * acts.ldx + b], j, tile[b]);
       for (int g = 0; g < 2; ++g) {
         const uint8_t* group = packed.data() + g * kPackedGroupRows * row_bytes(t, in);
         float wide[kWideDotRows * kPackedGroupRows], one[kPackedGroupRows];
-        k->dot_wide[p](group, interleaved.data(), acts.ldx, kWideDotRows, in, wide);
+        k->dot_wide[p](group, tile.data(), in, wide);
         for (int j = 0; j < kWideDotRows; ++j) {
           acts.run(group, j, 1, one);
           EXPECT_EQ(0, std::memcmp(wide + j * kPackedGroupRows, one, sizeof one))

@@ -310,27 +310,44 @@ void parallel_qdot(const OpContext& ctx, const Gemm& g, const std::function<void
   parallel(ctx.pool, g.out / R, std::max<int64_t>(1, kDecodeGrain / R), units);
 }
 
+// dot_wide's activation tiles are quantized in this many stretches of blocks each, so both threads of a 16-row batch
+// share the work.
+constexpr int64_t kWideQuantizeParts = 8;
+
 void fast_gemm(const OpContext& ctx, const Gemm& g, const QDotKernels& k) {
   const int t = static_cast<int>(g.dtype);
-  const QDotFn dot = k.dot[t], dot_pair = k.dot_pair[t], dot_wide = k.dot_wide[t];
+  const QDotFn dot = k.dot[t], dot_pair = k.dot_pair[t];
+  const QDotWideFn dot_wide = k.dot_wide[t];
   const bool pairs = dot_pair != nullptr && g.n >= kPairMinRows;
   const bool wide = dot_wide != nullptr && !pairs && g.n >= kWideDotRows;
-  thread_local std::vector<ActBlockQ8> xq, xw;
+  thread_local std::vector<ActBlockQ8> xq;
+  thread_local std::vector<ActWideBlock> xw;
   const int64_t ldx = g.in / kActBlock, n_wide = wide ? g.n / kWideDotRows * kWideDotRows : 0;
   xq.resize(static_cast<size_t>(g.n * ldx));
-  xw.resize(static_cast<size_t>(n_wide * ldx));
-  ActBlockQ8 *q = xq.data(), *qw = xw.data();
-  parallel(ctx.pool, g.n, 1, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      k.quantize(g.x + i * g.in, g.in, q + i * ldx);
-      if (i >= n_wide) continue;  // dot_wide's copy: block b of row j of a chunk at [b · kWideDotRows + j]
-      ActBlockQ8* chunk = qw + i / kWideDotRows * kWideDotRows * ldx + i % kWideDotRows;
-      for (int64_t b = 0; b < ldx; ++b) chunk[b * kWideDotRows] = q[i * ldx + b];
+  xw.resize(static_cast<size_t>(n_wide / kWideDotRows * ldx));
+  ActBlockQ8* q = xq.data();
+  ActWideBlock* qw = xw.data();
+  // Units: a stretch of blocks of the kWideDotRows rows of a dot_wide tile (quantized, then copied into its tile
+  // blocks, which no other unit writes), or one row after the tiles.
+  const int64_t tiles = n_wide / kWideDotRows, parts = std::min<int64_t>(ldx, kWideQuantizeParts);
+  parallel(ctx.pool, tiles * parts + g.n - n_wide, 1, [&](int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u) {
+      if (u >= tiles * parts) {
+        const int64_t i = n_wide + u - tiles * parts;
+        k.quantize(g.x + i * g.in, g.in, q + i * ldx);
+        continue;
+      }
+      const int64_t i0 = u / parts * kWideDotRows, b0 = ldx * (u % parts) / parts, b1 = ldx * (u % parts + 1) / parts;
+      for (int j = 0; j < kWideDotRows; ++j) {
+        ActBlockQ8* row = q + (i0 + j) * ldx;
+        k.quantize(g.x + (i0 + j) * g.in + b0 * kActBlock, (b1 - b0) * kActBlock, row + b0);
+        for (int64_t b = b0; b < b1; ++b) set_wide_row(row[b], j, qw[i0 / kWideDotRows * ldx + b]);
+      }
     }
   });
   const auto rows = [&](const uint8_t* w, int64_t j0, int nx, int groups, float* acc) {
     if (nx == kWideDotRows && wide)
-      dot_wide(w, qw + j0 * ldx, ldx, nx, g.in, acc);
+      dot_wide(w, qw + j0 / kWideDotRows * ldx, g.in, acc);
     else
       (groups == 2 ? dot_pair : dot)(w, q + j0 * ldx, ldx, nx, g.in, acc);
   };

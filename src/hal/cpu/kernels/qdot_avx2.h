@@ -119,12 +119,6 @@ void dot16_any_nx(const uint8_t* w, const ActBlockQ16* x, const float* xd, int64
   run_nx<K>(nx, w, x, xd, ldx, in, out);
 }
 
-// K<kWideDotRows> behind a QDotFn (a dot_wide entry).
-template <template <int> class K>
-void dot_wide_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int, int64_t in, float* out) {
-  K<kWideDotRows>::run(w, x, ldx, in, out);
-}
-
 template <int NX>
 struct Q4_0Dot {
   static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {

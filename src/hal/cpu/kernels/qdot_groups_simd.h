@@ -285,59 +285,35 @@ template <int NX, int G, class Codes>
   }
 }
 
-// The float sums of the G · NX outputs (one vector of rows each) of a kernel over NX activation rows: in registers up
-// to kMaxDotRows rows (where the pair kernels' two groups do not fit, the compiler picks what to spill); a 16-row
-// tile's int32 chains fill half the register file, so its sums stay in an L1 buffer (loads and stores, no vector ALU
-// port).
-template <int NX, int G = 1, bool kInRegisters = (NX <= kMaxDotRows)>
-struct FloatSums {
-  L::F v[G * NX];
-  FloatSums() {
-    for (auto& x : v) x = L::fzero();
-  }
-  L::F get(int i) const { return v[i]; }
-  void set(int i, L::F x) { v[i] = x; }
-};
-template <int NX, int G>
-struct FloatSums<NX, G, false> {
-  alignas(64) float v[G * NX][L::kRows];
-  FloatSums() {
-    for (int i = 0; i < G * NX; ++i) set(i, L::fzero());
-  }
-  L::F get(int i) const { return L::fload(v[i]); }
-  void set(int i, L::F x) { L::store(v[i], x); }
-};
-
 // The 32-element block layouts: Q4_0, IQ4_NL and Q8_0 for 8-bit activations (Codes: Q4_0Nibbles, IQ4Levels,
 // Q8Bytes): blocks in order, each as nibble_block_sums or byte_block_sums gives, times d · a.d. G groups at once (the
 // next at w + the group's bytes, its rows at out + j · G · 16 + 16 · g): each broadcast activation quad then feeds G
-// groups, and G streams of weights are read side by side. kBlockMajor: the activation rows interleaved by block
-// (block b of row j at x[b · NX + j], ldx unused), as fast_gemm lays out a dot_wide call's rows: one pointer then
-// reaches every row's block at a fixed offset, where 16 row pointers would not fit the general registers.
-template <int NX, int G = 1, class Codes = Q4_0Nibbles, bool kBlockMajor = false>
+// groups, and G streams of weights are read side by side (where the two groups' float sums do not fit the registers,
+// the compiler picks what to spill).
+template <int NX, int G = 1, class Codes = Q4_0Nibbles>
 void block32_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
   constexpr int kBlock = kGroupRows * (Codes::kNibbles ? 18 : 34), kCodes = 2 * kGroupRows;
   const int64_t group_bytes = in / kActBlock * kBlock;
-  const int64_t row_step = kBlockMajor ? 1 : ldx, block_step = kBlockMajor ? NX : 1;
   const Codes codes;
   for (int h = 0; h < kHalves; ++h) {
-    FloatSums<NX, G> acc;
+    L::F acc[G * NX];
+    for (auto& v : acc) v = L::fzero();
     for (int64_t b = 0; b < in / kActBlock; ++b) {
       L::I s[G][NX];
       const uint8_t* quads = w + b * kBlock + kCodes + h * L::kRows * 4;
-      const ActBlockQ8* a = x + b * block_step;
+      const ActBlockQ8* a = x + b;
       if constexpr (Codes::kNibbles)
-        nibble_block_sums<NX, G>(codes, quads, group_bytes, a, row_step, s);
+        nibble_block_sums<NX, G>(codes, quads, group_bytes, a, ldx, s);
       else
-        byte_block_sums<NX, G>(codes, quads, group_bytes, a, row_step, s);
+        byte_block_sums<NX, G>(codes, quads, group_bytes, a, ldx, s);
       for (int g = 0; g < G; ++g) {
         const L::F dw = L::f16(w + g * group_bytes + b * kBlock + 2 * h * L::kRows);
         for (int j = 0; j < NX; ++j)
-          acc.set(g * NX + j, L::fma(L::cvt(s[g][j]), L::mul(dw, L::fset1(a[j * row_step].d)), acc.get(g * NX + j)));
+          acc[g * NX + j] = L::fma(L::cvt(s[g][j]), L::mul(dw, L::fset1(a[j * ldx].d)), acc[g * NX + j]);
       }
     }
     for (int g = 0; g < G; ++g)
-      for (int j = 0; j < NX; ++j) L::store(out + (j * G + g) * kGroupRows + h * L::kRows, acc.get(g * NX + j));
+      for (int j = 0; j < NX; ++j) L::store(out + (j * G + g) * kGroupRows + h * L::kRows, acc[g * NX + j]);
   }
 }
 
@@ -510,7 +486,8 @@ template <int NX>
 // Adds Q6_K activation block 4·hb + G (low: its ql quads, high: the half super-block's qh quads) into acc, both
 // halves' sums in registers. No 16-row tile: with both halves' chains of 16 rows the register file overflows, and
 // keeping half 0's scaled sums in an L1 buffer instead made 16 rows 5-15 % slower than two calls of 8
-// (`cai-bench-kernels`; README).
+// (`cai-bench-kernels`; README). The 4 × 4 form of qdot_wide_tile.h did the same: 10 % faster than two calls of 8
+// with the weights in L1, 25 % slower from DRAM (`gemm/q6_k_r16/8960x1536/n16/t1`).
 template <int NX, int G>
 [[gnu::always_inline]] inline void q6_k_block_into(const uint8_t* low, const uint8_t* high, const ActBlockQ8* a,
                                                    int64_t ldx, L::F dsc0, L::F dsc1, L::F (&acc)[NX]) {
@@ -722,14 +699,13 @@ struct Q8_0R16Dot16 {
   }
 };
 
-// The kernels of the 32-element block layouts behind QDotFn: G groups at once; kBlockMajor for dot_wide (activation
-// rows interleaved by block).
-template <class Codes, int G = 1, bool kBlockMajor = false>
+// The kernels of the 32-element block layouts behind QDotFn: G groups at once.
+template <class Codes, int G = 1>
 struct Block32Dot {
   template <int NX>
   struct K {
     static void run(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
-      block32_r16_dot_nx<NX, G, Codes, kBlockMajor>(w, x, ldx, in, out);
+      block32_r16_dot_nx<NX, G, Codes>(w, x, ldx, in, out);
     }
   };
 };
@@ -783,10 +759,6 @@ inline void register_qdot_groups_simd(QDotKernels& k) {
   // of registers).
   if constexpr (L::kRows == kGroupRows) {
     k.dot_pair[static_cast<int>(DType::kQ4_0_R16)] = dot_any_nx<Block32Dot<Q4_0Nibbles, 2>::K>;
-    // 16 int32 chains: half of AVX-512's register file, more than AVX2 has.
-    k.dot_wide[static_cast<int>(DType::kQ4_0_R16)] = dot_wide_nx<Block32Dot<Q4_0Nibbles, 1, true>::K>;
-    k.dot_wide[static_cast<int>(DType::kIQ4_NL_R16)] = dot_wide_nx<Block32Dot<IQ4Levels, 1, true>::K>;
-    k.dot_wide[static_cast<int>(DType::kQ8_0_R16_I8)] = dot_wide_nx<Block32Dot<Q8Bytes, 1, true>::K>;
   }
   k.dot[static_cast<int>(DType::kQ4_K_R16)] = dot_any_nx<Q4_KR16Dot>;
   k.dot[static_cast<int>(DType::kQ5_K_R16)] = dot_any_nx<Q5_KR16Dot>;

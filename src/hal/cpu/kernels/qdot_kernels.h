@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "core/dtype.h"
 #include "core/quant_act.h"
@@ -14,6 +15,22 @@ namespace cai::hal::cpu {
 // Activation rows of one dot_wide call.
 inline constexpr int kWideDotRows = 16;
 
+// One 32-element block of kWideDotRows activation rows as a dot_wide tile reads them: the code quad of elements
+// 4e .. 4e + 3 of row j at q[e][j], then each row's ActBlockQ8::neg8_sum and d. Four rows' quads (or sums, or scales)
+// are then 16 consecutive bytes, which the AVX-512 tile broadcasts to its four 128-bit lanes in one load.
+struct alignas(64) ActWideBlock {
+  int8_t q[kActBlock / 4][kWideDotRows][4];
+  int32_t neg8_sum[kWideDotRows];
+  float d[kWideDotRows];
+};
+
+// Copies activation block a (of row j of a dot_wide call) into its tile block.
+inline void set_wide_row(const ActBlockQ8& a, int j, ActWideBlock& out) {
+  for (int e = 0; e < kActBlock / 4; ++e) std::memcpy(out.q[e][j], a.q + 4 * e, 4);
+  out.neg8_sum[j] = a.neg8_sum;
+  out.d[j] = a.d;
+}
+
 // One weight row (`in` elements, whole weight blocks) · nx (1..kMaxDotRows) quantized activation rows x + j·ldx
 // (ldx counted in ActBlockQ8): out[j] = Σ_blocks (weight scale · act scale · integer dot, offsets folded in through
 // ActBlockQ8::sum). Row j's result never depends on nx (batch invariance).
@@ -22,6 +39,9 @@ using QDotFn = void (*)(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int 
 // The same against 16-bit activation rows (codes x + j·ldx, block scales xd + j·ldx), int16 × int16 → int32 per block.
 using QDot16Fn = void (*)(const uint8_t* w, const ActBlockQ16* x, const float* xd, int64_t ldx, int nx, int64_t in,
                           float* out);
+
+// One packed group (w) · the kWideDotRows activation rows of x, out[j · kPackedGroupRows + r] for row r of the group.
+using QDotWideFn = void (*)(const uint8_t* w, const ActWideBlock* x, int64_t in, float* out);
 
 // Quantizes n activations (whole blocks) as quantize_act_row / quantize_act_row_q16 (core/quant_act.h) do; every
 // table's function gives the same bytes.
@@ -38,10 +58,10 @@ struct QDotKernels {
   // Packed dtypes where this ISA gains from it: two consecutive groups at once (w, then the next group's bytes),
   // out[j · 2 · kPackedGroupRows + r] for row r of the two; bit for bit what two calls of dot give. Null: dot alone.
   QDotFn dot_pair[static_cast<int>(DType::kCount)];
-  // Packed dtypes where this ISA has a tile of kWideDotRows activation rows: exactly that many rows at once, bit for
-  // bit what dot gives each of them (the codes are decoded once for twice the rows). Its rows come interleaved by
-  // block: block b of row j at x[b · kWideDotRows + j] (nx and ldx are ignored). Null: none.
-  QDotFn dot_wide[static_cast<int>(DType::kCount)];
+  // Packed dtypes where this ISA has a tile of kWideDotRows activation rows: exactly that many rows at once (block b
+  // of them at x[b]), bit for bit what dot gives each of them (the codes are decoded once for twice the rows). Null:
+  // none.
+  QDotWideFn dot_wide[static_cast<int>(DType::kCount)];
   QuantizeActFn quantize;
   QuantizeAct16Fn quantize16;
 };

@@ -8,6 +8,7 @@
 #include "hal/cpu/kernels/qdot_avx2.h"
 #include "hal/cpu/kernels/qdot_groups_simd.h"
 #include "hal/cpu/kernels/qdot_k_avx2.h"
+#include "hal/cpu/kernels/qdot_wide_tile.h"
 #include "hal/cpu/kernels/quant_act_simd.h"
 
 namespace cai::hal::cpu {
@@ -18,6 +19,7 @@ inline QDotKernels simd_qdot_table() {
   register_qdot_legacy_simd(k);
   register_qdot_k_simd(k);
   register_qdot_groups_simd(k);
+  register_qdot_wide_simd(k);
   k.quantize = quantize_act_row_simd;
   k.quantize16 = quantize_act_row_q16_simd;
   return k;
