@@ -1,6 +1,7 @@
 // Sampler implementation: penalties and logit bias → greedy, or temperature → top-k → top-p → min-p → draw.
 // Only what needs an order is sorted: top-k partially sorts k ids, top-p selects and sorts a growing prefix until it
-// holds the nucleus, and plain temperature / min-p sampling draws over the vocabulary in id order without sorting.
+// holds the nucleus, and plain temperature / min-p sampling draws over the vocabulary in id order without sorting
+// (draw_in_id_order).
 #include "runtime/sampler.h"
 
 #include <algorithm>
@@ -18,6 +19,62 @@ namespace {
 
 // First prefix length tried when top-p needs the largest logits in order; grown ×8 until it holds the nucleus.
 constexpr size_t kFirstNucleusGuess = 256;
+
+// Tokens per block of the unordered draw: it walks the blocks' sums, then one block.
+constexpr size_t kDrawBlock = 1024;
+// Partial sums per block (float lanes a loop of them vectorises over).
+constexpr size_t kDrawLanes = 8;
+
+// A draw over the whole vocabulary in id order (no top-k or top-p), weights w[i] = exp((l[i] - mx) · inv_t), those
+// under min_p (the top token weighs 1) set to 0. The weights and each block's sum come in one vectorised pass; the
+// draw then walks the block sums to the block where the running sum passes u · total and walks that block, instead
+// of two dependent chains of double adds over the whole vocabulary (the mass, then the walk: most of a 150k-token
+// draw's 0.47 ms).
+int32_t draw_in_id_order(std::span<const float> logits, float mx, float inv_t, float min_p, std::mt19937_64& rng) {
+  const size_t vocab = logits.size(), blocks = (vocab + kDrawBlock - 1) / kDrawBlock;
+  thread_local std::vector<float> weight;
+  thread_local std::vector<double> block_mass;
+  weight.resize(vocab);
+  block_mass.resize(blocks);
+  double total = 0;
+  for (size_t b = 0; b < blocks; ++b) {
+    const size_t i0 = b * kDrawBlock, i1 = std::min(vocab, i0 + kDrawBlock);
+    float lanes[kDrawLanes] = {};
+    size_t i = i0;
+    for (; i + kDrawLanes <= i1; i += kDrawLanes) {
+      for (size_t k = 0; k < kDrawLanes; ++k) {
+        const float w = exp_poly((logits[i + k] - mx) * inv_t);
+        weight[i + k] = w < min_p ? 0.0f : w;
+        lanes[k] += weight[i + k];
+      }
+    }
+    for (; i < i1; ++i) {
+      const float w = exp_poly((logits[i] - mx) * inv_t);
+      weight[i] = w < min_p ? 0.0f : w;
+      lanes[0] += weight[i];
+    }
+    double sum = 0;
+    for (float l : lanes) sum += l;
+    block_mass[b] = sum;
+    total += sum;
+  }
+  const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng) * total;
+  double before = 0;  // the sum of the blocks before b
+  for (size_t b = 0; b < blocks; ++b) {
+    if (before + block_mass[b] > u) {
+      double acc = before;
+      for (size_t i = b * kDrawBlock; i < std::min(vocab, (b + 1) * kDrawBlock); ++i) {
+        acc += weight[i];
+        if (acc > u) return static_cast<int32_t>(i);
+      }
+    }
+    before += block_mass[b];  // rounding left u past this block's walk: on to the next
+  }
+  // Rounding left u at the very end: the last token that has any weight (the top token always has).
+  size_t last = vocab - 1;
+  while (last > 0 && weight[last] == 0) --last;
+  return static_cast<int32_t>(last);
+}
 
 }  // namespace
 
@@ -69,6 +126,8 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
   // Unnormalized probabilities exp((l - max) / T): the most likely token weighs exactly 1.
   const size_t vocab = logits.size();
   const float mx = logits[static_cast<size_t>(top)], inv_t = 1.0f / p_.temperature;
+  if ((p_.top_k <= 0 || static_cast<size_t>(p_.top_k) >= vocab) && p_.top_p >= 1.0f)
+    return draw_in_id_order(logits, mx, inv_t, p_.min_p, rng_);
   thread_local std::vector<float> weight;
   thread_local std::vector<int32_t> ids;
   weight.resize(vocab);

@@ -126,6 +126,27 @@ TEST(Sampler, FrequenciesFollowTheTemperedSoftmax) {
   EXPECT_NEAR(g[2], 0.04 / 0.38, 0.015);
 }
 
+// Without top-k or top-p the draw walks blocks of 1,024 tokens' weights: heavy tokens in the first, middle and last
+// (partial) block and a flat tail are drawn as the softmax says.
+TEST(Sampler, FrequenciesHoldAcrossTheDrawBlocks) {
+  std::vector<float> logits(2500, 0.0f);
+  logits[3] = std::log(400.0f);
+  logits[1100] = std::log(300.0f);
+  logits[2499] = std::log(200.0f);
+  const double total = 400 + 300 + 200 + 2497;
+  auto f = frequencies({.temperature = 1.0f, .seed = 12}, logits, 40000);
+  EXPECT_NEAR(f[3], 400 / total, 0.006);
+  EXPECT_NEAR(f[1100], 300 / total, 0.006);
+  EXPECT_NEAR(f[2499], 200 / total, 0.006);
+  double tail = 0;
+  for (const auto& [id, freq] : f) tail += id == 3 || id == 1100 || id == 2499 ? 0 : freq;
+  EXPECT_NEAR(tail, 2497 / total, 0.01);
+  // min_p 0.1 of the top weight (400) keeps only the three heavy tokens.
+  auto m = frequencies({.temperature = 1.0f, .min_p = 0.1f, .seed = 13}, logits, 20000);
+  EXPECT_EQ(m.size(), 3u);
+  EXPECT_NEAR(m[2499], 200.0 / 900.0, 0.015);
+}
+
 TEST(Sampler, TopKTopPAndMinPCutTheTail) {
   auto k2 = frequencies({.temperature = 1.0f, .top_k = 2, .seed = 3}, kThree, 40000);
   EXPECT_EQ(k2.count(2), 0u);
