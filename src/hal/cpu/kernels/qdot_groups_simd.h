@@ -486,8 +486,8 @@ template <int NX>
 // Adds Q6_K activation block 4·hb + G (low: its ql quads, high: the half super-block's qh quads) into acc, both
 // halves' sums in registers. No 16-row tile: with both halves' chains of 16 rows the register file overflows, and
 // keeping half 0's scaled sums in an L1 buffer instead made 16 rows 5-15 % slower than two calls of 8
-// (`cai-bench-kernels`; README). The 4 × 4 form of qdot_wide_tile.h did the same: 10 % faster than two calls of 8
-// with the weights in L1, 25 % slower from DRAM (`gemm/q6_k_r16/8960x1536/n16/t1`).
+// (`cai-bench-kernels`; README). The 4 × 4 tile of qdot_wide_tile.h fared no better: 10 % faster than two calls
+// of 8 with the weights in L1, 25 % slower from DRAM (`gemm/q6_k_r16/8960x1536/n16/t1`).
 template <int NX, int G>
 [[gnu::always_inline]] inline void q6_k_block_into(const uint8_t* low, const uint8_t* high, const ActBlockQ8* a,
                                                    int64_t ldx, L::F dsc0, L::F dsc1, L::F (&acc)[NX]) {
