@@ -77,6 +77,8 @@ inline void store_wide_sums(const float (&sums)[4][4][kGroupRows], float* out) {
   }
 }
 
+// One group of a 32-element block layout (Codes as in block32_r16_dot_nx) times the 16 activation rows of x: blocks
+// in order, each block's sums started at −kOffset · Σ q, then scaled into the float sums as the one-row kernel does.
 template <class Codes>
 void block32_r16_dot_wide(const uint8_t* w, const ActWideBlock* x, int64_t in, float* out) {
   static_assert(Codes::kOffset == 8 || Codes::kOffset == 128);
