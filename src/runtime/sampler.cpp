@@ -143,7 +143,7 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
     return s;
   };
 
-  // Candidates: ids[0, keep); `sorted` = the first `keep` ids are in descending logit order.
+  // Candidates: ids[0, keep); `sorted` = top-k has put the first `keep` ids in descending logit order.
   ids.resize(vocab);
   std::iota(ids.begin(), ids.end(), 0);
   size_t keep = vocab;
@@ -171,17 +171,12 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
         break;
       }
     }
-    sorted = true;
   }
+  // Here top-k or top-p has sorted the candidates (without either, draw_in_id_order drew): min-p cuts their tail.
   if (p_.min_p > 0.0f) {  // relative to the top token's weight, which is 1
-    auto too_rare = [&](int32_t id) { return weight[static_cast<size_t>(id)] < p_.min_p; };
-    if (sorted) {
-      size_t i = 1;
-      while (i < keep && !too_rare(ids[i])) ++i;
-      keep = i;
-    } else {
-      keep = static_cast<size_t>(std::remove_if(ids.begin(), ids.end(), too_rare) - ids.begin());
-    }
+    size_t i = 1;
+    while (i < keep && weight[static_cast<size_t>(ids[i])] >= p_.min_p) ++i;
+    keep = i;
   }
 
   // Draw: walk the candidates until the running weight passes u · total.
