@@ -21,11 +21,22 @@ constexpr int kGroupRows = kPackedGroupRows;
 
 // The group kernels read each weight byte once, in order; on their own the hardware prefetchers keep too few lines in
 // flight (Q4_K 1536×1536 at one activation row: 84 µs without, 51 µs with), so each code load asks for the line
-// 4 KiB ahead. Always inlined: GCC otherwise takes the function for one without effects and drops its calls from the
-// always-inlined helpers (the Q6_K, Q2_K and Q3_K kernels had no prefetch left).
+// 4 KiB ahead (kAhead). Always inlined: GCC otherwise takes the function for one without effects and drops its calls
+// from the always-inlined helpers (the Q6_K, Q2_K and Q3_K kernels had no prefetch left).
+template <int kAhead = 4096>
 [[gnu::always_inline]] inline void prefetch_ahead(const uint8_t* p) {
-  _mm_prefetch(reinterpret_cast<const char*>(p + 4096), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(p + kAhead), _MM_HINT_T0);
 }
+
+// Two exceptions, measured on Zen 5 with the weights on huge pages as the model keeps them (cai-bench-kernels,
+// 8960×1536, interleaved runs; README):
+// - The AVX-512 Q8_0 kernels (int16 and int8 activations) at one activation row ask for nothing (kPrefetchQ8, below):
+//   they stream a 544-byte block in about 40 instructions, the hardware prefetchers keep up with that, and one
+//   prefetch per code load only took issue slots (int16, two threads: 365-382 → 312-317 µs; Qwen2-1.5B Q8_0 decode
+//   on one thread 12-13 → 15-16 tok/s). The AVX2 ones, two passes of 8 rows per block, lost 2-6 % without.
+// - Q6_K, whose blocks are read as two streams (low and high bits), asks 16 KiB ahead (16 rows, one thread:
+//   1,423-1,440 → 1,313-1,339 µs; one row, two threads: 306-322 → 262-287 µs; AVX2 4-8 % faster too).
+constexpr int kQ6_KAhead = 16384;
 
 // The rows of a group one vector holds, and the operations the group kernels need on them. A field of U bytes per
 // row (qdot_groups.h) gives the vector's rows from p + (first row) · U on.
@@ -153,6 +164,10 @@ struct RowLanes {
 using L = RowLanes;
 constexpr int kHalves = kGroupRows / L::kRows;  // vectors per group: 1 (AVX-512) or 2 (AVX2)
 
+// Whether the Q8_0 kernels for NX activation rows prefetch (prefetch_ahead).
+template <int NX>
+constexpr bool kPrefetchQ8 = NX > 1 || kHalves > 1;
+
 // Q8_0: per column pair, one int16 pair of all rows times the broadcast activation pair.
 template <int NX>
 void q8_0_r16_dot16_nx(const uint8_t* w, const ActBlockQ16* x, const float* xd, int64_t ldx, int64_t in, float* out) {
@@ -169,7 +184,7 @@ void q8_0_r16_dot16_nx(const uint8_t* w, const ActBlockQ16* x, const float* xd, 
 #pragma GCC unroll 16
       for (int p = 0; p < kActBlock / 2; ++p) {
         const uint8_t* at = blk + kCodes + (p * kGroupRows + h * L::kRows) * 2;
-        prefetch_ahead(at);
+        if constexpr (kPrefetchQ8<NX>) prefetch_ahead(at);
         const L::I wq = L::pairs_i16(at);
         for (int j = 0; j < NX; ++j) s[j] = L::dot_s16_at(s[j], wq, x[j * ldx + b].q + 2 * p);
       }
@@ -270,7 +285,7 @@ template <int NX, int G, class Codes>
     L::I c[G];
     for (int g = 0; g < G; ++g) {
       const uint8_t* at = quads + g * group_bytes + v * kGroupRows * 4;
-      prefetch_ahead(at);
+      if constexpr (kPrefetchQ8<NX>) prefetch_ahead(at);
       c[g] = codes.levels(L::quads(at));
     }
 #pragma GCC unroll 16
@@ -431,8 +446,8 @@ template <int NX, int G>
   for (int j = 0; j < NX; ++j) s[j] = L::set1(a[j * ldx].neg32_sum[half]);
 #pragma GCC unroll 4
   for (int q = 4 * half; q < 4 * half + 4; ++q) {
-    prefetch_ahead(low + q * 4 * kGroupRows);
-    if (q % 2 == 0) prefetch_ahead(high + q * 4 * kGroupRows);
+    prefetch_ahead<kQ6_KAhead>(low + q * 4 * kGroupRows);
+    if (q % 2 == 0) prefetch_ahead<kQ6_KAhead>(high + q * 4 * kGroupRows);
     const L::I code = q6_k_codes<G>(L::quads(low + q * 4 * kGroupRows), L::quads(high + q * 4 * kGroupRows));
 #pragma GCC unroll 16
     for (int j = 0; j < NX; ++j) s[j] = L::dot_u8s8_at(s[j], code, a[j * ldx].q + 4 * q);
@@ -448,9 +463,9 @@ template <int NX>
   constexpr int kOdd = 8 * 4 * kGroupRows;  // from the ql quads of blocks 0, 2 to those of blocks 1, 3
 #pragma GCC unroll 8
   for (int q = 0; q < 8; ++q) {
-    prefetch_ahead(low + q * 4 * kGroupRows);
-    prefetch_ahead(low + kOdd + q * 4 * kGroupRows);
-    if (q % 2 == 0) prefetch_ahead(high + q * 4 * kGroupRows);
+    prefetch_ahead<kQ6_KAhead>(low + q * 4 * kGroupRows);
+    prefetch_ahead<kQ6_KAhead>(low + kOdd + q * 4 * kGroupRows);
+    if (q % 2 == 0) prefetch_ahead<kQ6_KAhead>(high + q * 4 * kGroupRows);
     const L::I ql0 = L::quads(low + q * 4 * kGroupRows), ql1 = L::quads(low + kOdd + q * 4 * kGroupRows);
     const L::I qh = L::quads(high + q * 4 * kGroupRows);
     const L::I code[4] = {q6_k_codes<0>(ql0, qh), q6_k_codes<1>(ql1, qh), q6_k_codes<2>(ql0, qh),
