@@ -35,7 +35,7 @@ template <int kAhead = 4096>
 //   prefetch per code load only took issue slots (int16, two threads: 365-382 → 312-317 µs; Qwen2-1.5B Q8_0 decode
 //   on one thread 12-13 → 15-16 tok/s). The AVX2 ones, two passes of 8 rows per block, lost 2-6 % without.
 // - Q6_K, whose blocks are read as two streams (low and high bits), asks 16 KiB ahead (16 rows, one thread:
-//   1,423-1,440 → 1,313-1,339 µs; one row, two threads: 306-322 → 262-287 µs; AVX2 4-8 % faster too).
+//   1,423-1,440 → 1,313-1,339 µs; one row, two threads: 306-322 → 262-287 µs; AVX2 2-8 % faster too).
 constexpr int kQ6_KAhead = 16384;
 
 // The rows of a group one vector holds, and the operations the group kernels need on them. A field of U bytes per
