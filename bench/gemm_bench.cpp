@@ -28,8 +28,8 @@ using cai::TensorView;
 constexpr size_t kColdBytes = size_t{640} << 20;
 
 // n_copies × one matrix in one buffer of the CPU device, which the model's packed weights get too: 2 MiB-aligned on
-// transparent huge pages. (From a plain vector's 4 KiB pages each 4 KiB of a streamed matrix costs a TLB miss, and the
-// one-row kernels read 15-30 % slower than they do in the model.)
+// transparent huge pages. (On a plain vector's 4 KiB pages every 4 KiB of a streamed matrix costs a TLB miss and the
+// hardware prefetchers stop at each page: one-row numbers from another regime than decode's; README.)
 struct WeightSet {
   cai::hal::Buffer buffer;
   size_t matrix_bytes = 0;
