@@ -143,19 +143,17 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
     return s;
   };
 
-  // Candidates: ids[0, keep); `sorted` = top-k has put the first `keep` ids in descending logit order.
+  // Candidates: ids[0, keep). Fewer than the vocabulary only after top-k, which sorts them by descending logit.
   ids.resize(vocab);
   std::iota(ids.begin(), ids.end(), 0);
   size_t keep = vocab;
-  bool sorted = false;
   if (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < vocab) {
     keep = static_cast<size_t>(p_.top_k);
     std::partial_sort(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(keep), ids.end(), by_logit);
-    sorted = true;
   }
   if (p_.top_p < 1.0f) {
     const double target = p_.top_p * mass(keep);
-    size_t n_sorted = sorted ? keep : 0;
+    size_t n_sorted = keep < vocab ? keep : 0;  // top-k's sorted prefix
     for (size_t guess = kFirstNucleusGuess; n_sorted < keep; guess *= 8) {
       n_sorted = std::min(keep, guess);
       const auto mid = ids.begin() + static_cast<ptrdiff_t>(n_sorted);
