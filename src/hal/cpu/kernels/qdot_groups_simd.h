@@ -36,7 +36,9 @@ template <int kAhead = 4096>
 //   on one thread 12-13 → 15-16 tok/s). The AVX2 ones, two passes of 8 rows per block, lost 2-6 % without.
 // - Q6_K, whose blocks are read as two streams (low and high bits), asks 16 KiB ahead (16 rows, one thread:
 //   1,423-1,440 → 1,313-1,339 µs; one row, two threads: 306-322 → 262-287 µs; AVX2 2-8 % faster too).
-constexpr int kQ6_KAhead = 16384;
+// - So does Q5_K, whose 5th bits come from a second stream (16 rows, one thread: 1,118-1,177 → 1,005-1,042 µs; Q4_K,
+//   one stream, moved within the noise at 16 KiB and stays at 4).
+constexpr int kQ6_KAhead = 16384, kQ5_KAhead = 16384;
 
 // The rows of a group one vector holds, and the operations the group kernels need on them. A field of U bytes per
 // row (qdot_groups.h) gives the vector's rows from p + (first row) · U on.
@@ -384,7 +386,7 @@ void q45_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_
 #pragma GCC unroll 8
         for (int v = 0; v < 8; ++v) {
           const uint8_t* at = blk + kCodes + ((8 * t + v) * kGroupRows + h * L::kRows) * 4;
-          prefetch_ahead(at);
+          prefetch_ahead<kQ5 ? kQ5_KAhead : 4096>(at);
           const L::I raw = L::quads(at);
           L::I lo = L::and8(raw, 0x0F), hi = L::and8(L::srl16<4>(raw), 0x0F);
           if constexpr (kQ5) {  // bits 2t, 2t + 1 of each qh byte moved to bit 4 (the shifts stay within bytes)
