@@ -21,9 +21,10 @@ constexpr int kGroupRows = kPackedGroupRows;
 
 // The group kernels read each weight byte once, in order; on their own the hardware prefetchers keep too few lines in
 // flight (Q4_K 1536×1536 at one activation row: 84 µs without, 51 µs with), so each code load asks for the line
-// 4 KiB ahead (kAhead). Always inlined: GCC otherwise takes the function for one without effects and drops its calls
-// from the always-inlined helpers (the Q6_K, Q2_K and Q3_K kernels had no prefetch left).
-template <int kAhead = 4096>
+// 4 KiB ahead (kDefaultAhead). Always inlined: GCC otherwise takes the function for one without effects and drops its
+// calls from the always-inlined helpers (the Q6_K, Q2_K and Q3_K kernels had no prefetch left).
+constexpr int kDefaultAhead = 4096;
+template <int kAhead = kDefaultAhead>
 [[gnu::always_inline]] inline void prefetch_ahead(const uint8_t* p) {
   _mm_prefetch(reinterpret_cast<const char*>(p + kAhead), _MM_HINT_T0);
 }
@@ -386,7 +387,7 @@ void q45_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_
 #pragma GCC unroll 8
         for (int v = 0; v < 8; ++v) {
           const uint8_t* at = blk + kCodes + ((8 * t + v) * kGroupRows + h * L::kRows) * 4;
-          prefetch_ahead<kQ5 ? kQ5_KAhead : 4096>(at);
+          prefetch_ahead<kQ5 ? kQ5_KAhead : kDefaultAhead>(at);
           const L::I raw = L::quads(at);
           L::I lo = L::and8(raw, 0x0F), hi = L::and8(L::srl16<4>(raw), 0x0F);
           if constexpr (kQ5) {  // bits 2t, 2t + 1 of each qh byte moved to bit 4 (the shifts stay within bytes)
