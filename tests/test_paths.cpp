@@ -71,6 +71,13 @@ std::string unique_temp_dir(const std::string& tag) {
 
 }  // namespace
 
+std::string last_line(const std::string& out) {
+  const size_t end = out.find_last_not_of('\n');
+  if (end == std::string::npos) return "";
+  const size_t start = out.rfind('\n', end);
+  return out.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
+}
+
 std::string make_temp_dir(const std::string& tag) {
   static TempDirs dirs;
   std::string dir = unique_temp_dir(tag);

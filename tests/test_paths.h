@@ -19,6 +19,8 @@ struct CommandResult {
 };
 // Runs a shell command line and captures its stdout and stderr.
 CommandResult run_command(const std::string& cmd);
+// The last non-empty line of a command's output (the one JSON line of a `--json` verb).
+std::string last_line(const std::string& out);
 // A fresh temporary directory, removed with its contents when the test process exits.
 std::string make_temp_dir(const std::string& tag);
 }  // namespace cai::test

@@ -104,6 +104,7 @@ struct EngineStats {
   uint64_t kv_host_bytes = 0;         // host memory they take
   uint64_t kv_offload_uploaded_bytes = 0;    // host → device KV traffic so far
   uint64_t kv_offload_downloaded_bytes = 0;  // device → host (the rows each step wrote)
+  uint64_t device_transfer_bytes = 0;  // activations moved between the model's devices (stage boundaries, experts)
 };
 
 class Engine {

@@ -200,7 +200,7 @@ Result<DeviceProfile> parse_profile(const std::string& json_text, const std::str
   FieldReader r(j, file, "");
   CAI_TRY(r.check_keys({"id", "vendor", "name", "pci_vendor_id", "pci_device_ids", "pci_class", "runtime_libraries",
                         "stack", "memory_gib", "bandwidth_gbs", "sram_mib", "bf16_tflops", "int8_tops", "fp8",
-                        "interconnect", "collectives", "smi_tool", "k8s_resource", "notes", "sources", "policies"}));
+                        "interconnect", "interconnect_gbs", "collectives", "smi_tool", "k8s_resource", "notes", "sources", "policies"}));
   DeviceProfile p;
   p.file = file;
   CAI_TRY(r.required_string("id", p.id));
@@ -221,6 +221,7 @@ Result<DeviceProfile> parse_profile(const std::string& json_text, const std::str
   CAI_TRY(r.positive("int8_tops", p.int8_tops));
   CAI_TRY(r.optional_bool("fp8", p.fp8));
   CAI_TRY(r.string("interconnect", p.interconnect));
+  CAI_TRY(r.positive("interconnect_gbs", p.interconnect_gbs));
   CAI_TRY(r.string("collectives", p.collectives));
   CAI_TRY(r.string("smi_tool", p.smi_tool));
   CAI_TRY(r.string("k8s_resource", p.k8s_resource));

@@ -40,6 +40,9 @@ struct DeviceProfile {
   std::optional<double> int8_tops;
   std::optional<bool> fp8;
   std::string interconnect;
+  // The card's peer link bandwidth in GB/s, each direction (half a quoted bidirectional figure): what the planner's
+  // communication term divides by. Empty: communication is not modelled for this chip.
+  std::optional<double> interconnect_gbs;
   std::string collectives;
   std::string smi_tool;
   std::string k8s_resource;  // the Kubernetes resource its vendor's device plugin registers ("nvidia.com/gpu"); "" = unknown

@@ -49,7 +49,8 @@ nlohmann::json plan_to_json(const Plan& p, const ModelFootprint& m, const Device
                 {"max_position_embeddings", c.max_position_embeddings}};
   j["chip"] = {{"id", chip.id},           {"name", chip.name},          {"memory_gib", opt(chip.memory_gib)},
                {"bandwidth_gbs", opt(chip.bandwidth_gbs)}, {"bf16_tflops", opt(chip.bf16_tflops)},
-               {"int8_tops", opt(chip.int8_tops)},         {"fp8", opt(chip.fp8)}};
+               {"int8_tops", opt(chip.int8_tops)},         {"fp8", opt(chip.fp8)},
+               {"interconnect_gbs", opt(chip.interconnect_gbs)}};
   j["cards"] = p.request.cards;
   j["ctx"] = p.request.ctx;
   j["batch"] = p.request.batch;
@@ -73,11 +74,13 @@ nlohmann::json plan_to_json(const Plan& p, const ModelFootprint& m, const Device
                           ? json{{"per_sequence", *p.decode_tok_s_per_sequence},
                                  {"aggregate", *p.decode_tok_s_aggregate},
                                  {"step_ms", *p.decode_step_ms},
+                                 {"comm_ms", opt(p.decode_comm_ms)},
                                  {"bound", p.decode_bound}}
                           : json(nullptr);
   j["prefill"] = p.prefill_tok_s ? json{{"prompt_tokens", p.request.ctx},
                                         {"tok_s", *p.prefill_tok_s},
-                                        {"seconds", *p.prefill_seconds}}
+                                        {"seconds", *p.prefill_seconds},
+                                        {"comm_seconds", opt(p.prefill_comm_seconds)}}
                                  : json(nullptr);
   j["layout"] = layout_json(p, m);
   j["assumptions"] = {{"bandwidth_efficiency", kBandwidthEfficiency},
@@ -87,7 +90,12 @@ nlohmann::json plan_to_json(const Plan& p, const ModelFootprint& m, const Device
                       {"step_tokens", p.request.step_tokens},
                       {"host_link_gbs", kHostLinkGBs},
                       {"activations", "F32 workspace per token x max(step_tokens, batch) + logits rows, whole on every card"},
-                      {"communication", "not modelled (all-reduce, all-to-all, pipeline transfers)"}};
+                      {"link_efficiency", kLinkEfficiency},
+                      {"collective_latency_us", kCollectiveLatencyUs},
+                      {"communication", "F32 activations over interconnect_gbs x link_efficiency: TP ring all-reduce "
+                                        "of attention and FFN outputs per layer, EP all-to-all to the top-k experts' "
+                                        "cards and back per MoE layer, one transfer per stage boundary; each plus "
+                                        "collective_latency_us"}};
   j["warnings"] = p.warnings;
   return j;
 }

@@ -148,6 +148,10 @@ void add_warnings(const PlanInputs& in, Plan& p) {
   if (p.layout.cards_used < in.request.cards)
     warn(fmt::format("{} of {} cards unused: layouts use whole groups of {} cards", in.request.cards - p.layout.cards_used,
                      in.request.cards, tp));
+  const bool several = tp > 1 || p.layout.expert_parallel > 1 || p.layout.stages.size() > 1;
+  if (several && !chip.interconnect_gbs)
+    warn(fmt::format("{} has no interconnect_gbs in its profile: the layout's collectives and stage transfers are not "
+                     "in the decode and prefill numbers", chip.id));
   if (p.layout.pipeline_parallel > 1)
     warn(fmt::format("pipeline over {} stages: a sequence passes them in turn; aggregate tok/s assumes no micro-batching",
                      p.layout.pipeline_parallel));

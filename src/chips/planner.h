@@ -23,6 +23,9 @@ inline constexpr double kRuntimeReserve = 0.08;      // card memory kept for the
 inline constexpr int kCardsPerNode = 8;              // tensor/expert parallel stays inside one node
 inline constexpr int kStepTokens = 512;              // default tokens per engine step (EngineOptions::max_tokens_per_step)
 inline constexpr double kHostLinkGBs = 25.0;         // host↔card link for offloaded KV (PCIe 4.0 x16, achievable)
+inline constexpr double kLinkEfficiency = 0.7;       // achievable fraction of the profile's interconnect_gbs
+inline constexpr double kCollectiveLatencyUs = 10.0;  // fixed cost of one collective or stage transfer (NCCL-like)
+inline constexpr int kActivationBytes = 4;            // the engine's activations are F32 on every device
 inline constexpr int kMaxPlannedCards = 4096;
 
 struct PlanRequest {
@@ -74,6 +77,9 @@ struct Plan {
   int64_t active_params = 0;  // parameters one decode token reads (top-k experts)
   std::optional<double> decode_tok_s_per_sequence, decode_tok_s_aggregate, decode_step_ms;
   std::string decode_bound;  // "memory" or "compute"
+  // Time the layout's collectives and stage transfers add to a decode step and to a prefill (part of the numbers
+  // above); empty where the chip's profile has no interconnect_gbs or the layout has one card.
+  std::optional<double> decode_comm_ms, prefill_comm_seconds;
   std::optional<double> prefill_tok_s, prefill_seconds;
   std::vector<std::string> warnings;
 };

@@ -46,6 +46,28 @@ double experts_touched(const ModelConfig& c, double b) {
   return e * (1.0 - std::pow(1.0 - k / e, b));
 }
 
+// Seconds the layout's communication takes for `tokens` tokens in one engine step, over the profile's interconnect:
+// TP all-reduces the attention and FFN outputs of every layer (ring: 2(tp-1)/tp of the bytes per card), EP sends each
+// token's hidden state to its experts' cards and back (all-to-all, (ep-1)/ep of the k copies leave the card), and each
+// stage boundary sends the hidden states on; each collective or transfer also costs kCollectiveLatencyUs. Empty without
+// interconnect_gbs; 0 on one card.
+std::optional<double> comm_seconds(const PlanInputs& in, const PlanLayout& lay, double tokens) {
+  const ModelConfig& c = in.model.config;
+  const double tp = lay.tensor_parallel, ep = lay.expert_parallel, stages = static_cast<double>(lay.stages.size());
+  if (tp == 1 && ep == 1 && stages <= 1) return 0.0;
+  if (!in.chip.interconnect_gbs) return std::nullopt;
+  const double link = *in.chip.interconnect_gbs * 1e9 * kLinkEfficiency, latency = kCollectiveLatencyUs * 1e-6;
+  const double hidden_bytes = tokens * c.hidden_size * kActivationBytes, layers = c.num_hidden_layers;
+  double seconds = 0;
+  if (tp > 1) seconds += layers * 2 * (2 * (tp - 1) / tp * hidden_bytes / link + latency);
+  if (ep > 1 && c.n_routed_experts > 0) {
+    const double moe_layers = std::max(0, c.num_hidden_layers - c.first_k_dense_replace);
+    seconds += moe_layers * 2 * ((ep - 1) / ep * c.num_experts_per_tok * hidden_bytes / link + latency);
+  }
+  seconds += (stages - 1) * (hidden_bytes / link + latency);
+  return seconds;
+}
+
 void estimate_decode(const PlanInputs& in, Plan& p, std::optional<double> peak) {
   const ModelFootprint& m = in.model;
   const ModelConfig& c = m.config;
@@ -80,6 +102,10 @@ void estimate_decode(const PlanInputs& in, Plan& p, std::optional<double> peak) 
     t_mem += sm, t_math += sc;
     t_step += std::max(sm, sc) + t_host;
   }
+  if (const std::optional<double> comm = comm_seconds(in, lay, b)) {
+    t_step += *comm;
+    if (*comm > 0) p.decode_comm_ms = *comm * 1e3;
+  }
   p.decode_step_ms = t_step * 1e3;
   p.decode_tok_s_per_sequence = 1.0 / t_step;
   p.decode_tok_s_aggregate = b * lay.data_parallel / t_step;
@@ -100,6 +126,10 @@ void estimate_prefill(const PlanInputs& in, Plan& p, double peak) {
     for (const PlanStage& st : p.layout.stages) weights += static_cast<double>(st.weights_bytes_per_card);
     const double steps = std::ceil(n / in.request.step_tokens);
     seconds = std::max(seconds, steps * weights / (*in.chip.bandwidth_gbs * 1e9 * kBandwidthEfficiency));
+  }
+  if (const std::optional<double> comm = comm_seconds(in, p.layout, n)) {
+    seconds += *comm;
+    if (*comm > 0) p.prefill_comm_seconds = *comm;
   }
   p.prefill_seconds = seconds;
   p.prefill_tok_s = n / seconds;

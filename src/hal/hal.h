@@ -143,6 +143,12 @@ class Registry {
   Backend* find_backend(const std::string& name) const;
   // "cpu", "cpu:0", "cuda:1". Unknown name → not_found listing what exists.
   Result<Device*> find_device(const std::string& spec) const;
+  // A device list: comma-separated specs, each "cpu", "simt:1" or a range "cuda:0-7" ("cpu,simt:0-1"). Errors: an
+  // unknown device (not_found listing every device that exists), a malformed item or a device named twice
+  // (invalid_argument).
+  Result<std::vector<Device*>> find_devices(const std::string& list) const;
+  // Every device of every backend, by name ("cpu:0, simt:0, simt:1").
+  std::string device_names() const;
 
   // Load libcai-backend-<name>.so files from the directory of the running binary and from each entry of
   // CAI_BACKEND_PATH (colon-separated). A plugin that fails to load is logged and skipped; returns how many loaded.

@@ -47,12 +47,48 @@ Result<Device*> Registry::find_device(const std::string& spec) const {
   if (!b) {
     std::string known;
     for (const auto& x : backends_) known += (known.empty() ? "" : ", ") + x->name();
-    return not_found("no backend '{}' (available: {})", name, known);
+    return not_found("no backend '{}' (available: {}; devices: {})", name, known, device_names());
   }
   auto devs = b->devices();
   if (index >= static_cast<int>(devs.size()))
-    return not_found("backend '{}' has {} device(s), asked for index {}", name, devs.size(), index);
+    return not_found("backend '{}' has {} device(s), asked for index {} (devices: {})", name, devs.size(), index,
+                     device_names());
   return devs[static_cast<size_t>(index)];
+}
+
+std::string Registry::device_names() const {
+  std::string names;
+  for (const auto& b : backends_)
+    for (Device* d : b->devices()) names += (names.empty() ? "" : ", ") + d->name();
+  return names;
+}
+
+Result<std::vector<Device*>> Registry::find_devices(const std::string& list) const {
+  std::vector<Device*> out;
+  std::stringstream items(list);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    std::vector<std::string> specs{item};
+    const size_t colon = item.find(':'), dash = item.find('-', colon == std::string::npos ? 0 : colon);
+    if (colon != std::string::npos && dash != std::string::npos) {  // "cuda:0-7"
+      char* end = nullptr;
+      const long first = std::strtol(item.c_str() + colon + 1, &end, 10);
+      const bool first_ok = end == item.c_str() + dash;
+      const long last = std::strtol(item.c_str() + dash + 1, &end, 10);
+      if (!first_ok || *end != '\0' || dash + 1 == item.size() || first < 0 || last < first)
+        return invalid_argument("bad device range '{}' in '{}' (expected e.g. cuda:0-7)", item, list);
+      specs.clear();
+      for (long i = first; i <= last; ++i) specs.push_back(item.substr(0, colon + 1) + std::to_string(i));
+    }
+    for (const std::string& spec : specs) {
+      CAI_ASSIGN_OR_RETURN(Device * d, find_device(spec));
+      if (std::find(out.begin(), out.end(), d) != out.end())
+        return invalid_argument("device {} is named twice in '{}'", d->name(), list);
+      out.push_back(d);
+    }
+  }
+  if (out.empty()) return invalid_argument("empty device list '{}'", list);
+  return out;
 }
 
 // The handle stays open once the plugin's code has run (create() may start threads); only a file that is not a

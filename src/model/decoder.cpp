@@ -8,8 +8,14 @@
 
 namespace cai {
 
-DecoderModel::DecoderModel(const ModelConfig& cfg, WeightStore weights, hal::Device& device, const KvSpec& kv_spec)
-    : cfg_(cfg), weights_(std::move(weights)), device_(&device), kv_spec_(kv_spec), ws_(device) {}
+DecoderModel::DecoderModel(const ModelConfig& cfg, WeightStore weights, const KvSpec& kv_spec, DeviceGroup group)
+    : cfg_(cfg), weights_(std::move(weights)), kv_spec_(kv_spec), group_(std::move(group)) {}
+
+Result<std::unique_ptr<DecoderModel>> DecoderModel::create(const ModelConfig& cfg, WeightStore weights,
+                                                           const KvSpec& kv_spec) {
+  CAI_ASSIGN_OR_RETURN(DeviceGroup group, DeviceGroup::create(weights.placement().devices()));
+  return std::unique_ptr<DecoderModel>(new DecoderModel(cfg, std::move(weights), kv_spec, std::move(group)));
+}
 
 namespace {
 
@@ -47,7 +53,7 @@ Status DecoderModel::add_block(int layer, std::variant<AttentionGqa, AttentionMl
   const std::string p = "blk." + std::to_string(layer) + ".";
   CAI_ASSIGN_OR_RETURN(TensorView an, weights_.get_f32(p + "attn_norm.weight", {cfg_.hidden_size}));
   CAI_ASSIGN_OR_RETURN(TensorView fn, weights_.get_f32(p + "ffn_norm.weight", {cfg_.hidden_size}));
-  blocks_.push_back({an, fn, std::move(attn), std::move(ffn)});
+  blocks_.push_back({&weights_.placement().layer_device(layer), an, fn, std::move(attn), std::move(ffn)});
   return {};
 }
 
@@ -60,7 +66,7 @@ size_t DecoderModel::weight_bytes_per_token() const {
   return bytes;
 }
 
-Result<StepTensors> DecoderModel::upload_step(const StepBatch& batch, const KvCache& kv) {
+Status DecoderModel::upload_step(const StepBatch& batch, const KvCache& kv) {
   const int64_t n = static_cast<int64_t>(batch.tokens.size()), m = static_cast<int64_t>(batch.logit_rows.size());
   const int64_t n_seqs = static_cast<int64_t>(batch.seqs.size()), bs = kv.block_size();
   if (batch.positions.size() != batch.tokens.size() || batch.slots.size() != batch.tokens.size())
@@ -96,43 +102,64 @@ Result<StepTensors> DecoderModel::upload_step(const StepBatch& batch, const KvCa
     }
     p += max_blocks;
   }
-  CAI_ASSIGN_OR_RETURN(TensorView meta, ws_.get("step.meta", DType::kI32, {static_cast<int64_t>(step_meta_.size())}));
-  CAI_TRY(device_->default_stream().copy_to_device(meta.data, step_meta_.data(), step_meta_.size() * sizeof(int32_t)));
-  int32_t* base = meta.as<int32_t>();
-  auto view = [&](int64_t offset, std::initializer_list<int64_t> shape) {
-    TensorView v = TensorView::make(base + offset, DType::kI32, shape);
-    v.device = device_;
-    return v;
-  };
-  StepTensors st;
-  st.tokens = view(0, {n});
-  st.positions = view(n, {n});
-  st.slots = view(2 * n, {n});
-  st.logit_rows = view(3 * n, {m});
-  st.attn.seqs = view(3 * n + m, {n_seqs, 3});
-  st.attn.block_tables = view(3 * n + m + 3 * n_seqs, {n_seqs, max_blocks});
-  st.attn.max_q = max_q;
-  st.attn.max_ctx = max_ctx;
-  return st;
+  const std::vector<hal::Device*>& devices = group_.devices();
+  step_.assign(devices.size(), StepTensors{});
+  for (size_t r = 0; r < devices.size(); ++r) {
+    hal::Device& d = *devices[r];
+    const bool runs_layers = std::any_of(blocks_.begin(), blocks_.end(), [&](const DecoderBlock& b) { return b.device == &d; });
+    if (!runs_layers && &d != weights_.placement().embed && &d != weights_.placement().head) continue;
+    CAI_ASSIGN_OR_RETURN(TensorView meta, group_.ws(d).get("step.meta", DType::kI32, {static_cast<int64_t>(step_meta_.size())}));
+    CAI_TRY(d.default_stream().copy_to_device(meta.data, step_meta_.data(), step_meta_.size() * sizeof(int32_t)));
+    int32_t* base = meta.as<int32_t>();
+    auto view = [&](int64_t offset, std::initializer_list<int64_t> shape) {
+      TensorView v = TensorView::make(base + offset, DType::kI32, shape);
+      v.device = &d;
+      return v;
+    };
+    StepTensors& st = step_[r];
+    st.tokens = view(0, {n});
+    st.positions = view(n, {n});
+    st.slots = view(2 * n, {n});
+    st.logit_rows = view(3 * n, {m});
+    st.attn.seqs = view(3 * n + m, {n_seqs, 3});
+    st.attn.block_tables = view(3 * n + m + 3 * n_seqs, {n_seqs, max_blocks});
+    st.attn.max_q = max_q;
+    st.attn.max_ctx = max_ctx;
+  }
+  return {};
+}
+
+const StepTensors& DecoderModel::step_on(const hal::Device& d) const {
+  const auto& devices = group_.devices();
+  const size_t r = static_cast<size_t>(std::find(devices.begin(), devices.end(), &d) - devices.begin());
+  CAI_CHECK(r < step_.size() && step_[r].tokens.device == &d, "no step metadata on {}", d.name());
+  return step_[r];
 }
 
 Status DecoderModel::forward(const StepBatch& batch, KvCache& kv, float* logits) {
-  hal::Device& d = *device_;
   const int64_t n = static_cast<int64_t>(batch.tokens.size()), hidden = cfg_.hidden_size;
   const int64_t m = static_cast<int64_t>(batch.logit_rows.size());
   if (n == 0) return invalid_argument("forward: empty batch");
-  CAI_ASSIGN_OR_RETURN(const StepTensors step, upload_step(batch, kv));
-  CAI_ASSIGN_OR_RETURN(TensorView x, ws_.f32("x", {n, hidden}));
-  CAI_ASSIGN_OR_RETURN(TensorView h, ws_.f32("h", {n, hidden}));
-  CAI_ASSIGN_OR_RETURN(TensorView y, ws_.f32("y", {n, hidden}));
+  CAI_TRY(upload_step(batch, kv));
+  hal::Device* dev = weights_.placement().embed;
+  CAI_ASSIGN_OR_RETURN(TensorView x, group_.ws(*dev).f32("x", {n, hidden}));
   {
     profile::Scope scope("embed");
-    CAI_TRY(ops::embed(d, tok_embd_, step.tokens, x));
+    CAI_TRY(ops::embed(*dev, tok_embd_, step_on(*dev).tokens, x));
   }
   KvHostTier* host_kv = kv.host_tier();
   if (host_kv) CAI_TRY(host_kv->begin_step(batch));
   for (size_t layer = 0; layer < blocks_.size(); ++layer) {
     const DecoderBlock& b = blocks_[layer];
+    if (b.device != dev) {  // a stage boundary: the residual stream moves on
+      dev = b.device;
+      CAI_ASSIGN_OR_RETURN(x, group_.move_to(x, *dev, "x"));
+    }
+    hal::Device& d = *dev;
+    Workspace& ws = group_.ws(d);
+    const StepTensors& step = step_on(d);
+    CAI_ASSIGN_OR_RETURN(TensorView h, ws.f32("h", {n, hidden}));
+    CAI_ASSIGN_OR_RETURN(TensorView y, ws.f32("y", {n, hidden}));
     const bool on_host = host_kv && host_kv->holds(static_cast<int>(layer));
     {
       profile::Scope scope("norm_residual");
@@ -142,7 +169,7 @@ Status DecoderModel::forward(const StepBatch& batch, KvCache& kv, float* logits)
       profile::Scope scope("kv_offload");
       CAI_TRY(host_kv->stage_in(static_cast<int>(layer)));
     }
-    CAI_TRY(std::visit([&](const auto& attn) { return attn.forward(d, ws_, step, h, kv, y); }, b.attn));  // profiled inside
+    CAI_TRY(std::visit([&](const auto& attn) { return attn.forward(d, ws, step, h, kv, y); }, b.attn));  // profiled inside
     if (on_host) {
       profile::Scope scope("kv_offload");
       CAI_TRY(host_kv->keep_new_rows(static_cast<int>(layer), step.slots));
@@ -152,7 +179,10 @@ Status DecoderModel::forward(const StepBatch& batch, KvCache& kv, float* logits)
       CAI_TRY(ops::add(d, x, y, x));
       CAI_TRY(ops::rms_norm(d, x, b.ffn_norm, cfg_.rms_norm_eps, h));
     }
-    CAI_TRY(std::visit([&](const auto& ffn) { return ffn.forward(d, ws_, h, y); }, b.ffn));  // profiled inside
+    if (const MoeFfn* moe = std::get_if<MoeFfn>(&b.ffn))  // profiled inside
+      CAI_TRY(moe->forward(d, group_, h, y));
+    else
+      CAI_TRY(std::get<DenseMlp>(b.ffn).forward(d, ws, h, y));
     profile::Scope scope("norm_residual");
     CAI_TRY(ops::add(d, x, y, x));
   }
@@ -161,11 +191,17 @@ Status DecoderModel::forward(const StepBatch& batch, KvCache& kv, float* logits)
     CAI_TRY(host_kv->end_step());
   }
   if (m == 0) return {};
+  if (dev != weights_.placement().head) {
+    dev = weights_.placement().head;
+    CAI_ASSIGN_OR_RETURN(x, group_.move_to(x, *dev, "x"));
+  }
+  hal::Device& d = *dev;
+  Workspace& ws = group_.ws(d);
   profile::Scope scope("lm_head");
-  CAI_ASSIGN_OR_RETURN(TensorView sel, ws_.f32("sel", {m, hidden}));
-  CAI_ASSIGN_OR_RETURN(TensorView seln, ws_.f32("sel_norm", {m, hidden}));
-  CAI_ASSIGN_OR_RETURN(TensorView out, ws_.f32("logits", {m, static_cast<int64_t>(cfg_.vocab_size)}));
-  CAI_TRY(ops::embed(d, x, step.logit_rows, sel));  // gather the rows that need logits
+  CAI_ASSIGN_OR_RETURN(TensorView sel, ws.f32("sel", {m, hidden}));
+  CAI_ASSIGN_OR_RETURN(TensorView seln, ws.f32("sel_norm", {m, hidden}));
+  CAI_ASSIGN_OR_RETURN(TensorView out, ws.f32("logits", {m, static_cast<int64_t>(cfg_.vocab_size)}));
+  CAI_TRY(ops::embed(d, x, step_on(d).logit_rows, sel));  // gather the rows that need logits
   CAI_TRY(ops::rms_norm(d, sel, out_norm_, cfg_.rms_norm_eps, seln));
   CAI_TRY(ops::dense_gemm(d, output_, seln, nullptr, out));
   return d.default_stream().copy_to_host(logits, out.data, out.n_bytes());

@@ -1,6 +1,7 @@
 // KvCache allocation (one buffer per layer for K and one for V) and the choice of its dtype.
 #include "model/kv_cache.h"
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
@@ -34,8 +35,20 @@ Status check_kv_layout(const KvSpec& spec) {
 
 Result<KvCache> KvCache::create(hal::Device& device, const KvSpec& spec, int n_blocks, int block_size,
                                 KvHostLayers host) {
+  return create(std::vector<hal::Device*>(static_cast<size_t>(std::max(0, spec.n_layers)), &device), spec, n_blocks,
+                block_size, host);
+}
+
+Result<KvCache> KvCache::create(const std::vector<hal::Device*>& layer_devices, const KvSpec& spec, int n_blocks,
+                                int block_size, KvHostLayers host) {
   if (n_blocks <= 0 || block_size <= 0) return invalid_argument("KV cache needs positive blocks and block size");
-  CAI_TRY(hal::check_kv_cache_dtype(device, "KvCache::create", spec.dtype));
+  if (static_cast<int>(layer_devices.size()) != spec.n_layers || layer_devices.empty())
+    return invalid_argument("KV cache: {} layer devices for {} layers", layer_devices.size(), spec.n_layers);
+  for (hal::Device* d : layer_devices) CAI_TRY(hal::check_kv_cache_dtype(*d, "KvCache::create", spec.dtype));
+  hal::Device& device = *layer_devices.front();
+  if (host.n_layers > 0 && std::any_of(layer_devices.begin(), layer_devices.end(), [&](hal::Device* d) { return d != &device; }))
+    return invalid_argument("KV host layers: the layers run on several devices; the host tier takes one device's "
+                            "layers (set --kv-offload-layers 0)");
   CAI_TRY(check_kv_layout(spec));
   if (host.n_layers < 0 || host.n_layers > spec.n_layers)
     return invalid_argument("KV host layers: {} asked of {} layers", host.n_layers, spec.n_layers);
@@ -49,8 +62,9 @@ Result<KvCache> KvCache::create(hal::Device& device, const KvSpec& spec, int n_b
   const int64_t n_slots = static_cast<int64_t>(n_blocks) * block_size;
   const int first_host = spec.n_layers - host.n_layers;
   for (int l = 0; l < first_host; ++l) {
-    CAI_ASSIGN_OR_RETURN(TensorView k, allocate_kv_rows(device, spec.dtype, n_slots, spec.k_width, kv.buffers_));
-    CAI_ASSIGN_OR_RETURN(TensorView v, allocate_kv_rows(device, spec.dtype, n_slots, spec.v_width, kv.buffers_));
+    hal::Device& d = *layer_devices[static_cast<size_t>(l)];
+    CAI_ASSIGN_OR_RETURN(TensorView k, allocate_kv_rows(d, spec.dtype, n_slots, spec.k_width, kv.buffers_));
+    CAI_ASSIGN_OR_RETURN(TensorView v, allocate_kv_rows(d, spec.dtype, n_slots, spec.v_width, kv.buffers_));
     kv.k_.push_back(k);
     kv.v_.push_back(v);
   }

@@ -53,6 +53,10 @@ class KvCache {
   // asked of a device whose memory the host addresses (invalid_argument: there is nothing to offload to).
   static Result<KvCache> create(hal::Device& device, const KvSpec& spec, int n_blocks, int block_size,
                                 KvHostLayers host = {});
+  // The same with layer l's K and V on layer_devices[l] (a model spread over pipeline stages: Model::kv_devices()).
+  // Host layers need every layer on one device.
+  static Result<KvCache> create(const std::vector<hal::Device*>& layer_devices, const KvSpec& spec, int n_blocks,
+                                int block_size, KvHostLayers host = {});
 
   const KvSpec& spec() const { return spec_; }
   int n_blocks() const { return n_blocks_; }

@@ -5,9 +5,10 @@
 
 namespace cai {
 
-Result<std::unique_ptr<Model>> make_llama_model(const ModelConfig& cfg, WeightStore weights, hal::Device& device,
+Result<std::unique_ptr<Model>> make_llama_model(const ModelConfig& cfg, WeightStore weights,
                                                 DType kv_dtype) {
-  auto model = std::make_unique<DecoderModel>(cfg, std::move(weights), device, kv_spec_for(cfg, kv_dtype));
+  CAI_ASSIGN_OR_RETURN(std::unique_ptr<DecoderModel> model,
+                       DecoderModel::create(cfg, std::move(weights), kv_spec_for(cfg, kv_dtype)));
   CAI_TRY(model->load_embeddings_and_head());
   for (int l = 0; l < cfg.num_hidden_layers; ++l) {
     CAI_ASSIGN_OR_RETURN(AttentionGqa attn, AttentionGqa::load(model->weights(), cfg, l));

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "hal/collective.h"
 #include "hal/hal.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
@@ -33,10 +34,19 @@ class Model {
   virtual ~Model() = default;
   virtual const ModelConfig& config() const = 0;
   virtual KvSpec kv_spec() const = 0;
+  // The device of the first layer: telemetry, profile and bandwidth questions are asked of it.
   virtual hal::Device& device() const = 0;
+  // Every device the model runs on, the first one first.
+  virtual std::vector<hal::Device*> devices() const = 0;
+  // The device of each layer's KV cache: the cache is allocated where the layer's attention runs.
+  virtual std::vector<hal::Device*> kv_devices() const = 0;
+  // What moves activations between the devices; null on one device.
+  virtual const hal::Communicator* communicator() const = 0;
   // Run one step; writes logits [batch.logit_rows.size(), vocab] as F32 to host memory `logits`.
   virtual Status forward(const StepBatch& batch, KvCache& kv, float* logits) = 0;
   virtual size_t weight_bytes() const = 0;
+  // The part of weight_bytes() that lives on `device`.
+  virtual size_t weight_bytes_on(const hal::Device& device) const = 0;
   // Weight bytes one decode step must stream (the roofline numerator): all weights but unread embedding rows.
   virtual size_t weight_bytes_per_token() const = 0;
   // Fault in the routed experts' weight pages now (mmapped weights); returns the bytes touched.

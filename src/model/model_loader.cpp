@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 
 #include "core/host_memory.h"
 #include "core/json_file.h"
@@ -22,45 +23,74 @@ namespace {
 
 MlaDims mla_dims(const ModelConfig& c) { return {c.num_attention_heads, c.qk_nope_head_dim, c.v_head_dim}; }
 
-// Fails, before any weight is read, when `weight_bytes` plus the KV cache the caller plans exceed what the device has
-// available (host: MemAvailable). A device that reports no memory is not checked.
-Status check_fits(const hal::Device& device, const ModelConfig& cfg, size_t weight_bytes, DType kv_dtype,
-                  const LoadOptions& o) {
-  const hal::MemoryInfo mem = device.memory_info();
-  if (mem.total_bytes == 0) return {};
+// Fails, before any weight is read, when a device's share of the weights (`weight_bytes` by device) plus the KV
+// cache of its layers that the caller plans exceed what it has available (host: MemAvailable). The KV budget
+// (kv_tokens, kv_bytes) is split over the devices by their share of the layers. A device that reports no memory is
+// not checked.
+Status check_fits(const WeightPlacement& placement, const std::map<hal::Device*, size_t>& weight_bytes,
+                  const ModelConfig& cfg, DType kv_dtype, const LoadOptions& o) {
   const size_t tokens = static_cast<size_t>(o.kv_tokens == LoadOptions::kModelContext ? cfg.max_position_embeddings
                                                                                        : std::max<int64_t>(0, o.kv_tokens));
-  const size_t per_token = kv_spec_for(cfg, kv_dtype).bytes_per_token();
-  size_t kv = 0, need = 0;
-  if (__builtin_mul_overflow(tokens, per_token, &kv) || __builtin_add_overflow(kv, o.kv_bytes, &kv) ||
-      __builtin_add_overflow(weight_bytes, kv, &need))
-    need = kv = SIZE_MAX;
-  if (need <= mem.free_bytes) return {};
-  constexpr double kGiB = 1 << 30;
-  return out_of_memory("the model does not fit in {}: it needs {} bytes ({:.2f} GiB: {} bytes of weights + {} bytes of "
-                       "{} KV cache) but {} bytes ({:.2f} GiB) are available{}",
-                       device.name(), need, static_cast<double>(need) / kGiB, weight_bytes, kv, dtype_name(kv_dtype),
-                       mem.free_bytes, static_cast<double>(mem.free_bytes) / kGiB,
-                       device.host_visible() ? " (MemAvailable)" : "");
+  const size_t n_layers = std::max<size_t>(1, placement.layers.size());
+  const size_t per_layer_token = kv_spec_for(cfg, kv_dtype).bytes_per_token() / n_layers;
+  for (hal::Device* device : placement.devices()) {
+    const hal::MemoryInfo mem = device->memory_info();
+    if (mem.total_bytes == 0) continue;
+    const size_t layers_here = static_cast<size_t>(std::count(placement.layers.begin(), placement.layers.end(), device));
+    const auto w = weight_bytes.find(device);
+    const size_t weights = w == weight_bytes.end() ? 0 : w->second;
+    size_t kv = 0, need = 0;
+    if (__builtin_mul_overflow(tokens, per_layer_token * layers_here, &kv) ||
+        __builtin_add_overflow(kv, o.kv_bytes / n_layers * layers_here, &kv) ||
+        __builtin_add_overflow(weights, kv, &need))
+      need = kv = SIZE_MAX;
+    if (need <= mem.free_bytes) continue;
+    constexpr double kGiB = 1 << 30;
+    return out_of_memory("the model does not fit in {}: it needs {} bytes ({:.2f} GiB: {} bytes of weights + {} bytes "
+                         "of {} KV cache{}) but {} bytes ({:.2f} GiB) are available{}",
+                         device->name(), need, static_cast<double>(need) / kGiB, weights, kv, dtype_name(kv_dtype),
+                         placement.single_device() ? "" : fmt::format(" for its {} of {} layers", layers_here, n_layers),
+                         mem.free_bytes, static_cast<double>(mem.free_bytes) / kGiB,
+                         device->host_visible() ? " (MemAvailable)" : "");
+  }
+  return {};
 }
 
 // The architecture's model over the placed weights (repacked where the device has its own layout, unless --no-repack),
 // then --mlock: after repacking, so the pages locked are the ones the model reads and the file's pages that a packed
 // copy replaced can still be dropped. Its RLIMIT_MEMLOCK check comes first, before any weight is repacked.
 Result<std::unique_ptr<Model>> make_model(const ArchEntry& arch, const ModelConfig& cfg, WeightStore ws,
-                                          hal::Device& device, DType kv_dtype, const LoadOptions& o) {
+                                          DType kv_dtype, const LoadOptions& o) {
   if (o.mlock) CAI_TRY(ws.check_lock_limit());
   ws.set_repack(o.repack);
   const auto t0 = std::chrono::steady_clock::now();
-  CAI_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, arch.factory(cfg, std::move(ws), device, kv_dtype));
-  CAI_LOG_INFO("set up the model's weights on {} ({}) in {:.2f}s", device.name(),
+  std::string where;
+  for (const hal::Device* d : ws.placement().devices()) where += (where.empty() ? "" : ", ") + d->name();
+  CAI_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, arch.factory(cfg, std::move(ws), kv_dtype));
+  CAI_LOG_INFO("set up the model's weights on {} ({}) in {:.2f}s", where,
                o.repack ? "in the device's layouts" : "--no-repack: as in the file",
                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   if (o.mlock) CAI_TRY(model->lock_weights());
   return model;
 }
 
-Result<LoadedModel> load_gguf(const std::string& path, hal::Device& device, DType kv_dtype, const LoadOptions& o) {
+// The layout's devices per layer for this model; logged where there is more than one device.
+Result<WeightPlacement> placement_for(const Layout& layout, const ModelConfig& cfg, bool tied_embeddings) {
+  CAI_ASSIGN_OR_RETURN(WeightPlacement p, WeightPlacement::from_layout(layout, cfg.num_hidden_layers, tied_embeddings));
+  if (p.single_device()) return p;
+  std::string stages;
+  for (int l = 0; l < cfg.num_hidden_layers;) {
+    int end = l;
+    while (end < cfg.num_hidden_layers && p.layers[static_cast<size_t>(end)] == p.layers[static_cast<size_t>(l)]) ++end;
+    stages += fmt::format("{}layers {}..{} on {}", stages.empty() ? "" : "; ", l, end - 1, p.layers[static_cast<size_t>(l)]->name());
+    l = end;
+  }
+  CAI_LOG_INFO("layout: {}; embedding on {}, head on {}{}", stages, p.embed->name(), p.head->name(),
+               layout.moe_device ? "; routed experts on " + layout.moe_device->name() : "");
+  return p;
+}
+
+Result<LoadedModel> load_gguf(const std::string& path, const Layout& layout, DType kv_dtype, const LoadOptions& o) {
   CAI_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::open(path));
   CAI_ASSIGN_OR_RETURN(ModelConfig cfg, config_from_gguf(file->metadata()));
   if (const GgufTensorInfo* rf = file->find("rope_freqs.weight")) {
@@ -74,17 +104,26 @@ Result<LoadedModel> load_gguf(const std::string& path, hal::Device& device, DTyp
     CAI_ASSIGN_OR_RETURN(out.tokenizer, Tokenizer::from_gguf_metadata(file->metadata()));
   }
   CAI_ASSIGN_OR_RETURN(const ArchEntry* arch, find_arch(cfg));
-  size_t weight_bytes = 0;
-  for (const GgufTensorInfo& t : file->tensors()) weight_bytes += t.n_bytes;
-  CAI_TRY(check_fits(device, cfg, weight_bytes, kv_dtype, o));
+  CAI_ASSIGN_OR_RETURN(const WeightPlacement placement,
+                       placement_for(layout, cfg, file->find("output.weight") == nullptr));
+  std::map<hal::Device*, size_t> weight_bytes;
+  for (const GgufTensorInfo& t : file->tensors()) weight_bytes[&placement.device_for(t.name)] += t.n_bytes;
+  CAI_TRY(check_fits(placement, weight_bytes, cfg, kv_dtype, o));
   const MlaDims mla = mla_dims(cfg);
-  CAI_ASSIGN_OR_RETURN(WeightStore ws, WeightStore::from_gguf(std::move(file), device, cfg.is_mla() ? &mla : nullptr));
-  CAI_ASSIGN_OR_RETURN(out.model, make_model(*arch, cfg, std::move(ws), device, kv_dtype, o));
+  CAI_ASSIGN_OR_RETURN(WeightStore ws, WeightStore::from_gguf(std::move(file), placement, cfg.is_mla() ? &mla : nullptr));
+  CAI_ASSIGN_OR_RETURN(out.model, make_model(*arch, cfg, std::move(ws), kv_dtype, o));
   out.format = "gguf";
   return out;
 }
 
-Result<LoadedModel> load_hf_dir(const fs::path& dir, hal::Device& device, DType kv_dtype, const LoadOptions& o) {
+// The canonical name a checkpoint tensor is loaded under (an FP8 block scale: its weight's), or nullopt.
+std::optional<std::string> loaded_name(const std::string& hf_name) {
+  static constexpr std::string_view kScale = "_scale_inv";
+  if (hf_name.ends_with(kScale)) return canonical_name_from_hf(hf_name.substr(0, hf_name.size() - kScale.size()));
+  return canonical_name_from_hf(hf_name);
+}
+
+Result<LoadedModel> load_hf_dir(const fs::path& dir, const Layout& layout, DType kv_dtype, const LoadOptions& o) {
   CAI_ASSIGN_OR_RETURN(nlohmann::json cfg_json, read_json_file((dir / "config.json").string()));
   CAI_ASSIGN_OR_RETURN(ModelConfig cfg, config_from_hf(cfg_json));
   CAI_ASSIGN_OR_RETURN(const ArchEntry* arch, find_arch(cfg));
@@ -94,15 +133,19 @@ Result<LoadedModel> load_hf_dir(const fs::path& dir, hal::Device& device, DType 
                                                                 (dir / "tokenizer_config.json").string()));
   }
   CAI_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsCheckpoint> ckpt, SafetensorsCheckpoint::open_dir(dir.string()));
-  size_t weight_bytes = 0;
+  CAI_ASSIGN_OR_RETURN(const WeightPlacement placement,
+                       placement_for(layout, cfg, ckpt->find("lm_head.weight") == nullptr));
+  std::map<hal::Device*, size_t> weight_bytes;
   for (const auto& shard : ckpt->shards())
-    for (const SafetensorsTensor& t : shard->tensors())
-      if (hf_layer_index(t.name) < cfg.num_hidden_layers) weight_bytes += t.n_bytes;
-  CAI_TRY(check_fits(device, cfg, weight_bytes, kv_dtype, o));
+    for (const SafetensorsTensor& t : shard->tensors()) {
+      const std::optional<std::string> name = loaded_name(t.name);
+      if (name && hf_layer_index(t.name) < cfg.num_hidden_layers) weight_bytes[&placement.device_for(*name)] += t.n_bytes;
+    }
+  CAI_TRY(check_fits(placement, weight_bytes, cfg, kv_dtype, o));
   const MlaDims mla = mla_dims(cfg);
-  CAI_ASSIGN_OR_RETURN(WeightStore ws, WeightStore::from_checkpoint(std::move(ckpt), cfg.num_hidden_layers, device,
+  CAI_ASSIGN_OR_RETURN(WeightStore ws, WeightStore::from_checkpoint(std::move(ckpt), cfg.num_hidden_layers, placement,
                                                                     cfg.is_mla() ? &mla : nullptr));
-  CAI_ASSIGN_OR_RETURN(out.model, make_model(*arch, cfg, std::move(ws), device, kv_dtype, o));
+  CAI_ASSIGN_OR_RETURN(out.model, make_model(*arch, cfg, std::move(ws), kv_dtype, o));
   out.format = "hf";
   return out;
 }
@@ -110,13 +153,23 @@ Result<LoadedModel> load_hf_dir(const fs::path& dir, hal::Device& device, DType 
 }  // namespace
 
 Result<LoadedModel> load_model(const std::string& path, hal::Device& device, const LoadOptions& options) {
+  return load_model(path, Layout{{&device}, {}, nullptr}, options);
+}
+
+Result<LoadedModel> load_model(const std::string& path, const Layout& layout, const LoadOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   std::error_code ec;
   if (!fs::exists(path, ec)) return not_found("model path '{}' does not exist", path);
-  const DType kv_dtype = options.kv_dtype.value_or(default_kv_dtype(device));
-  CAI_TRY(hal::check_kv_cache_dtype(device, "load_model", kv_dtype));  // before any weight is read
+  if (layout.stages.empty()) return invalid_argument("load_model: no device");
+  // One dtype for every layer: the stage devices' default where they agree, else the narrower device default.
+  DType kv_dtype = default_kv_dtype(*layout.stages.front());
+  for (const hal::Device* d : layout.stages)
+    if (default_kv_dtype(*d) != kv_dtype) kv_dtype = DType::kBF16;
+  kv_dtype = options.kv_dtype.value_or(kv_dtype);
+  for (const hal::Device* d : layout.stages)
+    CAI_TRY(hal::check_kv_cache_dtype(*d, "load_model", kv_dtype));  // before any weight is read
   Result<LoadedModel> r =
-      fs::is_directory(path, ec) ? load_hf_dir(path, device, kv_dtype, options) : load_gguf(path, device, kv_dtype, options);
+      fs::is_directory(path, ec) ? load_hf_dir(path, layout, kv_dtype, options) : load_gguf(path, layout, kv_dtype, options);
   if (!r.ok()) return r.status();
   r->source = path;
   const auto t1 = std::chrono::steady_clock::now();
@@ -128,9 +181,11 @@ Result<LoadedModel> load_model(const std::string& path, hal::Device& device, con
                  r->prewarm_seconds);
   }
   r->rss_after_load_bytes = resident_bytes();
+  std::string where;
+  for (const hal::Device* d : r->model->devices()) where += (where.empty() ? "" : ", ") + d->name();
   CAI_LOG_INFO("loaded {} model {} ({}, {} layers, {:.1f} MiB of weights, {} KV cache) on {} in {:.2f}s, RSS {:.1f} MiB",
                r->format, path, r->model->config().architecture, r->model->config().num_hidden_layers,
-               static_cast<double>(r->model->weight_bytes()) / (1 << 20), dtype_name(kv_dtype), device.name(),
+               static_cast<double>(r->model->weight_bytes()) / (1 << 20), dtype_name(kv_dtype), where,
                r->load_seconds, static_cast<double>(r->rss_after_load_bytes) / (1 << 20));
   return r;
 }

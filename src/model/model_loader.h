@@ -6,6 +6,7 @@
 #include <string>
 
 #include "model/model.h"
+#include "model/weight_placement.h"
 #include "tokenizer/tokenizer.h"
 
 namespace cai {
@@ -35,5 +36,9 @@ struct LoadOptions {
 };
 
 Result<LoadedModel> load_model(const std::string& path, hal::Device& device, const LoadOptions& options = {});
+// The same over several devices: each stage's layers (and the routed experts, on layout.moe_device where set) are
+// loaded straight to their device, and each device must hold its share (the error names the device and the bytes).
+// The KV dtype defaults to the devices' common default, BF16 where they differ; every stage must take it.
+Result<LoadedModel> load_model(const std::string& path, const Layout& layout, const LoadOptions& options = {});
 
 }  // namespace cai

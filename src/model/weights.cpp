@@ -1,6 +1,7 @@
 // WeightStore: HF→canonical name mapping, shape checks naming the tensor, F32 copies of small tensors, device upload.
 #include "model/weights.h"
 
+#include <algorithm>
 #include <charconv>
 #include <regex>
 #include <set>
@@ -109,69 +110,85 @@ Result<std::optional<TensorView>> block_scale_view(const SafetensorsCheckpoint& 
 
 }  // namespace
 
-Status WeightStore::reserve_arena(size_t n_bytes) {
-  if (device_->host_visible() || n_bytes == 0) return {};
-  Result<hal::Buffer> buf = device_->allocate(n_bytes);
-  if (!buf.ok())
-    return out_of_memory("the model's weights need {:.1f} MiB on {}, which it cannot allocate: {}",
-                         static_cast<double>(n_bytes) / (1 << 20), device_->name(), buf.status().message());
-  arena_ = std::move(*buf);
-  arena_used_ = 0;
+Status WeightStore::reserve_arenas(const std::map<hal::Device*, size_t>& bytes) {
+  for (const auto& [device, n_bytes] : bytes) {
+    if (device->host_visible() || n_bytes == 0) continue;
+    Result<hal::Buffer> buf = device->allocate(n_bytes);
+    if (!buf.ok())
+      return out_of_memory("the model's weights need {} bytes ({:.1f} MiB) on {}, which it cannot allocate: {}", n_bytes,
+                           static_cast<double>(n_bytes) / (1 << 20), device->name(), buf.status().message());
+    arenas_[device] = Arena{std::move(*buf), 0};
+  }
   return {};
 }
 
 Result<TensorView> WeightStore::place(const std::string& name, const TensorView& host_view) {
+  hal::Device& device = placement_.device_for(name);
   TensorView v = host_view;
-  v.device = device_;
-  if (device_->host_visible()) return v;
+  v.device = &device;
+  if (device.host_visible()) return v;
   host_views_[name] = host_view;
   const size_t n = host_view.n_bytes();
-  if (arena_used_ + n > arena_.size()) return upload(host_view);  // not reserved (small tensors)
-  v.data = static_cast<uint8_t*>(arena_.data()) + arena_used_;
-  arena_used_ += align_up(n);
-  CAI_TRY(device_->default_stream().copy_to_device(v.data, host_view.data, n));
+  Arena& arena = arenas_[&device];
+  if (arena.used + n > arena.buffer.size()) return upload(host_view, device);  // not reserved (small tensors)
+  v.data = static_cast<uint8_t*>(arena.buffer.data()) + arena.used;
+  arena.used += align_up(n);
+  CAI_TRY(device.default_stream().copy_to_device(v.data, host_view.data, n));
   return v;
 }
 
-Result<TensorView> WeightStore::upload(const TensorView& host_view) {
-  CAI_ASSIGN_OR_RETURN(hal::Buffer buf, device_->allocate(host_view.n_bytes()));
-  CAI_TRY(device_->default_stream().copy_to_device(buf.data(), host_view.data, host_view.n_bytes()));
+Result<TensorView> WeightStore::upload(const TensorView& host_view, hal::Device& device) {
+  CAI_ASSIGN_OR_RETURN(hal::Buffer buf, device.allocate(host_view.n_bytes()));
+  CAI_TRY(device.default_stream().copy_to_device(buf.data(), host_view.data, host_view.n_bytes()));
   TensorView v = host_view;
   v.data = buf.data();
-  v.device = device_;
+  v.device = &device;
   owned_.push_back(std::move(buf));
   return v;
 }
 
 Result<TensorView> WeightStore::upload(const HostTensor& t) {
-  CAI_ASSIGN_OR_RETURN(TensorView v, upload(t.view));
+  hal::Device& device = placement_.device_for(t.name);
+  CAI_ASSIGN_OR_RETURN(TensorView v, upload(t.view, device));
   v.scale = nullptr;
   if (!t.scales.empty()) {
     const TensorView host = TensorView::make(const_cast<float*>(t.scales.data()), DType::kF32,  // only read
                                              {static_cast<int64_t>(t.scales.size())});
-    CAI_ASSIGN_OR_RETURN(TensorView sc, upload(host));
+    CAI_ASSIGN_OR_RETURN(TensorView sc, upload(host, device));
     v.scale = sc.as<const float>();
   }
   return v;
 }
 
 void WeightStore::advise_copy(const std::vector<const MappedFile*>& files, bool copying) const {
-  if (device_->host_visible()) return;  // the mapping is the weights: pages come and go with use
+  const std::vector<hal::Device*> devices = placement_.devices();
+  // Where every device reads the mapping itself, the mapping is the weights: pages come and go with use.
+  if (std::all_of(devices.begin(), devices.end(), [](const hal::Device* d) { return d->host_visible(); })) return;
   for (const MappedFile* f : files) copying ? f->advise_sequential() : f->release();
 }
 
 Result<WeightStore> WeightStore::from_gguf(std::unique_ptr<GgufFile> file, hal::Device& device, const MlaDims* mla) {
+  return from_gguf(std::move(file), WeightPlacement::single(device, 0), mla);
+}
+
+Result<WeightStore> WeightStore::from_checkpoint(std::unique_ptr<SafetensorsCheckpoint> ckpt, int n_layers,
+                                                 hal::Device& device, const MlaDims* mla) {
+  return from_checkpoint(std::move(ckpt), n_layers, WeightPlacement::single(device, n_layers), mla);
+}
+
+Result<WeightStore> WeightStore::from_gguf(std::unique_ptr<GgufFile> file, const WeightPlacement& placement,
+                                           const MlaDims* mla) {
   WeightStore ws;
-  ws.device_ = &device;
+  ws.placement_ = placement;
   std::set<std::string> replaced;  // DeepSeek attn_kv_b: split into attn_k_b / attn_v_b, or unused beside them
   CAI_ASSIGN_OR_RETURN(std::vector<HostTensor> rebuilt, split_gguf_mla_kv_b(*file, mla, &replaced));
   if (!rebuilt.empty())
     CAI_LOG_INFO("split {} attn_kv_b into attn_k_b ({}) and attn_v_b ({})", rebuilt.size() / 2,
                  dtype_name(rebuilt[0].view.dtype), dtype_name(rebuilt[1].view.dtype));
-  size_t total = 0;
+  std::map<hal::Device*, size_t> total;
   for (const GgufTensorInfo& t : file->tensors())
-    if (!replaced.count(t.name)) total += align_up(t.view().n_bytes());
-  CAI_TRY(ws.reserve_arena(total));
+    if (!replaced.count(t.name)) total[&placement.device_for(t.name)] += align_up(t.view().n_bytes());
+  CAI_TRY(ws.reserve_arenas(total));
   ws.advise_copy(file->mapped_files(), true);
   for (const GgufTensorInfo& t : file->tensors()) {
     if (replaced.count(t.name)) continue;
@@ -186,10 +203,10 @@ Result<WeightStore> WeightStore::from_gguf(std::unique_ptr<GgufFile> file, hal::
 }
 
 Result<WeightStore> WeightStore::from_checkpoint(std::unique_ptr<SafetensorsCheckpoint> ckpt, int n_layers,
-                                                 hal::Device& device, const MlaDims* mla) {
+                                                 const WeightPlacement& placement, const MlaDims* mla) {
   static const std::regex expert_re(R"((blk\.\d+\.ffn_(?:gate|up|down)_exps)\.(\d+)\.weight)");
   WeightStore ws;
-  ws.device_ = &device;
+  ws.placement_ = placement;
   std::vector<std::pair<std::string, TensorView>> plain;
   std::map<std::string, std::vector<std::string>> expert_groups;  // stacked name → HF names by expert index
   struct KvB {
@@ -197,7 +214,7 @@ Result<WeightStore> WeightStore::from_checkpoint(std::unique_ptr<SafetensorsChec
     TensorView host;
   };
   std::vector<KvB> kv_b;  // DeepSeek kv_b_proj, split per head on the host (mla_weights.h) once the rest is placed
-  size_t total = 0;
+  std::map<hal::Device*, size_t> total;
   for (const std::string& name : ckpt->names()) {
     if (hf_layer_index(name) >= n_layers) continue;  // MTP layers
     std::optional<std::string> canon = canonical_name_from_hf(name);
@@ -217,10 +234,10 @@ Result<WeightStore> WeightStore::from_checkpoint(std::unique_ptr<SafetensorsChec
       kv_b.push_back({*canon, name, host});
       continue;
     }
-    total += align_up(host.n_bytes());
+    total[&placement.device_for(*canon)] += align_up(host.n_bytes());
     plain.emplace_back(*canon, host);
   }
-  CAI_TRY(ws.reserve_arena(total));
+  CAI_TRY(ws.reserve_arenas(total));
   std::vector<const MappedFile*> files;
   for (const auto& shard : ckpt->shards())
     if (shard->mapped()) files.push_back(shard->mapped());
@@ -263,12 +280,13 @@ Status WeightStore::stack_experts(const SafetensorsCheckpoint& ckpt,
     }
     const int64_t n_e = static_cast<int64_t>(views.size()), rows = views[0].dim(0), cols = views[0].dim(1);
     const size_t slab = views[0].n_bytes();
-    CAI_ASSIGN_OR_RETURN(hal::Buffer buf, device_->allocate(slab * static_cast<size_t>(n_e)));
+    hal::Device& device = placement_.device_for(stacked);
+    CAI_ASSIGN_OR_RETURN(hal::Buffer buf, device.allocate(slab * static_cast<size_t>(n_e)));
     for (int64_t e = 0; e < n_e; ++e)
-      CAI_TRY(device_->default_stream().copy_to_device(static_cast<uint8_t*>(buf.data()) + slab * static_cast<size_t>(e),
-                                                       views[static_cast<size_t>(e)].data, slab));
+      CAI_TRY(device.default_stream().copy_to_device(static_cast<uint8_t*>(buf.data()) + slab * static_cast<size_t>(e),
+                                                     views[static_cast<size_t>(e)].data, slab));
     TensorView v = TensorView::make(buf.data(), views[0].dtype, {n_e, rows, cols});
-    v.device = device_;
+    v.device = &device;
     owned_.push_back(std::move(buf));
     if (scales[0]) {
       const int64_t per = ((rows + kFp8ScaleBlock - 1) / kFp8ScaleBlock) * ((cols + kFp8ScaleBlock - 1) / kFp8ScaleBlock);
@@ -279,7 +297,8 @@ Status WeightStore::stack_experts(const SafetensorsCheckpoint& ckpt,
         CAI_ASSIGN_OR_RETURN(TensorView sv, scales[e]->view());
         all.insert(all.end(), sv.as<const float>(), sv.as<const float>() + per);
       }
-      CAI_ASSIGN_OR_RETURN(TensorView sc, upload(TensorView::make(all.data(), DType::kF32, {static_cast<int64_t>(all.size())})));
+      CAI_ASSIGN_OR_RETURN(TensorView sc,
+                           upload(TensorView::make(all.data(), DType::kF32, {static_cast<int64_t>(all.size())}), device));
       v.scale = sc.as<const float>();
     }
     tensors_[stacked] = v;
@@ -297,7 +316,8 @@ Status WeightStore::attach_block_scales(const SafetensorsCheckpoint& ckpt) {
     if (!canon || !tensors_.count(*canon)) continue;
     TensorView& w = tensors_[*canon];
     CAI_ASSIGN_OR_RETURN(std::optional<TensorView> sv, block_scale_view(ckpt, weight, w));
-    CAI_ASSIGN_OR_RETURN(TensorView placed, device_->host_visible() ? place(name, *sv) : upload(*sv));
+    hal::Device& device = *w.device;
+    CAI_ASSIGN_OR_RETURN(TensorView placed, device.host_visible() ? place(*canon, *sv) : upload(*sv, device));
     w.scale = placed.as<const float>();
   }
   for (const auto& [name, w] : tensors_)
@@ -321,9 +341,10 @@ Result<TensorView> WeightStore::get(const std::string& name, std::initializer_li
 Result<TensorView> WeightStore::get_gemm_weight(const std::string& name, std::initializer_list<int64_t> shape,
                                                 hal::ActivationGrain grain) {
   CAI_ASSIGN_OR_RETURN(TensorView v, get(name, shape));
-  if (!repack_ || !device_->packs_gemm_weight(v, grain)) return v;
-  CAI_ASSIGN_OR_RETURN(hal::Buffer buf, device_->allocate(v.n_bytes()));
-  CAI_ASSIGN_OR_RETURN(TensorView packed, device_->pack_gemm_weight(v, grain, buf.data()));
+  hal::Device& device = *v.device;
+  if (!repack_ || !device.packs_gemm_weight(v, grain)) return v;
+  CAI_ASSIGN_OR_RETURN(hal::Buffer buf, device.allocate(v.n_bytes()));
+  CAI_ASSIGN_OR_RETURN(TensorView packed, device.pack_gemm_weight(v, grain, buf.data()));
   owned_.push_back(std::move(buf));
   if (gguf_)  // the packed copy replaces the file's bytes: drop our pages of them
     for (const MappedFile* f : gguf_->mapped_files())
@@ -337,11 +358,12 @@ Result<TensorView> WeightStore::get_f32(const std::string& name, std::initialize
   CAI_ASSIGN_OR_RETURN(TensorView v, get(name, shape));
   if (v.dtype == DType::kF32) return v;
   // Convert from the file's host bytes (what `v` was placed from), then upload.
+  hal::Device& device = *v.device;
   TensorView host = v;
-  if (!device_->host_visible()) {
+  if (!device.host_visible()) {
     auto it = host_views_.find(name);
     if (it == host_views_.end() || v.scale)
-      return unsupported("'{}': no host copy to convert to F32 on {}", name, device_->name());
+      return unsupported("'{}': no host copy to convert to F32 on {}", name, device.name());
     host = it->second;
   }
   std::vector<float> values(static_cast<size_t>(v.n_elements()));
@@ -350,44 +372,55 @@ Result<TensorView> WeightStore::get_f32(const std::string& name, std::initialize
   f.dtype = DType::kF32;
   f.scale = nullptr;
   f.data = values.data();
-  CAI_ASSIGN_OR_RETURN(f, upload(f));
+  CAI_ASSIGN_OR_RETURN(f, upload(f, device));
   f32_cache_[name] = f;
   return f;
 }
 
-Result<TensorView> WeightStore::upload_f32(const std::string& name, const std::vector<float>& values) {
-  if (auto it = f32_cache_.find(name); it != f32_cache_.end()) return it->second;
+Result<TensorView> WeightStore::upload_f32(const std::string& name, const std::vector<float>& values,
+                                           hal::Device& device) {
+  const std::string key = name + "@" + device.name();
+  if (auto it = f32_cache_.find(key); it != f32_cache_.end()) return it->second;
   std::vector<float> copy = values;  // a mutable source for the view; copy_to_device stages it
-  CAI_ASSIGN_OR_RETURN(TensorView v, upload(TensorView::make(copy.data(), DType::kF32, {static_cast<int64_t>(copy.size())})));
-  f32_cache_[name] = v;
+  CAI_ASSIGN_OR_RETURN(TensorView v, upload(TensorView::make(copy.data(), DType::kF32,
+                                                             {static_cast<int64_t>(copy.size())}), device));
+  f32_cache_[key] = v;
   return v;
 }
 
+size_t WeightStore::host_resident_bytes() const {
+  size_t n = 0;
+  for (const auto& [name, v] : tensors_)
+    if (v.device->host_visible()) n += v.n_bytes();
+  return n;
+}
+
 Status WeightStore::check_lock_limit() const {
-  if (!device_->host_visible()) return {};
-  const size_t total = total_bytes();
+  const size_t total = host_resident_bytes();
+  if (total == 0) return {};
   return check_lockable(total, fmt::format("the {} bytes of weights", total));
 }
 
 Status WeightStore::lock_in_memory() const {
-  if (!device_->host_visible()) {
-    CAI_LOG_INFO("--mlock: the weights live in {}'s own memory; nothing to lock on the host", device_->name());
+  const size_t total = host_resident_bytes();
+  if (total == 0) {
+    CAI_LOG_INFO("--mlock: the weights live in the devices' own memory; nothing to lock on the host");
     return {};
   }
   CAI_TRY(check_lock_limit());
-  const size_t total = total_bytes();
   for (const auto& [name, v] : tensors_)
-    CAI_TRY(lock_pages(v.data, v.n_bytes(), fmt::format("the {} bytes of weights (stopped at '{}')", total, name)));
+    if (v.device->host_visible())
+      CAI_TRY(lock_pages(v.data, v.n_bytes(), fmt::format("the {} bytes of weights (stopped at '{}')", total, name)));
   return {};
 }
 
 size_t WeightStore::prewarm(const std::string& substring) const {
-  if (!device_->host_visible()) return 0;  // device copies are resident already
   constexpr size_t kPage = 4096;
   size_t n = 0;
   volatile uint8_t sink = 0;
   for (const auto& [name, v] : tensors_) {
-    if (name.find(substring) == std::string::npos) continue;
+    // device copies are resident already
+    if (name.find(substring) == std::string::npos || !v.device->host_visible()) continue;
     const uint8_t* p = static_cast<const uint8_t*>(v.data);
     for (size_t off = 0; off < v.n_bytes(); off += kPage) sink = static_cast<uint8_t>(sink + p[off]);
     n += v.n_bytes();
@@ -399,6 +432,13 @@ size_t WeightStore::bytes_matching(const std::string& substring) const {
   size_t n = 0;
   for (const auto& [name, v] : tensors_)
     if (name.find(substring) != std::string::npos) n += v.n_bytes();
+  return n;
+}
+
+size_t WeightStore::bytes_on(const hal::Device& device) const {
+  size_t n = 0;
+  for (const auto& [name, v] : tensors_)
+    if (v.device == &device) n += v.n_bytes();
   return n;
 }
 

@@ -10,6 +10,7 @@
 #include "core/status.h"
 #include "core/tensor_view.h"
 #include "hal/hal.h"
+#include "model/weight_placement.h"
 
 namespace cai {
 
@@ -35,12 +36,20 @@ class WeightStore {
   WeightStore& operator=(WeightStore&&) noexcept;
 
   // mla: a DeepSeek model's head sizes, which split a joint attn_kv_b / kv_b_proj into the attn_k_b / attn_v_b the
-  // model reads (loaders/mla_weights.h); null for other models.
-  static Result<WeightStore> from_gguf(std::unique_ptr<GgufFile> file, hal::Device& device,
+  // model reads (loaders/mla_weights.h); null for other models. Each tensor goes to its device in `placement` only:
+  // straight from the file to that device, so no device holds more than its share.
+  static Result<WeightStore> from_gguf(std::unique_ptr<GgufFile> file, const WeightPlacement& placement,
                                        const MlaDims* mla = nullptr);
   // Loads the tensors of layers [0, n_layers) and those outside the layers; MTP layers past them are left unread.
   static Result<WeightStore> from_checkpoint(std::unique_ptr<SafetensorsCheckpoint> ckpt, int n_layers,
+                                             const WeightPlacement& placement, const MlaDims* mla = nullptr);
+  // The same with every tensor on one device.
+  static Result<WeightStore> from_gguf(std::unique_ptr<GgufFile> file, hal::Device& device,
+                                       const MlaDims* mla = nullptr);
+  static Result<WeightStore> from_checkpoint(std::unique_ptr<SafetensorsCheckpoint> ckpt, int n_layers,
                                              hal::Device& device, const MlaDims* mla = nullptr);
+
+  const WeightPlacement& placement() const { return placement_; }
 
   bool has(const std::string& name) const { return tensors_.count(name) != 0; }
   // The tensor with exactly this shape (PyTorch order), or an error naming it and both shapes.
@@ -55,13 +64,15 @@ class WeightStore {
   // Same, converted to F32 once (norm weights, biases: small tensors the kernels read as floats). On a device the
   // host cannot address, the conversion runs on the host and the result is uploaded.
   Result<TensorView> get_f32(const std::string& name, std::initializer_list<int64_t> shape);
-  // A table the model derives from its config (e.g. RoPE inverse frequencies), uploaded once under `name`; asking
-  // again for the same name returns the first upload.
-  Result<TensorView> upload_f32(const std::string& name, const std::vector<float>& values);
+  // A table the model derives from its config (e.g. RoPE inverse frequencies), uploaded to `device` once under `name`;
+  // asking again for the same name and device returns the first upload.
+  Result<TensorView> upload_f32(const std::string& name, const std::vector<float>& values, hal::Device& device);
   const std::map<std::string, TensorView>& all() const { return tensors_; }
   size_t total_bytes() const;
   // Bytes of the (non-alias) tensors whose canonical name contains `substring`.
   size_t bytes_matching(const std::string& substring) const;
+  // Bytes of the tensors on `device`.
+  size_t bytes_on(const hal::Device& device) const;
   // --mlock: lock every tensor's pages in RAM where the device reads the weights from host memory (a device with its
   // own memory holds its copy already). The error names RLIMIT_MEMLOCK.
   Status lock_in_memory() const;
@@ -73,31 +84,38 @@ class WeightStore {
   size_t prewarm(const std::string& substring) const;
 
  private:
-  // Where the device cannot address host memory the files are read once, in order, into its arena: `copying`
-  // true asks the kernel to read ahead; false (after the copy) drops our pages of them, which the device now holds.
+  // Where a device cannot address host memory the files are read once, in order, into the arenas: `copying`
+  // true asks the kernel to read ahead; false (after the copy) drops our pages of them, which the devices now hold.
   void advise_copy(const std::vector<const MappedFile*>& files, bool copying) const;
-  // Reserves one device allocation for `n_bytes` of weights (only where the device cannot address host memory).
-  Status reserve_arena(size_t n_bytes);
-  // The tensor on the device: the host view itself where the device sees host memory, else a copy in the arena.
+  // Bytes of the tensors on devices that read host memory (the CPU): what --mlock locks.
+  size_t host_resident_bytes() const;
+  // Reserves one allocation per device for the bytes of weights placed there (only on devices that cannot address
+  // host memory); `bytes` by device.
+  Status reserve_arenas(const std::map<hal::Device*, size_t>& bytes);
+  // The tensor on its device: the host view itself where the device sees host memory, else a copy in its arena.
   Result<TensorView> place(const std::string& name, const TensorView& host_view);
-  // A device copy of host data (conversions, derived tables, stacked experts), owned by the store.
-  Result<TensorView> upload(const TensorView& host_view);
-  // The same for a tensor built on the host at load, with its FP8 block scales where it has them.
+  // A copy of host data on `device` (conversions, derived tables, stacked experts), owned by the store.
+  Result<TensorView> upload(const TensorView& host_view, hal::Device& device);
+  // The same for a tensor built on the host at load, with its FP8 block scales where it has them, on its device.
   Result<TensorView> upload(const HostTensor& t);
   Status attach_block_scales(const SafetensorsCheckpoint& ckpt);  // in place if the device sees host memory, else upload
   // Hugging Face checkpoints keep one tensor per expert: stack each layer's experts into [E, out, in] (with FP8 block
   // scales stacked alike), as GGUF stores them, so every device can run them as one grouped GEMM.
   Status stack_experts(const SafetensorsCheckpoint& ckpt, const std::map<std::string, std::vector<std::string>>& groups);
 
-  hal::Device* device_ = nullptr;
+  struct Arena {
+    hal::Buffer buffer;  // the file's tensors on a device that cannot address host memory, back to back
+    size_t used = 0;
+  };
+
+  WeightPlacement placement_;
   bool repack_ = true;
   std::map<std::string, TensorView> tensors_;
   std::unique_ptr<GgufFile> gguf_;
   std::unique_ptr<SafetensorsCheckpoint> ckpt_;
   // Where the device cannot address host memory: each file tensor's host view, the source of get_f32 conversions.
   std::map<std::string, TensorView> host_views_;
-  hal::Buffer arena_;      // the file's tensors on a device that cannot address host memory, back to back
-  size_t arena_used_ = 0;
+  std::map<hal::Device*, Arena> arenas_;
   std::vector<hal::Buffer> owned_;  // converted, derived or stacked copies
   std::map<std::string, TensorView> f32_cache_;
 };

@@ -399,6 +399,7 @@ void EngineImpl::publish_stats() {
   stats_.preemptions = c.preemptions;
   stats_.steps = c.steps;
   stats_.token_budget = sched_.token_budget();
+  if (const hal::Communicator* comm = lm_.model->communicator()) stats_.device_transfer_bytes = comm->bytes_moved();
   if (const KvHostTier* host = kv_.host_tier()) {
     stats_.kv_offload_uploaded_bytes = host->bytes_uploaded();
     stats_.kv_offload_downloaded_bytes = host->bytes_downloaded();
@@ -410,13 +411,20 @@ void EngineImpl::publish_stats() {
 // cache holds max_batch full contexts: the host tier exists to make room for them.
 size_t default_kv_bytes(const Model& m, const EngineOptions& o, size_t block_bytes, int host_layers) {
   constexpr size_t kHostDefault = size_t(256) << 20;
-  hal::Device& d = m.device();
-  if (d.host_visible()) return kHostDefault;
+  const std::vector<hal::Device*> kv_devices = m.kv_devices();
+  if (std::all_of(kv_devices.begin(), kv_devices.end(), [](const hal::Device* d) { return d->host_visible(); }))
+    return kHostDefault;
   const int ctx = o.ctx_size > 0 ? o.ctx_size : m.config().max_position_embeddings;
   const size_t want = static_cast<size_t>(o.max_batch) * static_cast<size_t>((ctx + o.block_size - 1) / o.block_size) * block_bytes;
   if (host_layers > 0) return want;
-  const size_t free_bytes = d.memory_info().free_bytes;
-  return std::min(want, free_bytes / 10 * 9);
+  // Each device holds its layers' share of every block: the fullest one (free bytes per layer) bounds the cache.
+  size_t fit = want;
+  for (const hal::Device* d : kv_devices) {
+    if (d->host_visible()) continue;
+    const size_t layers_here = static_cast<size_t>(std::count(kv_devices.begin(), kv_devices.end(), d));
+    fit = std::min(fit, d->memory_info().free_bytes / 10 * 9 / layers_here * kv_devices.size());
+  }
+  return fit;
 }
 
 // The host layers the engine gives its cache: none on a device the host addresses (the CPU: nothing to offload to).
@@ -435,7 +443,7 @@ Result<int> host_layers_for(const Model& m, const EngineOptions& o) {
 // The cache itself; with host layers an allocation failure says how the device memory was being split.
 Result<KvCache> create_kv_cache(const Model& m, const EngineOptions& o, int n_blocks, int host_layers) {
   const KvSpec spec = m.kv_spec();
-  Result<KvCache> kv = KvCache::create(m.device(), spec, n_blocks, o.block_size, {host_layers, o.max_tokens_per_step});
+  Result<KvCache> kv = KvCache::create(m.kv_devices(), spec, n_blocks, o.block_size, {host_layers, o.max_tokens_per_step});
   if (kv.ok() || host_layers == 0) return kv;
   const uint64_t layer_bytes = spec.bytes_per_token() / static_cast<uint64_t>(spec.n_layers) *
                                static_cast<uint64_t>(n_blocks) * static_cast<uint64_t>(o.block_size);
@@ -490,7 +498,7 @@ Result<std::unique_ptr<Engine>> Engine::create(LoadedModel lm, const EngineOptio
   CAI_ASSIGN_OR_RETURN(KvCache kv, create_kv_cache(m, o, n_blocks, host_layers));
   SchedulerOptions so{o.max_batch, o.max_tokens_per_step, o.block_size, n_blocks, o.prefix_caching};
   CAI_ASSIGN_OR_RETURN(Scheduler sched, Scheduler::create(so));
-  lm.model->device().set_batch_invariant(true);  // a request's tokens must not depend on its batch-mates
+  for (hal::Device* d : lm.model->devices()) d->set_batch_invariant(true);  // tokens must not depend on batch-mates
   CAI_LOG_INFO("engine: {} KV blocks × {} tokens ({:.1f} MiB, {}), context {}, batch {}, step budget {}", n_blocks,
                o.block_size, static_cast<double>(kv.total_bytes()) / (1 << 20), dtype_name(spec.dtype), ctx,
                o.max_batch, o.max_tokens_per_step);

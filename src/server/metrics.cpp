@@ -76,6 +76,9 @@ void engine_metrics(std::string& out, const EngineStats& s) {
                      "cai_kv_offload_bytes_total{{direction=\"to_device\"}} {}\n"
                      "cai_kv_offload_bytes_total{{direction=\"to_host\"}} {}\n",
                      s.kv_offload_uploaded_bytes, s.kv_offload_downloaded_bytes);
+  scalar(out, "cai_device_transfer_bytes_total", "counter",
+         "Activation bytes moved between the model's devices (pipeline stage boundaries, experts on another device).",
+         double(s.device_transfer_bytes));
   scalar(out, "cai_prompt_tokens_total", "counter", "Prompt tokens received.", double(s.prompt_tokens));
   scalar(out, "cai_generation_tokens_total", "counter", "Tokens generated.", double(s.generated_tokens));
   scalar(out, "cai_prefix_cache_hit_tokens_total", "counter", "Prompt tokens served from the prefix cache.",

@@ -15,6 +15,11 @@ ApiError engine_end_error(FinishReason finish, const std::string& message, Statu
     e.type = "server_error";
     e.code = "device_out_of_memory";
     e.message = "the device ran out of memory: " + message;
+  } else if (finish == FinishReason::kError && code == StatusCode::kUnavailable) {
+    e.http_status = 503;  // moving activations between the model's devices failed; the next step may succeed
+    e.type = "server_error";
+    e.code = "device_transfer_failed";
+    e.message = "a transfer between the model's devices failed: " + message;
   } else if (finish == FinishReason::kError && code == StatusCode::kInvalidArgument) {
     e = bad_request(message);  // the request asks what this model cannot do, e.g. a format its vocabulary cannot write
   } else if (finish == FinishReason::kCancelled) {

@@ -164,6 +164,50 @@ TEST(Planner, Qwen7BDecodeRooflineByHand) {
   EXPECT_GT(*p.prefill_tok_s, 1000.0);
 }
 
+// Qwen-7B on 2 cards with a 100 GB/s link: tensor parallel adds two ring all-reduces per layer of the batch's F32
+// hidden states (2·(tp-1)/tp of them cross the link) plus a fixed latency each, to the decode step and the prefill;
+// the same model and cards without interconnect_gbs leave it out and say so.
+TEST(Planner, TensorParallelAddsTheAllReducesOverTheInterconnect) {
+  const ModelFootprint m = preset("r1-distill-qwen-7b");
+  DeviceProfile linked = chip(80, 3350, 989, true);
+  linked.interconnect_gbs = 100;
+  const Plan with = plan(m, linked, 2, 4096, 4);
+  const Plan without = plan(m, chip(80, 3350, 989, true), 2, 4096, 4);
+  ASSERT_EQ(with.layout.tensor_parallel, 2);
+  const auto comm = [](double tokens) {
+    return 28 * 2 * (2 * 0.5 * tokens * 3584 * 4 / (100e9 * kLinkEfficiency) + kCollectiveLatencyUs * 1e-6);
+  };
+  ASSERT_TRUE(with.decode_comm_ms && with.prefill_comm_seconds);
+  EXPECT_NEAR(*with.decode_comm_ms, comm(4) * 1e3, 1e-9);
+  EXPECT_NEAR(*with.decode_step_ms, *without.decode_step_ms + comm(4) * 1e3, 1e-9);
+  EXPECT_NEAR(*with.prefill_comm_seconds, comm(4096), 1e-9);
+  EXPECT_NEAR(*with.prefill_seconds, *without.prefill_seconds + comm(4096), 1e-9);
+  EXPECT_FALSE(without.decode_comm_ms.has_value());
+  EXPECT_TRUE(has_warning(without, "no interconnect_gbs"));
+  EXPECT_FALSE(has_warning(with, "no interconnect_gbs"));
+  // One card moves nothing between cards.
+  const Plan one = plan(m, linked, 1, 4096, 4);
+  EXPECT_FALSE(one.decode_comm_ms.has_value());
+  EXPECT_FALSE(has_warning(plan(m, chip(80, 3350, 989, true), 1, 4096), "no interconnect_gbs"));
+}
+
+// R1 on 16 cards of 64 GiB: two pipeline stages, and tensor and expert parallel inside each; the stage boundary adds one
+// transfer, so the communication time exceeds the same layout's collectives alone.
+TEST(Planner, ExpertParallelAndStagesAddTheirTransfers) {
+  const ModelFootprint r1 = preset("deepseek-r1");
+  DeviceProfile c = chip(64, 1600, 400, true);
+  c.interconnect_gbs = 50;
+  const Plan p = plan(r1, c, 16, 4096, 8);
+  ASSERT_EQ(p.layout.stages.size(), 2u);
+  ASSERT_EQ(p.layout.expert_parallel, 8);
+  const double tp = p.layout.tensor_parallel, ep = 8, link = 50e9 * kLinkEfficiency, lat = kCollectiveLatencyUs * 1e-6;
+  const double hidden = 8.0 * 7168 * 4;  // batch 8, F32
+  const double expected = 61 * 2 * (2 * (tp - 1) / tp * hidden / link + lat) +
+                          58 * 2 * ((ep - 1) / ep * 8 * hidden / link + lat) + (hidden / link + lat);
+  ASSERT_TRUE(p.decode_comm_ms.has_value());
+  EXPECT_NEAR(*p.decode_comm_ms, expected * 1e3, 1e-9);
+}
+
 // Llama-8B on one 24 GiB card at 128K context: 15 GiB of weights leave room for ~60K tokens of 128 KiB each.
 TEST(Planner, Llama8BNeedsTwoCardsFor128K) {
   const ModelFootprint m = preset("r1-distill-llama-8b");

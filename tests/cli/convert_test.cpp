@@ -24,7 +24,7 @@ EvalResult eval(const std::string& model, const std::string& tokens, const std::
                                                   " --json");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   if (r.exit_code != 0) return {};
-  return {json::parse(r.out.substr(r.out.rfind('{')))["greedy"], test::read_f32(logits), test::read_f32(gen)};
+  return {json::parse(test::last_line(r.out))["greedy"], test::read_f32(logits), test::read_f32(gen)};
 }
 
 float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "oracle_eval.h"
 #include "test_paths.h"
 
 namespace cai {
@@ -52,54 +53,11 @@ TEST(Goldens, TinyStoriesHuggingFaceDirectory) {
   EXPECT_EQ(run_greedy(model("TinyStories-656K-hf"), "Once upon a time", 32), kTinyStoriesFloat);
 }
 
-// max|mine - ref| and max|ref| over two logit dumps of the same size.
-std::pair<float, float> max_diff_and_ref(const std::vector<float>& mine, const std::vector<float>& ref) {
-  EXPECT_EQ(mine.size(), ref.size());
-  float max_diff = 0, max_ref = 0;
-  for (size_t i = 0; i < std::min(mine.size(), ref.size()); ++i) {
-    max_diff = std::max(max_diff, std::fabs(mine[i] - ref[i]));
-    max_ref = std::max(max_ref, std::fabs(ref[i]));
-  }
-  return {max_diff, max_ref};
-}
-
-// tests/data/oracle/*: the 8 greedy tokens and logits within tol + rel_tol × max|reference logit| (per file), for every
-// prompt; decode runs one token per step through the KV cache (the latent cache for DeepSeek). `device_args` picks the
-// device and KV dtype, e.g. "--device simt:0 --kv-dtype f32" (with CAI_SIMT_WARP in `env`). `name` is an oracle
-// folder, or a .gguf file in one (the same weights in another layout), checked against that folder's references.
-void expect_oracle(const std::string& name, const std::string& env, const std::string& device_args, float tol,
-                   float rel_tol = 0.0f) {
-  const std::string model = test::data_path("oracle/" + name);
-  const std::string dir = name.ends_with(".gguf") ? model.substr(0, model.rfind('/')) : model;
-  const nlohmann::json spec = nlohmann::json::parse(test::read_file(dir + "/tokens.json"));
-  const std::string tmp = test::make_temp_dir("eval");
-  for (const auto& p : spec["prompts"]) {
-    std::string toks;
-    for (const auto& t : p["input_ids"]) toks += (toks.empty() ? "" : ",") + std::to_string(t.get<int>());
-    const std::string logits = tmp + "/logits.f32", gen = tmp + "/gen.f32";
-    test::CommandResult r = test::run_command(env + " " + cai_bin() + " eval -m " + model + " " + device_args + " --tokens " +
-                                              toks + " --greedy 8 --logits " + logits + " --gen-logits " + gen + " --json");
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    const nlohmann::json out = nlohmann::json::parse(r.out.substr(r.out.rfind('{')));
-    EXPECT_EQ(out["greedy"], p["greedy_next_tokens"]) << p["name"];
-    EXPECT_EQ(out["n_vocab"], spec["vocab_size"]);
-    for (const auto& [mine, theirs] : {std::pair{logits, p["logits_file"]}, std::pair{gen, p["gen_logits_file"]}}) {
-      const auto [max_diff, max_ref] =
-          max_diff_and_ref(test::read_f32(mine), test::read_f32(dir + "/" + theirs.get<std::string>()));
-      EXPECT_LE(max_diff, tol + rel_tol * max_ref) << p["name"] << " " << theirs;
-    }
-  }
-}
-
-std::string param_name(std::string n) {
-  for (char& c : n) if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return n;
-}
-
-const std::vector<std::string> kOracles = {"qwen2_tiny", "deepseek_v3_tiny", "deepseek_v3_tiny/fp8", "deepseek_v3_tiny/q_lora_none",
-                                "llama3_scaled_tiny"};
-// The DeepSeek oracle in mainline llama.cpp's GGUF layout (attn_k_b/attn_v_b, no attn_kv_b: CAI rebuilds it at load).
-const char* kMainlineGguf = "deepseek_v3_tiny/mainline.gguf";
+using test::expect_oracle;
+using test::kMainlineGguf;
+using test::kOracles;
+using test::max_diff_and_ref;
+using test::param_name;
 
 class OracleEval : public ::testing::TestWithParam<std::string> {};
 
@@ -167,7 +125,7 @@ std::pair<int64_t, std::string> kv_of(const std::string& model, const std::strin
   test::CommandResult r = test::run_command(cai_bin() + " eval -m " + test::data_path("oracle/" + model) +
                                             " --tokens 0 --json " + args);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  const nlohmann::json out = nlohmann::json::parse(r.out.substr(r.out.rfind('{')));
+  const nlohmann::json out = nlohmann::json::parse(test::last_line(r.out));
   return {out["kv_bytes_per_token"].get<int64_t>(), out["kv_dtype"].get<std::string>()};
 }
 
@@ -223,7 +181,7 @@ TEST(Goldens, MlaQ8_0KvTracksF32Kv) {
                                               " --tokens 3,141,59,26,53,58,97,93,238,46 --greedy 8 --gen-logits " +
                                               logits + " --logits " + logits + ".prompt --json");
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    return nlohmann::json::parse(r.out.substr(r.out.rfind('{')));
+    return nlohmann::json::parse(test::last_line(r.out));
   };
   const nlohmann::json f32 = eval("f32", dir + "/f32"), q8 = eval("q8_0", dir + "/q8");
   EXPECT_EQ(q8["kv_bytes_per_token"], (512 + 64) / 32 * 34);

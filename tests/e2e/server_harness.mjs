@@ -25,12 +25,16 @@ export function thinkTemplateFile() {
   return path;
 }
 
+// Arguments every server of this run gets first: $CAI_E2E_SERVER_ARGS, space-separated (scripts/test.sh runs the OpenAI
+// tests again with "--device simt:0,simt:1", a model over two devices).
+const runArgs = (process.env.CAI_E2E_SERVER_ARGS ?? "").split(" ").filter((a) => a.length > 0);
+
 // Spawns `cai serve -m model --port 0 ...extraArgs` (with `env` added to this process's environment), reads the bound
 // address from its "chat page:" log line and waits until /health answers 200. Returns { baseURL, origin, stop(),
 // stderr() }.
 export async function startServer(extraArgs = [], { timeoutMs = 120_000, model = defaultModel, ctxSize = 256, env = {} } = {}) {
   const args = ["serve", "-m", model, "--host", "127.0.0.1", "--port", "0", "--ctx-size", String(ctxSize),
-                ...extraArgs];
+                ...runArgs, ...extraArgs];
   const proc = spawn(caiBin, args, { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...env } });
   let log = "";
   const origin = await new Promise((resolveOrigin, reject) => {

@@ -277,6 +277,13 @@ TEST_F(ServerTest, EngineRefusalsMapToStatuses) {
   auto oom = post("/v1/chat/completions", kChat);
   EXPECT_EQ(oom->status, 503);
   EXPECT_EQ(error_of(oom)["code"], "device_out_of_memory");
+  // A transfer between the model's devices that failed (a pipeline stage boundary): 503 as well, naming it.
+  engine_->script.error = "moving 512 bytes from simt:0 to simt:1: copy_to_host: launch failure";
+  engine_->script.error_code = StatusCode::kUnavailable;
+  auto lost = post("/v1/chat/completions", kChat);
+  EXPECT_EQ(lost->status, 503);
+  EXPECT_EQ(error_of(lost)["code"], "device_transfer_failed");
+  EXPECT_NE(error_of(lost)["message"].get<std::string>().find("simt:0 to simt:1"), std::string::npos);
   engine_->script.finish = FinishReason::kStop;
   EXPECT_EQ(post("/v1/chat/completions", kChat)->status, 200);
 }

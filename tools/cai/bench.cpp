@@ -1,6 +1,7 @@
 // `cai bench`: prompt-processing and generation tokens/s (like llama-bench), with the memory-bandwidth roofline ratio;
 // with --batch B also the aggregate generation rate of B sequences decoded together, as serving runs them. As in
 // llama-bench, generation is timed on its own sequence from an empty context (tgN), or after --depth context tokens.
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <map>
@@ -44,7 +45,7 @@ Result<double> batched_tg(Model& model, const std::vector<int32_t>& context, con
                           int n_seqs, int n_gen, int repeats) {
   std::vector<int32_t> contexts, step(static_cast<size_t>(n_seqs));
   for (int s = 0; s < n_seqs; ++s) contexts.insert(contexts.end(), context.begin(), context.end());
-  model.device().set_batch_invariant(true);
+  for (hal::Device* d : model.devices()) d->set_batch_invariant(true);
   double best = 0;
   for (int r = 0; r < repeats; ++r) {
     const int n_ctx = static_cast<int>(context.size()) + n_gen + 1;
@@ -57,19 +58,38 @@ Result<double> batched_tg(Model& model, const std::vector<int32_t>& context, con
     }
     best = std::max(best, n_gen > 0 ? n_seqs * n_gen / seconds_since(t0) : 0.0);
   }
-  model.device().set_batch_invariant(false);
+  for (hal::Device* d : model.devices()) d->set_batch_invariant(false);
   return best;
 }
 
-// Tokens/s of n_gen single-token steps on a fresh sequence after `context` (llama-bench's tgN); with `profiled`, the
-// phase profile (core/profile.h) is reset and records those steps alone.
-Result<double> generation_rate(Model& model, const std::vector<int32_t>& context, const std::vector<int32_t>& prompt,
-                               int n_gen, bool profiled) {
+// Bytes the model's communicator moved between devices so far (0 on one device).
+uint64_t bytes_moved(const Model& model) {
+  const hal::Communicator* comm = model.communicator();
+  return comm ? comm->bytes_moved() : 0;
+}
+
+std::string device_names(const Model& model) {
+  std::string names;
+  for (const hal::Device* d : model.devices()) names += (names.empty() ? "" : ",") + d->name();
+  return names;
+}
+
+struct GenerationRate {
+  double tokens_per_s = 0;
+  double transfer_bytes_per_token = 0;  // between the model's devices
+};
+
+// Tokens/s of n_gen single-token steps on a fresh sequence after `context` (llama-bench's tgN), and the bytes moved
+// between devices per token; with `profiled`, the phase profile (core/profile.h) is reset and records those steps
+// alone.
+Result<GenerationRate> generation_rate(Model& model, const std::vector<int32_t>& context,
+                                       const std::vector<int32_t>& prompt, int n_gen, bool profiled) {
   CAI_ASSIGN_OR_RETURN(SingleSequence seq,
                        SingleSequence::create(model, static_cast<int>(context.size()) + n_gen + 1));
   if (!context.empty()) CAI_TRY(seq.step(context, false).status());
   profile::reset();
   profile::set_enabled(profiled);
+  const uint64_t moved0 = bytes_moved(model);
   const auto t0 = std::chrono::steady_clock::now();
   Status status;
   for (int i = 0; i < n_gen && status.ok(); ++i) {
@@ -79,7 +99,14 @@ Result<double> generation_rate(Model& model, const std::vector<int32_t>& context
   const double seconds = seconds_since(t0);
   profile::set_enabled(false);
   CAI_TRY(status);
-  return n_gen > 0 ? n_gen / seconds : 0.0;
+  if (n_gen <= 0) return GenerationRate{};
+  return GenerationRate{n_gen / seconds, static_cast<double>(bytes_moved(model) - moved0) / n_gen};
+}
+
+// The model's devices all compute at the call (the CPU): timed passes can record the phase profile themselves.
+bool all_host_visible(const Model& model) {
+  const std::vector<hal::Device*> devices = model.devices();
+  return std::all_of(devices.begin(), devices.end(), [](const hal::Device* d) { return d->host_visible(); });
 }
 
 Status bench(const BenchOptions& o) {
@@ -88,11 +115,11 @@ Status bench(const BenchOptions& o) {
   Model& model = *lm.model;
   const int vocab = model.config().vocab_size;
   const std::vector<int32_t> prompt = bench_tokens(std::max(1, o.n_prompt), vocab), context = bench_tokens(o.depth, vocab);
-  double best_pp = 0, best_tg = 0;
+  double best_pp = 0, best_tg = 0, transfer_bytes_per_token = 0;
   std::map<std::string, double> tg_phases;
   // The CPU's ops finish before they return, so the timed passes also give the phase shares; a device with its own
   // queue gets a pass of its own, synchronized at each phase boundary (profile::set_fence), so the rate stays unfenced.
-  const bool profile_in_timed_pass = model.device().host_visible();
+  const bool profile_in_timed_pass = all_host_visible(model);
   for (int r = 0; r < std::max(1, o.repeats); ++r) {
     {
       CAI_ASSIGN_OR_RETURN(SingleSequence pp, SingleSequence::create(model, static_cast<int>(prompt.size()) + 1));
@@ -100,16 +127,19 @@ Status bench(const BenchOptions& o) {
       CAI_TRY(pp.step(prompt, false).status());
       best_pp = std::max(best_pp, static_cast<double>(prompt.size()) / seconds_since(t0));
     }
-    CAI_ASSIGN_OR_RETURN(const double tg, generation_rate(model, context, prompt, o.n_gen, profile_in_timed_pass));
-    if (tg > best_tg) {
-      best_tg = tg;
+    CAI_ASSIGN_OR_RETURN(const GenerationRate tg, generation_rate(model, context, prompt, o.n_gen, profile_in_timed_pass));
+    transfer_bytes_per_token = tg.transfer_bytes_per_token;
+    if (tg.tokens_per_s > best_tg) {
+      best_tg = tg.tokens_per_s;
       tg_phases = profile::snapshot();
     }
   }
   if (!profile_in_timed_pass && o.n_gen > 0) {  // one more pass, fenced at every phase boundary, for the shares
-    hal::Stream& stream = model.device().default_stream();
-    profile::set_fence([&stream] { (void)stream.synchronize(); });
-    const Result<double> tg = generation_rate(model, context, prompt, o.n_gen, true);
+    const std::vector<hal::Device*> devices = model.devices();
+    profile::set_fence([&devices] {
+      for (hal::Device* d : devices) (void)d->default_stream().synchronize();
+    });
+    const Result<GenerationRate> tg = generation_rate(model, context, prompt, o.n_gen, true);
     profile::set_fence(nullptr);
     CAI_TRY(tg.status());
     tg_phases = profile::snapshot();
@@ -137,6 +167,8 @@ Status bench(const BenchOptions& o) {
                         {"prewarm_seconds", lm.prewarm_seconds},
                         {"tg_time_share", shares},
                         {"device", model.device().description()},
+                        {"devices", device_names(model)},
+                        {"tg_transfer_bytes_per_token", transfer_bytes_per_token},
                         {"n_prompt", prompt.size()},
                         {"n_gen", o.n_gen},
                         {"depth", o.depth},
@@ -165,6 +197,9 @@ Status bench(const BenchOptions& o) {
     std::cout << fmt::format("pp{}: {:.1f} tok/s   {}: {:.1f} tok/s   roofline {:.1f} tok/s at {:.1f} GB/s ({:.0f}%)\n",
                              prompt.size(), best_pp, tg, best_tg, roofline_tg, bw_gbps, 100 * best_tg / roofline_tg);
     for (const auto& [phase, share] : shares.items()) std::cout << fmt::format("  {:<16} {:5.1f}%\n", phase, 100 * share.get<double>());
+    if (model.communicator())
+      std::cout << fmt::format("devices {}: {:.0f} bytes moved between them per generated token (share: transfer)\n",
+                               device_names(model), transfer_bytes_per_token);
     if (o.batch > 1)
       std::cout << fmt::format("{} x {} sequences: {:.1f} tok/s aggregate = {:.2f}x one sequence\n", tg, o.batch,
                                batch_tg, best_tg > 0 ? batch_tg / best_tg : 0.0);

@@ -16,7 +16,16 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("-m,--model", o.model, "a .gguf file or a Hugging Face model directory")->required();
   cmd.add_option("--device", o.device,
                  "device to run on: cpu, a plugin backend such as cuda:0, or auto (the usable accelerator with the most "
-                 "memory, else cpu; see `cai detect`)");
+                 "memory, else cpu; see `cai detect`); a list (simt:0,simt:1, cuda:0-3, cpu,simt:0) runs the model "
+                 "over several devices");
+  cmd.add_option("--pp", o.pp, "pipeline stages: the layers split over the listed devices in order, one stage each "
+                               "(default: as many stages as devices)")
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--layer-split", o.layer_split, "layers per pipeline stage, e.g. 40,21 (default: as even as possible)")
+      ->delimiter(',');
+  cmd.add_option("--moe-device", o.moe_device,
+                 "keep the routed experts' weights on this device and run them there (e.g. cpu: experts in host "
+                 "memory beside an accelerator)");
   cmd.add_option("-t,--threads", o.threads, "CPU threads (0 = all)");
   cmd.add_flag_function(
       "--prewarm-experts,!--no-prewarm-experts", [&o](int64_t n) { o.prewarm_experts = n > 0; },
@@ -175,13 +184,42 @@ void log_sensor(const hal::Device& dev, float thermal_limit_c) {
 
 }  // namespace
 
+namespace {
+
+// Whether a device list names the CPU alone (plugins need not be loaded); "" does.
+bool names_only_cpu(const std::string& list) {
+  std::stringstream items(list);
+  std::string item;
+  while (std::getline(items, item, ','))
+    if (item.rfind("cpu", 0) != 0) return false;
+  return true;
+}
+
+// The --device list, --pp, --layer-split and --moe-device as a layout; a count that does not match the device list
+// is refused naming both numbers.
+Result<Layout> layout_from_options(const CommonOptions& o, const hal::Registry& reg, const std::string& devices) {
+  Layout layout;
+  CAI_ASSIGN_OR_RETURN(layout.stages, reg.find_devices(devices));
+  const int n = static_cast<int>(layout.stages.size());
+  if (o.pp > 0 && o.pp != n)
+    return invalid_argument("--pp {} needs {} devices, one per stage, but --device {} lists {}", o.pp, o.pp, devices, n);
+  layout.layer_split = o.layer_split;
+  if (!o.moe_device.empty()) {
+    CAI_ASSIGN_OR_RETURN(layout.moe_device, reg.find_device(o.moe_device));
+  }
+  return layout;
+}
+
+}  // namespace
+
 Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t kv_bytes, EngineOptions* engine) {
   hal::Registry& reg = hal::Registry::global();
-  if (o.device.rfind("cpu", 0) != 0) reg.load_plugins_from_default_paths();
+  if (!names_only_cpu(o.device) || !names_only_cpu(o.moe_device)) reg.load_plugins_from_default_paths();
   hal::cpu::set_cpu_threads(o.threads);
   const HostChips host = scan_host(reg, o.device == "auto");
   const std::string spec = o.device == "auto" ? auto_device(host.report) : o.device;
-  CAI_ASSIGN_OR_RETURN(hal::Device * dev, reg.find_device(spec));
+  CAI_ASSIGN_OR_RETURN(const Layout layout, layout_from_options(o, reg, spec));
+  hal::Device* dev = layout.stages.front();
   CAI_ASSIGN_OR_RETURN(const DevicePolicies policies, device_policies(o, host, *dev, engine != nullptr));
   const chips::PolicyOptions& pol = policies.options;
   LoadOptions load{pol.prewarm_experts.value_or(false), std::nullopt, o.mlock, kv_tokens, kv_bytes};
@@ -194,7 +232,9 @@ Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t
     CAI_ASSIGN_OR_RETURN(engine->kv_offload_layers,
                          kv_offload_layers(o, policies, *dev, *engine, load.kv_dtype.value_or(default_kv_dtype(*dev))));
   }
-  dev->set_precision(o.precision == "exact" ? hal::Precision::kExact : hal::Precision::kFast);
+  std::vector<hal::Device*> used = layout.stages;
+  if (layout.moe_device) used.push_back(layout.moe_device);
+  for (hal::Device* d : used) d->set_precision(o.precision == "exact" ? hal::Precision::kExact : hal::Precision::kFast);
   load.repack = o.repack;
   if (o.precision == "fast")
     CAI_LOG_INFO("--precision fast: integer dot products for Q8_0 (16-bit activations; int8 for the MLP's gate and up, "
@@ -207,7 +247,7 @@ Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t
                           : "; --no-repack: the weights keep the file's layout");
   else if (!o.repack)
     CAI_LOG_WARN("--no-repack changes nothing under --precision exact: only the fast path repacks weights");
-  return load_model(o.model, *dev, load);
+  return load_model(o.model, layout, load);
 }
 
 }  // namespace cai::cli

@@ -66,12 +66,22 @@ Status eval(const EvalOptions& o) {
     }
   }
   if (!o.gen_logits_path.empty()) CAI_TRY(write_f32(o.gen_logits_path, gen_logits));
+  // Each device's share while the sequence's KV cache is allocated: its weights, and the memory in use on it (devices
+  // with memory of their own; the CPU reports what the host has).
+  nlohmann::json devices = nlohmann::json::array();
+  for (const hal::Device* d : lm.model->devices()) {
+    const hal::MemoryInfo mem = d->memory_info();
+    nlohmann::json entry = {{"name", d->name()}, {"weight_bytes", lm.model->weight_bytes_on(*d)}};
+    if (!d->host_visible() && mem.total_bytes > 0) entry["memory_used_bytes"] = mem.total_bytes - mem.free_bytes;
+    devices.push_back(entry);
+  }
   nlohmann::json out = {{"greedy", greedy},
                         {"n_vocab", cfg.vocab_size},
                         {"n_tokens", ids.size()},
                         {"architecture", cfg.architecture},
                         {"kv_dtype", dtype_name(lm.model->kv_spec().dtype)},
                         {"kv_bytes_per_token", lm.model->kv_spec().bytes_per_token()},
+                        {"devices", devices},
                         {"load_seconds", lm.load_seconds},
                         {"prewarm_seconds", lm.prewarm_seconds}};
   if (o.json) {

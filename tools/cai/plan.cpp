@@ -62,16 +62,20 @@ void print_table(const chips::Plan& p, const chips::ModelFootprint& m, const chi
   row("KV offload layers", fmt::format("{}{}", p.kv_offload_layers,
                                        p.kv_offload_layers ? fmt::format(" ({} in host memory)", gib(double(p.kv_host_bytes))) : ""));
   row("decode", p.decode_tok_s_per_sequence
-                    ? fmt::format("{:.1f} tok/s per sequence, {:.1f} tok/s aggregate ({}-bound, {:.2f} ms/step)",
-                                  *p.decode_tok_s_per_sequence, *p.decode_tok_s_aggregate, p.decode_bound, *p.decode_step_ms)
+                    ? fmt::format("{:.1f} tok/s per sequence, {:.1f} tok/s aggregate ({}-bound, {:.2f} ms/step{})",
+                                  *p.decode_tok_s_per_sequence, *p.decode_tok_s_aggregate, p.decode_bound, *p.decode_step_ms,
+                                  p.decode_comm_ms ? fmt::format(", {:.2f} ms of it communication", *p.decode_comm_ms) : "")
                     : std::string("unknown (no bandwidth in the profile)"));
-  row("prefill", p.prefill_tok_s ? fmt::format("{:.0f} tok/s ({:.1f} s for a {}-token prompt)", *p.prefill_tok_s,
-                                               *p.prefill_seconds, p.request.ctx)
+  row("prefill", p.prefill_tok_s ? fmt::format("{:.0f} tok/s ({:.1f} s for a {}-token prompt{})", *p.prefill_tok_s,
+                                               *p.prefill_seconds, p.request.ctx,
+                                               p.prefill_comm_seconds
+                                                   ? fmt::format(", {:.2f} s of it communication", *p.prefill_comm_seconds)
+                                                   : "")
                                  : std::string("unknown (no bf16_tflops / int8_tops in the profile)"));
   fmt::print("\nassumptions: {:.0f}% of peak bandwidth, {:.0f}% of peak math, {:.0f}% of card memory reserved for the "
-             "runtime, activations for {} tokens per step, no communication cost\n",
+             "runtime, activations for {} tokens per step, {:.0f}% of the interconnect and {:.0f} us per collective\n",
              chips::kBandwidthEfficiency * 100, chips::kComputeEfficiency * 100, chips::kRuntimeReserve * 100,
-             p.request.step_tokens);
+             p.request.step_tokens, chips::kLinkEfficiency * 100, chips::kCollectiveLatencyUs);
   if (!p.warnings.empty()) fmt::print("warnings:\n");
   for (const std::string& w : p.warnings) fmt::print("  - {}\n", w);
 }

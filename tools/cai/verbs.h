@@ -29,6 +29,11 @@ struct CommonOptions {
   // verbs that serve, run and benchmark); "exact": F32 activations, the reference path (`cai eval`'s default).
   std::string precision = "fast";
   bool repack = true;  // --no-repack: keep the file's weight layout under fast (LoadOptions::repack)
+  // The layout over a --device list (docs/devices.md): pipeline stages (one per device), their layer counts, and
+  // the device that keeps and runs the routed experts.
+  int pp = 0;  // 0: one stage per listed device
+  std::vector<int> layer_split;
+  std::string moe_device;
 };
 void add_common_options(CLI::App& cmd, CommonOptions& o);
 // Resolve the device (loading plugins), apply its profile's policies where the options leave them unset (logging the

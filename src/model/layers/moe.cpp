@@ -27,8 +27,9 @@ Result<MoeFfn> MoeFfn::load(WeightStore& w, const ModelConfig& cfg, int layer) {
   return m;
 }
 
-Status MoeFfn::forward(hal::Device& d, Workspace& ws, const TensorView& x, const TensorView& out) const {
+Status MoeFfn::forward(hal::Device& d, DeviceGroup& group, const TensorView& x, const TensorView& out) const {
   const int64_t n = x.rows(), k = gate_params_.top_k;
+  Workspace& ws = group.ws(d);
   CAI_ASSIGN_OR_RETURN(TensorView logits, ws.f32("moe.logits", {n, gate_params_.n_experts}));
   CAI_ASSIGN_OR_RETURN(TensorView weights, ws.f32("moe.weights", {n, k}));
   CAI_ASSIGN_OR_RETURN(TensorView ids, ws.get("moe.ids", DType::kI32, {n, k}));
@@ -37,9 +38,20 @@ Status MoeFfn::forward(hal::Device& d, Workspace& ws, const TensorView& x, const
     CAI_TRY(ops::dense_gemm(d, router_, x, nullptr, logits));
     CAI_TRY(ops::moe_gate(d, gate_params_, logits, bias_ ? &*bias_ : nullptr, ids, weights));
   }
-  {
+  hal::Device& e = *experts_.gate.device;
+  if (&e == &d) {
     profile::Scope scope("routed_experts");
     CAI_TRY(ops::sparse_moe(d, experts_, x, ids, weights, out));
+  } else {
+    CAI_ASSIGN_OR_RETURN(const TensorView xe, group.move_to(x, e, "moe.x"));
+    CAI_ASSIGN_OR_RETURN(const TensorView ide, group.move_to(ids, e, "moe.ids"));
+    CAI_ASSIGN_OR_RETURN(const TensorView we, group.move_to(weights, e, "moe.weights"));
+    CAI_ASSIGN_OR_RETURN(const TensorView oute, group.ws(e).f32("moe.out", {n, x.cols()}));
+    {
+      profile::Scope scope("routed_experts");
+      CAI_TRY(ops::sparse_moe(e, experts_, xe, ide, we, oute));
+    }
+    CAI_TRY(group.copy(oute, out));
   }
   if (!shared_) return {};
   CAI_ASSIGN_OR_RETURN(TensorView sh, ws.f32("moe.shared", {n, x.cols()}));

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "model/config.h"
+#include "model/device_group.h"
 #include "model/layers/mlp.h"
 #include "model/weights.h"
 #include "model/workspace.h"
@@ -13,8 +14,9 @@ namespace cai {
 class MoeFfn {
  public:
   static Result<MoeFfn> load(WeightStore& w, const ModelConfig& cfg, int layer);
-  // x [n_tok, hidden] (normed input) → out [n_tok, hidden].
-  Status forward(hal::Device& d, Workspace& ws, const TensorView& x, const TensorView& out) const;
+  // x [n_tok, hidden] (normed input) → out [n_tok, hidden], both on the router's device d. Routed experts placed on
+  // another device of the group (--moe-device) run there: x, the expert ids and weights go over, their sum comes back.
+  Status forward(hal::Device& d, DeviceGroup& group, const TensorView& x, const TensorView& out) const;
 
  private:
   hal::MoeGateParams gate_params_;

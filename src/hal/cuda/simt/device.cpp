@@ -17,6 +17,7 @@ namespace detail {
 namespace {
 
 thread_local gpuError_t tls_last_error = gpuSuccess;
+thread_local int tls_device = 0;
 
 std::atomic<int>& warp_setting() {
   static std::atomic<int> lanes{env_int("CAI_SIMT_WARP", 32) == 64 ? 64 : 32};
@@ -63,6 +64,13 @@ int env_int(const char* name, int fallback) {
 }
 
 void set_last_error(gpuError_t e) { tls_last_error = e; }
+
+int device_count() {
+  static const int n = env_int("CAI_SIMT_DEVICES", 1);
+  return n;
+}
+
+int current_device() { return tls_device; }
 
 }  // namespace detail
 
@@ -137,19 +145,26 @@ gpuError_t gpuEventQuery(gpuEvent_t e) { return e ? gpuSuccess : gpuErrorInvalid
 
 gpuError_t gpuGetDeviceCount(int* n) {
   if (!n) return gpuErrorInvalidValue;
-  *n = 1;
+  *n = simt::detail::device_count();
   return gpuSuccess;
 }
 
-gpuError_t gpuSetDevice(int device) { return device == 0 ? gpuSuccess : gpuErrorInvalidDevice; }
+gpuError_t gpuSetDevice(int device) {
+  if (device < 0 || device >= simt::detail::device_count()) return gpuErrorInvalidDevice;
+  simt::detail::tls_device = device;
+  return gpuSuccess;
+}
 
 gpuError_t gpuGetDeviceProperties(gpuDeviceProp* prop, int device) {
   if (!prop) return gpuErrorInvalidValue;
-  if (device != 0) return gpuErrorInvalidDevice;
+  if (device < 0 || device >= simt::detail::device_count()) return gpuErrorInvalidDevice;
   *prop = gpuDeviceProp{};
   std::strncpy(prop->name, "simt (CPU emulation)", sizeof(prop->name) - 1);
   size_t free_bytes = 0;
+  const int current = simt::detail::tls_device;
+  simt::detail::tls_device = device;
   gpuMemGetInfo(&free_bytes, &prop->totalGlobalMem);
+  simt::detail::tls_device = current;
   prop->sharedMemPerBlock = simt::detail::kSharedMemPerBlock;
   prop->multiProcessorCount = simt::detail::worker_count();
   prop->warpSize = simt::warp_size();

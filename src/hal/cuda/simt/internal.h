@@ -13,6 +13,10 @@ size_t env_size(const char* name, size_t fallback);
 // An environment variable as a positive integer, or `fallback` when unset or malformed.
 int env_int(const char* name, int fallback);
 
+// Devices this runtime exposes (CAI_SIMT_DEVICES, default 1) and the calling host thread's current one (gpuSetDevice).
+int device_count();
+int current_device();
+
 // Records e as the calling host thread's last error (read and cleared by gpuGetLastError).
 void set_last_error(gpuError_t e);
 

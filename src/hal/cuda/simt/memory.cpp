@@ -1,9 +1,11 @@
-// simt device memory: a capped pool of host allocations (CAI_SIMT_MEMORY) with pointer checks, plus copies and sets.
+// simt device memory: one capped pool of host allocations per device (CAI_SIMT_MEMORY each) with pointer checks, plus
+// copies and sets, which accept only the current device's memory (gpuSetDevice), as a card without peer access would.
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "hal/cuda/simt/internal.h"
 
@@ -82,10 +84,13 @@ class DevicePool {
   size_t used_ = 0;
 };
 
-DevicePool& device_pool() {
-  static DevicePool* pool = new DevicePool;  // never destroyed: static destructors elsewhere may still free
-  return *pool;
+// Every device's pool; never destroyed: static destructors elsewhere may still free.
+std::vector<DevicePool>& device_pools() {
+  static auto* pools = new std::vector<DevicePool>(static_cast<size_t>(detail::device_count()));
+  return *pools;
 }
+
+DevicePool& device_pool() { return device_pools()[static_cast<size_t>(detail::current_device())]; }
 
 // Failing calls also become the thread's last error, as in the CUDA runtime.
 gpuError_t record(gpuError_t e) {
@@ -97,13 +102,28 @@ gpuError_t record(gpuError_t e) {
 
 bool is_device_pointer(const void* p, size_t n) { return p && device_pool().contains(p, n); }
 
+namespace {
+
+// gpuFree takes memory of any device, as the vendor runtimes do.
+DevicePool* pool_holding(const void* p) {
+  for (DevicePool& pool : device_pools())
+    if (pool.contains(p, 0)) return &pool;
+  return nullptr;
+}
+
+}  // namespace
+
 }  // namespace simt
 
 gpuError_t gpuMalloc(void** p, size_t n) {
   return simt::record(p ? simt::device_pool().allocate(p, n) : gpuErrorInvalidValue);
 }
 
-gpuError_t gpuFree(void* p) { return simt::record(simt::device_pool().release(p)); }
+gpuError_t gpuFree(void* p) {
+  if (!p) return gpuSuccess;
+  simt::DevicePool* pool = simt::pool_holding(p);
+  return simt::record(pool ? pool->release(p) : gpuErrorInvalidValue);
+}
 
 gpuError_t gpuMallocHost(void** p, size_t n) {
   if (!p) return simt::record(gpuErrorInvalidValue);

@@ -1,0 +1,44 @@
+// Communicator: moves tensors between the devices of one group (ranks = positions in the group), for the layouts that
+// spread a model over several devices (pipeline stages, experts on another device).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "hal/hal.h"
+
+namespace cai::hal {
+
+// Ordered on the ranks' default streams like ops: a transfer starts after the work queued before it on the source
+// and is seen by the work queued after it on the destination.
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  int size() const { return static_cast<int>(devices_.size()); }
+  Device& device(int rank) const { return *devices_[static_cast<size_t>(rank)]; }
+  // The rank of `d` in this group, or -1.
+  int rank_of(const Device& d) const;
+
+  // n bytes from src (memory of rank `from`) to dst (memory of rank `to`); from == to copies nothing.
+  virtual Status send_recv(int from, const void* src, int to, void* dst, size_t n) = 0;
+
+  // Bytes moved between devices since creation, and the calls that moved them (what `cai bench` reports per token).
+  uint64_t bytes_moved() const { return bytes_moved_; }
+  uint64_t n_transfers() const { return n_transfers_; }
+
+ protected:
+  explicit Communicator(std::vector<Device*> devices) : devices_(std::move(devices)) {}
+  void count(size_t n) { bytes_moved_ += n, ++n_transfers_; }
+
+ private:
+  std::vector<Device*> devices_;
+  uint64_t bytes_moved_ = 0, n_transfers_ = 0;
+};
+
+// The staged implementation every backend has: through host memory with the devices' own copy calls (a copy to the
+// host blocks until the source's earlier work is done). Where a device addresses host memory (the CPU) its side is
+// read or written in place. Errors: an empty group or a device named twice (invalid_argument).
+Result<std::unique_ptr<Communicator>> make_staged_communicator(std::vector<Device*> devices);
+
+}  // namespace cai::hal

@@ -1,0 +1,43 @@
+// DeviceGroup: workspaces by rank and staged moves between the ranks' devices.
+#include "model/device_group.h"
+
+#include "core/profile.h"
+
+namespace cai {
+
+Result<DeviceGroup> DeviceGroup::create(const std::vector<hal::Device*>& devices) {
+  DeviceGroup g;
+  CAI_ASSIGN_OR_RETURN(std::unique_ptr<hal::Communicator> comm, hal::make_staged_communicator(devices));
+  g.devices_ = devices;
+  for (hal::Device* d : devices) g.ws_.push_back(std::make_unique<Workspace>(*d));
+  if (devices.size() > 1) g.comm_ = std::move(comm);
+  return g;
+}
+
+Workspace& DeviceGroup::ws(const hal::Device& d) {
+  for (size_t r = 0; r < devices_.size(); ++r)
+    if (devices_[r] == &d) return *ws_[r];
+  CAI_CHECK(false, "device {} is not in the model's group", d.name());
+  return *ws_.front();
+}
+
+Status DeviceGroup::copy(const TensorView& src, const TensorView& dst) {
+  if (src.n_bytes() != dst.n_bytes())
+    return invalid_argument("copy between devices: {} bytes into {}", src.n_bytes(), dst.n_bytes());
+  if (!comm_) return internal_error("copy between devices in a group of one");
+  const int from = comm_->rank_of(*src.device), to = comm_->rank_of(*dst.device);
+  profile::Scope scope("transfer");
+  const Status st = comm_->send_recv(from, src.data, to, dst.data, src.n_bytes());
+  if (st.ok()) return st;
+  return unavailable("moving {} bytes from {} to {}: {}", src.n_bytes(), src.device->name(), dst.device->name(),
+                     st.message());
+}
+
+Result<TensorView> DeviceGroup::move_to(const TensorView& x, hal::Device& to, const std::string& name) {
+  if (x.device == &to) return x;
+  CAI_ASSIGN_OR_RETURN(TensorView dst, ws(to).get(name, x.dtype, {x.rows(), x.cols()}));
+  CAI_TRY(copy(x, dst));
+  return dst;
+}
+
+}  // namespace cai

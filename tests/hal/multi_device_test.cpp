@@ -1,0 +1,116 @@
+// Several devices in one process: device lists (ranges, mixed backends, errors naming what exists), the simt backend
+// as two devices with a memory pool each (CAI_SIMT_DEVICES=2, set before any test of this binary loads the plugin),
+// and the staged communicator moving bytes between every pair of simt and CPU devices.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <numeric>
+#include <vector>
+
+#include "hal/collective.h"
+#include "hal/cpu/cpu_backend.h"
+#include "hal/hal.h"
+#include "test_paths.h"
+
+namespace cai::hal {
+namespace {
+
+class TwoSimtDevices : public ::testing::Environment {
+ public:
+  void SetUp() override { setenv("CAI_SIMT_DEVICES", "2", 1); }
+};
+const auto* const kTwoSimtDevices = ::testing::AddGlobalTestEnvironment(new TwoSimtDevices);
+
+class MultiDevice : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    registry_.add(cpu::make_cpu_backend());
+    Status st = registry_.load_plugin(test::binary_path("libcai-backend-simt.so"));
+    ASSERT_TRUE(st.ok()) << st.to_string();
+  }
+  Device* device(const std::string& spec) {
+    Result<Device*> d = registry_.find_device(spec);
+    EXPECT_TRUE(d.ok()) << d.status().to_string();
+    return d.ok() ? *d : nullptr;
+  }
+  std::vector<std::string> names(const std::string& list) {
+    Result<std::vector<Device*>> ds = registry_.find_devices(list);
+    EXPECT_TRUE(ds.ok()) << ds.status().to_string();
+    std::vector<std::string> out;
+    if (ds.ok())
+      for (Device* d : *ds) out.push_back(d->name());
+    return out;
+  }
+
+  Registry registry_;
+};
+
+TEST_F(MultiDevice, DeviceListsTakeRangesAndMixedBackends) {
+  EXPECT_EQ(names("simt:0,simt:1"), (std::vector<std::string>{"simt:0", "simt:1"}));
+  EXPECT_EQ(names("simt:0-1"), (std::vector<std::string>{"simt:0", "simt:1"}));
+  EXPECT_EQ(names("cpu,simt:1"), (std::vector<std::string>{"cpu:0", "simt:1"}));
+  EXPECT_EQ(names("simt:1,cpu:0,simt:0"), (std::vector<std::string>{"simt:1", "cpu:0", "simt:0"}));
+}
+
+TEST_F(MultiDevice, BadDeviceListsNameWhatExists) {
+  Result<std::vector<Device*>> unknown = registry_.find_devices("simt:0,simt:2");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(unknown.status().message().find("cpu:0, simt:0, simt:1"), std::string::npos) << unknown.status().message();
+  Result<std::vector<Device*>> backend = registry_.find_devices("npu:0");
+  ASSERT_FALSE(backend.ok());
+  EXPECT_NE(backend.status().message().find("simt:1"), std::string::npos) << backend.status().message();
+  for (const char* bad : {"simt:0,simt:0", "simt:0-1,simt:1", "simt:1-0", "simt:0-", "simt:a-1", ""}) {
+    Result<std::vector<Device*>> r = registry_.find_devices(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad << ": " << r.status().message();
+  }
+}
+
+// Each simt device has its own pool: what one allocates does not show on the other, and a copy on one device's
+// stream into the other's memory is refused, as on a card without peer access.
+TEST_F(MultiDevice, SimtDevicesHaveTheirOwnMemory) {
+  Device* d0 = device("simt:0");
+  Device* d1 = device("simt:1");
+  ASSERT_TRUE(d0 && d1);
+  const size_t free0 = d0->memory_info().free_bytes, free1 = d1->memory_info().free_bytes;
+  Result<Buffer> b = d0->allocate(size_t{8} << 20);
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  EXPECT_LE(d0->memory_info().free_bytes + (size_t{8} << 20), free0);
+  EXPECT_EQ(d1->memory_info().free_bytes, free1);
+  const std::vector<float> v = {1, 2, 3};
+  EXPECT_TRUE(d0->default_stream().copy_to_device(b->data(), v.data(), sizeof(float) * v.size()).ok());
+  EXPECT_FALSE(d1->default_stream().copy_to_device(b->data(), v.data(), sizeof(float) * v.size()).ok());
+}
+
+// Bytes round the ring cpu → simt:0 → simt:1 → cpu arrive unchanged, each hop counted once.
+TEST_F(MultiDevice, StagedCommunicatorMovesBytesBetweenAnyPair) {
+  Device* cpu = device("cpu");
+  Device* d0 = device("simt:0");
+  Device* d1 = device("simt:1");
+  ASSERT_TRUE(cpu && d0 && d1);
+  Result<std::unique_ptr<Communicator>> comm = make_staged_communicator({cpu, d0, d1});
+  ASSERT_TRUE(comm.ok()) << comm.status().to_string();
+  Communicator& c = **comm;
+  EXPECT_EQ(c.size(), 3);
+  EXPECT_EQ(c.rank_of(*d1), 2);
+  std::vector<float> src(1000), back(1000, 0.0f);
+  std::iota(src.begin(), src.end(), -5.0f);
+  const size_t n = src.size() * sizeof(float);
+  Result<Buffer> on0 = d0->allocate(n), on1 = d1->allocate(n);
+  ASSERT_TRUE(on0.ok() && on1.ok());
+  ASSERT_TRUE(c.send_recv(0, src.data(), 1, on0->data(), n).ok());
+  ASSERT_TRUE(c.send_recv(1, on0->data(), 2, on1->data(), n).ok());
+  ASSERT_TRUE(c.send_recv(2, on1->data(), 0, back.data(), n).ok());
+  EXPECT_EQ(back, src);
+  EXPECT_EQ(c.bytes_moved(), 3 * n);
+  EXPECT_EQ(c.n_transfers(), 3u);
+  EXPECT_TRUE(c.send_recv(1, on0->data(), 1, on0->data(), n).ok());  // same rank: nothing moves
+  EXPECT_EQ(c.bytes_moved(), 3 * n);
+  EXPECT_EQ(c.send_recv(0, src.data(), 3, back.data(), n).code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(make_staged_communicator({d0, d0}).ok());
+  EXPECT_FALSE(make_staged_communicator({}).ok());
+}
+
+}  // namespace
+}  // namespace cai::hal
