@@ -34,8 +34,8 @@ if ((${#need[@]})); then
 fi
 npm ci --no-audit --no-fund --loglevel=error
 CAI_BIN="$PWD/build/cai" npm run --silent test:e2e
-# The OpenAI client's tests again with the model over two simt devices (pipeline stages; docs/devices.md).
-CAI_SIMT_DEVICES=2 CAI_E2E_SERVER_ARGS="--device simt:0,simt:1" CAI_BIN="$PWD/build/cai" \
+# The OpenAI client's tests again with the model over two simt devices (tensor parallel; docs/devices.md).
+CAI_SIMT_DEVICES=2 CAI_E2E_SERVER_ARGS="--device simt:0,simt:1 --tp 2" CAI_BIN="$PWD/build/cai" \
   node --test --test-concurrency=1 tests/e2e/openai_api.test.mjs
 phase "soak (64 clients, 60 s: good, cancelled and bad requests; status, /health latency, RSS, KV blocks)"
 CAI_BIN="$PWD/build/cai" npm run --silent bench:soak -- --seconds 60
@@ -46,13 +46,15 @@ phase "tests (clang, ASan + UBSan) and fuzz targets"
 source scripts/sanitizer-flags.sh
 CC=clang CXX=clang++ cmake -S . -B build-asan "${sanitizer_cmake_flags[@]}" -DCAI_SANITIZE=ON -DCAI_FUZZ=ON >/dev/null
 cmake --build build-asan -j"$jobs"
-# Under ASan the emulated GPU runs ~4× slower: the simt oracles (one device and layouts) run at warp 64 only and the
-# kernels in one thread order (the Release suite above covers warp 32 and the reverse order). The engine's concurrency and batching tests
+# Under ASan the emulated GPU runs ~4× slower: the simt oracles run at warp 64 only, the layouts only as the three
+# that reach every path of the others (2 x 2 simt devices: stage moves and all-reduces between device memories; cpu
+# beside simt at --tp 2: the in-place host side; --moe-device cpu), and the kernels in one thread order (the Release
+# suite above covers the rest). The engine's concurrency and batching tests
 # run here on the CPU; their simt twins (125 of the 840 test-seconds here) add no code ASan would not already see
 # through the simt oracles and kernel tests, and run in the Release suite. The large-prompt test bounds peak RSS, which
 # ASan's redzones and quarantine inflate; it runs in the Release suite.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j"$jobs" \
-  -E 'OracleEval(Device|Layout).*warp32|CudaKernelsInReverseThreadOrder|LargePromptCostsASmallMultipleOfItsBytes|(EngineOn|SequenceBatchOn)\.(ConcurrentRequestsMatchTheirSoloRuns|BatchedStepsEqualSoloRuns)/simt'
+  -E 'OracleEvalDevice.*warp32|OracleEvalLayout.*(warp32|device_simt_0_simt_1___(pp|tp)_2_warp64|device_cpu_simt_0___pp_2_warp64|device_simt_0_2.*warp64)|CudaKernelsInReverseThreadOrder|LargePromptCostsASmallMultipleOfItsBytes|(EngineOn|SequenceBatchOn)\.(ConcurrentRequestsMatchTheirSoloRuns|BatchedStepsEqualSoloRuns)/simt'
 
 phase "tests (clang, ThreadSanitizer): runtime and server"
 # TSan excludes ASan, so a third build, of the two test binaries whose code runs on several threads (engine thread,

@@ -1,5 +1,5 @@
 // Communicator: moves tensors between the devices of one group (ranks = positions in the group), for the layouts that
-// spread a model over several devices (pipeline stages, experts on another device).
+// spread a model over several devices (pipeline stages, tensor-parallel ranks, experts on another device).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,9 @@ class Communicator {
 
   // n bytes from src (memory of rank `from`) to dst (memory of rank `to`); from == to copies nothing.
   virtual Status send_recv(int from, const void* src, int to, void* dst, size_t n) = 0;
+  // bufs[i] (n F32 values in the memory of ranks[i]) all become the sum over i, added in the order of `ranks` whatever
+  // the values, so a layout gives the same bits on every run and on every rank.
+  virtual Status all_reduce_sum(const std::vector<int>& ranks, const std::vector<float*>& bufs, size_t n) = 0;
 
   // Bytes moved between devices since creation, and the calls that moved them (what `cai bench` reports per token).
   uint64_t bytes_moved() const { return bytes_moved_; }

@@ -42,8 +42,43 @@ class StagedCommunicator final : public Communicator {
     return {};
   }
 
+  Status all_reduce_sum(const std::vector<int>& ranks, const std::vector<float*>& bufs, size_t n) override {
+    if (ranks.size() != bufs.size() || ranks.empty())
+      return invalid_argument("all_reduce_sum: {} ranks, {} buffers", ranks.size(), bufs.size());
+    for (int r : ranks)
+      if (r < 0 || r >= size()) return invalid_argument("all_reduce_sum: rank {} outside a group of {}", r, size());
+    if (ranks.size() == 1 || n == 0) return {};
+    const size_t bytes = n * sizeof(float);
+    sum_.assign(n, 0.0f);
+    part_.resize(n);
+    for (size_t i = 0; i < ranks.size(); ++i) {  // rank order: the first buffer, then each next one added to it
+      Device& d = device(ranks[i]);
+      const float* src = bufs[i];
+      if (d.host_visible()) {
+        CAI_TRY(d.default_stream().synchronize());
+      } else {
+        CAI_TRY(d.default_stream().copy_to_host(part_.data(), bufs[i], bytes));
+        src = part_.data();
+      }
+      if (i == 0)
+        std::copy(src, src + n, sum_.begin());
+      else
+        for (size_t j = 0; j < n; ++j) sum_[j] += src[j];
+    }
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      Device& d = device(ranks[i]);
+      if (d.host_visible())
+        std::copy(sum_.begin(), sum_.end(), bufs[i]);
+      else
+        CAI_TRY(d.default_stream().copy_to_device(bufs[i], sum_.data(), bytes));
+    }
+    count(2 * (ranks.size() - 1) * bytes);  // what a ring moves: each rank sends and receives (k-1)/k of it twice
+    return {};
+  }
+
  private:
   std::vector<uint8_t> staging_;
+  std::vector<float> sum_, part_;
 };
 
 }  // namespace

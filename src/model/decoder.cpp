@@ -1,21 +1,13 @@
-// DecoderModel: loading of the shared parts and the forward pass over a StepBatch.
+// DecoderModel: loading of the shared parts (on one rank or tensor-parallel ranks) and the forward pass.
 #include "model/decoder.h"
 
 #include <algorithm>
 
 #include "core/profile.h"
+#include "model/arch_registry.h"
 #include "ops/ops.h"
 
 namespace cai {
-
-DecoderModel::DecoderModel(const ModelConfig& cfg, WeightStore weights, const KvSpec& kv_spec, DeviceGroup group)
-    : cfg_(cfg), weights_(std::move(weights)), kv_spec_(kv_spec), group_(std::move(group)) {}
-
-Result<std::unique_ptr<DecoderModel>> DecoderModel::create(const ModelConfig& cfg, WeightStore weights,
-                                                           const KvSpec& kv_spec) {
-  CAI_ASSIGN_OR_RETURN(DeviceGroup group, DeviceGroup::create(weights.placement().devices()));
-  return std::unique_ptr<DecoderModel>(new DecoderModel(cfg, std::move(weights), kv_spec, std::move(group)));
-}
 
 namespace {
 
@@ -33,37 +25,172 @@ hal::ActivationGrain head_grain(const WeightStore& w) {
   return hal::ActivationGrain::kWeight;
 }
 
+std::string block_prefix(int layer) { return "blk." + std::to_string(layer) + "."; }
+
+// A rank's block: the loaded layers and the block's norms from the same store.
+Result<BlockRank> load_block_rank(WeightStore& w, const ModelConfig& cfg, int layer, int rank, hal::Device& device,
+                                  const LayerLoader& load_layer) {
+  CAI_ASSIGN_OR_RETURN(DecoderLayers layers, load_layer(w, cfg, layer));
+  std::visit([rank](auto& attn) { attn.set_kv_rank(rank); }, layers.attn);
+  BlockRank b{&device, {}, {}, std::move(layers.attn), std::move(layers.ffn)};
+  CAI_ASSIGN_OR_RETURN(b.attn_norm, w.get_f32(block_prefix(layer) + "attn_norm.weight", {cfg.hidden_size}));
+  CAI_ASSIGN_OR_RETURN(b.ffn_norm, w.get_f32(block_prefix(layer) + "ffn_norm.weight", {cfg.hidden_size}));
+  return b;
+}
+
 }  // namespace
 
-Status DecoderModel::load_embeddings_and_head() {
+Result<ModelConfig> tensor_parallel_config(const ModelConfig& cfg, int tp) {
+  ModelConfig r = cfg;
+  if (tp == 1) return r;
+  auto split = [tp](int& n, const char* what) -> Status {
+    if (n % tp) return invalid_argument("--tp {}: {} {} do not split over {} ranks", tp, n, what, tp);
+    n /= tp;
+    return {};
+  };
+  CAI_TRY(split(r.num_attention_heads, "attention heads"));
+  if (!cfg.is_mla()) CAI_TRY(split(r.num_key_value_heads, "KV heads"));
+  if (r.intermediate_size > 0) CAI_TRY(split(r.intermediate_size, "MLP intermediate columns"));
+  if (r.n_routed_experts > 0) CAI_TRY(split(r.moe_intermediate_size, "expert intermediate columns"));
+  if (cfg.vocab_size % tp)
+    return invalid_argument("--tp {}: a vocabulary of {} does not split over {} ranks", tp, cfg.vocab_size, tp);
+  return r;
+}
+
+DecoderModel::DecoderModel(const ModelConfig& cfg, WeightStore weights, DeviceGroup group)
+    : cfg_(cfg), weights_(std::move(weights)), group_(std::move(group)) {}
+
+Result<std::unique_ptr<Model>> DecoderModel::build(const ModelConfig& cfg, WeightStore weights, DType kv_dtype,
+                                                   const LayerLoader& load_layer) {
+  CAI_ASSIGN_OR_RETURN(DeviceGroup group, DeviceGroup::create(weights.placement().devices()));
+  std::unique_ptr<DecoderModel> m(new DecoderModel(cfg, std::move(weights), std::move(group)));
+  if (m->weights_.placement().tp == 1)
+    CAI_TRY(m->load_one_rank(kv_dtype, load_layer));
+  else
+    CAI_TRY(m->load_tensor_parallel(kv_dtype, load_layer));
+  return std::unique_ptr<Model>(std::move(m));
+}
+
+Status DecoderModel::load_one_rank(DType kv_dtype, const LayerLoader& load_layer) {
   const int64_t hidden = cfg_.hidden_size, vocab = cfg_.vocab_size;
+  const WeightPlacement& p = weights_.placement();
   const hal::ActivationGrain grain = head_grain(weights_);
-  CAI_ASSIGN_OR_RETURN(out_norm_, weights_.get_f32("output_norm.weight", {hidden}));
+  HeadRank head{&p.head(), {}, {}, 0, vocab};
+  CAI_ASSIGN_OR_RETURN(head.norm, weights_.get_f32("output_norm.weight", {hidden}));
   if (weights_.has("output.weight")) {
     CAI_ASSIGN_OR_RETURN(tok_embd_, weights_.get("token_embd.weight", {vocab, hidden}));
-    CAI_ASSIGN_OR_RETURN(output_, weights_.get_gemm_weight("output.weight", {vocab, hidden}, grain));
+    CAI_ASSIGN_OR_RETURN(head.output, weights_.get_gemm_weight("output.weight", {vocab, hidden}, grain));
   } else {  // tied embeddings: in the head's layout, which the device's embed op reads too (hal::Device)
-    CAI_ASSIGN_OR_RETURN(output_, weights_.get_gemm_weight("token_embd.weight", {vocab, hidden}, grain));
-    tok_embd_ = output_;
+    CAI_ASSIGN_OR_RETURN(head.output, weights_.get_gemm_weight("token_embd.weight", {vocab, hidden}, grain));
+    tok_embd_ = head.output;
+  }
+  embed_device_ = p.embed;
+  head_ = {head};
+  kv_spec_ = kv_spec_for(cfg_, kv_dtype);
+  for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
+    CAI_ASSIGN_OR_RETURN(BlockRank b, load_block_rank(weights_, cfg_, l, 0, p.layer_device(l), load_layer));
+    blocks_.emplace_back();
+    blocks_.back().push_back(std::move(b));
+    kv_shards_.push_back({{&p.layer_device(l), kv_spec_.k_width, kv_spec_.v_width}});
   }
   return {};
 }
 
-Status DecoderModel::add_block(int layer, std::variant<AttentionGqa, AttentionMla> attn, std::variant<DenseMlp, MoeFfn> ffn) {
-  const std::string p = "blk." + std::to_string(layer) + ".";
-  CAI_ASSIGN_OR_RETURN(TensorView an, weights_.get_f32(p + "attn_norm.weight", {cfg_.hidden_size}));
-  CAI_ASSIGN_OR_RETURN(TensorView fn, weights_.get_f32(p + "ffn_norm.weight", {cfg_.hidden_size}));
-  blocks_.push_back({&weights_.placement().layer_device(layer), an, fn, std::move(attn), std::move(ffn)});
+// Each rank's store holds its slices of its stage's layers; the first stage's rank 0 also the whole embedding table,
+// and every rank of the last stage the final norm and its vocabulary rows of the head (a tied model's from the
+// embedding).
+Status DecoderModel::load_tensor_parallel(DType kv_dtype, const LayerLoader& load_layer) {
+  const WeightPlacement& p = weights_.placement();
+  const int tp = p.tp, n_stages = static_cast<int>(p.stages.size());
+  CAI_ASSIGN_OR_RETURN(const ModelConfig rank_cfg, tensor_parallel_config(cfg_, tp));
+  const bool tied = !weights_.holds_for_ranks("output.weight");
+  for (int s = 0; s < n_stages; ++s) {
+    for (int r = 0; r < tp; ++r) {
+      std::vector<std::pair<std::string, std::string>> names;
+      for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
+        if (p.layer_stage[static_cast<size_t>(l)] != s) continue;
+        const std::string prefix = block_prefix(l);
+        for (const std::string& name : weights_.held_names(prefix)) names.emplace_back(name, name);
+      }
+      if (s == 0 && r == 0) names.emplace_back("token_embd.weight", "token_embd.weight");
+      if (s + 1 == n_stages) {
+        names.emplace_back("output_norm.weight", "output_norm.weight");
+        names.emplace_back("output.weight", tied ? "token_embd.weight" : "output.weight");
+      }
+      hal::Device& device = *p.stages[static_cast<size_t>(s)][static_cast<size_t>(r)];
+      CAI_ASSIGN_OR_RETURN(WeightStore store, WeightStore::for_rank(weights_, names, r, tp, device, cfg_.num_hidden_layers));
+      rank_stores_.push_back(std::move(store));
+    }
+  }
+  const int64_t hidden = cfg_.hidden_size, vocab = cfg_.vocab_size, rank_vocab = vocab / tp;
+  embed_device_ = p.embed;
+  CAI_ASSIGN_OR_RETURN(tok_embd_, rank_stores_.front().get("token_embd.weight", {vocab, hidden}));
+  const hal::ActivationGrain grain = head_grain(rank_stores_.front());
+  for (int r = 0; r < tp; ++r) {
+    WeightStore& w = rank_stores_[static_cast<size_t>((n_stages - 1) * tp + r)];
+    HeadRank head{&w.placement().head(), {}, {}, rank_vocab * r, rank_vocab};
+    CAI_ASSIGN_OR_RETURN(head.norm, w.get_f32("output_norm.weight", {hidden}));
+    CAI_ASSIGN_OR_RETURN(head.output, w.get_gemm_weight("output.weight", {rank_vocab, hidden}, grain));
+    head_.push_back(head);
+  }
+  const KvSpec rank_kv = kv_spec_for(rank_cfg, kv_dtype);
+  kv_spec_ = rank_kv;
+  kv_spec_.k_width *= tp;
+  kv_spec_.v_width *= tp;
+  for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
+    const int s = p.layer_stage[static_cast<size_t>(l)];
+    blocks_.emplace_back();
+    kv_shards_.emplace_back();
+    for (int r = 0; r < tp; ++r) {
+      WeightStore& w = rank_stores_[static_cast<size_t>(s * tp + r)];
+      hal::Device& device = w.placement().head();
+      CAI_ASSIGN_OR_RETURN(BlockRank b, load_block_rank(w, rank_cfg, l, r, device, load_layer));
+      blocks_.back().push_back(std::move(b));
+      kv_shards_.back().push_back({&device, rank_kv.k_width, rank_kv.v_width});
+    }
+  }
   return {};
+}
+
+std::vector<const WeightStore*> DecoderModel::stores() const {
+  std::vector<const WeightStore*> out{&weights_};
+  for (const WeightStore& w : rank_stores_) out.push_back(&w);
+  return out;
+}
+
+size_t DecoderModel::weight_bytes() const {
+  size_t n = 0;
+  for (const WeightStore* w : stores()) n += w->total_bytes();
+  return n;
+}
+
+size_t DecoderModel::weight_bytes_on(const hal::Device& device) const {
+  size_t n = 0;
+  for (const WeightStore* w : stores()) n += w->bytes_on(device);
+  return n;
 }
 
 size_t DecoderModel::weight_bytes_per_token() const {
-  size_t bytes = weights_.total_bytes() - (output_.data == tok_embd_.data ? 0 : tok_embd_.n_bytes());
+  const bool tied = head_.size() == 1 && head_.front().output.data == tok_embd_.data;
+  size_t bytes = weight_bytes() - (tied ? 0 : tok_embd_.n_bytes());
   if (cfg_.n_routed_experts > 0) {  // one token reads only its top-k routed experts
     const double unread = 1.0 - static_cast<double>(cfg_.num_experts_per_tok) / cfg_.n_routed_experts;
-    bytes -= static_cast<size_t>(unread * static_cast<double>(weights_.bytes_matching("_exps.")));
+    size_t experts = 0;
+    for (const WeightStore* w : stores()) experts += w->bytes_matching("_exps.");
+    bytes -= static_cast<size_t>(unread * static_cast<double>(experts));
   }
   return bytes;
+}
+
+size_t DecoderModel::prewarm_experts() const {
+  size_t n = 0;
+  for (const WeightStore* w : stores()) n += w->prewarm("_exps.");
+  return n;
+}
+
+Status DecoderModel::lock_weights() const {
+  for (const WeightStore* w : stores()) CAI_TRY(w->lock_in_memory());
+  return {};
 }
 
 Status DecoderModel::upload_step(const StepBatch& batch, const KvCache& kv) {
@@ -106,9 +233,8 @@ Status DecoderModel::upload_step(const StepBatch& batch, const KvCache& kv) {
   step_.assign(devices.size(), StepTensors{});
   for (size_t r = 0; r < devices.size(); ++r) {
     hal::Device& d = *devices[r];
-    const bool runs_layers = std::any_of(blocks_.begin(), blocks_.end(), [&](const DecoderBlock& b) { return b.device == &d; });
-    if (!runs_layers && &d != weights_.placement().embed && &d != weights_.placement().head) continue;
-    CAI_ASSIGN_OR_RETURN(TensorView meta, group_.ws(d).get("step.meta", DType::kI32, {static_cast<int64_t>(step_meta_.size())}));
+    CAI_ASSIGN_OR_RETURN(TensorView meta,
+                         group_.ws(d).get("step.meta", DType::kI32, {static_cast<int64_t>(step_meta_.size())}));
     CAI_TRY(d.default_stream().copy_to_device(meta.data, step_meta_.data(), step_meta_.size() * sizeof(int32_t)));
     int32_t* base = meta.as<int32_t>();
     auto view = [&](int64_t offset, std::initializer_list<int64_t> shape) {
@@ -136,75 +262,120 @@ const StepTensors& DecoderModel::step_on(const hal::Device& d) const {
   return step_[r];
 }
 
+Result<std::vector<TensorView>> DecoderModel::residual_on(std::vector<TensorView> xs,
+                                                          const std::vector<hal::Device*>& ranks) {
+  bool same = xs.size() == ranks.size();
+  for (size_t r = 0; same && r < ranks.size(); ++r) same = xs[r].device == ranks[r];
+  if (same) return xs;
+  std::vector<TensorView> moved;  // every rank of a stage holds the same stream: rank 0's goes on
+  for (hal::Device* d : ranks) {
+    CAI_ASSIGN_OR_RETURN(TensorView x, group_.move_to(xs.front(), *d, "x"));
+    moved.push_back(x);
+  }
+  return moved;
+}
+
+// norm → attention → all-reduce → residual, norm → FFN → all-reduce → residual, each rank on its device.
+Status DecoderModel::run_block(const std::vector<BlockRank>& block, int layer, std::vector<TensorView>& xs, KvCache& kv) {
+  const int64_t n = xs.front().rows(), hidden = cfg_.hidden_size;
+  std::vector<TensorView> hs, ys;
+  for (const BlockRank& b : block) {
+    CAI_ASSIGN_OR_RETURN(TensorView h, group_.ws(*b.device).f32("h", {n, hidden}));
+    CAI_ASSIGN_OR_RETURN(TensorView y, group_.ws(*b.device).f32("y", {n, hidden}));
+    hs.push_back(h);
+    ys.push_back(y);
+  }
+  KvHostTier* host_kv = kv.host_tier();
+  const bool on_host = host_kv && host_kv->holds(layer);
+  for (size_t r = 0; r < block.size(); ++r) {
+    const BlockRank& b = block[r];
+    hal::Device& d = *b.device;
+    {
+      profile::Scope scope("norm_residual");
+      CAI_TRY(ops::rms_norm(d, xs[r], b.attn_norm, cfg_.rms_norm_eps, hs[r]));
+    }
+    if (on_host) {
+      profile::Scope scope("kv_offload");
+      CAI_TRY(host_kv->stage_in(layer));
+    }
+    const StepTensors& step = step_on(d);
+    CAI_TRY(std::visit([&](const auto& attn) { return attn.forward(d, group_.ws(d), step, hs[r], kv, ys[r]); },
+                       b.attn));  // profiled inside
+    if (on_host) {
+      profile::Scope scope("kv_offload");
+      CAI_TRY(host_kv->keep_new_rows(layer, step.slots));
+    }
+  }
+  CAI_TRY(group_.all_reduce(ys));
+  for (size_t r = 0; r < block.size(); ++r) {
+    const BlockRank& b = block[r];
+    hal::Device& d = *b.device;
+    {
+      profile::Scope scope("norm_residual");
+      CAI_TRY(ops::add(d, xs[r], ys[r], xs[r]));
+      CAI_TRY(ops::rms_norm(d, xs[r], b.ffn_norm, cfg_.rms_norm_eps, hs[r]));
+    }
+    if (const MoeFfn* moe = std::get_if<MoeFfn>(&b.ffn))  // profiled inside
+      CAI_TRY(moe->forward(d, group_, hs[r], ys[r]));
+    else
+      CAI_TRY(std::get<DenseMlp>(b.ffn).forward(d, group_.ws(d), hs[r], ys[r]));
+  }
+  CAI_TRY(group_.all_reduce(ys));
+  profile::Scope scope("norm_residual");
+  for (size_t r = 0; r < block.size(); ++r) CAI_TRY(ops::add(*block[r].device, xs[r], ys[r], xs[r]));
+  return {};
+}
+
+// Each head rank's vocabulary rows of the logits, read back into their columns of `logits`.
+Status DecoderModel::run_head(const StepBatch& batch, std::vector<TensorView> xs, float* logits) {
+  const int64_t m = static_cast<int64_t>(batch.logit_rows.size()), hidden = cfg_.hidden_size;
+  std::vector<hal::Device*> ranks;
+  for (const HeadRank& h : head_) ranks.push_back(h.device);
+  CAI_ASSIGN_OR_RETURN(xs, residual_on(std::move(xs), ranks));
+  profile::Scope scope("lm_head");
+  for (size_t r = 0; r < head_.size(); ++r) {
+    const HeadRank& h = head_[r];
+    hal::Device& d = *h.device;
+    Workspace& ws = group_.ws(d);
+    CAI_ASSIGN_OR_RETURN(TensorView sel, ws.f32("sel", {m, hidden}));
+    CAI_ASSIGN_OR_RETURN(TensorView seln, ws.f32("sel_norm", {m, hidden}));
+    CAI_ASSIGN_OR_RETURN(TensorView out, ws.f32("logits", {m, h.n_vocab}));
+    CAI_TRY(ops::embed(d, xs[r], step_on(d).logit_rows, sel));  // gather the rows that need logits
+    CAI_TRY(ops::rms_norm(d, sel, h.norm, cfg_.rms_norm_eps, seln));
+    CAI_TRY(ops::dense_gemm(d, h.output, seln, nullptr, out));
+    if (head_.size() == 1) return d.default_stream().copy_to_host(logits, out.data, out.n_bytes());
+    logits_part_.resize(static_cast<size_t>(m * h.n_vocab));
+    CAI_TRY(d.default_stream().copy_to_host(logits_part_.data(), out.data, out.n_bytes()));
+    for (int64_t i = 0; i < m; ++i)
+      std::copy_n(logits_part_.data() + i * h.n_vocab, h.n_vocab, logits + i * cfg_.vocab_size + h.vocab_begin);
+  }
+  return {};
+}
+
 Status DecoderModel::forward(const StepBatch& batch, KvCache& kv, float* logits) {
   const int64_t n = static_cast<int64_t>(batch.tokens.size()), hidden = cfg_.hidden_size;
-  const int64_t m = static_cast<int64_t>(batch.logit_rows.size());
   if (n == 0) return invalid_argument("forward: empty batch");
   CAI_TRY(upload_step(batch, kv));
-  hal::Device* dev = weights_.placement().embed;
-  CAI_ASSIGN_OR_RETURN(TensorView x, group_.ws(*dev).f32("x", {n, hidden}));
+  CAI_ASSIGN_OR_RETURN(TensorView x, group_.ws(*embed_device_).f32("x", {n, hidden}));
   {
     profile::Scope scope("embed");
-    CAI_TRY(ops::embed(*dev, tok_embd_, step_on(*dev).tokens, x));
+    CAI_TRY(ops::embed(*embed_device_, tok_embd_, step_on(*embed_device_).tokens, x));
   }
+  std::vector<TensorView> xs{x};
   KvHostTier* host_kv = kv.host_tier();
   if (host_kv) CAI_TRY(host_kv->begin_step(batch));
   for (size_t layer = 0; layer < blocks_.size(); ++layer) {
-    const DecoderBlock& b = blocks_[layer];
-    if (b.device != dev) {  // a stage boundary: the residual stream moves on
-      dev = b.device;
-      CAI_ASSIGN_OR_RETURN(x, group_.move_to(x, *dev, "x"));
-    }
-    hal::Device& d = *dev;
-    Workspace& ws = group_.ws(d);
-    const StepTensors& step = step_on(d);
-    CAI_ASSIGN_OR_RETURN(TensorView h, ws.f32("h", {n, hidden}));
-    CAI_ASSIGN_OR_RETURN(TensorView y, ws.f32("y", {n, hidden}));
-    const bool on_host = host_kv && host_kv->holds(static_cast<int>(layer));
-    {
-      profile::Scope scope("norm_residual");
-      CAI_TRY(ops::rms_norm(d, x, b.attn_norm, cfg_.rms_norm_eps, h));
-    }
-    if (on_host) {
-      profile::Scope scope("kv_offload");
-      CAI_TRY(host_kv->stage_in(static_cast<int>(layer)));
-    }
-    CAI_TRY(std::visit([&](const auto& attn) { return attn.forward(d, ws, step, h, kv, y); }, b.attn));  // profiled inside
-    if (on_host) {
-      profile::Scope scope("kv_offload");
-      CAI_TRY(host_kv->keep_new_rows(static_cast<int>(layer), step.slots));
-    }
-    {
-      profile::Scope scope("norm_residual");
-      CAI_TRY(ops::add(d, x, y, x));
-      CAI_TRY(ops::rms_norm(d, x, b.ffn_norm, cfg_.rms_norm_eps, h));
-    }
-    if (const MoeFfn* moe = std::get_if<MoeFfn>(&b.ffn))  // profiled inside
-      CAI_TRY(moe->forward(d, group_, h, y));
-    else
-      CAI_TRY(std::get<DenseMlp>(b.ffn).forward(d, ws, h, y));
-    profile::Scope scope("norm_residual");
-    CAI_TRY(ops::add(d, x, y, x));
+    std::vector<hal::Device*> ranks;
+    for (const BlockRank& b : blocks_[layer]) ranks.push_back(b.device);
+    CAI_ASSIGN_OR_RETURN(xs, residual_on(std::move(xs), ranks));
+    CAI_TRY(run_block(blocks_[layer], static_cast<int>(layer), xs, kv));
   }
   if (host_kv) {
     profile::Scope scope("kv_offload");
     CAI_TRY(host_kv->end_step());
   }
-  if (m == 0) return {};
-  if (dev != weights_.placement().head) {
-    dev = weights_.placement().head;
-    CAI_ASSIGN_OR_RETURN(x, group_.move_to(x, *dev, "x"));
-  }
-  hal::Device& d = *dev;
-  Workspace& ws = group_.ws(d);
-  profile::Scope scope("lm_head");
-  CAI_ASSIGN_OR_RETURN(TensorView sel, ws.f32("sel", {m, hidden}));
-  CAI_ASSIGN_OR_RETURN(TensorView seln, ws.f32("sel_norm", {m, hidden}));
-  CAI_ASSIGN_OR_RETURN(TensorView out, ws.f32("logits", {m, static_cast<int64_t>(cfg_.vocab_size)}));
-  CAI_TRY(ops::embed(d, x, step_on(d).logit_rows, sel));  // gather the rows that need logits
-  CAI_TRY(ops::rms_norm(d, sel, out_norm_, cfg_.rms_norm_eps, seln));
-  CAI_TRY(ops::dense_gemm(d, output_, seln, nullptr, out));
-  return d.default_stream().copy_to_host(logits, out.data, out.n_bytes());
+  if (batch.logit_rows.empty()) return {};
+  return run_head(batch, std::move(xs), logits);
 }
 
 }  // namespace cai

@@ -33,6 +33,21 @@ Status DeviceGroup::copy(const TensorView& src, const TensorView& dst) {
                      st.message());
 }
 
+Status DeviceGroup::all_reduce(const std::vector<TensorView>& ys) {
+  if (ys.size() <= 1) return {};
+  if (!comm_) return internal_error("all-reduce in a group of one");
+  std::vector<int> ranks;
+  std::vector<float*> bufs;
+  for (const TensorView& y : ys) {
+    ranks.push_back(comm_->rank_of(*y.device));
+    bufs.push_back(y.as<float>());
+  }
+  profile::Scope scope("transfer");
+  const Status st = comm_->all_reduce_sum(ranks, bufs, static_cast<size_t>(ys.front().n_elements()));
+  if (st.ok()) return st;
+  return unavailable("all-reduce of {} bytes over {} devices: {}", ys.front().n_bytes(), ys.size(), st.message());
+}
+
 Result<TensorView> DeviceGroup::move_to(const TensorView& x, hal::Device& to, const std::string& name) {
   if (x.device == &to) return x;
   CAI_ASSIGN_OR_RETURN(TensorView dst, ws(to).get(name, x.dtype, {x.rows(), x.cols()}));

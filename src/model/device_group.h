@@ -25,6 +25,9 @@ class DeviceGroup {
 
   // `x` in `to`'s workspace tensor `name` (x itself where it is on `to` already).
   Result<TensorView> move_to(const TensorView& x, hal::Device& to, const std::string& name);
+  // The F32 tensors ys (one per rank, on devices of the group, the same shape) all become their sum, added in the
+  // order given. One tensor: nothing to do. A failed transfer is unavailable, as for copy().
+  Status all_reduce(const std::vector<TensorView>& ys);
   // src's bytes into dst, two tensors of the same size on devices of the group. A failed transfer is unavailable
   // naming both devices: the server ends that step's requests with 503 and goes on.
   Status copy(const TensorView& src, const TensorView& dst);

@@ -35,18 +35,23 @@ Status check_kv_layout(const KvSpec& spec) {
 
 Result<KvCache> KvCache::create(hal::Device& device, const KvSpec& spec, int n_blocks, int block_size,
                                 KvHostLayers host) {
-  return create(std::vector<hal::Device*>(static_cast<size_t>(std::max(0, spec.n_layers)), &device), spec, n_blocks,
+  const std::vector<KvShard> one{{&device, spec.k_width, spec.v_width}};
+  return create(std::vector<std::vector<KvShard>>(static_cast<size_t>(std::max(0, spec.n_layers)), one), spec, n_blocks,
                 block_size, host);
 }
 
-Result<KvCache> KvCache::create(const std::vector<hal::Device*>& layer_devices, const KvSpec& spec, int n_blocks,
+Result<KvCache> KvCache::create(const std::vector<std::vector<KvShard>>& layers, const KvSpec& spec, int n_blocks,
                                 int block_size, KvHostLayers host) {
   if (n_blocks <= 0 || block_size <= 0) return invalid_argument("KV cache needs positive blocks and block size");
-  if (static_cast<int>(layer_devices.size()) != spec.n_layers || layer_devices.empty())
-    return invalid_argument("KV cache: {} layer devices for {} layers", layer_devices.size(), spec.n_layers);
-  for (hal::Device* d : layer_devices) CAI_TRY(hal::check_kv_cache_dtype(*d, "KvCache::create", spec.dtype));
-  hal::Device& device = *layer_devices.front();
-  if (host.n_layers > 0 && std::any_of(layer_devices.begin(), layer_devices.end(), [&](hal::Device* d) { return d != &device; }))
+  if (static_cast<int>(layers.size()) != spec.n_layers || layers.empty() || layers.front().empty())
+    return invalid_argument("KV cache: {} layers of shards for {} layers", layers.size(), spec.n_layers);
+  for (const auto& shards : layers)
+    for (const KvShard& s : shards) CAI_TRY(hal::check_kv_cache_dtype(*s.device, "KvCache::create", spec.dtype));
+  hal::Device& device = *layers.front().front().device;
+  const bool one_device = std::all_of(layers.begin(), layers.end(), [&](const std::vector<KvShard>& shards) {
+    return shards.size() == 1 && shards.front().device == &device;
+  });
+  if (host.n_layers > 0 && !one_device)
     return invalid_argument("KV host layers: the layers run on several devices; the host tier takes one device's "
                             "layers (set --kv-offload-layers 0)");
   CAI_TRY(check_kv_layout(spec));
@@ -62,11 +67,14 @@ Result<KvCache> KvCache::create(const std::vector<hal::Device*>& layer_devices, 
   const int64_t n_slots = static_cast<int64_t>(n_blocks) * block_size;
   const int first_host = spec.n_layers - host.n_layers;
   for (int l = 0; l < first_host; ++l) {
-    hal::Device& d = *layer_devices[static_cast<size_t>(l)];
-    CAI_ASSIGN_OR_RETURN(TensorView k, allocate_kv_rows(d, spec.dtype, n_slots, spec.k_width, kv.buffers_));
-    CAI_ASSIGN_OR_RETURN(TensorView v, allocate_kv_rows(d, spec.dtype, n_slots, spec.v_width, kv.buffers_));
-    kv.k_.push_back(k);
-    kv.v_.push_back(v);
+    kv.k_.emplace_back();
+    kv.v_.emplace_back();
+    for (const KvShard& s : layers[static_cast<size_t>(l)]) {
+      CAI_ASSIGN_OR_RETURN(TensorView k, allocate_kv_rows(*s.device, spec.dtype, n_slots, s.k_width, kv.buffers_));
+      CAI_ASSIGN_OR_RETURN(TensorView v, allocate_kv_rows(*s.device, spec.dtype, n_slots, s.v_width, kv.buffers_));
+      kv.k_.back().push_back(k);
+      kv.v_.back().push_back(v);
+    }
   }
   if (host.n_layers > 0) {
     CAI_ASSIGN_OR_RETURN(KvHostTier tier, KvHostTier::create(device, spec, first_host, n_slots, block_size,
@@ -88,12 +96,12 @@ Result<TensorView> allocate_kv_rows(hal::Device& device, DType dtype, int64_t n_
   return view;
 }
 
-TensorView KvCache::k(int layer) const {
-  return host_ && host_->holds(layer) ? host_->staging_k() : k_[static_cast<size_t>(layer)];
+TensorView KvCache::k(int layer, int rank) const {
+  return host_ && host_->holds(layer) ? host_->staging_k() : k_[static_cast<size_t>(layer)][static_cast<size_t>(rank)];
 }
 
-TensorView KvCache::v(int layer) const {
-  return host_ && host_->holds(layer) ? host_->staging_v() : v_[static_cast<size_t>(layer)];
+TensorView KvCache::v(int layer, int rank) const {
+  return host_ && host_->holds(layer) ? host_->staging_v() : v_[static_cast<size_t>(layer)][static_cast<size_t>(rank)];
 }
 
 size_t KvCache::total_bytes() const {

@@ -46,6 +46,13 @@ struct KvHostLayers {
   int max_step_tokens = 0;
 };
 
+// Where one tensor-parallel rank keeps a layer's cache, and the widths of its K and V rows there (GQA: its share of
+// the KV heads; MLA: the whole latent on every rank).
+struct KvShard {
+  hal::Device* device = nullptr;
+  int k_width = 0, v_width = 0;
+};
+
 class KvCache {
  public:
   // n_blocks blocks of block_size token slots, for every layer. Errors: a dtype the device has no KV kernels for
@@ -53,18 +60,19 @@ class KvCache {
   // asked of a device whose memory the host addresses (invalid_argument: there is nothing to offload to).
   static Result<KvCache> create(hal::Device& device, const KvSpec& spec, int n_blocks, int block_size,
                                 KvHostLayers host = {});
-  // The same with layer l's K and V on layer_devices[l] (a model spread over pipeline stages: Model::kv_devices()).
-  // Host layers need every layer on one device.
-  static Result<KvCache> create(const std::vector<hal::Device*>& layer_devices, const KvSpec& spec, int n_blocks,
+  // The same with layer l's cache in the shards layers[l] (a model over pipeline stages and tensor-parallel ranks:
+  // Model::kv_shards()); spec prices a token over all of them. Host layers need every layer in one shard on one
+  // device.
+  static Result<KvCache> create(const std::vector<std::vector<KvShard>>& layers, const KvSpec& spec, int n_blocks,
                                 int block_size, KvHostLayers host = {});
 
   const KvSpec& spec() const { return spec_; }
   int n_blocks() const { return n_blocks_; }
   int block_size() const { return block_size_; }
   int n_slots() const { return n_blocks_ * block_size_; }
-  // [n_slots, k_width] / [n_slots, v_width] device views of layer l (a host layer's: the staging layer).
-  TensorView k(int layer) const;
-  TensorView v(int layer) const;
+  // [n_slots, k_width] / [n_slots, v_width] device views of layer l's shard `rank` (a host layer's: the staging layer).
+  TensorView k(int layer, int rank = 0) const;
+  TensorView v(int layer, int rank = 0) const;
   size_t total_bytes() const;  // device memory, the host tier's staging included
   // The host tier, or null when every layer lives on the device.
   KvHostTier* host_tier() const { return host_.get(); }
@@ -74,7 +82,7 @@ class KvCache {
   int n_blocks_ = 0;
   int block_size_ = 0;
   std::vector<hal::Buffer> buffers_;
-  std::vector<TensorView> k_, v_;
+  std::vector<std::vector<TensorView>> k_, v_;  // [layer][rank]
   std::unique_ptr<KvHostTier> host_;
 };
 

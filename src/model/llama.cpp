@@ -5,18 +5,15 @@
 
 namespace cai {
 
-Result<std::unique_ptr<Model>> make_llama_model(const ModelConfig& cfg, WeightStore weights,
-                                                DType kv_dtype) {
-  CAI_ASSIGN_OR_RETURN(std::unique_ptr<DecoderModel> model,
-                       DecoderModel::create(cfg, std::move(weights), kv_spec_for(cfg, kv_dtype)));
-  CAI_TRY(model->load_embeddings_and_head());
-  for (int l = 0; l < cfg.num_hidden_layers; ++l) {
-    CAI_ASSIGN_OR_RETURN(AttentionGqa attn, AttentionGqa::load(model->weights(), cfg, l));
-    CAI_ASSIGN_OR_RETURN(DenseMlp mlp, DenseMlp::load(model->weights(), "blk." + std::to_string(l) + ".", ".weight",
-                                                      cfg.hidden_size, cfg.intermediate_size));
-    CAI_TRY(model->add_block(l, std::move(attn), std::move(mlp)));
-  }
-  return std::unique_ptr<Model>(std::move(model));
+Result<std::unique_ptr<Model>> make_llama_model(const ModelConfig& cfg, WeightStore weights, DType kv_dtype) {
+  return DecoderModel::build(cfg, std::move(weights), kv_dtype,
+                             [](WeightStore& w, const ModelConfig& c, int l) -> Result<DecoderLayers> {
+                               CAI_ASSIGN_OR_RETURN(AttentionGqa attn, AttentionGqa::load(w, c, l));
+                               CAI_ASSIGN_OR_RETURN(DenseMlp mlp, DenseMlp::load(w, "blk." + std::to_string(l) + ".",
+                                                                                 ".weight", c.hidden_size,
+                                                                                 c.intermediate_size));
+                               return DecoderLayers{std::move(attn), std::move(mlp)};
+                             });
 }
 
 }  // namespace cai

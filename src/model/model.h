@@ -38,8 +38,8 @@ class Model {
   virtual hal::Device& device() const = 0;
   // Every device the model runs on, the first one first.
   virtual std::vector<hal::Device*> devices() const = 0;
-  // The device of each layer's KV cache: the cache is allocated where the layer's attention runs.
-  virtual std::vector<hal::Device*> kv_devices() const = 0;
+  // Where each layer's KV cache lives: one shard per tensor-parallel rank, on the device its attention runs on.
+  virtual std::vector<std::vector<KvShard>> kv_shards() const = 0;
   // What moves activations between the devices; null on one device.
   virtual const hal::Communicator* communicator() const = 0;
   // Run one step; writes logits [batch.logit_rows.size(), vocab] as F32 to host memory `logits`.

@@ -14,6 +14,7 @@
 #include "model/loaders/gguf.h"
 #include "model/loaders/mla_weights.h"
 #include "model/loaders/safetensors.h"
+#include "model/tensor_shard.h"
 
 namespace cai {
 
@@ -31,12 +32,18 @@ Status check_fits(const WeightPlacement& placement, const std::map<hal::Device*,
                   const ModelConfig& cfg, DType kv_dtype, const LoadOptions& o) {
   const size_t tokens = static_cast<size_t>(o.kv_tokens == LoadOptions::kModelContext ? cfg.max_position_embeddings
                                                                                        : std::max<int64_t>(0, o.kv_tokens));
-  const size_t n_layers = std::max<size_t>(1, placement.layers.size());
-  const size_t per_layer_token = kv_spec_for(cfg, kv_dtype).bytes_per_token() / n_layers;
+  const size_t n_layers = std::max<size_t>(1, placement.layer_stage.size());
+  // A tensor-parallel rank caches its share of the GQA heads, or MLA's whole latent.
+  const size_t per_layer_token = kv_spec_for(cfg, kv_dtype).bytes_per_token() / n_layers /
+                                 static_cast<size_t>(cfg.is_mla() ? 1 : placement.tp);
   for (hal::Device* device : placement.devices()) {
     const hal::MemoryInfo mem = device->memory_info();
     if (mem.total_bytes == 0) continue;
-    const size_t layers_here = static_cast<size_t>(std::count(placement.layers.begin(), placement.layers.end(), device));
+    size_t layers_here = 0;
+    for (size_t l = 0; l < placement.layer_stage.size(); ++l) {
+      const std::vector<hal::Device*>& ranks = placement.layer_ranks(static_cast<int>(l));
+      layers_here += static_cast<size_t>(std::count(ranks.begin(), ranks.end(), device));
+    }
     const auto w = weight_bytes.find(device);
     const size_t weights = w == weight_bytes.end() ? 0 : w->second;
     size_t kv = 0, need = 0;
@@ -80,14 +87,37 @@ Result<WeightPlacement> placement_for(const Layout& layout, const ModelConfig& c
   if (p.single_device()) return p;
   std::string stages;
   for (int l = 0; l < cfg.num_hidden_layers;) {
+    const int stage = p.layer_stage[static_cast<size_t>(l)];
     int end = l;
-    while (end < cfg.num_hidden_layers && p.layers[static_cast<size_t>(end)] == p.layers[static_cast<size_t>(l)]) ++end;
-    stages += fmt::format("{}layers {}..{} on {}", stages.empty() ? "" : "; ", l, end - 1, p.layers[static_cast<size_t>(l)]->name());
+    while (end < cfg.num_hidden_layers && p.layer_stage[static_cast<size_t>(end)] == stage) ++end;
+    std::string ranks;
+    for (const hal::Device* d : p.stages[static_cast<size_t>(stage)]) ranks += (ranks.empty() ? "" : ",") + d->name();
+    stages += fmt::format("{}layers {}..{} on {}", stages.empty() ? "" : "; ", l, end - 1, ranks);
     l = end;
   }
-  CAI_LOG_INFO("layout: {}; embedding on {}, head on {}{}", stages, p.embed->name(), p.head->name(),
+  CAI_LOG_INFO("layout: {}{}; embedding on {}, head on the last stage{}", stages,
+               p.tp > 1 ? fmt::format(" (tensor parallel, {} ranks a stage)", p.tp) : "", p.embed->name(),
                layout.moe_device ? "; routed experts on " + layout.moe_device->name() : "");
   return p;
+}
+
+// Each device's share of a tensor of `bytes` bytes: all of it on its one device, or with tensor-parallel stages a
+// 1/tp slice (tensor_shard.h) or a replica on each rank of the stage that holds it.
+void add_weight_bytes(const WeightPlacement& p, const std::string& name, size_t bytes,
+                      std::map<hal::Device*, size_t>& by_device) {
+  if (hal::Device* d = p.device_for(name)) {
+    by_device[d] += bytes;
+    return;
+  }
+  if (name == "token_embd.weight") by_device[p.embed] += bytes;
+  int layer = -1;
+  if (name.starts_with("blk.")) layer = std::atoi(name.c_str() + 4);
+  const bool in_layers = layer >= 0 && layer < static_cast<int>(p.layer_stage.size());
+  if (!in_layers && name.starts_with("blk.")) return;  // MTP modules: not loaded
+  if (!in_layers && name != "output.weight" && name != "output_norm.weight") return;
+  const std::vector<hal::Device*>& ranks = in_layers ? p.layer_ranks(layer) : p.stages.back();
+  const size_t share = shard_axis(name) == ShardAxis::kNone ? bytes : bytes / ranks.size();
+  for (hal::Device* d : ranks) by_device[d] += share;
 }
 
 Result<LoadedModel> load_gguf(const std::string& path, const Layout& layout, DType kv_dtype, const LoadOptions& o) {
@@ -107,7 +137,7 @@ Result<LoadedModel> load_gguf(const std::string& path, const Layout& layout, DTy
   CAI_ASSIGN_OR_RETURN(const WeightPlacement placement,
                        placement_for(layout, cfg, file->find("output.weight") == nullptr));
   std::map<hal::Device*, size_t> weight_bytes;
-  for (const GgufTensorInfo& t : file->tensors()) weight_bytes[&placement.device_for(t.name)] += t.n_bytes;
+  for (const GgufTensorInfo& t : file->tensors()) add_weight_bytes(placement, t.name, t.n_bytes, weight_bytes);
   CAI_TRY(check_fits(placement, weight_bytes, cfg, kv_dtype, o));
   const MlaDims mla = mla_dims(cfg);
   CAI_ASSIGN_OR_RETURN(WeightStore ws, WeightStore::from_gguf(std::move(file), placement, cfg.is_mla() ? &mla : nullptr));
@@ -139,7 +169,7 @@ Result<LoadedModel> load_hf_dir(const fs::path& dir, const Layout& layout, DType
   for (const auto& shard : ckpt->shards())
     for (const SafetensorsTensor& t : shard->tensors()) {
       const std::optional<std::string> name = loaded_name(t.name);
-      if (name && hf_layer_index(t.name) < cfg.num_hidden_layers) weight_bytes[&placement.device_for(*name)] += t.n_bytes;
+      if (name && hf_layer_index(t.name) < cfg.num_hidden_layers) add_weight_bytes(placement, *name, t.n_bytes, weight_bytes);
     }
   CAI_TRY(check_fits(placement, weight_bytes, cfg, kv_dtype, o));
   const MlaDims mla = mla_dims(cfg);
@@ -153,20 +183,20 @@ Result<LoadedModel> load_hf_dir(const fs::path& dir, const Layout& layout, DType
 }  // namespace
 
 Result<LoadedModel> load_model(const std::string& path, hal::Device& device, const LoadOptions& options) {
-  return load_model(path, Layout{{&device}, {}, nullptr}, options);
+  return load_model(path, Layout{{&device}, 1, {}, nullptr}, options);
 }
 
 Result<LoadedModel> load_model(const std::string& path, const Layout& layout, const LoadOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   std::error_code ec;
   if (!fs::exists(path, ec)) return not_found("model path '{}' does not exist", path);
-  if (layout.stages.empty()) return invalid_argument("load_model: no device");
+  if (layout.devices.empty()) return invalid_argument("load_model: no device");
   // One dtype for every layer: the stage devices' default where they agree, else the narrower device default.
-  DType kv_dtype = default_kv_dtype(*layout.stages.front());
-  for (const hal::Device* d : layout.stages)
+  DType kv_dtype = default_kv_dtype(*layout.devices.front());
+  for (const hal::Device* d : layout.devices)
     if (default_kv_dtype(*d) != kv_dtype) kv_dtype = DType::kBF16;
   kv_dtype = options.kv_dtype.value_or(kv_dtype);
-  for (const hal::Device* d : layout.stages)
+  for (const hal::Device* d : layout.devices)
     CAI_TRY(hal::check_kv_cache_dtype(*d, "load_model", kv_dtype));  // before any weight is read
   Result<LoadedModel> r =
       fs::is_directory(path, ec) ? load_hf_dir(path, layout, kv_dtype, options) : load_gguf(path, layout, kv_dtype, options);

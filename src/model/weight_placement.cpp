@@ -1,4 +1,4 @@
-// WeightPlacement: a layout's stages and expert device resolved per layer, and the device of each canonical name.
+// WeightPlacement: a layout's stages, ranks and expert device resolved per layer, and the device of each canonical name.
 #include "model/weight_placement.h"
 
 #include <algorithm>
@@ -9,9 +9,10 @@ namespace cai {
 
 WeightPlacement WeightPlacement::single(hal::Device& device, int n_layers) {
   WeightPlacement p;
-  p.layers.assign(static_cast<size_t>(std::max(0, n_layers)), &device);
-  p.experts = p.layers;
-  p.embed = p.head = &device;
+  p.stages = {{&device}};
+  p.layer_stage.assign(static_cast<size_t>(std::max(0, n_layers)), 0);
+  p.experts.assign(p.layer_stage.size(), &device);
+  p.embed = &device;
   return p;
 }
 
@@ -26,8 +27,15 @@ std::string join(const std::vector<int>& v) {
 }  // namespace
 
 Result<WeightPlacement> WeightPlacement::from_layout(const Layout& layout, int n_layers, bool tied_embeddings) {
-  const int n_stages = static_cast<int>(layout.stages.size());
-  if (n_stages == 0) return invalid_argument("a layout needs at least one device");
+  const int n_devices = static_cast<int>(layout.devices.size()), tp = layout.tp;
+  if (n_devices == 0) return invalid_argument("a layout needs at least one device");
+  if (tp < 1 || n_devices % tp)
+    return invalid_argument("--tp {} needs a multiple of {} devices (tp x pp), but the device list has {}", tp, tp,
+                            n_devices);
+  if (tp > 1 && layout.moe_device)
+    return invalid_argument("--moe-device with --tp {}: routed experts on another device run with one rank per stage",
+                            tp);
+  const int n_stages = n_devices / tp;
   if (n_stages > n_layers)
     return invalid_argument("{} pipeline stages for a model of {} layers: each stage needs at least one layer", n_stages,
                             n_layers);
@@ -45,28 +53,33 @@ Result<WeightPlacement> WeightPlacement::from_layout(const Layout& layout, int n
       return invalid_argument("--layer-split {} covers {} layers, but the model has {}", join(split), sum, n_layers);
   }
   WeightPlacement p;
-  for (int s = 0; s < n_stages; ++s)
-    p.layers.insert(p.layers.end(), static_cast<size_t>(split[static_cast<size_t>(s)]), layout.stages[static_cast<size_t>(s)]);
-  p.experts = p.layers;
-  if (layout.moe_device) std::fill(p.experts.begin(), p.experts.end(), layout.moe_device);
-  p.head = layout.stages.back();
-  p.embed = tied_embeddings ? p.head : layout.stages.front();
+  p.tp = tp;
+  for (int s = 0; s < n_stages; ++s) {
+    p.stages.emplace_back(layout.devices.begin() + s * tp, layout.devices.begin() + (s + 1) * tp);
+    p.layer_stage.insert(p.layer_stage.end(), static_cast<size_t>(split[static_cast<size_t>(s)]), s);
+  }
+  for (int l = 0; l < n_layers; ++l)
+    p.experts.push_back(layout.moe_device ? layout.moe_device : &p.layer_device(l));
+  p.embed = tied_embeddings && tp == 1 ? &p.head() : p.stages.front().front();
   return p;
 }
 
-hal::Device& WeightPlacement::device_for(std::string_view name) const {
+hal::Device* WeightPlacement::device_for(std::string_view name) const {
+  if (tp > 1) return nullptr;
   constexpr std::string_view kBlock = "blk.";
   if (name.starts_with(kBlock)) {
     int layer = -1;
     const auto [end, ec] = std::from_chars(name.data() + kBlock.size(), name.data() + name.size(), layer);
-    if (ec == std::errc() && layer >= 0 && layer < static_cast<int>(layers.size()))
-      return *(name.find("_exps.") != std::string_view::npos ? experts : layers)[static_cast<size_t>(layer)];
-    return *head;
+    if (ec == std::errc() && layer >= 0 && layer < static_cast<int>(layer_stage.size()))
+      return name.find("_exps.") != std::string_view::npos ? experts[static_cast<size_t>(layer)] : &layer_device(layer);
+    return &head();
   }
-  return name.starts_with("token_embd.") ? *embed : *head;
+  return name.starts_with("token_embd.") ? embed : &head();
 }
 
-hal::Device& WeightPlacement::layer_device(int layer) const { return *layers[static_cast<size_t>(layer)]; }
+const std::vector<hal::Device*>& WeightPlacement::layer_ranks(int layer) const {
+  return stages[static_cast<size_t>(layer_stage[static_cast<size_t>(layer)])];
+}
 
 std::vector<hal::Device*> WeightPlacement::devices() const {
   std::vector<hal::Device*> out;
@@ -74,8 +87,11 @@ std::vector<hal::Device*> WeightPlacement::devices() const {
     if (d && std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
   };
   add(embed);
-  for (size_t l = 0; l < layers.size(); ++l) add(layers[l]), add(experts[l]);
-  add(head);
+  for (size_t l = 0; l < layer_stage.size(); ++l) {
+    for (hal::Device* d : layer_ranks(static_cast<int>(l))) add(d);
+    add(experts[l]);
+  }
+  for (hal::Device* d : stages.back()) add(d);
   return out;
 }
 

@@ -1,5 +1,5 @@
-// Layout (how the user spreads a model over devices: pipeline stages, the routed experts' device) and
-// WeightPlacement (the device of each of the model's tensors, resolved from a layout for one model).
+// Layout (how the user spreads a model over devices: pipeline stages, tensor-parallel ranks within each stage, the
+// routed experts' device) and WeightPlacement (the device of each of the model's tensors, resolved for one model).
 #pragma once
 
 #include <string_view>
@@ -10,31 +10,41 @@
 
 namespace cai {
 
-// The part of a `cai plan` layout one process runs: pipeline stages on the devices in order, one device per stage.
+// The part of a `cai plan` layout one process runs: pipeline stages in device-list order, each `tp` devices wide.
 struct Layout {
-  std::vector<hal::Device*> stages;   // stage s runs on stages[s]
+  std::vector<hal::Device*> devices;  // stage s runs on devices [s·tp, (s+1)·tp), rank r on the r-th of them
+  int tp = 1;
   std::vector<int> layer_split;       // layers per stage; empty: as even as possible, earlier stages one more
   hal::Device* moe_device = nullptr;  // where every MoE layer's routed experts live and run; null: their layer's
 };
 
-// Layer l's attention, norms, router, dense MLP and shared experts live on layers[l], its routed experts on
-// experts[l]; the token embedding on `embed`, the final norm and the output head on `head`. Tensors of layers past
-// `layers` (DeepSeek's MTP modules in a GGUF) go with the head.
+// Layer l runs on the ranks of stage layer_stage[l]. With one rank per stage its attention, norms, router, dense MLP
+// and shared experts live on that rank's device and its routed experts on experts[l]; the token embedding on `embed`,
+// the final norm and output head on the last stage. With several ranks per stage (tp > 1) the ranks hold slices of
+// them instead (tensor_shard.h), built from the file's bytes by each rank's own store.
 struct WeightPlacement {
-  std::vector<hal::Device*> layers, experts;  // [n_layers]
+  int tp = 1;
+  std::vector<std::vector<hal::Device*>> stages;  // each stage's ranks
+  std::vector<int> layer_stage;                   // [n_layers]
+  std::vector<hal::Device*> experts;              // [n_layers]
   hal::Device* embed = nullptr;
-  hal::Device* head = nullptr;
 
   // Everything on one device.
   static WeightPlacement single(hal::Device& device, int n_layers);
   // Stage s takes the next layer_split[s] layers. A tied embedding (no output.weight) stays with the head, which
-  // reads it too; the first stage then gets the looked-up rows from there. Errors name the numbers: a split whose
-  // size is not the stage count, a stage with no layer, a sum that is not n_layers, more stages than layers.
+  // reads it too (one rank per stage); the first stage then gets the looked-up rows from there. Errors name the
+  // numbers: a device count that is not a multiple of tp, a split whose size is not the stage count, a stage with no
+  // layer, a sum that is not n_layers, more stages than layers, --moe-device with tp > 1.
   static Result<WeightPlacement> from_layout(const Layout& layout, int n_layers, bool tied_embeddings);
 
-  // The device of the tensor with this canonical name ("blk.3.ffn_up_exps.weight" → experts[3]).
-  hal::Device& device_for(std::string_view canonical_name) const;
-  hal::Device& layer_device(int layer) const;
+  // The device of the tensor with this canonical name ("blk.3.ffn_up_exps.weight" → experts[3]); null with tp > 1,
+  // where the ranks' stores hold it. Tensors of layers past layer_stage (DeepSeek's MTP modules in a GGUF) go with
+  // the head.
+  hal::Device* device_for(std::string_view canonical_name) const;
+  // Rank 0's device of layer l's stage, and all of the stage's ranks.
+  hal::Device& layer_device(int layer) const { return *layer_ranks(layer).front(); }
+  const std::vector<hal::Device*>& layer_ranks(int layer) const;
+  hal::Device& head() const { return *stages.back().front(); }
   // Every device used, each once: the embedding's first, then in layer order, then the head's.
   std::vector<hal::Device*> devices() const;
   bool single_device() const { return devices().size() == 1; }

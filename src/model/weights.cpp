@@ -14,6 +14,7 @@
 #include "model/loaders/gguf.h"
 #include "model/loaders/mla_weights.h"
 #include "model/loaders/safetensors.h"
+#include "model/tensor_shard.h"
 
 namespace cai {
 
@@ -122,8 +123,54 @@ Status WeightStore::reserve_arenas(const std::map<hal::Device*, size_t>& bytes) 
   return {};
 }
 
+void WeightStore::hold_for_ranks(const std::string& name, const TensorView& host) {
+  Held h{host, {}};
+  if (host.n_dims == 3 && name.find("_exps.") != std::string::npos) {
+    for (int64_t e = 0; e < host.dim(0); ++e) h.slabs.push_back(host.slice(e));
+  } else {
+    h.slabs.push_back(host.n_dims == 3 ? host.reshaped({host.dim(0) * host.dim(1), host.dim(2)}) : host);
+  }
+  held_[name] = std::move(h);
+}
+
+void WeightStore::hold_for_ranks(const std::string& name, HostTensor t) {
+  host_owned_.push_back(std::move(t));
+  hold_for_ranks(name, host_owned_.back().view);
+}
+
+std::vector<std::string> WeightStore::held_names(const std::string& prefix) const {
+  std::vector<std::string> names;
+  for (auto it = held_.lower_bound(prefix); it != held_.end() && it->first.starts_with(prefix); ++it)
+    names.push_back(it->first);
+  return names;
+}
+
+Result<WeightStore> WeightStore::for_rank(const WeightStore& main,
+                                          const std::vector<std::pair<std::string, std::string>>& names, int rank, int n,
+                                          hal::Device& device, int n_layers) {
+  WeightStore ws;
+  ws.placement_ = WeightPlacement::single(device, n_layers);
+  ws.repack_ = main.repack_;
+  for (const auto& [name, source] : names) {
+    const auto it = main.held_.find(source);
+    if (it == main.held_.end()) return not_found("model is missing tensor '{}'", source);
+    const Held& held = it->second;
+    const ShardAxis axis = name == "token_embd.weight" ? ShardAxis::kNone : shard_axis(name);
+    CAI_ASSIGN_OR_RETURN(HostTensor t, shard_tensor(name, held.slabs, axis, rank, n));
+    if (held.whole.n_dims == 3 && held.slabs.size() == 1)  // heads-first [n_head, rows, cols] (attn_k_b, attn_v_b)
+      t.view = t.view.reshaped({held.whole.dim(0) / (axis == ShardAxis::kNone ? 1 : n), held.whole.dim(1),
+                                held.whole.dim(2)});
+    CAI_ASSIGN_OR_RETURN(ws.tensors_[name], ws.upload(t));
+    if (t.view.n_dims == 1) {  // norms and biases: get_f32 converts from these bytes
+      ws.host_views_[name] = t.view;
+      ws.host_owned_.push_back(std::move(t));
+    }
+  }
+  return ws;
+}
+
 Result<TensorView> WeightStore::place(const std::string& name, const TensorView& host_view) {
-  hal::Device& device = placement_.device_for(name);
+  hal::Device& device = *placement_.device_for(name);
   TensorView v = host_view;
   v.device = &device;
   if (device.host_visible()) return v;
@@ -148,7 +195,7 @@ Result<TensorView> WeightStore::upload(const TensorView& host_view, hal::Device&
 }
 
 Result<TensorView> WeightStore::upload(const HostTensor& t) {
-  hal::Device& device = placement_.device_for(t.name);
+  hal::Device& device = *placement_.device_for(t.name);
   CAI_ASSIGN_OR_RETURN(TensorView v, upload(t.view, device));
   v.scale = nullptr;
   if (!t.scales.empty()) {
@@ -187,14 +234,23 @@ Result<WeightStore> WeightStore::from_gguf(std::unique_ptr<GgufFile> file, const
                  dtype_name(rebuilt[0].view.dtype), dtype_name(rebuilt[1].view.dtype));
   std::map<hal::Device*, size_t> total;
   for (const GgufTensorInfo& t : file->tensors())
-    if (!replaced.count(t.name)) total[&placement.device_for(t.name)] += align_up(t.view().n_bytes());
+    if (hal::Device* d = placement.device_for(t.name); d && !replaced.count(t.name)) total[d] += align_up(t.view().n_bytes());
   CAI_TRY(ws.reserve_arenas(total));
   ws.advise_copy(file->mapped_files(), true);
   for (const GgufTensorInfo& t : file->tensors()) {
     if (replaced.count(t.name)) continue;
+    if (!placement.device_for(t.name)) {
+      ws.hold_for_ranks(t.name, t.view());
+      continue;
+    }
     CAI_ASSIGN_OR_RETURN(ws.tensors_[t.name], ws.place(t.name, t.view()));
   }
-  for (const HostTensor& t : rebuilt) {
+  for (HostTensor& t : rebuilt) {
+    if (!placement.device_for(t.name)) {
+      const std::string name = t.name;
+      ws.hold_for_ranks(name, std::move(t));
+      continue;
+    }
     CAI_ASSIGN_OR_RETURN(ws.tensors_[t.name], ws.upload(t));
   }
   ws.advise_copy(file->mapped_files(), false);
@@ -234,7 +290,14 @@ Result<WeightStore> WeightStore::from_checkpoint(std::unique_ptr<SafetensorsChec
       kv_b.push_back({*canon, name, host});
       continue;
     }
-    total[&placement.device_for(*canon)] += align_up(host.n_bytes());
+    hal::Device* device = placement.device_for(*canon);
+    if (!device) {  // tensor-parallel ranks slice it from these bytes, FP8 scales attached
+      CAI_ASSIGN_OR_RETURN(std::optional<TensorView> scale, block_scale_view(*ckpt, name, host));
+      if (scale) host.scale = scale->as<const float>();
+      ws.hold_for_ranks(*canon, host);
+      continue;
+    }
+    total[device] += align_up(host.n_bytes());
     plain.emplace_back(*canon, host);
   }
   CAI_TRY(ws.reserve_arenas(total));
@@ -246,7 +309,7 @@ Result<WeightStore> WeightStore::from_checkpoint(std::unique_ptr<SafetensorsChec
     CAI_ASSIGN_OR_RETURN(ws.tensors_[canon], ws.place(canon, host));
   }
   CAI_TRY(ws.attach_block_scales(*ckpt));
-  CAI_TRY(ws.stack_experts(*ckpt, expert_groups));
+  CAI_TRY(ws.stack_experts(*ckpt, expert_groups));  // held per expert for tensor-parallel ranks
   for (KvB& t : kv_b) {
     if (!mla) return invalid_argument("'{}' needs the model's MLA head sizes to split", t.hf);
     CAI_ASSIGN_OR_RETURN(std::optional<TensorView> scale, block_scale_view(*ckpt, t.hf, t.host));
@@ -256,7 +319,12 @@ Result<WeightStore> WeightStore::from_checkpoint(std::unique_ptr<SafetensorsChec
     if (&t == &kv_b.front())
       CAI_LOG_INFO("splitting {} kv_b_proj into attn_k_b ({}) and attn_v_b ({})", kv_b.size(),
                    dtype_name(parts[0].view.dtype), dtype_name(parts[1].view.dtype));
-    for (const HostTensor& part : parts) {
+    for (HostTensor& part : parts) {
+      if (!placement.device_for(part.name)) {
+        const std::string part_name = part.name;
+        ws.hold_for_ranks(part_name, std::move(part));
+        continue;
+      }
       CAI_ASSIGN_OR_RETURN(ws.tensors_[part.name], ws.upload(part));
     }
   }
@@ -279,8 +347,18 @@ Status WeightStore::stack_experts(const SafetensorsCheckpoint& ckpt,
       scales.push_back(ckpt.find(names[e] + "_scale_inv"));
     }
     const int64_t n_e = static_cast<int64_t>(views.size()), rows = views[0].dim(0), cols = views[0].dim(1);
+    if (!placement_.device_for(stacked)) {  // tensor-parallel ranks slice each expert's rows from its own view
+      Held held{TensorView::make(nullptr, views[0].dtype, {n_e, rows, cols}), views};
+      for (size_t e = 0; e < views.size(); ++e)
+        if (scales[e]) {
+          CAI_ASSIGN_OR_RETURN(std::optional<TensorView> sv, block_scale_view(ckpt, names[e], views[e]));
+          held.slabs[e].scale = sv->as<const float>();
+        }
+      held_[stacked] = std::move(held);
+      continue;
+    }
     const size_t slab = views[0].n_bytes();
-    hal::Device& device = placement_.device_for(stacked);
+    hal::Device& device = *placement_.device_for(stacked);
     CAI_ASSIGN_OR_RETURN(hal::Buffer buf, device.allocate(slab * static_cast<size_t>(n_e)));
     for (int64_t e = 0; e < n_e; ++e)
       CAI_TRY(device.default_stream().copy_to_device(static_cast<uint8_t*>(buf.data()) + slab * static_cast<size_t>(e),

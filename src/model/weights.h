@@ -50,6 +50,15 @@ class WeightStore {
                                              hal::Device& device, const MlaDims* mla = nullptr);
 
   const WeightPlacement& placement() const { return placement_; }
+  // A store for tensor-parallel rank `rank` of `n`, on `device`: its slice (tensor_shard.h) of each tensor `main` holds
+  // for the ranks (placement tp > 1), as pairs (name in this store, name in main: a tied model's output.weight reads
+  // token_embd.weight). token_embd.weight is copied whole. n_layers: the model's, for layer_device().
+  static Result<WeightStore> for_rank(const WeightStore& main,
+                                      const std::vector<std::pair<std::string, std::string>>& names, int rank, int n,
+                                      hal::Device& device, int n_layers);
+  // Whether this store holds this tensor for tensor-parallel ranks, and the names it holds that start with `prefix`.
+  bool holds_for_ranks(const std::string& name) const { return held_.count(name) != 0; }
+  std::vector<std::string> held_names(const std::string& prefix) const;
 
   bool has(const std::string& name) const { return tensors_.count(name) != 0; }
   // The tensor with exactly this shape (PyTorch order), or an error naming it and both shapes.
@@ -103,6 +112,15 @@ class WeightStore {
   // scales stacked alike), as GGUF stores them, so every device can run them as one grouped GEMM.
   Status stack_experts(const SafetensorsCheckpoint& ckpt, const std::map<std::string, std::vector<std::string>>& groups);
 
+  // Keeps the host bytes of a tensor the ranks of a tensor-parallel stage slice (experts as one view each).
+  void hold_for_ranks(const std::string& name, const TensorView& host);
+  void hold_for_ranks(const std::string& name, HostTensor t);
+
+  struct Held {
+    TensorView whole;                // the tensor's shape (and, for one view, its bytes)
+    std::vector<TensorView> slabs;   // what shard_tensor slices: one view, or one per expert
+  };
+
   struct Arena {
     hal::Buffer buffer;  // the file's tensors on a device that cannot address host memory, back to back
     size_t used = 0;
@@ -118,6 +136,8 @@ class WeightStore {
   std::map<hal::Device*, Arena> arenas_;
   std::vector<hal::Buffer> owned_;  // converted, derived or stacked copies
   std::map<std::string, TensorView> f32_cache_;
+  std::map<std::string, Held> held_;     // placement tp > 1: the tensors the ranks' stores slice
+  std::vector<HostTensor> host_owned_;   // host tensors built at load that `held_` or `host_views_` point into
 };
 
 }  // namespace cai

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -411,19 +412,20 @@ void EngineImpl::publish_stats() {
 // cache holds max_batch full contexts: the host tier exists to make room for them.
 size_t default_kv_bytes(const Model& m, const EngineOptions& o, size_t block_bytes, int host_layers) {
   constexpr size_t kHostDefault = size_t(256) << 20;
-  const std::vector<hal::Device*> kv_devices = m.kv_devices();
-  if (std::all_of(kv_devices.begin(), kv_devices.end(), [](const hal::Device* d) { return d->host_visible(); }))
+  // Row widths of the cache on each device, and over all of them.
+  std::map<hal::Device*, size_t> width_on;
+  size_t width = 0;
+  for (const std::vector<KvShard>& layer : m.kv_shards())
+    for (const KvShard& s : layer) width_on[s.device] += s.k_width + s.v_width, width += s.k_width + s.v_width;
+  if (std::all_of(width_on.begin(), width_on.end(), [](const auto& e) { return e.first->host_visible(); }))
     return kHostDefault;
   const int ctx = o.ctx_size > 0 ? o.ctx_size : m.config().max_position_embeddings;
   const size_t want = static_cast<size_t>(o.max_batch) * static_cast<size_t>((ctx + o.block_size - 1) / o.block_size) * block_bytes;
   if (host_layers > 0) return want;
-  // Each device holds its layers' share of every block: the fullest one (free bytes per layer) bounds the cache.
+  // Each device holds its share of every block: the one with the least free memory for its share bounds the cache.
   size_t fit = want;
-  for (const hal::Device* d : kv_devices) {
-    if (d->host_visible()) continue;
-    const size_t layers_here = static_cast<size_t>(std::count(kv_devices.begin(), kv_devices.end(), d));
-    fit = std::min(fit, d->memory_info().free_bytes / 10 * 9 / layers_here * kv_devices.size());
-  }
+  for (const auto& [d, w] : width_on)
+    if (!d->host_visible() && w > 0) fit = std::min(fit, d->memory_info().free_bytes / 10 * 9 / w * width);
   return fit;
 }
 
@@ -443,7 +445,7 @@ Result<int> host_layers_for(const Model& m, const EngineOptions& o) {
 // The cache itself; with host layers an allocation failure says how the device memory was being split.
 Result<KvCache> create_kv_cache(const Model& m, const EngineOptions& o, int n_blocks, int host_layers) {
   const KvSpec spec = m.kv_spec();
-  Result<KvCache> kv = KvCache::create(m.kv_devices(), spec, n_blocks, o.block_size, {host_layers, o.max_tokens_per_step});
+  Result<KvCache> kv = KvCache::create(m.kv_shards(), spec, n_blocks, o.block_size, {host_layers, o.max_tokens_per_step});
   if (kv.ok() || host_layers == 0) return kv;
   const uint64_t layer_bytes = spec.bytes_per_token() / static_cast<uint64_t>(spec.n_layers) *
                                static_cast<uint64_t>(n_blocks) * static_cast<uint64_t>(o.block_size);

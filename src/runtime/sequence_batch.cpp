@@ -7,7 +7,7 @@ Result<SequenceBatch> SequenceBatch::create(Model& model, int n_seqs, int n_ctx,
   if (n_ctx <= 0) return invalid_argument("context size must be positive, got {}", n_ctx);
   if (n_seqs <= 0) return invalid_argument("sequence count must be positive, got {}", n_seqs);
   const int per_seq = (n_ctx + block_size - 1) / block_size;
-  CAI_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(model.kv_devices(), model.kv_spec(), n_seqs * per_seq, block_size));
+  CAI_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(model.kv_shards(), model.kv_spec(), n_seqs * per_seq, block_size));
   SequenceBatch b(model, std::move(kv), n_seqs, n_ctx);
   b.block_table_ = identity_block_table(n_seqs * per_seq);
   b.blocks_per_seq_ = per_seq;

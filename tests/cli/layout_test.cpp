@@ -1,6 +1,6 @@
-// One model over several devices (docs/devices.md, "Several devices"): the reference-logit oracles through pipeline
-// stages on simt devices (CAI_SIMT_DEVICES), on the CPU beside a simt device, and with the routed experts on the CPU
-// (--moe-device cpu); each device holding only its share of the weights; and the layout errors.
+// One model over several devices (docs/devices.md): the reference-logit oracles through pipeline stages and
+// tensor-parallel ranks on simt devices (CAI_SIMT_DEVICES), on the CPU beside a simt device, and with the routed
+// experts on the CPU (--moe-device cpu); each device holding only its share of the weights; and the layout errors.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -47,6 +47,9 @@ std::vector<LayoutCase> layout_cases() {
   for (const std::string& o : all) {
     cases.push_back({o, "CAI_SIMT_DEVICES=2", "--device simt:0,simt:1 --pp 2"});
     cases.push_back({o, "", "--device cpu,simt:0 --pp 2"});
+    cases.push_back({o, "CAI_SIMT_DEVICES=2", "--device simt:0,simt:1 --tp 2"});
+    cases.push_back({o, "", "--device cpu,simt:0 --tp 2"});
+    cases.push_back({o, "CAI_SIMT_DEVICES=4", "--device simt:0-3 --tp 2 --pp 2"});
     // Three stages of uneven size (qwen2_tiny has 3 layers, the others 4).
     cases.push_back({o, "CAI_SIMT_DEVICES=3", o == "qwen2_tiny" ? "--device simt:0-2" : "--device simt:0-2 --layer-split 2,1,1"});
     if (o.starts_with("deepseek")) cases.push_back({o, "", "--device simt:0 --moe-device cpu"});
@@ -86,7 +89,9 @@ size_t safetensors_bytes(const std::string& path, const std::string& part) {
 constexpr size_t kScratchSlack = (size_t{1} << 20) + (size_t{128} << 10);
 
 // Each pipeline stage's device holds only its layers' weights: the shares add up to the one-device total, neither
-// holds it all, and the memory in use on each is its share plus scratch.
+// holds it all, and the memory in use on each is its share plus scratch. Each tensor-parallel rank holds its slices
+// plus the replicated norms, MLA down-projections and router, and rank 0 the embedding table: more than half, well
+// short of the whole.
 TEST(Layout, EachStageDeviceHoldsOnlyItsShare) {
   for (const char* model : {"deepseek_v3_tiny", "qwen2_tiny"}) {
     SCOPED_TRACE(model);
@@ -104,6 +109,19 @@ TEST(Layout, EachStageDeviceHoldsOnlyItsShare) {
     }
     EXPECT_EQ(sum, total);
     EXPECT_EQ(two["greedy"], one["greedy"]);
+    const nlohmann::json tp = eval_json("CAI_SIMT_DEVICES=2", model, "--device simt:0,simt:1 --tp 2");
+    ASSERT_EQ(tp["devices"].size(), 2u);
+    for (const auto& d : tp["devices"]) {
+      const size_t w = d["weight_bytes"].get<size_t>(), used = d["memory_used_bytes"].get<size_t>();
+      EXPECT_LT(w, total * 3 / 5) << d;
+      EXPECT_GT(w, total * 2 / 5) << d;
+      EXPECT_GE(used, w) << d;
+      EXPECT_LE(used, w + kScratchSlack) << d;
+    }
+    EXPECT_EQ(tp["greedy"], one["greedy"]);
+    // GQA ranks cache their KV heads (the same total); MLA ranks each cache the whole latent.
+    const int copies = std::string(model).starts_with("deepseek") ? 2 : 1;
+    EXPECT_EQ(tp["kv_bytes_per_token"].get<int64_t>(), copies * one["kv_bytes_per_token"].get<int64_t>());
   }
 }
 
@@ -140,6 +158,14 @@ test::CommandResult eval_fails(const std::string& env, const std::string& args) 
 // Layouts that cannot run say why, with the numbers; an unknown device lists the devices there are.
 TEST(Layout, RefusedLayoutsNameTheNumbers) {
   EXPECT_NE(eval_fails("CAI_SIMT_DEVICES=2", "--device simt:0,simt:1 --pp 3").err.find("--pp 3 needs 3 devices"),
+            std::string::npos);
+  EXPECT_NE(eval_fails("CAI_SIMT_DEVICES=3", "--device simt:0-2 --tp 2").err.find("--tp 2 x --pp 1 needs 2 devices, "
+                                                                                  "but --device simt:0-2 lists 3"),
+            std::string::npos);
+  EXPECT_NE(eval_fails("CAI_SIMT_DEVICES=3", "--device simt:0-2 --tp 3").err.find("4 attention heads do not split "
+                                                                                  "over 3 ranks"),
+            std::string::npos);
+  EXPECT_NE(eval_fails("CAI_SIMT_DEVICES=2", "--device simt:0,simt:1 --tp 2 --moe-device cpu").err.find("--moe-device"),
             std::string::npos);
   EXPECT_NE(eval_fails("CAI_SIMT_DEVICES=2", "--device simt:0,simt:1 --layer-split 3,2").err.find("covers 5 layers, but the model has 4"),
             std::string::npos);

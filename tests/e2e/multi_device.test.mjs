@@ -1,5 +1,6 @@
-// E2E: `cai serve` with the model over two simt devices (pipeline stages, CAI_SIMT_DEVICES=2) answers concurrent
-// greedy requests with the same text as the one-device server: batch invariance holds across the stage boundary.
+// E2E: `cai serve` with the model over two simt devices (CAI_SIMT_DEVICES=2), as two pipeline stages and as two
+// tensor-parallel ranks, answers concurrent greedy requests with the same text as the one-device server answers them
+// one at a time: batch invariance holds across stage boundaries and all-reduces.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
@@ -21,31 +22,36 @@ async function replies(server) {
 }
 
 describe("cai serve over two simt devices", () => {
-  let two;
+  let pp;
+  let tp;
   let one;
   before(async () => {
     const env = { CAI_SIMT_DEVICES: "2" };
-    [two, one] = await Promise.all([
+    [pp, tp, one] = await Promise.all([
       startServer(["--device", "simt:0,simt:1", "--max-batch", "4"], { env }),
+      startServer(["--device", "simt:0,simt:1", "--tp", "2", "--max-batch", "4"], { env }),
       startServer(["--device", "simt:0", "--max-batch", "1"], { env }),
     ]);
   });
   after(async () => {
-    assert.equal(await two?.stop(), 0);
-    assert.equal(await one?.stop(), 0);
+    for (const server of [pp, tp, one]) assert.equal(await server?.stop(), 0);
   });
 
   test("concurrent greedy replies equal one device's, one at a time", async () => {
-    const [batched, alone] = await Promise.all([replies(two), replies(one)]);
-    for (const text of batched) assert.ok(text.length > 0, "empty reply");
-    assert.deepEqual(batched, alone);
-    assert.match(two.stderr(), /layout: layers 0\.\.\d+ on simt:0; layers \d+\.\.\d+ on simt:1/);
+    const [staged, ranked, alone] = await Promise.all([replies(pp), replies(tp), replies(one)]);
+    for (const text of alone) assert.ok(text.length > 0, "empty reply");
+    assert.deepEqual(staged, alone);
+    assert.deepEqual(ranked, alone);
+    assert.match(pp.stderr(), /layout: layers 0\.\.0 on simt:0; layers 1\.\.1 on simt:1/);
+    assert.match(tp.stderr(), /layout: layers 0\.\.1 on simt:0,simt:1 \(tensor parallel, 2 ranks a stage\)/);
   });
 
   test("/metrics counts the bytes moved between the devices", async () => {
-    const text = await (await fetch(`${two.origin}/metrics`)).text();
-    const m = text.match(/^cai_device_transfer_bytes_total (\d+)/m);
-    assert.ok(m, "no cai_device_transfer_bytes_total in /metrics");
-    assert.ok(Number(m[1]) > 0);
+    for (const server of [pp, tp]) {
+      const text = await (await fetch(`${server.origin}/metrics`)).text();
+      const m = text.match(/^cai_device_transfer_bytes_total (\d+)/m);
+      assert.ok(m, "no cai_device_transfer_bytes_total in /metrics");
+      assert.ok(Number(m[1]) > 0);
+    }
   });
 });

@@ -26,7 +26,7 @@ export function thinkTemplateFile() {
 }
 
 // Arguments every server of this run gets first: $CAI_E2E_SERVER_ARGS, space-separated (scripts/test.sh runs the OpenAI
-// tests again with "--device simt:0,simt:1", a model over two devices).
+// tests again with "--device simt:0,simt:1 --tp 2", a model over two devices).
 const runArgs = (process.env.CAI_E2E_SERVER_ARGS ?? "").split(" ").filter((a) => a.length > 0);
 
 // Spawns `cai serve -m model --port 0 ...extraArgs` (with `env` added to this process's environment), reads the bound

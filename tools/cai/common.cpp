@@ -18,8 +18,11 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
                  "device to run on: cpu, a plugin backend such as cuda:0, or auto (the usable accelerator with the most "
                  "memory, else cpu; see `cai detect`); a list (simt:0,simt:1, cuda:0-3, cpu,simt:0) runs the model "
                  "over several devices");
-  cmd.add_option("--pp", o.pp, "pipeline stages: the layers split over the listed devices in order, one stage each "
-                               "(default: as many stages as devices)")
+  cmd.add_option("--tp", o.tp, "tensor-parallel ranks per pipeline stage: attention heads, MLP and expert columns and "
+                               "the vocabulary split over that many devices, partial sums all-reduced")
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--pp", o.pp, "pipeline stages: the layers split over the listed devices in order, --tp devices a "
+                               "stage (default: devices / tp)")
       ->check(CLI::PositiveNumber);
   cmd.add_option("--layer-split", o.layer_split, "layers per pipeline stage, e.g. 40,21 (default: as even as possible)")
       ->delimiter(',');
@@ -199,10 +202,13 @@ bool names_only_cpu(const std::string& list) {
 // is refused naming both numbers.
 Result<Layout> layout_from_options(const CommonOptions& o, const hal::Registry& reg, const std::string& devices) {
   Layout layout;
-  CAI_ASSIGN_OR_RETURN(layout.stages, reg.find_devices(devices));
-  const int n = static_cast<int>(layout.stages.size());
-  if (o.pp > 0 && o.pp != n)
-    return invalid_argument("--pp {} needs {} devices, one per stage, but --device {} lists {}", o.pp, o.pp, devices, n);
+  CAI_ASSIGN_OR_RETURN(layout.devices, reg.find_devices(devices));
+  const int n = static_cast<int>(layout.devices.size());
+  layout.tp = o.tp;
+  const int pp = o.pp > 0 ? o.pp : n / o.tp;
+  if (o.tp * pp != n)
+    return invalid_argument("--tp {} x --pp {} needs {} devices, but --device {} lists {}", o.tp, pp, o.tp * pp, devices,
+                            n);
   layout.layer_split = o.layer_split;
   if (!o.moe_device.empty()) {
     CAI_ASSIGN_OR_RETURN(layout.moe_device, reg.find_device(o.moe_device));
@@ -219,7 +225,7 @@ Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t
   const HostChips host = scan_host(reg, o.device == "auto");
   const std::string spec = o.device == "auto" ? auto_device(host.report) : o.device;
   CAI_ASSIGN_OR_RETURN(const Layout layout, layout_from_options(o, reg, spec));
-  hal::Device* dev = layout.stages.front();
+  hal::Device* dev = layout.devices.front();
   CAI_ASSIGN_OR_RETURN(const DevicePolicies policies, device_policies(o, host, *dev, engine != nullptr));
   const chips::PolicyOptions& pol = policies.options;
   LoadOptions load{pol.prewarm_experts.value_or(false), std::nullopt, o.mlock, kv_tokens, kv_bytes};
@@ -232,7 +238,7 @@ Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t
     CAI_ASSIGN_OR_RETURN(engine->kv_offload_layers,
                          kv_offload_layers(o, policies, *dev, *engine, load.kv_dtype.value_or(default_kv_dtype(*dev))));
   }
-  std::vector<hal::Device*> used = layout.stages;
+  std::vector<hal::Device*> used = layout.devices;
   if (layout.moe_device) used.push_back(layout.moe_device);
   for (hal::Device* d : used) d->set_precision(o.precision == "exact" ? hal::Precision::kExact : hal::Precision::kFast);
   load.repack = o.repack;

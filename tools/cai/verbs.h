@@ -31,7 +31,8 @@ struct CommonOptions {
   bool repack = true;  // --no-repack: keep the file's weight layout under fast (LoadOptions::repack)
   // The layout over a --device list (docs/devices.md): pipeline stages (one per device), their layer counts, and
   // the device that keeps and runs the routed experts.
-  int pp = 0;  // 0: one stage per listed device
+  int tp = 1;
+  int pp = 0;  // 0: devices / tp stages
   std::vector<int> layer_split;
   std::string moe_device;
 };

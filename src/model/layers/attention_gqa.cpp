@@ -51,13 +51,13 @@ Status AttentionGqa::forward(hal::Device& d, Workspace& ws, const StepTensors& s
     CAI_TRY(ops::dense_gemm(d, wv_, x, bv_ ? &*bv_ : nullptr, v));
     CAI_TRY(ops::rope(d, q_heads, step.positions, rope_inv_freq_, rope_));
     CAI_TRY(ops::rope(d, k.reshaped({n, nkv, hd}), step.positions, rope_inv_freq_, rope_));
-    CAI_TRY(ops::kv_write(d, k, step.slots, kv.k(layer_)));
-    CAI_TRY(ops::kv_write(d, v, step.slots, kv.v(layer_)));
+    CAI_TRY(ops::kv_write(d, k, step.slots, kv.k(layer_, kv_rank_)));
+    CAI_TRY(ops::kv_write(d, v, step.slots, kv.v(layer_, kv_rank_)));
   }
   {
     profile::Scope scope("attention");
-    const TensorView k_cache = kv.k(layer_).reshaped({kv.n_slots(), nkv, hd});
-    const TensorView v_cache = kv.v(layer_).reshaped({kv.n_slots(), nkv, hd});
+    const TensorView k_cache = kv.k(layer_, kv_rank_).reshaped({kv.n_slots(), nkv, hd});
+    const TensorView v_cache = kv.v(layer_, kv_rank_).reshaped({kv.n_slots(), nkv, hd});
     CAI_TRY(ops::attention_gqa(d, p, step.attn, q_heads, k_cache, v_cache, o));
   }
   profile::Scope scope("attn_proj");

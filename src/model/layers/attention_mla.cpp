@@ -78,13 +78,13 @@ Status AttentionMla::forward(hal::Device& d, Workspace& ws, const StepTensors& s
     CAI_TRY(ops::copy_cols(d, ckv, 0, kva, 0, lora));
     rope.rot_offset = static_cast<int>(lora);
     CAI_TRY(ops::rope(d, kva.reshaped({n, 1, lora + mla_.qk_rope}), step.positions, rope_inv_freq_, rope));
-    CAI_TRY(ops::kv_write(d, kva, step.slots, kv.k(layer_)));
+    CAI_TRY(ops::kv_write(d, kva, step.slots, kv.k(layer_, kv_rank_)));
   }
   {
     profile::Scope scope("attention");  // absorbing W_UK / W_UV included
     hal::MlaParams p = mla_;
     p.block_size = kv.block_size();
-    CAI_TRY(ops::attention_mla(d, p, step.attn, q.reshaped({n, nh, qk}), w_uk_, w_uv_, kv.k(layer_), o));
+    CAI_TRY(ops::attention_mla(d, p, step.attn, q.reshaped({n, nh, qk}), w_uk_, w_uv_, kv.k(layer_, kv_rank_), o));
   }
   profile::Scope scope("attn_proj");
   return ops::dense_gemm(d, wo_, o, nullptr, out);

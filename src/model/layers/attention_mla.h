@@ -15,6 +15,8 @@ namespace cai {
 class AttentionMla {
  public:
   static Result<AttentionMla> load(WeightStore& w, const ModelConfig& cfg, int layer);
+  // Which tensor-parallel shard of its layer's KV cache this rank's attention uses (KvCache::k(layer, rank)).
+  void set_kv_rank(int rank) { kv_rank_ = rank; }
   // x [n_tok, hidden] (normed input) → out [n_tok, hidden].
   Status forward(hal::Device& d, Workspace& ws, const StepTensors& step, const TensorView& x, KvCache& kv,
                  const TensorView& out) const;
@@ -23,6 +25,7 @@ class AttentionMla {
 
  private:
   int layer_ = 0;
+  int kv_rank_ = 0;
   int q_lora_ = 0;
   float eps_ = 1e-6f;
   hal::MlaParams mla_;
