@@ -148,6 +148,29 @@ TEST(Layout, MoeDeviceCpuLeavesNoRoutedExpertOnTheDevice) {
   }
 }
 
+// `cai plan --json` on two H200s lays the tiny models out as TP 2 (x EP 2 for DeepSeek); --plan runs that layout over
+// two simt devices and matches the references. A plan of several replicas is refused, naming the processes it needs.
+TEST(Layout, PlanFileRunsThePlannersLayout) {
+  const std::string dir = test::make_temp_dir("plan");
+  for (const char* model : {"deepseek_v3_tiny", "qwen2_tiny"}) {
+    SCOPED_TRACE(model);
+    const std::string plan = dir + "/" + model + ".json";
+    test::CommandResult r = test::run_command(cai_bin() + " plan -m " + test::data_path(std::string("oracle/") + model) +
+                                              " --chip h200 --cards 2 --json > " + plan);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json layout = nlohmann::json::parse(test::read_file(plan))["layout"];
+    ASSERT_EQ(layout["tensor_parallel"], 2);
+    test::expect_oracle(model, "CAI_SIMT_DEVICES=2", "--device simt:0,simt:1 --plan " + plan + " --kv-dtype f32", 1e-3f);
+  }
+  const std::string replicas = dir + "/replicas.json";
+  std::ofstream(replicas) << R"({"layout": {"tensor_parallel": 1, "pipeline_parallel": 1, "expert_parallel": 1,
+                                           "data_parallel": 2, "stages": [{"layers": [0, 3]}]}})";
+  test::CommandResult r = test::run_command(cai_bin() + " eval -m " + test::data_path("oracle/deepseek_v3_tiny") +
+                                            " --tokens 1 --plan " + replicas);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("2 replicas (data_parallel)"), std::string::npos) << r.err;
+}
+
 test::CommandResult eval_fails(const std::string& env, const std::string& args) {
   test::CommandResult r = test::run_command(env + " " + cai_bin() + " eval -m " +
                                             test::data_path("oracle/deepseek_v3_tiny") + " --tokens 1 " + args);

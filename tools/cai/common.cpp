@@ -26,6 +26,9 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
       ->check(CLI::PositiveNumber);
   cmd.add_option("--layer-split", o.layer_split, "layers per pipeline stage, e.g. 40,21 (default: as even as possible)")
       ->delimiter(',');
+  cmd.add_option("--plan", o.plan_file,
+                 "run the layout of `cai plan --json` output saved in this file (tensor parallel, pipeline stages and "
+                 "their layers) over the --device list");
   cmd.add_option("--moe-device", o.moe_device,
                  "keep the routed experts' weights on this device and run them there (e.g. cpu: experts in host "
                  "memory beside an accelerator)");
@@ -183,37 +186,6 @@ void log_sensor(const hal::Device& dev, float thermal_limit_c) {
   else if (thermal_limit_c > 0)
     CAI_LOG_INFO("thermal limit {:g} °C: the step token budget halves while {} is at or above it", thermal_limit_c,
                  dev.name());
-}
-
-}  // namespace
-
-namespace {
-
-// Whether a device list names the CPU alone (plugins need not be loaded); "" does.
-bool names_only_cpu(const std::string& list) {
-  std::stringstream items(list);
-  std::string item;
-  while (std::getline(items, item, ','))
-    if (item.rfind("cpu", 0) != 0) return false;
-  return true;
-}
-
-// The --device list, --pp, --layer-split and --moe-device as a layout; a count that does not match the device list
-// is refused naming both numbers.
-Result<Layout> layout_from_options(const CommonOptions& o, const hal::Registry& reg, const std::string& devices) {
-  Layout layout;
-  CAI_ASSIGN_OR_RETURN(layout.devices, reg.find_devices(devices));
-  const int n = static_cast<int>(layout.devices.size());
-  layout.tp = o.tp;
-  const int pp = o.pp > 0 ? o.pp : n / o.tp;
-  if (o.tp * pp != n)
-    return invalid_argument("--tp {} x --pp {} needs {} devices, but --device {} lists {}", o.tp, pp, o.tp * pp, devices,
-                            n);
-  layout.layer_split = o.layer_split;
-  if (!o.moe_device.empty()) {
-    CAI_ASSIGN_OR_RETURN(layout.moe_device, reg.find_device(o.moe_device));
-  }
-  return layout;
 }
 
 }  // namespace

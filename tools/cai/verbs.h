@@ -35,8 +35,15 @@ struct CommonOptions {
   int pp = 0;  // 0: devices / tp stages
   std::vector<int> layer_split;
   std::string moe_device;
+  std::string plan_file;  // --plan: the `layout` of `cai plan --json` output
 };
 void add_common_options(CLI::App& cmd, CommonOptions& o);
+// Whether a device list names the CPU alone (plugins need not be loaded); "" does.
+bool names_only_cpu(const std::string& list);
+// The --device list with --tp, --pp, --layer-split and --moe-device, or with --plan FILE's layout, as a layout. Counts
+// that do not match the device list, and a plan file that conflicts with those flags or asks what one process does not
+// run (several replicas), are refused naming the numbers.
+Result<Layout> layout_from_options(const CommonOptions& o, const hal::Registry& reg, const std::string& devices);
 // Resolve the device (loading plugins), apply its profile's policies where the options leave them unset (logging the
 // profile, each policy and the temperature sensor) and load the model, which must fit the device's memory together
 // with the KV cache the verb will allocate (LoadOptions::kv_tokens, kv_bytes). `engine` is given by verbs that run a
