@@ -23,10 +23,11 @@ extern "C" {
 #define CAI_ABI_DEFAULT(v)
 #endif
 
-/* v3: attention_mla takes W_UK and W_UV apart (w_uk, w_uv: the per-head layout DeepSeek GGUFs store) instead of the
-   joint kv_b; v2 plugins are refused by name (their entry symbol differs). */
-#define CAI_BACKEND_ABI_VERSION 3u
-#define CAI_BACKEND_ENTRY_SYMBOL "cai_backend_entry_v3"
+/* v4: CaiExpertWeights carries expert_begin (expert parallelism: a rank's experts are a range of the layer's).
+   v3: attention_mla takes W_UK and W_UV apart (w_uk, w_uv: the per-head layout DeepSeek GGUFs store) instead of the
+   joint kv_b. Plugins of an earlier version are refused by name (their entry symbol differs). */
+#define CAI_BACKEND_ABI_VERSION 4u
+#define CAI_BACKEND_ENTRY_SYMBOL "cai_backend_entry_v4"
 
 /* Element types; the values are cai::DType's. */
 enum {
@@ -138,11 +139,13 @@ typedef struct CaiMlaParams {
   int32_t block_size CAI_ABI_DEFAULT(0);
 } CaiMlaParams;
 
-/* Stacked expert weights of one MoE layer: gate/up [E, ffn, hidden], down [E, hidden, ffn], any weight dtype. */
+/* Stacked expert weights of one MoE layer: gate/up [E, ffn, hidden], down [E, hidden, ffn], any weight dtype. They are
+   the layer's experts [expert_begin, expert_begin + E): sparse_moe skips the choices of other ids (they add 0). */
 typedef struct CaiExpertWeights {
   CaiTensor gate;
   CaiTensor up;
   CaiTensor down;
+  int32_t expert_begin CAI_ABI_DEFAULT(0);
 } CaiExpertWeights;
 
 typedef void* CaiDeviceHandle;

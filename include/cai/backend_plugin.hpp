@@ -3,7 +3,7 @@
 // A plugin derives its device class from cai::plugin::Device, fills a CaiOps (empty_ops() + its own functions), and
 // exports one CaiBackendEntry under CAI_BACKEND_ENTRY_SYMBOL:
 //
-//   CAI_PLUGIN_EXPORT const CaiBackendEntry* cai_backend_entry_v3(void) { return &my_entry; }
+//   CAI_PLUGIN_EXPORT const CaiBackendEntry* cai_backend_entry_v4(void) { return &my_entry; }
 //
 // Everything that crosses the boundary is a CAI_* code plus a message in CaiError; guarded() turns C++ exceptions
 // into codes so none escapes into the engine.

@@ -98,8 +98,11 @@ struct AttnBatch {
 };
 
 // Stacked expert weights of one MoE layer, as GGUF stores them: gate/up [E, ffn, hidden], down [E, hidden, ffn].
+// Under expert parallelism a rank's stack holds the layer's experts [expert_begin, expert_begin + E): sparse_moe
+// computes the choices of those ids only, and the others add nothing (another rank adds them).
 struct ExpertWeights {
   TensorView gate, up, down;
+  int32_t expert_begin = 0;
   int64_t n_experts() const { return gate.dim(0); }
 };
 

@@ -76,7 +76,7 @@ class CBatch {
 
 class CExperts {
  public:
-  explicit CExperts(const ExpertWeights& w) : w_{to_c(w.gate), to_c(w.up), to_c(w.down)} {}
+  explicit CExperts(const ExpertWeights& w) : w_{to_c(w.gate), to_c(w.up), to_c(w.down), w.expert_begin} {}
   operator const CaiExpertWeights*() const { return &w_; }  // NOLINT: implicit by design
 
  private:

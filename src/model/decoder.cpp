@@ -40,7 +40,7 @@ Result<BlockRank> load_block_rank(WeightStore& w, const ModelConfig& cfg, int la
 
 }  // namespace
 
-Result<ModelConfig> tensor_parallel_config(const ModelConfig& cfg, int tp) {
+Result<ModelConfig> tensor_parallel_config(const ModelConfig& cfg, int tp, bool expert_parallel) {
   ModelConfig r = cfg;
   if (tp == 1) return r;
   auto split = [tp](int& n, const char* what) -> Status {
@@ -48,10 +48,12 @@ Result<ModelConfig> tensor_parallel_config(const ModelConfig& cfg, int tp) {
     n /= tp;
     return {};
   };
+  if (expert_parallel && r.n_routed_experts % tp)
+    return invalid_argument("--ep {}: {} routed experts do not split over {} ranks", tp, r.n_routed_experts, tp);
   CAI_TRY(split(r.num_attention_heads, "attention heads"));
   if (!cfg.is_mla()) CAI_TRY(split(r.num_key_value_heads, "KV heads"));
   if (r.intermediate_size > 0) CAI_TRY(split(r.intermediate_size, "MLP intermediate columns"));
-  if (r.n_routed_experts > 0) CAI_TRY(split(r.moe_intermediate_size, "expert intermediate columns"));
+  if (r.n_routed_experts > 0 && !expert_parallel) CAI_TRY(split(r.moe_intermediate_size, "expert intermediate columns"));
   if (cfg.vocab_size % tp)
     return invalid_argument("--tp {}: a vocabulary of {} does not split over {} ranks", tp, cfg.vocab_size, tp);
   return r;
@@ -102,7 +104,7 @@ Status DecoderModel::load_one_rank(DType kv_dtype, const LayerLoader& load_layer
 Status DecoderModel::load_tensor_parallel(DType kv_dtype, const LayerLoader& load_layer) {
   const WeightPlacement& p = weights_.placement();
   const int tp = p.tp, n_stages = static_cast<int>(p.stages.size());
-  CAI_ASSIGN_OR_RETURN(const ModelConfig rank_cfg, tensor_parallel_config(cfg_, tp));
+  CAI_ASSIGN_OR_RETURN(const ModelConfig rank_cfg, tensor_parallel_config(cfg_, tp, p.expert_parallel));
   const bool tied = !weights_.holds_for_ranks("output.weight");
   for (int s = 0; s < n_stages; ++s) {
     for (int r = 0; r < tp; ++r) {
@@ -118,7 +120,8 @@ Status DecoderModel::load_tensor_parallel(DType kv_dtype, const LayerLoader& loa
         names.emplace_back("output.weight", tied ? "token_embd.weight" : "output.weight");
       }
       hal::Device& device = *p.stages[static_cast<size_t>(s)][static_cast<size_t>(r)];
-      CAI_ASSIGN_OR_RETURN(WeightStore store, WeightStore::for_rank(weights_, names, r, tp, device, cfg_.num_hidden_layers));
+      CAI_ASSIGN_OR_RETURN(WeightStore store, WeightStore::for_rank(weights_, names, r, tp, p.expert_parallel, device,
+                                                                    cfg_.num_hidden_layers));
       rank_stores_.push_back(std::move(store));
     }
   }

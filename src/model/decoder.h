@@ -30,9 +30,9 @@ struct DecoderLayers {
 using LayerLoader = std::function<Result<DecoderLayers>(WeightStore& weights, const ModelConfig& cfg, int layer)>;
 
 // cfg as one of `tp` tensor-parallel ranks sees it: its share of the attention heads (GQA: of the KV heads too; MLA
-// keeps the whole latent), of the dense MLP's and each expert's intermediate columns. Errors name what does not
-// divide by tp (heads, KV heads, intermediate sizes, vocabulary).
-Result<ModelConfig> tensor_parallel_config(const ModelConfig& cfg, int tp);
+// keeps the whole latent), of the dense MLP's and (unless expert_parallel: whole experts) each expert's intermediate
+// columns. Errors name what does not divide by tp (heads, KV heads, intermediate sizes, experts, vocabulary).
+Result<ModelConfig> tensor_parallel_config(const ModelConfig& cfg, int tp, bool expert_parallel);
 
 // One tensor-parallel rank of a block (the whole block with one rank).
 struct BlockRank {

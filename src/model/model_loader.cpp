@@ -183,7 +183,7 @@ Result<LoadedModel> load_hf_dir(const fs::path& dir, const Layout& layout, DType
 }  // namespace
 
 Result<LoadedModel> load_model(const std::string& path, hal::Device& device, const LoadOptions& options) {
-  return load_model(path, Layout{{&device}, 1, {}, nullptr}, options);
+  return load_model(path, Layout{{&device}, 1, false, {}, nullptr}, options);
 }
 
 Result<LoadedModel> load_model(const std::string& path, const Layout& layout, const LoadOptions& options) {

@@ -54,6 +54,7 @@ Result<WeightPlacement> WeightPlacement::from_layout(const Layout& layout, int n
   }
   WeightPlacement p;
   p.tp = tp;
+  p.expert_parallel = layout.expert_parallel && tp > 1;
   for (int s = 0; s < n_stages; ++s) {
     p.stages.emplace_back(layout.devices.begin() + s * tp, layout.devices.begin() + (s + 1) * tp);
     p.layer_stage.insert(p.layer_stage.end(), static_cast<size_t>(split[static_cast<size_t>(s)]), s);

@@ -14,6 +14,9 @@ namespace cai {
 struct Layout {
   std::vector<hal::Device*> devices;  // stage s runs on devices [s·tp, (s+1)·tp), rank r on the r-th of them
   int tp = 1;
+  // The stage's ranks split each MoE layer's routed experts between them whole (expert parallel), instead of
+  // slicing every expert's columns; attention, dense MLPs and shared experts stay tensor parallel over the same ranks.
+  bool expert_parallel = false;
   std::vector<int> layer_split;       // layers per stage; empty: as even as possible, earlier stages one more
   hal::Device* moe_device = nullptr;  // where every MoE layer's routed experts live and run; null: their layer's
 };
@@ -24,6 +27,7 @@ struct Layout {
 // them instead (tensor_shard.h), built from the file's bytes by each rank's own store.
 struct WeightPlacement {
   int tp = 1;
+  bool expert_parallel = false;  // see Layout
   std::vector<std::vector<hal::Device*>> stages;  // each stage's ranks
   std::vector<int> layer_stage;                   // [n_layers]
   std::vector<hal::Device*> experts;              // [n_layers]

@@ -147,16 +147,27 @@ std::vector<std::string> WeightStore::held_names(const std::string& prefix) cons
 
 Result<WeightStore> WeightStore::for_rank(const WeightStore& main,
                                           const std::vector<std::pair<std::string, std::string>>& names, int rank, int n,
-                                          hal::Device& device, int n_layers) {
+                                          bool expert_parallel, hal::Device& device, int n_layers) {
   WeightStore ws;
   ws.placement_ = WeightPlacement::single(device, n_layers);
   ws.repack_ = main.repack_;
+  if (expert_parallel) ws.expert_parts_ = n, ws.expert_part_ = rank;
   for (const auto& [name, source] : names) {
     const auto it = main.held_.find(source);
     if (it == main.held_.end()) return not_found("model is missing tensor '{}'", source);
     const Held& held = it->second;
-    const ShardAxis axis = name == "token_embd.weight" ? ShardAxis::kNone : shard_axis(name);
-    CAI_ASSIGN_OR_RETURN(HostTensor t, shard_tensor(name, held.slabs, axis, rank, n));
+    std::vector<TensorView> slabs = held.slabs;
+    ShardAxis axis = name == "token_embd.weight" ? ShardAxis::kNone : shard_axis(name);
+    if (expert_parallel && name.find("_exps.") != std::string::npos) {  // whole experts, a range of them
+      const size_t n_e = slabs.size();
+      if (n_e % static_cast<size_t>(n))
+        return invalid_argument("--ep {}: '{}' has {} experts, which do not split over {} ranks", n, name, n_e, n);
+      const size_t per = n_e / static_cast<size_t>(n);
+      slabs = std::vector<TensorView>(held.slabs.begin() + static_cast<ptrdiff_t>(per) * rank,
+                                       held.slabs.begin() + static_cast<ptrdiff_t>(per) * (rank + 1));
+      axis = ShardAxis::kNone;
+    }
+    CAI_ASSIGN_OR_RETURN(HostTensor t, shard_tensor(name, slabs, axis, rank, n));
     if (held.whole.n_dims == 3 && held.slabs.size() == 1)  // heads-first [n_head, rows, cols] (attn_k_b, attn_v_b)
       t.view = t.view.reshaped({held.whole.dim(0) / (axis == ShardAxis::kNone ? 1 : n), held.whole.dim(1),
                                 held.whole.dim(2)});

@@ -53,9 +53,14 @@ class WeightStore {
   // A store for tensor-parallel rank `rank` of `n`, on `device`: its slice (tensor_shard.h) of each tensor `main` holds
   // for the ranks (placement tp > 1), as pairs (name in this store, name in main: a tied model's output.weight reads
   // token_embd.weight). token_embd.weight is copied whole. n_layers: the model's, for layer_device().
+  // expert_parallel: routed experts (…_exps.) are not sliced; the rank takes experts [rank·E/n, (rank+1)·E/n) whole.
   static Result<WeightStore> for_rank(const WeightStore& main,
                                       const std::vector<std::pair<std::string, std::string>>& names, int rank, int n,
-                                      hal::Device& device, int n_layers);
+                                      bool expert_parallel, hal::Device& device, int n_layers);
+  // Expert parallelism: this store holds part `expert_part()` of `expert_parts()` equal ranges of each MoE layer's
+  // routed experts (1 part: all of them).
+  int expert_parts() const { return expert_parts_; }
+  int expert_part() const { return expert_part_; }
   // Whether this store holds this tensor for tensor-parallel ranks, and the names it holds that start with `prefix`.
   bool holds_for_ranks(const std::string& name) const { return held_.count(name) != 0; }
   std::vector<std::string> held_names(const std::string& prefix) const;
@@ -128,6 +133,7 @@ class WeightStore {
 
   WeightPlacement placement_;
   bool repack_ = true;
+  int expert_parts_ = 1, expert_part_ = 0;
   std::map<std::string, TensorView> tensors_;
   std::unique_ptr<GgufFile> gguf_;
   std::unique_ptr<SafetensorsCheckpoint> ckpt_;

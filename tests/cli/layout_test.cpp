@@ -52,7 +52,11 @@ std::vector<LayoutCase> layout_cases() {
     cases.push_back({o, "CAI_SIMT_DEVICES=4", "--device simt:0-3 --tp 2 --pp 2"});
     // Three stages of uneven size (qwen2_tiny has 3 layers, the others 4).
     cases.push_back({o, "CAI_SIMT_DEVICES=3", o == "qwen2_tiny" ? "--device simt:0-2" : "--device simt:0-2 --layer-split 2,1,1"});
-    if (o.starts_with("deepseek")) cases.push_back({o, "", "--device simt:0 --moe-device cpu"});
+    if (o.starts_with("deepseek")) {
+      cases.push_back({o, "", "--device simt:0 --moe-device cpu"});
+      cases.push_back({o, "CAI_SIMT_DEVICES=2", "--device simt:0,simt:1 --ep 2"});
+      cases.push_back({o, "CAI_SIMT_DEVICES=4", "--device simt:0-3 --ep 2 --pp 2"});
+    }
   }
   return cases;
 }
@@ -189,6 +193,11 @@ TEST(Layout, RefusedLayoutsNameTheNumbers) {
                                                                                   "over 3 ranks"),
             std::string::npos);
   EXPECT_NE(eval_fails("CAI_SIMT_DEVICES=2", "--device simt:0,simt:1 --tp 2 --moe-device cpu").err.find("--moe-device"),
+            std::string::npos);
+  EXPECT_NE(eval_fails("CAI_SIMT_DEVICES=4", "--device simt:0-3 --tp 2 --ep 4").err.find("--ep 4 with --tp 2"),
+            std::string::npos);
+  EXPECT_NE(eval_fails("CAI_SIMT_DEVICES=3", "--device simt:0-2 --ep 3").err.find("16 routed experts do not split over "
+                                                                                  "3 ranks"),
             std::string::npos);
   EXPECT_NE(eval_fails("CAI_SIMT_DEVICES=2", "--device simt:0,simt:1 --layer-split 3,2").err.find("covers 5 layers, but the model has 4"),
             std::string::npos);

@@ -194,6 +194,28 @@ void add_moe_cases(std::vector<OpCase>& cases) {
   }
 }
 
+// Expert parallelism: a stack of experts 2..4 of the layer's 5 (expert_begin 2) computes the choices of those ids only.
+// Every backend against the reference; ExpertRangesAddUpToTheWholeLayer checks the reference's meaning of it.
+void add_expert_range_case(std::vector<OpCase>& cases) {
+  cases.push_back({"sparse_moe_expert_range_q8_0", 5e-5f, [](const hal::OpTable& t, const hal::OpContext& c, Env& env) {
+                     const int n_e = 5, first = 2, hidden = 256, ffn = 256, n = 7, k = 2;
+                     ExpertSet s = random_experts(DType::kQ8_0, n_e, hidden, ffn);
+                     const size_t slab = row_bytes(DType::kQ8_0, hidden) * ffn;  // gate / up / down: 256 x 256 each
+                     auto tail = [&](std::vector<uint8_t>& v) { v.erase(v.begin(), v.begin() + first * slab); };
+                     tail(s.gate), tail(s.up), tail(s.down);
+                     hal::ExpertWeights ew;
+                     ew.gate = env.put(s.gate, DType::kQ8_0, {n_e - first, ffn, hidden});
+                     ew.up = env.put(s.up, DType::kQ8_0, {n_e - first, ffn, hidden});
+                     ew.down = env.put(s.down, DType::kQ8_0, {n_e - first, hidden, ffn});
+                     ew.expert_begin = first;
+                     std::vector<float> x = random_floats(n * hidden, 16), w = random_floats(n * k, 17), out(n * hidden);
+                     std::vector<int32_t> ids = {0, 3, 3, 1, 4, 0, 2, 3, 1, 4, 0, 1, 3, 2};
+                     const TensorView ov = env.f32(out, {n, hidden});
+                     EXPECT_TRUE(t.sparse_moe(c, ew, env.f32(x, {n, hidden}), env.i32(ids, {n, k}), env.f32(w, {n, k}), ov).ok());
+                     return env.get(ov);
+                   }});
+}
+
 // Sequences for the attention cases: rows [q_begin, +n_q) at pos0, with their block tables (I32 [n_seqs, width]).
 hal::AttnBatch attn_batch(Env& env, std::vector<int32_t>& seqs, std::vector<int32_t>& tables, int width) {
   hal::AttnBatch b;
@@ -349,6 +371,7 @@ std::vector<OpCase> op_cases() {
   add_weight_cases(cases);
   add_attention_cases(cases);
   add_moe_cases(cases);
+  add_expert_range_case(cases);
   return cases;
 }
 
@@ -392,6 +415,38 @@ TEST(BackendOps, EveryBackendMatchesReference) {
     }
   }
   EXPECT_GE(n_checked, static_cast<int>(op_cases().size()));  // the CPU runs every case
+}
+
+// The reference's meaning of expert_begin: a layer's experts split into stacks [0, 2) and [2, 5) give partial sums
+// that add up to the whole stack's output (up to the order of the additions).
+TEST(BackendOps, ExpertRangesAddUpToTheWholeLayer) {
+  const hal::OpTable& ref = ops::ref::op_table();
+  const int n_e = 5, hidden = 64, ffn = 64, n = 7, k = 2;
+  ExpertSet s = random_experts(DType::kQ8_0, n_e, hidden, ffn);
+  const size_t slab = row_bytes(DType::kQ8_0, hidden) * ffn;
+  std::vector<float> x = random_floats(n * hidden, 16), w = random_floats(n * k, 17);
+  std::vector<int32_t> ids = {0, 3, 3, 1, 4, 0, 2, 3, 1, 4, 0, 1, 3, 2};
+  Env env(nullptr);
+  auto run = [&](int first, int count) {
+    auto part = [&](const std::vector<uint8_t>& v) {
+      return std::vector<uint8_t>(v.begin() + first * slab, v.begin() + (first + count) * slab);
+    };
+    std::vector<uint8_t> gate = part(s.gate), up = part(s.up), down = part(s.down);
+    hal::ExpertWeights ew;
+    ew.gate = env.put(gate, DType::kQ8_0, {count, ffn, hidden});
+    ew.up = env.put(up, DType::kQ8_0, {count, ffn, hidden});
+    ew.down = env.put(down, DType::kQ8_0, {count, hidden, ffn});
+    ew.expert_begin = first;
+    std::vector<float> out(n * hidden);
+    EXPECT_TRUE(ref.sparse_moe({}, ew, env.f32(x, {n, hidden}), env.i32(ids, {n, k}), env.f32(w, {n, k}),
+                               env.f32(out, {n, hidden})).ok());
+    return out;
+  };
+  const std::vector<float> whole = run(0, n_e), low = run(0, 2), high = run(2, 3);
+  std::vector<float> sum(whole.size());
+  for (size_t i = 0; i < sum.size(); ++i) sum[i] = low[i] + high[i];
+  expect_close(sum, whole, 1e-6f, "expert ranges");
+  EXPECT_NE(low, whole);  // each range alone is a part of it
 }
 
 TEST(BackendOps, CpuRejectsBadInput) {

@@ -18,20 +18,7 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
                  "device to run on: cpu, a plugin backend such as cuda:0, or auto (the usable accelerator with the most "
                  "memory, else cpu; see `cai detect`); a list (simt:0,simt:1, cuda:0-3, cpu,simt:0) runs the model "
                  "over several devices");
-  cmd.add_option("--tp", o.tp, "tensor-parallel ranks per pipeline stage: attention heads, MLP and expert columns and "
-                               "the vocabulary split over that many devices, partial sums all-reduced")
-      ->check(CLI::PositiveNumber);
-  cmd.add_option("--pp", o.pp, "pipeline stages: the layers split over the listed devices in order, --tp devices a "
-                               "stage (default: devices / tp)")
-      ->check(CLI::PositiveNumber);
-  cmd.add_option("--layer-split", o.layer_split, "layers per pipeline stage, e.g. 40,21 (default: as even as possible)")
-      ->delimiter(',');
-  cmd.add_option("--plan", o.plan_file,
-                 "run the layout of `cai plan --json` output saved in this file (tensor parallel, pipeline stages and "
-                 "their layers) over the --device list");
-  cmd.add_option("--moe-device", o.moe_device,
-                 "keep the routed experts' weights on this device and run them there (e.g. cpu: experts in host "
-                 "memory beside an accelerator)");
+  add_layout_options(cmd, o);
   cmd.add_option("-t,--threads", o.threads, "CPU threads (0 = all)");
   cmd.add_flag_function(
       "--prewarm-experts,!--no-prewarm-experts", [&o](int64_t n) { o.prewarm_experts = n > 0; },

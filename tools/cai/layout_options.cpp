@@ -1,4 +1,5 @@
-// The layout flags (--tp, --pp, --layer-split, --moe-device) and --plan FILE, turned into the Layout load_model runs.
+// The layout flags (--tp, --ep, --pp, --layer-split, --moe-device) and --plan FILE, turned into the Layout load_model runs.
+#include <algorithm>
 #include <sstream>
 
 #include "core/json_file.h"
@@ -6,6 +7,27 @@
 #include "verbs.h"
 
 namespace cai::cli {
+
+void add_layout_options(CLI::App& cmd, CommonOptions& o) {
+  cmd.add_option("--tp", o.tp, "tensor-parallel ranks per pipeline stage: attention heads, MLP and expert columns and "
+                               "the vocabulary split over that many devices, partial sums all-reduced")
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--ep", o.ep, "expert-parallel ranks: each MoE layer's routed experts split whole over the ranks of a "
+                               "stage; attention and the rest run tensor parallel over the same devices (--ep alone "
+                               "sets --tp to it)")
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--pp", o.pp, "pipeline stages: the layers split over the listed devices in order, --tp devices a "
+                               "stage (default: devices / tp)")
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--layer-split", o.layer_split, "layers per pipeline stage, e.g. 40,21 (default: as even as possible)")
+      ->delimiter(',');
+  cmd.add_option("--plan", o.plan_file,
+                 "run the layout of `cai plan --json` output saved in this file (tensor and expert parallel, pipeline "
+                 "stages and their layers) over the --device list");
+  cmd.add_option("--moe-device", o.moe_device,
+                 "keep the routed experts' weights on this device and run them there (e.g. cpu: experts in host "
+                 "memory beside an accelerator)");
+}
 
 bool names_only_cpu(const std::string& list) {
   std::stringstream items(list);
@@ -17,9 +39,8 @@ bool names_only_cpu(const std::string& list) {
 
 namespace {
 
-// The `layout` object of `cai plan --json` output (the whole output, or the object alone) as tp and layers per stage.
-// Expert parallelism runs as tensor parallelism over the same cards: each card holds a slice of every expert instead
-// of whole experts, the same bytes per card (docs/devices.md).
+// The `layout` object of `cai plan --json` output (the whole output, or the object alone) as tp, expert parallel and
+// layers per stage.
 Status apply_plan_file(const std::string& path, Layout& layout) {
   CAI_ASSIGN_OR_RETURN(const nlohmann::json doc, read_json_file(path));
   const nlohmann::json& plan = doc.contains("layout") ? doc["layout"] : doc;
@@ -41,7 +62,11 @@ Status apply_plan_file(const std::string& path, Layout& layout) {
                             path, tp, pp, tp * pp, n);
   if (!plan.contains("stages") || !plan["stages"].is_array() || static_cast<int>(plan["stages"].size()) != pp)
     return invalid_argument("--plan {}: layout.stages must list {} stages", path, pp);
+  if (ep > 1 && ep != tp)
+    return invalid_argument("--plan {}: expert_parallel {} differs from tensor_parallel {}; CAI runs experts over the "
+                            "tensor-parallel ranks of a stage", path, ep, tp);
   layout.tp = tp;
+  layout.expert_parallel = ep > 1;
   layout.layer_split.clear();
   for (const nlohmann::json& s : plan["stages"]) {
     const nlohmann::json& layers = s.value("layers", nlohmann::json());
@@ -50,9 +75,6 @@ Status apply_plan_file(const std::string& path, Layout& layout) {
       return invalid_argument("--plan {}: each stage's layers must be [first, last]", path);
     layout.layer_split.push_back(layers[1].get<int>() - layers[0].get<int>() + 1);
   }
-  if (ep > 1)
-    CAI_LOG_INFO("--plan {}: expert_parallel {} runs as tensor parallel over the same {} devices (every expert sliced)",
-                 path, ep, tp);
   return {};
 }
 
@@ -65,17 +87,21 @@ Result<Layout> layout_from_options(const CommonOptions& o, const hal::Registry& 
     CAI_ASSIGN_OR_RETURN(layout.moe_device, reg.find_device(o.moe_device));
   }
   if (!o.plan_file.empty()) {
-    if (o.tp != 1 || o.pp > 0 || !o.layer_split.empty())
-      return invalid_argument("--plan {} gives the layout: leave out --tp, --pp and --layer-split", o.plan_file);
+    if (o.tp != 1 || o.ep != 1 || o.pp > 0 || !o.layer_split.empty())
+      return invalid_argument("--plan {} gives the layout: leave out --tp, --ep, --pp and --layer-split", o.plan_file);
     CAI_TRY(apply_plan_file(o.plan_file, layout));
     return layout;
   }
   const int n = static_cast<int>(layout.devices.size());
-  layout.tp = o.tp;
-  const int pp = o.pp > 0 ? o.pp : n / o.tp;
-  if (o.tp * pp != n)
-    return invalid_argument("--tp {} x --pp {} needs {} devices, but --device {} lists {}", o.tp, pp, o.tp * pp, devices,
-                            n);
+  if (o.ep > 1 && o.tp > 1 && o.ep != o.tp)
+    return invalid_argument("--ep {} with --tp {}: expert parallel runs over the tensor-parallel ranks of a stage, so "
+                            "the two must be equal (or give --ep alone)", o.ep, o.tp);
+  layout.tp = std::max(o.tp, o.ep);
+  layout.expert_parallel = o.ep > 1;
+  const int pp = o.pp > 0 ? o.pp : n / layout.tp;
+  if (layout.tp * pp != n)
+    return invalid_argument("--tp {} x --pp {} needs {} devices, but --device {} lists {}", layout.tp, pp,
+                            layout.tp * pp, devices, n);
   layout.layer_split = o.layer_split;
   return layout;
 }

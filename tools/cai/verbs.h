@@ -32,12 +32,15 @@ struct CommonOptions {
   // The layout over a --device list (docs/devices.md): pipeline stages (one per device), their layer counts, and
   // the device that keeps and runs the routed experts.
   int tp = 1;
+  int ep = 1;
   int pp = 0;  // 0: devices / tp stages
   std::vector<int> layer_split;
   std::string moe_device;
   std::string plan_file;  // --plan: the `layout` of `cai plan --json` output
 };
 void add_common_options(CLI::App& cmd, CommonOptions& o);
+// --tp, --ep, --pp, --layer-split, --plan and --moe-device (part of add_common_options).
+void add_layout_options(CLI::App& cmd, CommonOptions& o);
 // Whether a device list names the CPU alone (plugins need not be loaded); "" does.
 bool names_only_cpu(const std::string& list);
 // The --device list with --tp, --pp, --layer-split and --moe-device, or with --plan FILE's layout, as a layout. Counts

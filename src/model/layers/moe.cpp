@@ -9,6 +9,10 @@ namespace cai {
 Result<MoeFfn> MoeFfn::load(WeightStore& w, const ModelConfig& cfg, int layer) {
   MoeFfn m;
   const int64_t hidden = cfg.hidden_size, n_e = cfg.n_routed_experts, ffn = cfg.moe_intermediate_size;
+  // Expert parallel: this rank's range of the experts, whole; its shared experts are a 1/parts slice of their columns.
+  const int parts = w.expert_parts();
+  const int64_t n_local = n_e / parts, shared_ffn = ffn * cfg.n_shared_experts / parts;
+  m.experts_.expert_begin = static_cast<int32_t>(n_local * w.expert_part());
   const std::string p = "blk." + std::to_string(layer) + ".";
   m.gate_params_ = {cfg.n_routed_experts,    cfg.num_experts_per_tok,      cfg.n_group,
                     cfg.topk_group,          cfg.scoring_func == "sigmoid", cfg.norm_topk_prob,
@@ -18,11 +22,12 @@ Result<MoeFfn> MoeFfn::load(WeightStore& w, const ModelConfig& cfg, int layer) {
     CAI_ASSIGN_OR_RETURN(m.bias_, w.get_f32(p + "exp_probs_b.bias", {n_e}));
   }
   CAI_ASSIGN_OR_RETURN(m.experts_.gate,
-                       w.get_gemm_weight(experts_name(layer, "gate"), {n_e, ffn, hidden}, kGateUpGrain));
-  CAI_ASSIGN_OR_RETURN(m.experts_.up, w.get_gemm_weight(experts_name(layer, "up"), {n_e, ffn, hidden}, kGateUpGrain));
-  CAI_ASSIGN_OR_RETURN(m.experts_.down, w.get_gemm_weight(experts_name(layer, "down"), {n_e, hidden, ffn}));
+                       w.get_gemm_weight(experts_name(layer, "gate"), {n_local, ffn, hidden}, kGateUpGrain));
+  CAI_ASSIGN_OR_RETURN(m.experts_.up,
+                       w.get_gemm_weight(experts_name(layer, "up"), {n_local, ffn, hidden}, kGateUpGrain));
+  CAI_ASSIGN_OR_RETURN(m.experts_.down, w.get_gemm_weight(experts_name(layer, "down"), {n_local, hidden, ffn}));
   if (cfg.n_shared_experts > 0) {
-    CAI_ASSIGN_OR_RETURN(m.shared_, DenseMlp::load(w, p, "_shexp.weight", hidden, ffn * cfg.n_shared_experts));
+    CAI_ASSIGN_OR_RETURN(m.shared_, DenseMlp::load(w, p, "_shexp.weight", hidden, shared_ffn));
   }
   return m;
 }

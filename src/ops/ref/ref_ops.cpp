@@ -208,7 +208,8 @@ Status sparse_moe(const OpContext&, const hal::ExpertWeights& w, const TensorVie
   for (int64_t t = 0; t < x.rows(); ++t) {
     std::vector<double> acc(static_cast<size_t>(hidden), 0.0);
     for (int64_t k = 0; k < top_k; ++k) {
-      const int e = ids.as<int32_t>()[t * top_k + k];
+      const int e = ids.as<int32_t>()[t * top_k + k] - w.expert_begin;  // expert parallelism: this stack's range
+      if (e < 0 || e >= w.n_experts()) continue;
       const double wt = weights.as<float>()[t * top_k + k];
       const TensorView gate = w.gate.slice(e), up = w.up.slice(e), down = w.down.slice(e);
       const int64_t ffn = gate.rows();

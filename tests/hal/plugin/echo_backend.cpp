@@ -100,7 +100,7 @@ void echo_destroy() {}
 
 }  // namespace
 
-CAI_PLUGIN_EXPORT const CaiBackendEntry* cai_backend_entry_v3(void) {
+CAI_PLUGIN_EXPORT const CaiBackendEntry* cai_backend_entry_v4(void) {
   static CaiBackendEntry entry;
   entry = {static_cast<uint32_t>(env_number("CAI_ECHO_ABI", CAI_BACKEND_ABI_VERSION)), sizeof(CaiBackendEntry), "echo",
            echo_create, echo_destroy};

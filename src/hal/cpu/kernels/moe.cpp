@@ -122,8 +122,10 @@ Status sparse_moe(const OpContext& ctx, const ExpertWeights& w, const TensorView
   std::vector<std::vector<std::pair<int64_t, float>>> buckets(static_cast<size_t>(n_experts));
   for (int64_t t = 0; t < n; ++t)
     for (int64_t k = 0; k < top_k; ++k) {
-      const int32_t e = ids.as<const int32_t>()[t * top_k + k];
-      if (e < 0 || e >= n_experts) return invalid_argument("sparse_moe: expert id {} outside {}", e, n_experts);
+      const int32_t id = ids.as<const int32_t>()[t * top_k + k];
+      if (id < 0) return invalid_argument("sparse_moe: expert id {}", id);
+      const int64_t e = id - int64_t{w.expert_begin};  // this stack's experts; another rank's add nothing here
+      if (e < 0 || e >= n_experts) continue;
       buckets[static_cast<size_t>(e)].push_back({t, weights.as<const float>()[t * top_k + k]});
     }
   // Each selected expert: its tokens gathered [m, hidden], then its output [m, hidden], in this thread's scratch.

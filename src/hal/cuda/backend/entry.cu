@@ -1,4 +1,4 @@
-// The plugin's one exported symbol: cai_backend_entry_v3, whose create() opens every device of this build's runtime.
+// The plugin's one exported symbol: cai_backend_entry_v4, whose create() opens every device of this build's runtime.
 #include <mutex>
 #include <vector>
 
@@ -80,4 +80,4 @@ const CaiBackendEntry kEntry = {CAI_BACKEND_ABI_VERSION, sizeof(CaiBackendEntry)
 
 }  // namespace cai::gpu
 
-CAI_PLUGIN_EXPORT const CaiBackendEntry* cai_backend_entry_v3(void) { return &cai::gpu::kEntry; }
+CAI_PLUGIN_EXPORT const CaiBackendEntry* cai_backend_entry_v4(void) { return &cai::gpu::kEntry; }

@@ -29,10 +29,11 @@ struct MoeScratch {
   float* down;   // [n_slots, hidden] expert output per position
 };
 
-__global__ void moe_count_kernel(const int32_t* __restrict__ ids, int n_slots, int n_experts, int* counts) {
+// Ids are the layer's; this stack holds experts [first, first + n_experts) (expert parallelism: one rank's range).
+__global__ void moe_count_kernel(const int32_t* __restrict__ ids, int n_slots, int first, int n_experts, int* counts) {
   for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < n_slots;
        i += static_cast<int>(gridDim.x * blockDim.x)) {
-    const int e = ids[i];
+    const int e = ids[i] - first;
     if (e >= 0 && e < n_experts) atomicAdd(&counts[e], 1);
   }
 }
@@ -53,10 +54,10 @@ __global__ void moe_offsets_kernel(const int* __restrict__ counts, int n_experts
 
 // Positions within a segment follow atomic order; every position is computed the same way, so results do not
 // depend on it.
-__global__ void moe_scatter_kernel(const int32_t* __restrict__ ids, int n_slots, int n_experts, MoeScratch s) {
+__global__ void moe_scatter_kernel(const int32_t* __restrict__ ids, int n_slots, int first, int n_experts, MoeScratch s) {
   for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < n_slots;
        i += static_cast<int>(gridDim.x * blockDim.x)) {
-    const int e = ids[i];
+    const int e = ids[i] - first;
     if (e < 0 || e >= n_experts) {
       s.inv[i] = -1;
       continue;
@@ -224,9 +225,9 @@ int sparse_moe(const Context& ctx, const CaiExpertWeights& w, const CaiTensor& x
   const auto* id_p = static_cast<const int32_t*>(ids.data);
   const int route_blocks = static_cast<int>((n_slots + kMoeThreads - 1) / kMoeThreads);
   const int e32 = static_cast<int>(n_exp);
-  GPU_LAUNCH(dim3(route_blocks), dim3(kMoeThreads), 0, ctx.stream, moe_count_kernel)(id_p, n_slots, e32, s.counts);
+  GPU_LAUNCH(dim3(route_blocks), dim3(kMoeThreads), 0, ctx.stream, moe_count_kernel)(id_p, n_slots, w.expert_begin, e32, s.counts);
   GPU_LAUNCH(dim3(1), dim3(1), 0, ctx.stream, moe_offsets_kernel)(s.counts, e32, s.offsets, s.active);
-  GPU_LAUNCH(dim3(route_blocks), dim3(kMoeThreads), 0, ctx.stream, moe_scatter_kernel)(id_p, n_slots, e32, s);
+  GPU_LAUNCH(dim3(route_blocks), dim3(kMoeThreads), 0, ctx.stream, moe_scatter_kernel)(id_p, n_slots, w.expert_begin, e32, s);
   // Grid rows for as many experts as can have positions (which ones is only known on the device: grid_expert); a
   // pass over a weight row serves up to N of an expert's positions, N sized to the batch (each sum's order does not
   // depend on it), and an expert's groups are split over blocks as a token's share of them would need.
