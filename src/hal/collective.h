@@ -2,6 +2,7 @@
 // spread a model over several devices (pipeline stages, tensor-parallel ranks, experts on another device).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -9,6 +10,9 @@
 #include "hal/hal.h"
 
 namespace cai::hal {
+
+enum class Collective : uint8_t { kSendRecv, kAllReduce, kCount };
+const char* collective_name(Collective c);  // "send_recv", "all_reduce"
 
 // Ordered on the ranks' default streams like ops: a transfer starts after the work queued before it on the source
 // and is seen by the work queued after it on the destination.
@@ -26,17 +30,19 @@ class Communicator {
   // the values, so a layout gives the same bits on every run and on every rank.
   virtual Status all_reduce_sum(const std::vector<int>& ranks, const std::vector<float*>& bufs, size_t n) = 0;
 
-  // Bytes moved between devices since creation, and the calls that moved them (what `cai bench` reports per token).
-  uint64_t bytes_moved() const { return bytes_moved_; }
-  uint64_t n_transfers() const { return n_transfers_; }
+  // Bytes moved between devices since creation, by collective and in all, and the calls that moved them (what
+  // `cai bench` reports per token). An all-reduce counts what a ring moves: 2 (k - 1) × its bytes over k ranks.
+  uint64_t bytes_moved(Collective c) const { return bytes_[static_cast<size_t>(c)]; }
+  uint64_t bytes_moved() const;
+  uint64_t n_calls(Collective c) const { return calls_[static_cast<size_t>(c)]; }
 
  protected:
   explicit Communicator(std::vector<Device*> devices) : devices_(std::move(devices)) {}
-  void count(size_t n) { bytes_moved_ += n, ++n_transfers_; }
+  void count(Collective c, size_t n) { bytes_[static_cast<size_t>(c)] += n, ++calls_[static_cast<size_t>(c)]; }
 
  private:
   std::vector<Device*> devices_;
-  uint64_t bytes_moved_ = 0, n_transfers_ = 0;
+  std::array<uint64_t, static_cast<size_t>(Collective::kCount)> bytes_{}, calls_{};
 };
 
 // The staged implementation every backend has: through host memory with the devices' own copy calls (a copy to the

@@ -7,6 +7,21 @@
 
 namespace cai::hal {
 
+const char* collective_name(Collective c) {
+  switch (c) {
+    case Collective::kSendRecv: return "send_recv";
+    case Collective::kAllReduce: return "all_reduce";
+    case Collective::kCount: break;
+  }
+  return "?";
+}
+
+uint64_t Communicator::bytes_moved() const {
+  uint64_t n = 0;
+  for (uint64_t b : bytes_) n += b;
+  return n;
+}
+
 int Communicator::rank_of(const Device& d) const {
   const auto it = std::find(devices_.begin(), devices_.end(), &d);
   return it == devices_.end() ? -1 : static_cast<int>(it - devices_.begin());
@@ -38,7 +53,7 @@ class StagedCommunicator final : public Communicator {
       CAI_TRY(s.default_stream().copy_to_host(staging_.data(), src, n));
       CAI_TRY(d.default_stream().copy_to_device(dst, staging_.data(), n));  // may reuse staging once it returns
     }
-    count(n);
+    count(Collective::kSendRecv, n);
     return {};
   }
 
@@ -72,7 +87,7 @@ class StagedCommunicator final : public Communicator {
       else
         CAI_TRY(d.default_stream().copy_to_device(bufs[i], sum_.data(), bytes));
     }
-    count(2 * (ranks.size() - 1) * bytes);  // what a ring moves: each rank sends and receives (k-1)/k of it twice
+    count(Collective::kAllReduce, 2 * (ranks.size() - 1) * bytes);
     return {};
   }
 

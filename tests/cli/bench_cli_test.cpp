@@ -71,3 +71,30 @@ TEST(BenchCli, RejectsABatchOutOfRange) {
 
 }  // namespace
 }  // namespace cai
+
+namespace cai {
+namespace {
+
+// Bytes each collective moved per generated token, over two simt devices, by hand from the tiny DeepSeek oracle's
+// config (hidden 128, 4 layers, F32 activations, an untied head): two pipeline stages send one hidden row per token
+// across the boundary; two tensor-parallel ranks all-reduce two rows per layer (a ring moves 2 (k - 1) x the bytes)
+// and send rank 0's embedded row to rank 1. The transfer time is one of the phases.
+TEST(BenchCli, ReportsTheBytesEachCollectiveMovesPerToken) {
+  const int64_t row = 128 * 4;
+  for (const auto& [layout, send_recv, all_reduce] :
+       {std::tuple{"--device simt:0,simt:1", row, int64_t{0}}, std::tuple{"--device simt:0,simt:1 --tp 2", row, 4 * 2 * 2 * row}}) {
+    SCOPED_TRACE(layout);
+    test::CommandResult r = test::run_command("CAI_SIMT_DEVICES=2 " + test::binary_path("cai") + " bench -m " +
+                                              test::data_path("oracle/deepseek_v3_tiny") + " " + layout +
+                                              " -p 4 -n 4 -r 1 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j.at("tg_collective_bytes_per_token").at("send_recv").get<double>(), send_recv);
+    EXPECT_EQ(j.at("tg_collective_bytes_per_token").at("all_reduce").get<double>(), all_reduce);
+    EXPECT_EQ(j.at("tg_transfer_bytes_per_token").get<double>(), send_recv + all_reduce);
+    EXPECT_TRUE(j.at("tg_time_share").contains("transfer")) << j.at("tg_time_share");
+  }
+}
+
+}  // namespace
+}  // namespace cai

@@ -104,7 +104,8 @@ TEST_F(MultiDevice, StagedCommunicatorMovesBytesBetweenAnyPair) {
   ASSERT_TRUE(c.send_recv(2, on1->data(), 0, back.data(), n).ok());
   EXPECT_EQ(back, src);
   EXPECT_EQ(c.bytes_moved(), 3 * n);
-  EXPECT_EQ(c.n_transfers(), 3u);
+  EXPECT_EQ(c.bytes_moved(Collective::kSendRecv), 3 * n);
+  EXPECT_EQ(c.n_calls(Collective::kSendRecv), 3u);
   EXPECT_TRUE(c.send_recv(1, on0->data(), 1, on0->data(), n).ok());  // same rank: nothing moves
   EXPECT_EQ(c.bytes_moved(), 3 * n);
   EXPECT_EQ(c.send_recv(0, src.data(), 3, back.data(), n).code(), StatusCode::kInvalidArgument);

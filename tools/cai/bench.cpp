@@ -62,10 +62,21 @@ Result<double> batched_tg(Model& model, const std::vector<int32_t>& context, con
   return best;
 }
 
-// Bytes the model's communicator moved between devices so far (0 on one device).
-uint64_t bytes_moved(const Model& model) {
+// Bytes the model's communicator moved between devices so far, by collective (0 on one device).
+std::map<std::string, uint64_t> bytes_moved(const Model& model) {
+  std::map<std::string, uint64_t> out;
   const hal::Communicator* comm = model.communicator();
-  return comm ? comm->bytes_moved() : 0;
+  for (int c = 0; c < static_cast<int>(hal::Collective::kCount); ++c) {
+    const auto kind = static_cast<hal::Collective>(c);
+    out[hal::collective_name(kind)] = comm ? comm->bytes_moved(kind) : 0;
+  }
+  return out;
+}
+
+double transfer_total(const std::map<std::string, double>& by_collective) {
+  double n = 0;
+  for (const auto& [name, bytes] : by_collective) n += bytes;
+  return n;
 }
 
 std::string device_names(const Model& model) {
@@ -76,7 +87,7 @@ std::string device_names(const Model& model) {
 
 struct GenerationRate {
   double tokens_per_s = 0;
-  double transfer_bytes_per_token = 0;  // between the model's devices
+  std::map<std::string, double> transfer_bytes_per_token;  // between the model's devices, by collective
 };
 
 // Tokens/s of n_gen single-token steps on a fresh sequence after `context` (llama-bench's tgN), and the bytes moved
@@ -89,7 +100,7 @@ Result<GenerationRate> generation_rate(Model& model, const std::vector<int32_t>&
   if (!context.empty()) CAI_TRY(seq.step(context, false).status());
   profile::reset();
   profile::set_enabled(profiled);
-  const uint64_t moved0 = bytes_moved(model);
+  const std::map<std::string, uint64_t> moved0 = bytes_moved(model);
   const auto t0 = std::chrono::steady_clock::now();
   Status status;
   for (int i = 0; i < n_gen && status.ok(); ++i) {
@@ -100,7 +111,10 @@ Result<GenerationRate> generation_rate(Model& model, const std::vector<int32_t>&
   profile::set_enabled(false);
   CAI_TRY(status);
   if (n_gen <= 0) return GenerationRate{};
-  return GenerationRate{n_gen / seconds, static_cast<double>(bytes_moved(model) - moved0) / n_gen};
+  GenerationRate rate{n_gen / seconds, {}};
+  for (const auto& [name, bytes] : bytes_moved(model))
+    rate.transfer_bytes_per_token[name] = static_cast<double>(bytes - moved0.at(name)) / n_gen;
+  return rate;
 }
 
 // The model's devices all compute at the call (the CPU): timed passes can record the phase profile themselves.
@@ -115,7 +129,8 @@ Status bench(const BenchOptions& o) {
   Model& model = *lm.model;
   const int vocab = model.config().vocab_size;
   const std::vector<int32_t> prompt = bench_tokens(std::max(1, o.n_prompt), vocab), context = bench_tokens(o.depth, vocab);
-  double best_pp = 0, best_tg = 0, transfer_bytes_per_token = 0;
+  double best_pp = 0, best_tg = 0;
+  std::map<std::string, double> transfer_bytes_per_token;
   std::map<std::string, double> tg_phases;
   // The CPU's ops finish before they return, so the timed passes also give the phase shares; a device with its own
   // queue gets a pass of its own, synchronized at each phase boundary (profile::set_fence), so the rate stays unfenced.
@@ -168,7 +183,8 @@ Status bench(const BenchOptions& o) {
                         {"tg_time_share", shares},
                         {"device", model.device().description()},
                         {"devices", device_names(model)},
-                        {"tg_transfer_bytes_per_token", transfer_bytes_per_token},
+                        {"tg_transfer_bytes_per_token", transfer_total(transfer_bytes_per_token)},
+                        {"tg_collective_bytes_per_token", transfer_bytes_per_token},
                         {"n_prompt", prompt.size()},
                         {"n_gen", o.n_gen},
                         {"depth", o.depth},
@@ -198,8 +214,10 @@ Status bench(const BenchOptions& o) {
                              prompt.size(), best_pp, tg, best_tg, roofline_tg, bw_gbps, 100 * best_tg / roofline_tg);
     for (const auto& [phase, share] : shares.items()) std::cout << fmt::format("  {:<16} {:5.1f}%\n", phase, 100 * share.get<double>());
     if (model.communicator())
-      std::cout << fmt::format("devices {}: {:.0f} bytes moved between them per generated token (share: transfer)\n",
-                               device_names(model), transfer_bytes_per_token);
+      std::cout << fmt::format("devices {}: {:.0f} bytes moved between them per generated token ({:.0f} send_recv, "
+                               "{:.0f} all_reduce; time share: transfer)\n",
+                               device_names(model), transfer_total(transfer_bytes_per_token),
+                               transfer_bytes_per_token["send_recv"], transfer_bytes_per_token["all_reduce"]);
     if (o.batch > 1)
       std::cout << fmt::format("{} x {} sequences: {:.1f} tok/s aggregate = {:.2f}x one sequence\n", tg, o.batch,
                                batch_tg, best_tg > 0 ? batch_tg / best_tg : 0.0);
