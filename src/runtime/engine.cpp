@@ -373,7 +373,9 @@ void EngineImpl::fail_step(const SchedulerOutput& out, const Status& st) {
 
 void EngineImpl::adapt_to_temperature() {
   if (opt_.thermal_limit_c <= 0 || sched_.counters().steps % 8 != 0) return;
-  const std::optional<float> temp = lm_.model->device().telemetry().temperature_c;
+  std::optional<float> temp;  // the hottest of the model's devices governs: every step passes through all of them
+  for (const hal::Device* d : lm_.model->devices())
+    if (const std::optional<float> t = d->telemetry().temperature_c; t && (!temp || *t > *temp)) temp = t;
   if (!temp) return;
   const int budget = sched_.token_budget();
   if (*temp >= opt_.thermal_limit_c) {

@@ -130,11 +130,16 @@ Result<DevicePolicies> device_policies(const CommonOptions& o, const HostChips& 
 
 // The KV layers a serving engine keeps in host memory: --kv-offload-layers as given; else, where the profile's
 // host_offload_below applies, those `cai plan` sends to host memory for this model on one card with this device's
-// memory at the engine's context and batch (the log line is that command, so the two can be compared); else none.
+// memory at the engine's context and batch (the log line is that command, so the two can be compared); else (and
+// for a model over several devices, whose layers the one-device tier cannot take) none.
 Result<int> kv_offload_layers(const CommonOptions& o, const DevicePolicies& d, const hal::Device& dev,
-                              const EngineOptions& e, DType kv_dtype) {
+                              const EngineOptions& e, DType kv_dtype, const Layout& layout) {
   if (o.kv_offload_layers) return *o.kv_offload_layers;
   if (!d.options.host_offload_below) return 0;
+  if (layout.devices.size() > 1) {
+    CAI_LOG_INFO("KV offload: none: the host KV tier takes one device's layers, and the layers run on several");
+    return 0;
+  }
   if (dev.host_visible()) {
     CAI_LOG_INFO("KV offload: none on {}: its KV cache is in host memory already", dev.name());
     return 0;
@@ -195,7 +200,8 @@ Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t
     engine->thermal_limit_c = pol.thermal_limit_c.value_or(0.0f);
     log_sensor(*dev, engine->thermal_limit_c);
     CAI_ASSIGN_OR_RETURN(engine->kv_offload_layers,
-                         kv_offload_layers(o, policies, *dev, *engine, load.kv_dtype.value_or(default_kv_dtype(*dev))));
+                         kv_offload_layers(o, policies, *dev, *engine, load.kv_dtype.value_or(default_kv_dtype(*dev)),
+                                           layout));
   }
   std::vector<hal::Device*> used = layout.devices;
   if (layout.moe_device) used.push_back(layout.moe_device);
