@@ -46,13 +46,13 @@ phase "tests (clang, ASan + UBSan) and fuzz targets"
 source scripts/sanitizer-flags.sh
 CC=clang CXX=clang++ cmake -S . -B build-asan "${sanitizer_cmake_flags[@]}" -DCAI_SANITIZE=ON -DCAI_FUZZ=ON >/dev/null
 cmake --build build-asan -j"$jobs"
-# Under ASan the emulated GPU runs ~4× slower: the simt oracles run at warp 64 only, the layouts only as the three
-# that reach every path of the others (2 x 2 simt devices: stage moves and all-reduces between device memories; cpu
-# beside simt at --tp 2: the in-place host side; --moe-device cpu), and the kernels in one thread order (the Release
-# suite above covers the rest). The engine's concurrency and batching tests
-# run here on the CPU; their simt twins (125 of the 840 test-seconds here) add no code ASan would not already see
-# through the simt oracles and kernel tests, and run in the Release suite. The large-prompt test bounds peak RSS, which
-# ASan's redzones and quarantine inflate; it runs in the Release suite.
+# Under ASan the emulated GPU runs ~4× slower: the simt oracles run at warp 64 only, the layouts only as those that
+# reach every path of the others (2 x 2 simt devices: stage moves and all-reduces between device memories; cpu beside
+# simt at --tp 2: the in-place host side; --ep; --moe-device cpu), and the kernels in one thread order (the Release
+# suite above covers the rest). The engine's concurrency and batching tests run here on the CPU; their simt twins
+# (125 of the 840 test-seconds here) add no code ASan would not already see through the simt oracles and kernel tests,
+# and run in the Release suite. The large-prompt test bounds peak RSS, which ASan's redzones and quarantine inflate; it
+# runs in the Release suite.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j"$jobs" \
   -E 'OracleEvalDevice.*warp32|OracleEvalLayout.*(warp32|device_simt_0_simt_1___(pp|tp)_2_warp64|device_cpu_simt_0___pp_2_warp64|device_simt_0_2.*warp64)|CudaKernelsInReverseThreadOrder|LargePromptCostsASmallMultipleOfItsBytes|(EngineOn|SequenceBatchOn)\.(ConcurrentRequestsMatchTheirSoloRuns|BatchedStepsEqualSoloRuns)/simt'
 

@@ -105,7 +105,7 @@ Status DecoderModel::load_tensor_parallel(DType kv_dtype, const LayerLoader& loa
   const WeightPlacement& p = weights_.placement();
   const int tp = p.tp, n_stages = static_cast<int>(p.stages.size());
   CAI_ASSIGN_OR_RETURN(const ModelConfig rank_cfg, tensor_parallel_config(cfg_, tp, p.expert_parallel));
-  const bool tied = !weights_.holds_for_ranks("output.weight");
+  const bool tied = !weights_.holds_for_ranks("output.weight");  // before release_held() below
   for (int s = 0; s < n_stages; ++s) {
     for (int r = 0; r < tp; ++r) {
       std::vector<std::pair<std::string, std::string>> names;
@@ -125,6 +125,7 @@ Status DecoderModel::load_tensor_parallel(DType kv_dtype, const LayerLoader& loa
       rank_stores_.push_back(std::move(store));
     }
   }
+  weights_.release_held();  // the ranks' devices hold their slices now
   const int64_t hidden = cfg_.hidden_size, vocab = cfg_.vocab_size, rank_vocab = vocab / tp;
   embed_device_ = p.embed;
   CAI_ASSIGN_OR_RETURN(tok_embd_, rank_stores_.front().get("token_embd.weight", {vocab, hidden}));

@@ -138,6 +138,17 @@ void WeightStore::hold_for_ranks(const std::string& name, HostTensor t) {
   hold_for_ranks(name, host_owned_.back().view);
 }
 
+void WeightStore::release_held() {
+  held_.clear();
+  host_owned_.clear();
+  std::vector<const MappedFile*> files;
+  if (gguf_) files = gguf_->mapped_files();
+  if (ckpt_)
+    for (const auto& shard : ckpt_->shards())
+      if (shard->mapped()) files.push_back(shard->mapped());
+  advise_copy(files, false);
+}
+
 std::vector<std::string> WeightStore::held_names(const std::string& prefix) const {
   std::vector<std::string> names;
   for (auto it = held_.lower_bound(prefix); it != held_.end() && it->first.starts_with(prefix); ++it)

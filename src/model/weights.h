@@ -64,6 +64,9 @@ class WeightStore {
   // Whether this store holds this tensor for tensor-parallel ranks, and the names it holds that start with `prefix`.
   bool holds_for_ranks(const std::string& name) const { return held_.count(name) != 0; }
   std::vector<std::string> held_names(const std::string& prefix) const;
+  // Once the ranks' stores hold their slices: forget the held tensors, freeing the host copies built at load
+  // (DeepSeek's split kv_b) and this process's pages of the files, as after a one-device upload.
+  void release_held();
 
   bool has(const std::string& name) const { return tensors_.count(name) != 0; }
   // The tensor with exactly this shape (PyTorch order), or an error naming it and both shapes.
