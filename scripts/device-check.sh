@@ -31,6 +31,7 @@ else
   cmake -S . -B build-device -DCMAKE_BUILD_TYPE=Release -DCAI_BENCH=OFF >"$out/cmake.log" 2>&1 ||
     { tail -30 "$out/cmake.log"; echo "no build dependencies here: use scripts/device-bundle.sh + CAI_PREBUILT"; exit 1; }
   cmake --build build-device -j"$jobs" --target cai cai-mkmodel cai-backend-cuda cai-backend-simt test_ops test_cli \
+    test_hal \
     >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
   bin=$PWD/build-device
 fi
@@ -59,6 +60,13 @@ log "oracles on cuda:0 (qwen2, llama3-scaled, deepseek-v3 main/fp8/q_lora_none; 
 CAI_TEST_DEVICE=cuda:0 timeout 120 "$bin"/test_cli --gtest_filter='*OracleEvalDevice*warp32' 2>&1 |
   tee "$out/oracles.log" | tail -12
 grep -E '^\[  (PASSED|FAILED) ' "$out/oracles.log" >>"$out/summary.txt"
+
+log "several devices: one-rank NCCL communicator; DeepSeek oracles with --device cuda:0 --moe-device cpu"
+CAI_TEST_DEVICE=cuda:0 timeout 60 "$bin"/test_hal --gtest_filter='MultiDevice.NativeCollectiveOfOneRank' 2>&1 |
+  tee "$out/collective.log" | tail -6
+CAI_TEST_DEVICE=cuda:0 timeout 120 "$bin"/test_cli --gtest_filter='*OracleEvalLayout*moe_device_cpu_warp32' 2>&1 |
+  tee "$out/moe-cpu.log" | tail -8
+grep -hE '^\[  (PASSED|FAILED) |cuda:0: ' "$out/collective.log" "$out/moe-cpu.log" >>"$out/summary.txt"
 
 bench() {  # name, extra cai bench arguments...
   local name=$1; shift

@@ -23,7 +23,8 @@ extern "C" {
 #define CAI_ABI_DEFAULT(v)
 #endif
 
-/* v4: CaiExpertWeights carries expert_begin (expert parallelism: a rank's experts are a range of the layer's).
+/* v4: CaiExpertWeights carries expert_begin (expert parallelism: a rank's experts are a range of the layer's), and
+   CaiBackendEntry a backend's collectives (CaiCollectives).
    v3: attention_mla takes W_UK and W_UV apart (w_uk, w_uv: the per-head layout DeepSeek GGUFs store) instead of the
    joint kv_b. Plugins of an earlier version are refused by name (their entry symbol differs). */
 #define CAI_BACKEND_ABI_VERSION 4u
@@ -213,6 +214,19 @@ typedef struct CaiDevice {
   void (*set_batch_invariant)(CaiDeviceHandle, int32_t on);
 } CaiDevice;
 
+/* Collectives a backend brings from its vendor library (NCCL, RCCL, HCCL, CNCL, BKCL, ...): a communicator over
+   several of its devices in this process, rank i = devices[i]. The engine falls back to its staged host path where
+   a backend has none, or where comm_create fails (e.g. CAI_ERR_UNAVAILABLE: the library is not installed). */
+typedef void* CaiCommHandle;
+typedef struct CaiCollectives {
+  uint32_t struct_size;
+  const char* library; /* what it runs on, for logs: "NCCL (libnccl.so.2)" */
+  int (*comm_create)(const CaiDeviceHandle* devices, int32_t n, CaiCommHandle* out, CaiError*);
+  void (*comm_destroy)(CaiCommHandle);
+  /* bufs[i] (count F32 values in rank i's memory) all become their sum, queued on each rank's stream like ops. */
+  int (*all_reduce_sum_f32)(CaiCommHandle, float* const* bufs, uint64_t count, CaiError*);
+} CaiCollectives;
+
 /* What the entry symbol returns. create() fills devices (the plugin keeps them alive until destroy()). */
 typedef struct CaiBackendEntry {
   uint32_t abi_version; /* CAI_BACKEND_ABI_VERSION the plugin was built against */
@@ -221,6 +235,7 @@ typedef struct CaiBackendEntry {
   /* Returns 0 and sets *devices / *n_devices, or an error code with a message. */
   int (*create)(const CaiDevice* const** devices, int32_t* n_devices, CaiError*);
   void (*destroy)(void);
+  const CaiCollectives* collectives CAI_ABI_DEFAULT(nullptr); /* null: none (the engine stages through the host) */
 } CaiBackendEntry;
 
 typedef const CaiBackendEntry* (*CaiBackendEntryFn)(void);

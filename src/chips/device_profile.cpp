@@ -200,7 +200,8 @@ Result<DeviceProfile> parse_profile(const std::string& json_text, const std::str
   FieldReader r(j, file, "");
   CAI_TRY(r.check_keys({"id", "vendor", "name", "pci_vendor_id", "pci_device_ids", "pci_class", "runtime_libraries",
                         "stack", "memory_gib", "bandwidth_gbs", "sram_mib", "bf16_tflops", "int8_tops", "fp8",
-                        "interconnect", "interconnect_gbs", "collectives", "smi_tool", "k8s_resource", "notes", "sources", "policies"}));
+                        "interconnect", "interconnect_gbs", "collectives", "smi_tool", "k8s_resource", "notes",
+                        "sources", "policies"}));
   DeviceProfile p;
   p.file = file;
   CAI_TRY(r.required_string("id", p.id));

@@ -26,9 +26,12 @@ class Communicator {
 
   // n bytes from src (memory of rank `from`) to dst (memory of rank `to`); from == to copies nothing.
   virtual Status send_recv(int from, const void* src, int to, void* dst, size_t n) = 0;
-  // bufs[i] (n F32 values in the memory of ranks[i]) all become the sum over i, added in the order of `ranks` whatever
-  // the values, so a layout gives the same bits on every run and on every rank.
+  // bufs[i] (n F32 values in the memory of ranks[i]) all become the sum over i. Through the backend's own collective
+  // where every rank's device has one (NativeCollective: NCCL, RCCL, ...), else staged: added in the order of
+  // `ranks` whatever the values, so a layout gives the same bits on every run and on every rank.
   virtual Status all_reduce_sum(const std::vector<int>& ranks, const std::vector<float*>& bufs, size_t n) = 0;
+  // What an all-reduce over these ranks runs on: the vendor library, or "staged".
+  virtual std::string all_reduce_path(const std::vector<int>& ranks) = 0;
 
   // Bytes moved between devices since creation, by collective and in all, and the calls that moved them (what
   // `cai bench` reports per token). An all-reduce counts what a ring moves: 2 (k - 1) × its bytes over k ranks.
@@ -45,9 +48,11 @@ class Communicator {
   std::array<uint64_t, static_cast<size_t>(Collective::kCount)> bytes_{}, calls_{};
 };
 
-// The staged implementation every backend has: through host memory with the devices' own copy calls (a copy to the
-// host blocks until the source's earlier work is done). Where a device addresses host memory (the CPU) its side is
-// read or written in place. Errors: an empty group or a device named twice (invalid_argument).
+// The implementation every backend has: staged through host memory with the devices' own copy calls (a copy to the
+// host blocks until the source's earlier work is done; where a device addresses host memory, the CPU, its side is read
+// or written in place), and all-reduces through the ranks' backend collective where they have one (created on first
+// use per group of ranks; one that fails to start is logged and the group stays staged). Errors: an empty group or a
+// device named twice (invalid_argument).
 Result<std::unique_ptr<Communicator>> make_staged_communicator(std::vector<Device*> devices);
 
 }  // namespace cai::hal

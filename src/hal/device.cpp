@@ -64,6 +64,15 @@ bool Device::supports(OpId op) const {
   return false;
 }
 
+std::string device_names(const std::vector<Device*>& devices, std::string_view separator) {
+  std::string names;
+  for (const Device* d : devices) {
+    if (!names.empty()) names += separator;
+    names += d->name();
+  }
+  return names;
+}
+
 Status check_kv_cache_dtype(const Device& device, const char* what, DType t) {
   if (device.supports_kv_dtype(t)) return {};
   std::string taken;

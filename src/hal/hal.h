@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -84,6 +85,16 @@ enum class OpId : uint8_t { kEmbed, kRmsNorm, kRope, kDenseGemm, kAdd, kSwiglu, 
                             kAttentionMla, kCount };
 const char* op_name(OpId op);
 
+// A backend's own all-reduce over a fixed group of its devices (NCCL, RCCL, ... through the plugin ABI's
+// CaiCollectives); Communicator uses it where all ranks of an all-reduce have one.
+class NativeCollective {
+ public:
+  virtual ~NativeCollective() = default;
+  virtual std::string library() const = 0;  // "NCCL (libnccl.so.2)"
+  // bufs[i] (n F32 values in the memory of the group's i-th device) all become their sum, queued on the streams.
+  virtual Status all_reduce_sum(const std::vector<float*>& bufs, size_t n) = 0;
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -121,10 +132,18 @@ class Device {
   // A KV cache dtype this device's kv_write and attention kernels take: the plain ones (is_kv_cache_dtype) everywhere;
   // block-quantized ones (Q8_0) only where a backend overrides this (the CPU; plugins have no Q8_0 KV kernels).
   virtual bool supports_kv_dtype(DType t) const { return is_kv_cache_dtype(t) && !is_quantized(t); }
+  // This device's backend's collective over `group` (devices of that backend, in rank order), or null where the
+  // backend brings none or one of the group is another backend's. Errors: the vendor library could not create it.
+  virtual Result<std::unique_ptr<NativeCollective>> native_collective(const std::vector<Device*>& /*group*/) {
+    return std::unique_ptr<NativeCollective>();
+  }
 };
 
 // unsupported, naming the device and the KV dtypes it takes, unless device.supports_kv_dtype(t).
 Status check_kv_cache_dtype(const Device& device, const char* what, DType t);
+
+// The devices' names joined by `separator` ("simt:0,simt:1").
+std::string device_names(const std::vector<Device*>& devices, std::string_view separator = ",");
 
 class Backend {
  public:

@@ -313,6 +313,45 @@ void PluginDevice::set_batch_invariant(bool on) {
   if (c_.set_batch_invariant) c_.set_batch_invariant(c_.handle, on ? 1 : 0);
 }
 
+namespace {
+
+// A communicator the plugin created (CaiCollectives::comm_create), destroyed with this object.
+class PluginCollective final : public NativeCollective {
+ public:
+  PluginCollective(const CaiCollectives& c, CaiCommHandle comm, const PluginDevice& first)
+      : c_(c), comm_(comm), first_(first) {}
+  ~PluginCollective() override { c_.comm_destroy(comm_); }
+  std::string library() const override { return c_.library ? c_.library : "?"; }
+  Status all_reduce_sum(const std::vector<float*>& bufs, size_t n) override {
+    CaiError err{};
+    return first_.status_of(c_.all_reduce_sum_f32(comm_, bufs.data(), n, &err), err, "all_reduce_sum");
+  }
+
+ private:
+  const CaiCollectives& c_;
+  CaiCommHandle comm_;
+  const PluginDevice& first_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<NativeCollective>> PluginDevice::native_collective(const std::vector<Device*>& group) {
+  const CaiCollectives* c = collectives_;
+  if (!c || c->struct_size < sizeof(CaiCollectives) || !c->comm_create || !c->comm_destroy || !c->all_reduce_sum_f32)
+    return std::unique_ptr<NativeCollective>();
+  std::vector<CaiDeviceHandle> handles;
+  for (Device* d : group) {
+    auto* p = dynamic_cast<PluginDevice*>(d);
+    if (!p || p->collectives_ != c) return std::unique_ptr<NativeCollective>();  // another backend among the ranks
+    handles.push_back(p->c_.handle);
+  }
+  CaiCommHandle comm = nullptr;
+  CaiError err{};
+  CAI_TRY(status_of(c->comm_create(handles.data(), static_cast<int32_t>(handles.size()), &comm, &err), err,
+                    "comm_create"));
+  return std::unique_ptr<NativeCollective>(new PluginCollective(*c, comm, *this));
+}
+
 // ---- PluginBackend -------------------------------------------------------------------------------------------------
 
 Status check_plugin_entry(const CaiBackendEntry* entry, const std::string& path) {
@@ -345,6 +384,7 @@ Result<std::unique_ptr<PluginBackend>> PluginBackend::create(const CaiBackendEnt
   for (int32_t i = 0; i < n_devices; ++i) {
     if (!c_devices[i]) return invalid_argument("plugin {} ('{}'): device {} is null", path, b->name_, i);
     CAI_ASSIGN_OR_RETURN(auto device, PluginDevice::create(*c_devices[i], path));
+    device->set_collectives(entry.collectives);
     b->devices_.push_back(std::move(device));
   }
   return b;

@@ -62,6 +62,10 @@ class PluginDevice final : public Device {
   Result<Buffer> allocate(size_t n_bytes, MemoryKind kind = MemoryKind::kDevice) override;
   void free(void* ptr, MemoryKind kind) override;
   void set_batch_invariant(bool on) override;
+  // Through the backend's CaiCollectives where the whole group is this backend's devices.
+  Result<std::unique_ptr<NativeCollective>> native_collective(const std::vector<Device*>& group) override;
+  // The backend's collectives table (null: none), set by PluginBackend.
+  void set_collectives(const CaiCollectives* c) { collectives_ = c; }
 
   // For the stream, the events and the op thunks.
   const CaiDevice& c() const { return c_; }
@@ -83,6 +87,7 @@ class PluginDevice final : public Device {
   std::string description_;
   bool batch_invariant_ = false;
   std::atomic<int64_t> n_live_{0};
+  const CaiCollectives* collectives_ = nullptr;
 };
 
 // Checks what a plugin's entry symbol returned: ABI version, struct size, name and create(). Errors name `path`.

@@ -57,10 +57,10 @@ Result<Device*> Registry::find_device(const std::string& spec) const {
 }
 
 std::string Registry::device_names() const {
-  std::string names;
+  std::vector<Device*> all;
   for (const auto& b : backends_)
-    for (Device* d : b->devices()) names += (names.empty() ? "" : ", ") + d->name();
-  return names;
+    for (Device* d : b->devices()) all.push_back(d);
+  return hal::device_names(all, ", ");
 }
 
 Result<std::vector<Device*>> Registry::find_devices(const std::string& list) const {

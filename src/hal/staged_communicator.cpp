@@ -2,6 +2,9 @@
 // a device's memory.
 #include <algorithm>
 #include <cstring>
+#include <map>
+
+#include "core/log.h"
 
 #include "hal/collective.h"
 
@@ -57,6 +60,11 @@ class StagedCommunicator final : public Communicator {
     return {};
   }
 
+  std::string all_reduce_path(const std::vector<int>& ranks) override {
+    NativeCollective* native = native_for(ranks);
+    return native ? native->library() : "staged";
+  }
+
   Status all_reduce_sum(const std::vector<int>& ranks, const std::vector<float*>& bufs, size_t n) override {
     if (ranks.size() != bufs.size() || ranks.empty())
       return invalid_argument("all_reduce_sum: {} ranks, {} buffers", ranks.size(), bufs.size());
@@ -64,6 +72,11 @@ class StagedCommunicator final : public Communicator {
       if (r < 0 || r >= size()) return invalid_argument("all_reduce_sum: rank {} outside a group of {}", r, size());
     if (ranks.size() == 1 || n == 0) return {};
     const size_t bytes = n * sizeof(float);
+    if (NativeCollective* native = native_for(ranks)) {
+      CAI_TRY(native->all_reduce_sum(bufs, n));
+      count(Collective::kAllReduce, 2 * (ranks.size() - 1) * bytes);
+      return {};
+    }
     sum_.assign(n, 0.0f);
     part_.resize(n);
     for (size_t i = 0; i < ranks.size(); ++i) {  // rank order: the first buffer, then each next one added to it
@@ -92,8 +105,26 @@ class StagedCommunicator final : public Communicator {
   }
 
  private:
+  // The ranks' backend collective, created on first use (null: none, or it failed to start and the ranks stage).
+  NativeCollective* native_for(const std::vector<int>& ranks) {
+    const auto it = native_.find(ranks);
+    if (it != native_.end()) return it->second.get();
+    std::vector<Device*> group;
+    for (int r : ranks) group.push_back(&device(r));
+    const std::string names = device_names(group);
+    Result<std::unique_ptr<NativeCollective>> made = group.front()->native_collective(group);
+    std::unique_ptr<NativeCollective>& slot = native_[ranks];
+    if (!made.ok())
+      CAI_LOG_WARN("all-reduce over {}: the backend's collective did not start ({}); staging through the host", names,
+                   made.status().message());
+    else if ((slot = std::move(*made)))
+      CAI_LOG_INFO("all-reduce over {}: {}", names, slot->library());
+    return slot.get();
+  }
+
   std::vector<uint8_t> staging_;
   std::vector<float> sum_, part_;
+  std::map<std::vector<int>, std::unique_ptr<NativeCollective>> native_;
 };
 
 }  // namespace
@@ -102,7 +133,8 @@ Result<std::unique_ptr<Communicator>> make_staged_communicator(std::vector<Devic
   if (devices.empty()) return invalid_argument("a communicator needs at least one device");
   for (size_t i = 0; i < devices.size(); ++i)
     for (size_t j = 0; j < i; ++j)
-      if (devices[i] == devices[j]) return invalid_argument("device {} appears twice in a communicator", devices[i]->name());
+      if (devices[i] == devices[j])
+        return invalid_argument("device {} appears twice in a communicator", devices[i]->name());
   return std::unique_ptr<Communicator>(new StagedCommunicator(std::move(devices)));
 }
 

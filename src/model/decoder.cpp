@@ -53,7 +53,8 @@ Result<ModelConfig> tensor_parallel_config(const ModelConfig& cfg, int tp, bool 
   CAI_TRY(split(r.num_attention_heads, "attention heads"));
   if (!cfg.is_mla()) CAI_TRY(split(r.num_key_value_heads, "KV heads"));
   if (r.intermediate_size > 0) CAI_TRY(split(r.intermediate_size, "MLP intermediate columns"));
-  if (r.n_routed_experts > 0 && !expert_parallel) CAI_TRY(split(r.moe_intermediate_size, "expert intermediate columns"));
+  if (r.n_routed_experts > 0 && !expert_parallel)
+    CAI_TRY(split(r.moe_intermediate_size, "expert intermediate columns"));
   if (cfg.vocab_size % tp)
     return invalid_argument("--tp {}: a vocabulary of {} does not split over {} ranks", tp, cfg.vocab_size, tp);
   return r;
@@ -280,7 +281,8 @@ Result<std::vector<TensorView>> DecoderModel::residual_on(std::vector<TensorView
 }
 
 // norm → attention → all-reduce → residual, norm → FFN → all-reduce → residual, each rank on its device.
-Status DecoderModel::run_block(const std::vector<BlockRank>& block, int layer, std::vector<TensorView>& xs, KvCache& kv) {
+Status DecoderModel::run_block(const std::vector<BlockRank>& block, int layer, std::vector<TensorView>& xs,
+                               KvCache& kv) {
   const int64_t n = xs.front().rows(), hidden = cfg_.hidden_size;
   std::vector<TensorView> hs, ys;
   for (const BlockRank& b : block) {

@@ -56,7 +56,8 @@ Status check_fits(const WeightPlacement& placement, const std::map<hal::Device*,
     return out_of_memory("the model does not fit in {}: it needs {} bytes ({:.2f} GiB: {} bytes of weights + {} bytes "
                          "of {} KV cache{}) but {} bytes ({:.2f} GiB) are available{}",
                          device->name(), need, static_cast<double>(need) / kGiB, weights, kv, dtype_name(kv_dtype),
-                         placement.single_device() ? "" : fmt::format(" for its {} of {} layers", layers_here, n_layers),
+                         placement.single_device() ? ""
+                                                   : fmt::format(" for its {} of {} layers", layers_here, n_layers),
                          mem.free_bytes, static_cast<double>(mem.free_bytes) / kGiB,
                          device->host_visible() ? " (MemAvailable)" : "");
   }
@@ -71,8 +72,7 @@ Result<std::unique_ptr<Model>> make_model(const ArchEntry& arch, const ModelConf
   if (o.mlock) CAI_TRY(ws.check_lock_limit());
   ws.set_repack(o.repack);
   const auto t0 = std::chrono::steady_clock::now();
-  std::string where;
-  for (const hal::Device* d : ws.placement().devices()) where += (where.empty() ? "" : ", ") + d->name();
+  const std::string where = hal::device_names(ws.placement().devices(), ", ");
   CAI_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, arch.factory(cfg, std::move(ws), kv_dtype));
   CAI_LOG_INFO("set up the model's weights on {} ({}) in {:.2f}s", where,
                o.repack ? "in the device's layouts" : "--no-repack: as in the file",
@@ -90,8 +90,7 @@ Result<WeightPlacement> placement_for(const Layout& layout, const ModelConfig& c
     const int stage = p.layer_stage[static_cast<size_t>(l)];
     int end = l;
     while (end < cfg.num_hidden_layers && p.layer_stage[static_cast<size_t>(end)] == stage) ++end;
-    std::string ranks;
-    for (const hal::Device* d : p.stages[static_cast<size_t>(stage)]) ranks += (ranks.empty() ? "" : ",") + d->name();
+    const std::string ranks = hal::device_names(p.stages[static_cast<size_t>(stage)]);
     stages += fmt::format("{}layers {}..{} on {}", stages.empty() ? "" : "; ", l, end - 1, ranks);
     l = end;
   }
@@ -140,7 +139,8 @@ Result<LoadedModel> load_gguf(const std::string& path, const Layout& layout, DTy
   for (const GgufTensorInfo& t : file->tensors()) add_weight_bytes(placement, t.name, t.n_bytes, weight_bytes);
   CAI_TRY(check_fits(placement, weight_bytes, cfg, kv_dtype, o));
   const MlaDims mla = mla_dims(cfg);
-  CAI_ASSIGN_OR_RETURN(WeightStore ws, WeightStore::from_gguf(std::move(file), placement, cfg.is_mla() ? &mla : nullptr));
+  CAI_ASSIGN_OR_RETURN(WeightStore ws,
+                       WeightStore::from_gguf(std::move(file), placement, cfg.is_mla() ? &mla : nullptr));
   CAI_ASSIGN_OR_RETURN(out.model, make_model(*arch, cfg, std::move(ws), kv_dtype, o));
   out.format = "gguf";
   return out;
@@ -169,7 +169,8 @@ Result<LoadedModel> load_hf_dir(const fs::path& dir, const Layout& layout, DType
   for (const auto& shard : ckpt->shards())
     for (const SafetensorsTensor& t : shard->tensors()) {
       const std::optional<std::string> name = loaded_name(t.name);
-      if (name && hf_layer_index(t.name) < cfg.num_hidden_layers) add_weight_bytes(placement, *name, t.n_bytes, weight_bytes);
+      if (name && hf_layer_index(t.name) < cfg.num_hidden_layers)
+        add_weight_bytes(placement, *name, t.n_bytes, weight_bytes);
     }
   CAI_TRY(check_fits(placement, weight_bytes, cfg, kv_dtype, o));
   const MlaDims mla = mla_dims(cfg);
@@ -199,7 +200,8 @@ Result<LoadedModel> load_model(const std::string& path, const Layout& layout, co
   for (const hal::Device* d : layout.devices)
     CAI_TRY(hal::check_kv_cache_dtype(*d, "load_model", kv_dtype));  // before any weight is read
   Result<LoadedModel> r =
-      fs::is_directory(path, ec) ? load_hf_dir(path, layout, kv_dtype, options) : load_gguf(path, layout, kv_dtype, options);
+      fs::is_directory(path, ec) ? load_hf_dir(path, layout, kv_dtype, options)
+                                 : load_gguf(path, layout, kv_dtype, options);
   if (!r.ok()) return r.status();
   r->source = path;
   const auto t1 = std::chrono::steady_clock::now();
@@ -211,8 +213,7 @@ Result<LoadedModel> load_model(const std::string& path, const Layout& layout, co
                  r->prewarm_seconds);
   }
   r->rss_after_load_bytes = resident_bytes();
-  std::string where;
-  for (const hal::Device* d : r->model->devices()) where += (where.empty() ? "" : ", ") + d->name();
+  const std::string where = hal::device_names(r->model->devices(), ", ");
   CAI_LOG_INFO("loaded {} model {} ({}, {} layers, {:.1f} MiB of weights, {} KV cache) on {} in {:.2f}s, RSS {:.1f} MiB",
                r->format, path, r->model->config().architecture, r->model->config().num_hidden_layers,
                static_cast<double>(r->model->weight_bytes()) / (1 << 20), dtype_name(kv_dtype), where,

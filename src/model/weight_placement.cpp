@@ -1,4 +1,4 @@
-// WeightPlacement: a layout's stages, ranks and expert device resolved per layer, and the device of each canonical name.
+// WeightPlacement: a layout's stages, ranks and expert device resolved per layer, and each canonical name's device.
 #include "model/weight_placement.h"
 
 #include <algorithm>
@@ -37,8 +37,8 @@ Result<WeightPlacement> WeightPlacement::from_layout(const Layout& layout, int n
                             tp);
   const int n_stages = n_devices / tp;
   if (n_stages > n_layers)
-    return invalid_argument("{} pipeline stages for a model of {} layers: each stage needs at least one layer", n_stages,
-                            n_layers);
+    return invalid_argument("{} pipeline stages for a model of {} layers: each stage needs at least one layer",
+                            n_stages, n_layers);
   std::vector<int> split = layout.layer_split;
   if (split.empty()) {
     for (int s = 0; s < n_stages; ++s) split.push_back(n_layers / n_stages + (s < n_layers % n_stages ? 1 : 0));

@@ -116,8 +116,8 @@ Status WeightStore::reserve_arenas(const std::map<hal::Device*, size_t>& bytes) 
     if (device->host_visible() || n_bytes == 0) continue;
     Result<hal::Buffer> buf = device->allocate(n_bytes);
     if (!buf.ok())
-      return out_of_memory("the model's weights need {} bytes ({:.1f} MiB) on {}, which it cannot allocate: {}", n_bytes,
-                           static_cast<double>(n_bytes) / (1 << 20), device->name(), buf.status().message());
+      return out_of_memory("the model's weights need {} bytes ({:.1f} MiB) on {}, which it cannot allocate: {}",
+                           n_bytes, static_cast<double>(n_bytes) / (1 << 20), device->name(), buf.status().message());
     arenas_[device] = Arena{std::move(*buf), 0};
   }
   return {};
@@ -157,8 +157,8 @@ std::vector<std::string> WeightStore::held_names(const std::string& prefix) cons
 }
 
 Result<WeightStore> WeightStore::for_rank(const WeightStore& main,
-                                          const std::vector<std::pair<std::string, std::string>>& names, int rank, int n,
-                                          bool expert_parallel, hal::Device& device, int n_layers) {
+                                          const std::vector<std::pair<std::string, std::string>>& names, int rank,
+                                          int n, bool expert_parallel, hal::Device& device, int n_layers) {
   WeightStore ws;
   ws.placement_ = WeightPlacement::single(device, n_layers);
   ws.repack_ = main.repack_;
@@ -256,7 +256,8 @@ Result<WeightStore> WeightStore::from_gguf(std::unique_ptr<GgufFile> file, const
                  dtype_name(rebuilt[0].view.dtype), dtype_name(rebuilt[1].view.dtype));
   std::map<hal::Device*, size_t> total;
   for (const GgufTensorInfo& t : file->tensors())
-    if (hal::Device* d = placement.device_for(t.name); d && !replaced.count(t.name)) total[d] += align_up(t.view().n_bytes());
+    if (hal::Device* d = placement.device_for(t.name); d && !replaced.count(t.name))
+      total[d] += align_up(t.view().n_bytes());
   CAI_TRY(ws.reserve_arenas(total));
   ws.advise_copy(file->mapped_files(), true);
   for (const GgufTensorInfo& t : file->tensors()) {
@@ -397,8 +398,8 @@ Status WeightStore::stack_experts(const SafetensorsCheckpoint& ckpt,
         CAI_ASSIGN_OR_RETURN(TensorView sv, scales[e]->view());
         all.insert(all.end(), sv.as<const float>(), sv.as<const float>() + per);
       }
-      CAI_ASSIGN_OR_RETURN(TensorView sc,
-                           upload(TensorView::make(all.data(), DType::kF32, {static_cast<int64_t>(all.size())}), device));
+      const TensorView all_scales = TensorView::make(all.data(), DType::kF32, {static_cast<int64_t>(all.size())});
+      CAI_ASSIGN_OR_RETURN(TensorView sc, upload(all_scales, device));
       v.scale = sc.as<const float>();
     }
     tensors_[stacked] = v;

@@ -447,7 +447,8 @@ Result<int> host_layers_for(const Model& m, const EngineOptions& o) {
 // The cache itself; with host layers an allocation failure says how the device memory was being split.
 Result<KvCache> create_kv_cache(const Model& m, const EngineOptions& o, int n_blocks, int host_layers) {
   const KvSpec spec = m.kv_spec();
-  Result<KvCache> kv = KvCache::create(m.kv_shards(), spec, n_blocks, o.block_size, {host_layers, o.max_tokens_per_step});
+  Result<KvCache> kv =
+      KvCache::create(m.kv_shards(), spec, n_blocks, o.block_size, {host_layers, o.max_tokens_per_step});
   if (kv.ok() || host_layers == 0) return kv;
   const uint64_t layer_bytes = spec.bytes_per_token() / static_cast<uint64_t>(spec.n_layers) *
                                static_cast<uint64_t>(n_blocks) * static_cast<uint64_t>(o.block_size);

@@ -191,8 +191,8 @@ TEST(Planner, TensorParallelAddsTheAllReducesOverTheInterconnect) {
   EXPECT_FALSE(has_warning(plan(m, chip(80, 3350, 989, true), 1, 4096), "no interconnect_gbs"));
 }
 
-// R1 on 16 cards of 64 GiB: two pipeline stages, and tensor and expert parallel inside each; the stage boundary adds one
-// transfer, so the communication time exceeds the same layout's collectives alone.
+// R1 on 16 cards of 64 GiB: two pipeline stages, and tensor and expert parallel inside each; the stage boundary adds
+// one transfer, so the communication time exceeds the same layout's collectives alone.
 TEST(Planner, ExpertParallelAndStagesAddTheirTransfers) {
   const ModelFootprint r1 = preset("deepseek-r1");
   DeviceProfile c = chip(64, 1600, 400, true);

@@ -82,7 +82,8 @@ namespace {
 TEST(BenchCli, ReportsTheBytesEachCollectiveMovesPerToken) {
   const int64_t row = 128 * 4;
   for (const auto& [layout, send_recv, all_reduce] :
-       {std::tuple{"--device simt:0,simt:1", row, int64_t{0}}, std::tuple{"--device simt:0,simt:1 --tp 2", row, 4 * 2 * 2 * row}}) {
+       {std::tuple{"--device simt:0,simt:1", row, int64_t{0}},
+        std::tuple{"--device simt:0,simt:1 --tp 2", row, 4 * 2 * 2 * row}}) {
     SCOPED_TRACE(layout);
     test::CommandResult r = test::run_command("CAI_SIMT_DEVICES=2 " + test::binary_path("cai") + " bench -m " +
                                               test::data_path("oracle/deepseek_v3_tiny") + " " + layout +

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <ostream>
@@ -51,9 +52,12 @@ std::vector<LayoutCase> layout_cases() {
     cases.push_back({o, "", "--device cpu,simt:0 --tp 2"});
     cases.push_back({o, "CAI_SIMT_DEVICES=4", "--device simt:0-3 --tp 2 --pp 2"});
     // Three stages of uneven size (qwen2_tiny has 3 layers, the others 4).
-    cases.push_back({o, "CAI_SIMT_DEVICES=3", o == "qwen2_tiny" ? "--device simt:0-2" : "--device simt:0-2 --layer-split 2,1,1"});
+    cases.push_back({o, "CAI_SIMT_DEVICES=3",
+                     o == "qwen2_tiny" ? "--device simt:0-2" : "--device simt:0-2 --layer-split 2,1,1"});
     if (o.starts_with("deepseek")) {
-      cases.push_back({o, "", "--device simt:0 --moe-device cpu"});
+      // On the device under test where one is named (scripts/device-check.sh: cuda:0), else simt:0.
+      const char* device = std::getenv("CAI_TEST_DEVICE");
+      cases.push_back({o, "", std::string("--device ") + (device ? device : "simt:0") + " --moe-device cpu"});
       cases.push_back({o, "CAI_SIMT_DEVICES=2", "--device simt:0,simt:1 --ep 2"});
       cases.push_back({o, "CAI_SIMT_DEVICES=4", "--device simt:0-3 --ep 2 --pp 2"});
     }
@@ -159,12 +163,14 @@ TEST(Layout, PlanFileRunsThePlannersLayout) {
   for (const char* model : {"deepseek_v3_tiny", "qwen2_tiny"}) {
     SCOPED_TRACE(model);
     const std::string plan = dir + "/" + model + ".json";
-    test::CommandResult r = test::run_command(cai_bin() + " plan -m " + test::data_path(std::string("oracle/") + model) +
+    test::CommandResult r = test::run_command(cai_bin() + " plan -m " +
+                                              test::data_path(std::string("oracle/") + model) +
                                               " --chip h200 --cards 2 --json > " + plan);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const nlohmann::json layout = nlohmann::json::parse(test::read_file(plan))["layout"];
     ASSERT_EQ(layout["tensor_parallel"], 2);
-    test::expect_oracle(model, "CAI_SIMT_DEVICES=2", "--device simt:0,simt:1 --plan " + plan + " --kv-dtype f32", 1e-3f);
+    test::expect_oracle(model, "CAI_SIMT_DEVICES=2", "--device simt:0,simt:1 --plan " + plan + " --kv-dtype f32",
+                        1e-3f);
   }
   const std::string replicas = dir + "/replicas.json";
   std::ofstream(replicas) << R"({"layout": {"tensor_parallel": 1, "pipeline_parallel": 1, "expert_parallel": 1,
@@ -173,6 +179,26 @@ TEST(Layout, PlanFileRunsThePlannersLayout) {
                                             " --tokens 1 --plan " + replicas);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("2 replicas (data_parallel)"), std::string::npos) << r.err;
+}
+
+// A device list without layout flags: on devices with a profile, the layout `cai plan` picks (TP 2 x EP 2 for the
+// tiny DeepSeek on two H200-profiled devices), else pipeline stages; both give the one-device greedy tokens.
+TEST(Layout, ADeviceListAloneGetsThePlannersLayout) {
+  const std::string model = test::data_path("oracle/deepseek_v3_tiny");
+  auto eval = [&](const std::string& args) {
+    return test::run_command("CAI_SIMT_DEVICES=2 " + cai_bin() + " eval -m " + model +
+                             " --tokens 1,2,3 --greedy 2 --kv-dtype f32 --json --device simt:0,simt:1 " + args);
+  };
+  const test::CommandResult planned = eval("--profile nvidia-h200-sxm"), staged = eval("");
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  ASSERT_EQ(staged.exit_code, 0) << staged.err;
+  EXPECT_NE(planned.err.find("layout from `cai plan -m " + model + " --chip nvidia-h200-sxm --cards 2"),
+            std::string::npos) << planned.err;
+  EXPECT_NE(planned.err.find("TP 2 x EP 2"), std::string::npos) << planned.err;
+  EXPECT_NE(staged.err.find("no device profile to plan with"), std::string::npos) << staged.err;
+  EXPECT_NE(staged.err.find("layers 0..1 on simt:0; layers 2..3 on simt:1"), std::string::npos) << staged.err;
+  EXPECT_EQ(nlohmann::json::parse(test::last_line(planned.out))["greedy"],
+            nlohmann::json::parse(test::last_line(staged.out))["greedy"]);
 }
 
 test::CommandResult eval_fails(const std::string& env, const std::string& args) {
@@ -199,7 +225,8 @@ TEST(Layout, RefusedLayoutsNameTheNumbers) {
   EXPECT_NE(eval_fails("CAI_SIMT_DEVICES=3", "--device simt:0-2 --ep 3").err.find("16 routed experts do not split over "
                                                                                   "3 ranks"),
             std::string::npos);
-  EXPECT_NE(eval_fails("CAI_SIMT_DEVICES=2", "--device simt:0,simt:1 --layer-split 3,2").err.find("covers 5 layers, but the model has 4"),
+  EXPECT_NE(eval_fails("CAI_SIMT_DEVICES=2", "--device simt:0,simt:1 --layer-split 3,2")
+                .err.find("covers 5 layers, but the model has 4"),
             std::string::npos);
   EXPECT_NE(eval_fails("CAI_SIMT_DEVICES=2", "--device simt:0,simt:1 --layer-split 4").err.find("names 1 stages"),
             std::string::npos);

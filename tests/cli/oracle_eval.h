@@ -46,14 +46,15 @@ inline void expect_oracle(const std::string& name, const std::string& env, const
     std::string toks;
     for (const auto& t : p["input_ids"]) toks += (toks.empty() ? "" : ",") + std::to_string(t.get<int>());
     const std::string logits = tmp + "/logits.f32", gen = tmp + "/gen.f32";
-    CommandResult r = run_command(env + " " + cai_bin() + " eval -m " + model + " " + device_args + " --tokens " + toks +
-                                  " --greedy 8 --logits " + logits + " --gen-logits " + gen + " --json");
+    CommandResult r = run_command(env + " " + cai_bin() + " eval -m " + model + " " + device_args + " --tokens " +
+                                  toks + " --greedy 8 --logits " + logits + " --gen-logits " + gen + " --json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const nlohmann::json out = nlohmann::json::parse(last_line(r.out));
     EXPECT_EQ(out["greedy"], p["greedy_next_tokens"]) << p["name"];
     EXPECT_EQ(out["n_vocab"], spec["vocab_size"]);
     for (const auto& [mine, theirs] : {std::pair{logits, p["logits_file"]}, std::pair{gen, p["gen_logits_file"]}}) {
-      const auto [max_diff, max_ref] = max_diff_and_ref(read_f32(mine), read_f32(dir + "/" + theirs.get<std::string>()));
+      const auto [max_diff, max_ref] =
+          max_diff_and_ref(read_f32(mine), read_f32(dir + "/" + theirs.get<std::string>()));
       EXPECT_LE(max_diff, tol + rel_tol * max_ref) << p["name"] << " " << theirs;
     }
   }

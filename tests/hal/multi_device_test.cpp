@@ -3,6 +3,7 @@
 // and the staged communicator moving bytes between every pair of simt and CPU devices.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <numeric>
 #include <vector>
@@ -111,6 +112,69 @@ TEST_F(MultiDevice, StagedCommunicatorMovesBytesBetweenAnyPair) {
   EXPECT_EQ(c.send_recv(0, src.data(), 3, back.data(), n).code(), StatusCode::kInvalidArgument);
   EXPECT_FALSE(make_staged_communicator({d0, d0}).ok());
   EXPECT_FALSE(make_staged_communicator({}).ok());
+}
+
+// An all-reduce over the two simt devices goes through the simt plugin's collectives table (the plugin ABI path a
+// vendor library takes); one with the CPU among its ranks stages through the host. Both give the rank-order sum.
+TEST_F(MultiDevice, AllReduceUsesTheBackendsCollectiveWhereEveryRankHasIt) {
+  Device* cpu = device("cpu");
+  Device* d0 = device("simt:0");
+  Device* d1 = device("simt:1");
+  ASSERT_TRUE(cpu && d0 && d1);
+  Result<std::unique_ptr<Communicator>> comm = make_staged_communicator({cpu, d0, d1});
+  ASSERT_TRUE(comm.ok()) << comm.status().to_string();
+  Communicator& c = **comm;
+  EXPECT_NE(c.all_reduce_path({1, 2}).find("simt collectives"), std::string::npos) << c.all_reduce_path({1, 2});
+  EXPECT_EQ(c.all_reduce_path({0, 1}), "staged");
+  const std::vector<float> a = {1.5f, -2.0f, 1e-3f}, b = {0.25f, 4.0f, 3.0f};
+  const size_t bytes = a.size() * sizeof(float);
+  for (const std::vector<int>& ranks : {std::vector<int>{1, 2}, std::vector<int>{0, 1}}) {
+    std::vector<float> host = a;
+    Result<Buffer> first = d0->allocate(bytes), second = d1->allocate(bytes);
+    ASSERT_TRUE(first.ok() && second.ok());
+    float* p0 = ranks[0] == 0 ? host.data() : static_cast<float*>(first->data());
+    float* p1 = static_cast<float*>(ranks[0] == 0 ? first->data() : second->data());
+    Device& dev1 = c.device(ranks[1]);
+    if (ranks[0] != 0) ASSERT_TRUE(d0->default_stream().copy_to_device(p0, a.data(), bytes).ok());
+    ASSERT_TRUE(dev1.default_stream().copy_to_device(p1, b.data(), bytes).ok());
+    ASSERT_TRUE(c.all_reduce_sum(ranks, {p0, p1}, a.size()).ok());
+    std::vector<float> got0(a.size()), got1(a.size());
+    if (ranks[0] == 0)
+      got0 = host;
+    else
+      ASSERT_TRUE(d0->default_stream().copy_to_host(got0.data(), p0, bytes).ok());
+    ASSERT_TRUE(dev1.default_stream().copy_to_host(got1.data(), p1, bytes).ok());
+    const std::vector<float> sum = {a[0] + b[0], a[1] + b[1], a[2] + b[2]};
+    EXPECT_EQ(got0, sum);
+    EXPECT_EQ(got1, sum);
+  }
+  EXPECT_EQ(c.n_calls(Collective::kAllReduce), 2u);
+}
+
+// A communicator of one rank from the backend's own table: on the device under test where one is named
+// (scripts/device-check.sh: CAI_TEST_DEVICE=cuda:0, NCCL), else on simt:0 (the in-plugin stand-in). Summing one rank
+// leaves the values as they were.
+TEST_F(MultiDevice, NativeCollectiveOfOneRank) {
+  const char* named = std::getenv("CAI_TEST_DEVICE");
+  const std::string spec = named ? named : "simt:0", backend = spec.substr(0, spec.find(':'));
+  if (backend != "simt") {
+    Status st = registry_.load_plugin(test::binary_path("libcai-backend-" + backend + ".so"));
+    ASSERT_TRUE(st.ok()) << st.to_string();
+  }
+  Device* d = device(spec);
+  ASSERT_TRUE(d);
+  Result<std::unique_ptr<NativeCollective>> native = d->native_collective({d});
+  ASSERT_TRUE(native.ok()) << native.status().to_string();
+  ASSERT_TRUE(*native) << spec << "'s backend brings no collectives table";
+  const std::vector<float> values = {1.0f, -2.5f, 3.25f};
+  Result<Buffer> buf = d->allocate(values.size() * sizeof(float));
+  ASSERT_TRUE(buf.ok());
+  ASSERT_TRUE(d->default_stream().copy_to_device(buf->data(), values.data(), values.size() * sizeof(float)).ok());
+  ASSERT_TRUE((*native)->all_reduce_sum({static_cast<float*>(buf->data())}, values.size()).ok());
+  std::vector<float> back(values.size());
+  ASSERT_TRUE(d->default_stream().copy_to_host(back.data(), buf->data(), back.size() * sizeof(float)).ok());
+  EXPECT_EQ(back, values);
+  std::printf("%s: %s\n", spec.c_str(), (*native)->library().c_str());
 }
 
 }  // namespace

@@ -208,10 +208,12 @@ void add_expert_range_case(std::vector<OpCase>& cases) {
                      ew.up = env.put(s.up, DType::kQ8_0, {n_e - first, ffn, hidden});
                      ew.down = env.put(s.down, DType::kQ8_0, {n_e - first, hidden, ffn});
                      ew.expert_begin = first;
-                     std::vector<float> x = random_floats(n * hidden, 16), w = random_floats(n * k, 17), out(n * hidden);
+                     std::vector<float> x = random_floats(n * hidden, 16), w = random_floats(n * k, 17);
+                     std::vector<float> out(n * hidden);
                      std::vector<int32_t> ids = {0, 3, 3, 1, 4, 0, 2, 3, 1, 4, 0, 1, 3, 2};
                      const TensorView ov = env.f32(out, {n, hidden});
-                     EXPECT_TRUE(t.sparse_moe(c, ew, env.f32(x, {n, hidden}), env.i32(ids, {n, k}), env.f32(w, {n, k}), ov).ok());
+                     EXPECT_TRUE(t.sparse_moe(c, ew, env.f32(x, {n, hidden}), env.i32(ids, {n, k}), env.f32(w, {n, k}),
+                                              ov).ok());
                      return env.get(ov);
                    }});
 }

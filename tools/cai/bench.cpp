@@ -79,12 +79,6 @@ double transfer_total(const std::map<std::string, double>& by_collective) {
   return n;
 }
 
-std::string device_names(const Model& model) {
-  std::string names;
-  for (const hal::Device* d : model.devices()) names += (names.empty() ? "" : ",") + d->name();
-  return names;
-}
-
 struct GenerationRate {
   double tokens_per_s = 0;
   std::map<std::string, double> transfer_bytes_per_token;  // between the model's devices, by collective
@@ -142,7 +136,8 @@ Status bench(const BenchOptions& o) {
       CAI_TRY(pp.step(prompt, false).status());
       best_pp = std::max(best_pp, static_cast<double>(prompt.size()) / seconds_since(t0));
     }
-    CAI_ASSIGN_OR_RETURN(const GenerationRate tg, generation_rate(model, context, prompt, o.n_gen, profile_in_timed_pass));
+    CAI_ASSIGN_OR_RETURN(const GenerationRate tg,
+                         generation_rate(model, context, prompt, o.n_gen, profile_in_timed_pass));
     transfer_bytes_per_token = tg.transfer_bytes_per_token;
     if (tg.tokens_per_s > best_tg) {
       best_tg = tg.tokens_per_s;
@@ -182,7 +177,7 @@ Status bench(const BenchOptions& o) {
                         {"prewarm_seconds", lm.prewarm_seconds},
                         {"tg_time_share", shares},
                         {"device", model.device().description()},
-                        {"devices", device_names(model)},
+                        {"devices", hal::device_names(model.devices())},
                         {"tg_transfer_bytes_per_token", transfer_total(transfer_bytes_per_token)},
                         {"tg_collective_bytes_per_token", transfer_bytes_per_token},
                         {"n_prompt", prompt.size()},
@@ -216,7 +211,7 @@ Status bench(const BenchOptions& o) {
     if (model.communicator())
       std::cout << fmt::format("devices {}: {:.0f} bytes moved between them per generated token ({:.0f} send_recv, "
                                "{:.0f} all_reduce; time share: transfer)\n",
-                               device_names(model), transfer_total(transfer_bytes_per_token),
+                               hal::device_names(model.devices()), transfer_total(transfer_bytes_per_token),
                                transfer_bytes_per_token["send_recv"], transfer_bytes_per_token["all_reduce"]);
     if (o.batch > 1)
       std::cout << fmt::format("{} x {} sequences: {:.1f} tok/s aggregate = {:.2f}x one sequence\n", tg, o.batch,

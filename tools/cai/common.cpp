@@ -188,9 +188,16 @@ Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t
   hal::cpu::set_cpu_threads(o.threads);
   const HostChips host = scan_host(reg, o.device == "auto");
   const std::string spec = o.device == "auto" ? auto_device(host.report) : o.device;
-  CAI_ASSIGN_OR_RETURN(const Layout layout, layout_from_options(o, reg, spec));
+  CAI_ASSIGN_OR_RETURN(Layout layout, layout_from_options(o, reg, spec));
   hal::Device* dev = layout.devices.front();
   CAI_ASSIGN_OR_RETURN(const DevicePolicies policies, device_policies(o, host, *dev, engine != nullptr));
+  if (layout.devices.size() > 1 && !layout_flags_given(o)) {
+    if (policies.profile)
+      CAI_TRY(plan_default_layout(o, *policies.profile, kv_tokens, layout));
+    else
+      CAI_LOG_INFO("layout: {} has no device profile to plan with; the {} devices run as pipeline stages", dev->name(),
+                   layout.devices.size());
+  }
   const chips::PolicyOptions& pol = policies.options;
   LoadOptions load{pol.prewarm_experts.value_or(false), std::nullopt, o.mlock, kv_tokens, kv_bytes};
   if (pol.kv_dtype) {

@@ -1,7 +1,8 @@
-// The layout flags (--tp, --ep, --pp, --layer-split, --moe-device) and --plan FILE, turned into the Layout load_model runs.
+// The layout flags (--tp, --ep, --pp, --layer-split, --moe-device) and --plan FILE, as the Layout load_model runs.
 #include <algorithm>
 #include <sstream>
 
+#include "chips/planner.h"
 #include "core/json_file.h"
 #include "core/log.h"
 #include "verbs.h"
@@ -39,8 +40,34 @@ bool names_only_cpu(const std::string& list) {
 
 namespace {
 
-// The `layout` object of `cai plan --json` output (the whole output, or the object alone) as tp, expert parallel and
-// layers per stage.
+// A planned layout: widths, replicas and layers per stage.
+struct PlannedLayout {
+  int tp = 1, pp = 1, ep = 1, dp = 1;
+  std::vector<int> layers_per_stage;
+};
+
+// `plan` over layout.devices; `source` names the plan in errors. Refused: several replicas (one process runs one), a
+// device count other than tp x pp, expert parallel over other ranks than the tensor-parallel ones.
+Status apply_planned(const std::string& source, const PlannedLayout& plan, Layout& layout) {
+  if (plan.dp > 1)
+    return invalid_argument("{}: {} replicas (data_parallel); one process runs one: start {} processes, each with {} "
+                            "devices", source, plan.dp, plan.dp, plan.tp * plan.pp);
+  const int n = static_cast<int>(layout.devices.size());
+  if (plan.tp * plan.pp != n)
+    return invalid_argument("{}: tensor_parallel {} x pipeline_parallel {} needs {} devices, but --device lists {}",
+                            source, plan.tp, plan.pp, plan.tp * plan.pp, n);
+  if (static_cast<int>(plan.layers_per_stage.size()) != plan.pp)
+    return invalid_argument("{}: layout.stages must list {} stages", source, plan.pp);
+  if (plan.ep > 1 && plan.ep != plan.tp)
+    return invalid_argument("{}: expert_parallel {} differs from tensor_parallel {}; CAI runs experts over the "
+                            "tensor-parallel ranks of a stage", source, plan.ep, plan.tp);
+  layout.tp = plan.tp;
+  layout.expert_parallel = plan.ep > 1;
+  layout.layer_split = plan.layers_per_stage;
+  return {};
+}
+
+// The `layout` object of `cai plan --json` output (the whole output, or the object alone).
 Status apply_plan_file(const std::string& path, Layout& layout) {
   CAI_ASSIGN_OR_RETURN(const nlohmann::json doc, read_json_file(path));
   const nlohmann::json& plan = doc.contains("layout") ? doc["layout"] : doc;
@@ -49,36 +76,52 @@ Status apply_plan_file(const std::string& path, Layout& layout) {
       return invalid_argument("--plan {}: layout.{} must be a positive integer", path, key);
     return plan[key].get<int>();
   };
-  CAI_ASSIGN_OR_RETURN(const int tp, count("tensor_parallel"));
-  CAI_ASSIGN_OR_RETURN(const int pp, count("pipeline_parallel"));
-  CAI_ASSIGN_OR_RETURN(const int ep, count("expert_parallel"));
-  CAI_ASSIGN_OR_RETURN(const int dp, count("data_parallel"));
-  if (dp > 1)
-    return invalid_argument("--plan {}: {} replicas (data_parallel); one process runs one: start {} processes, each "
-                            "with {} devices", path, dp, dp, tp * pp);
-  const int n = static_cast<int>(layout.devices.size());
-  if (tp * pp != n)
-    return invalid_argument("--plan {}: tensor_parallel {} x pipeline_parallel {} needs {} devices, but --device lists {}",
-                            path, tp, pp, tp * pp, n);
-  if (!plan.contains("stages") || !plan["stages"].is_array() || static_cast<int>(plan["stages"].size()) != pp)
-    return invalid_argument("--plan {}: layout.stages must list {} stages", path, pp);
-  if (ep > 1 && ep != tp)
-    return invalid_argument("--plan {}: expert_parallel {} differs from tensor_parallel {}; CAI runs experts over the "
-                            "tensor-parallel ranks of a stage", path, ep, tp);
-  layout.tp = tp;
-  layout.expert_parallel = ep > 1;
-  layout.layer_split.clear();
-  for (const nlohmann::json& s : plan["stages"]) {
+  PlannedLayout p;
+  CAI_ASSIGN_OR_RETURN(p.tp, count("tensor_parallel"));
+  CAI_ASSIGN_OR_RETURN(p.pp, count("pipeline_parallel"));
+  CAI_ASSIGN_OR_RETURN(p.ep, count("expert_parallel"));
+  CAI_ASSIGN_OR_RETURN(p.dp, count("data_parallel"));
+  const nlohmann::json stages = plan.value("stages", nlohmann::json::array());
+  for (const nlohmann::json& s : stages.is_array() ? stages : nlohmann::json::array()) {
     const nlohmann::json& layers = s.value("layers", nlohmann::json());
     if (!layers.is_array() || layers.size() != 2 || !layers[0].is_number_integer() || !layers[1].is_number_integer() ||
         layers[1].get<int>() < layers[0].get<int>())
       return invalid_argument("--plan {}: each stage's layers must be [first, last]", path);
-    layout.layer_split.push_back(layers[1].get<int>() - layers[0].get<int>() + 1);
+    p.layers_per_stage.push_back(layers[1].get<int>() - layers[0].get<int>() + 1);
   }
-  return {};
+  return apply_planned("--plan " + path, p, layout);
 }
 
 }  // namespace
+
+bool layout_flags_given(const CommonOptions& o) {
+  return o.tp != 1 || o.ep != 1 || o.pp > 0 || !o.layer_split.empty() || !o.plan_file.empty();
+}
+
+Status plan_default_layout(const CommonOptions& o, const chips::DeviceProfile& profile, int64_t ctx, Layout& layout) {
+  const int n = static_cast<int>(layout.devices.size());
+  CAI_ASSIGN_OR_RETURN(const chips::ModelFootprint model, chips::load_footprint(o.model));
+  chips::PlanRequest request;
+  request.cards = n;
+  request.ctx = std::max<int64_t>(0, ctx);  // 0: the model's context (LoadOptions::kModelContext)
+  request.memory_gib = static_cast<double>(layout.devices.front()->memory_info().total_bytes) / (1u << 30);
+  if (*request.memory_gib <= 0) request.memory_gib.reset();
+  CAI_ASSIGN_OR_RETURN(const chips::Plan plan, chips::make_plan(model, profile, request));
+  const chips::PlanLayout& l = plan.layout;
+  const std::string command = fmt::format("cai plan -m {} --chip {} --cards {} --ctx {}", o.model, profile.id, n,
+                                          request.ctx);
+  if (l.cards_used != n || l.data_parallel > 1 || (l.expert_parallel > 1 && l.expert_parallel != l.tensor_parallel)) {
+    CAI_LOG_INFO("layout: `{}` uses {} of the {} devices in {} replica(s); running {} pipeline stages instead", command,
+                 l.cards_used, n, l.data_parallel, n);
+    return {};
+  }
+  PlannedLayout p{l.tensor_parallel, l.pipeline_parallel, l.expert_parallel, l.data_parallel, {}};
+  for (const chips::PlanStage& s : l.stages) p.layers_per_stage.push_back(s.n_layers);
+  CAI_TRY(apply_planned("`" + command + "`", p, layout));
+  CAI_LOG_INFO("layout from `{}`: TP {} x EP {}, {} pipeline stage(s)", command, l.tensor_parallel, l.expert_parallel,
+               l.pipeline_parallel);
+  return {};
+}
 
 Result<Layout> layout_from_options(const CommonOptions& o, const hal::Registry& reg, const std::string& devices) {
   Layout layout;

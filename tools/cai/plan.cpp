@@ -61,16 +61,17 @@ void print_table(const chips::Plan& p, const chips::ModelFootprint& m, const chi
   row("max batch", fmt::format("{} (at context {}, best layout)", p.max_batch, p.request.ctx));
   row("KV offload layers", fmt::format("{}{}", p.kv_offload_layers,
                                        p.kv_offload_layers ? fmt::format(" ({} in host memory)", gib(double(p.kv_host_bytes))) : ""));
+  const std::string decode_comm =
+      p.decode_comm_ms ? fmt::format(", {:.2f} ms of it communication", *p.decode_comm_ms) : "";
+  const std::string prefill_comm =
+      p.prefill_comm_seconds ? fmt::format(", {:.2f} s of it communication", *p.prefill_comm_seconds) : "";
   row("decode", p.decode_tok_s_per_sequence
                     ? fmt::format("{:.1f} tok/s per sequence, {:.1f} tok/s aggregate ({}-bound, {:.2f} ms/step{})",
-                                  *p.decode_tok_s_per_sequence, *p.decode_tok_s_aggregate, p.decode_bound, *p.decode_step_ms,
-                                  p.decode_comm_ms ? fmt::format(", {:.2f} ms of it communication", *p.decode_comm_ms) : "")
+                                  *p.decode_tok_s_per_sequence, *p.decode_tok_s_aggregate, p.decode_bound,
+                                  *p.decode_step_ms, decode_comm)
                     : std::string("unknown (no bandwidth in the profile)"));
   row("prefill", p.prefill_tok_s ? fmt::format("{:.0f} tok/s ({:.1f} s for a {}-token prompt{})", *p.prefill_tok_s,
-                                               *p.prefill_seconds, p.request.ctx,
-                                               p.prefill_comm_seconds
-                                                   ? fmt::format(", {:.2f} s of it communication", *p.prefill_comm_seconds)
-                                                   : "")
+                                               *p.prefill_seconds, p.request.ctx, prefill_comm)
                                  : std::string("unknown (no bf16_tflops / int8_tops in the profile)"));
   fmt::print("\nassumptions: {:.0f}% of peak bandwidth, {:.0f}% of peak math, {:.0f}% of card memory reserved for the "
              "runtime, activations for {} tokens per step, {:.0f}% of the interconnect and {:.0f} us per collective\n",

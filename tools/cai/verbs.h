@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "cai/engine.h"
+#include "chips/device_profile.h"
 #include "hal/hal.h"
 #include "model/model_loader.h"
 #include "runtime/sampler.h"
@@ -47,6 +48,11 @@ bool names_only_cpu(const std::string& list);
 // that do not match the device list, and a plan file that conflicts with those flags or asks what one process does not
 // run (several replicas), are refused naming the numbers.
 Result<Layout> layout_from_options(const CommonOptions& o, const hal::Registry& reg, const std::string& devices);
+// Whether any of --tp, --ep, --pp, --layer-split or --plan was given.
+bool layout_flags_given(const CommonOptions& o);
+// A device list given alone, on devices with a profile: the layout `cai plan` picks for this model on that many of
+// them (at context `ctx`), where it uses them all in one replica; else the list stays pipeline stages (logged).
+Status plan_default_layout(const CommonOptions& o, const chips::DeviceProfile& profile, int64_t ctx, Layout& layout);
 // Resolve the device (loading plugins), apply its profile's policies where the options leave them unset (logging the
 // profile, each policy and the temperature sensor) and load the model, which must fit the device's memory together
 // with the KV cache the verb will allocate (LoadOptions::kv_tokens, kv_bytes). `engine` is given by verbs that run a

@@ -74,7 +74,8 @@ void destroy() {
   s.devices.clear();
 }
 
-const CaiBackendEntry kEntry = {CAI_BACKEND_ABI_VERSION, sizeof(CaiBackendEntry), kBackendName, create, destroy};
+const CaiBackendEntry kEntry = {CAI_BACKEND_ABI_VERSION, sizeof(CaiBackendEntry), kBackendName, create, destroy,
+                                collectives()};
 
 }  // namespace
 

@@ -66,6 +66,10 @@ class Staging {
   bool ready_ = false;
 };
 
+// The collectives of this build's vendor library (collectives.cu): NCCL on CUDA and RCCL on HIP, opened with dlopen;
+// on simt an in-plugin one that stands in for them.
+const CaiCollectives* collectives();
+
 // Owns a stream; declared before the members that queue on it so that it is destroyed after them.
 struct GpuStreamOwner {
   gpuStream_t stream{};
@@ -84,6 +88,7 @@ class GpuDevice final : public plugin::Device {
   // Makes this device current on the calling thread (CUDA/HIP keep a current device per thread).
   int activate(CaiError* err);
   const Context& context() const { return ctx_; }
+  int index() const { return index_; }
 
   int memory_info(uint64_t* total_bytes, uint64_t* free_bytes, CaiError* err) override;
   int telemetry(CaiTelemetry* out, CaiError* err) override;

@@ -54,7 +54,8 @@ __global__ void moe_offsets_kernel(const int* __restrict__ counts, int n_experts
 
 // Positions within a segment follow atomic order; every position is computed the same way, so results do not
 // depend on it.
-__global__ void moe_scatter_kernel(const int32_t* __restrict__ ids, int n_slots, int first, int n_experts, MoeScratch s) {
+__global__ void moe_scatter_kernel(const int32_t* __restrict__ ids, int n_slots, int first, int n_experts,
+                                   MoeScratch s) {
   for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < n_slots;
        i += static_cast<int>(gridDim.x * blockDim.x)) {
     const int e = ids[i] - first;
@@ -225,9 +226,11 @@ int sparse_moe(const Context& ctx, const CaiExpertWeights& w, const CaiTensor& x
   const auto* id_p = static_cast<const int32_t*>(ids.data);
   const int route_blocks = static_cast<int>((n_slots + kMoeThreads - 1) / kMoeThreads);
   const int e32 = static_cast<int>(n_exp);
-  GPU_LAUNCH(dim3(route_blocks), dim3(kMoeThreads), 0, ctx.stream, moe_count_kernel)(id_p, n_slots, w.expert_begin, e32, s.counts);
+  GPU_LAUNCH(dim3(route_blocks), dim3(kMoeThreads), 0, ctx.stream, moe_count_kernel)(id_p, n_slots, w.expert_begin,
+                                                                                      e32, s.counts);
   GPU_LAUNCH(dim3(1), dim3(1), 0, ctx.stream, moe_offsets_kernel)(s.counts, e32, s.offsets, s.active);
-  GPU_LAUNCH(dim3(route_blocks), dim3(kMoeThreads), 0, ctx.stream, moe_scatter_kernel)(id_p, n_slots, w.expert_begin, e32, s);
+  GPU_LAUNCH(dim3(route_blocks), dim3(kMoeThreads), 0, ctx.stream, moe_scatter_kernel)(id_p, n_slots, w.expert_begin,
+                                                                                        e32, s);
   // Grid rows for as many experts as can have positions (which ones is only known on the device: grid_expert); a
   // pass over a weight row serves up to N of an expert's positions, N sized to the batch (each sum's order does not
   // depend on it), and an expert's groups are split over blocks as a token's share of them would need.

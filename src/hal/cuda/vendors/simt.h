@@ -10,8 +10,9 @@
 // simt::set_reverse_order) starts them, and releases them from barriers and warp operations, from the highest index
 // down, so a kernel that reads another thread's write without a barrier gives a wrong answer in one of the two
 // orders. CAI_SIMT_DEVICES=N (default 1) exposes N devices; gpuSetDevice picks the calling thread's. Each device's
-// memory is ordinary host memory in a capped pool of its own (CAI_SIMT_MEMORY each, default 4GiB), filled with 0xff bytes (float NaN) on allocation, and must be treated as not
-// host-visible. Streams run their work at the call, in order; events are always complete.
+// memory is ordinary host memory in a capped pool of its own (CAI_SIMT_MEMORY each, default 4GiB), filled with 0xff
+// bytes (float NaN) on allocation, and must be treated as not host-visible. Streams run their work at the call, in
+// order; events are always complete.
 #pragma once
 
 #include <cmath>
