@@ -30,7 +30,8 @@ describe("cai serve over two simt devices", () => {
     [pp, tp, one] = await Promise.all([
       // A profile whose policy offloads KV to host memory on one card: over several devices the engine keeps every
       // layer's KV on its own device instead.
-      startServer(["--device", "simt:0,simt:1", "--max-batch", "4", "--profile", "nvidia-h200-sxm"], { env }),
+      startServer(["--device", "simt:0,simt:1", "--pp", "2", "--max-batch", "4", "--profile", "nvidia-h200-sxm"],
+                  { env }),
       startServer(["--device", "simt:0,simt:1", "--tp", "2", "--max-batch", "4"], { env }),
       startServer(["--device", "simt:0", "--max-batch", "1"], { env }),
     ]);
@@ -47,6 +48,7 @@ describe("cai serve over two simt devices", () => {
     assert.match(pp.stderr(), /layout: layers 0\.\.0 on simt:0; layers 1\.\.1 on simt:1/);
     assert.match(pp.stderr(), /KV offload: none: the host KV tier takes one device's layers/);
     assert.match(tp.stderr(), /layout: layers 0\.\.1 on simt:0,simt:1 \(tensor parallel, 2 ranks a stage\)/);
+    assert.match(tp.stderr(), /all-reduce over simt:0,simt:1: simt collectives/);
   });
 
   test("/metrics counts the bytes moved between the devices", async () => {

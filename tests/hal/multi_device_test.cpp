@@ -34,6 +34,13 @@ class MultiDevice : public ::testing::Test {
     EXPECT_TRUE(d.ok()) << d.status().to_string();
     return d.ok() ? *d : nullptr;
   }
+  // A communicator over cpu:0, simt:0 and simt:1: ranks 0, 1 and 2.
+  std::unique_ptr<Communicator> three_ranks() {
+    Result<std::unique_ptr<Communicator>> comm =
+        make_staged_communicator({device("cpu"), device("simt:0"), device("simt:1")});
+    EXPECT_TRUE(comm.ok()) << comm.status().to_string();
+    return comm.ok() ? std::move(comm).value() : nullptr;
+  }
   std::vector<std::string> names(const std::string& list) {
     Result<std::vector<Device*>> ds = registry_.find_devices(list);
     EXPECT_TRUE(ds.ok()) << ds.status().to_string();
@@ -86,13 +93,11 @@ TEST_F(MultiDevice, SimtDevicesHaveTheirOwnMemory) {
 
 // Bytes round the ring cpu → simt:0 → simt:1 → cpu arrive unchanged, each hop counted once.
 TEST_F(MultiDevice, StagedCommunicatorMovesBytesBetweenAnyPair) {
-  Device* cpu = device("cpu");
-  Device* d0 = device("simt:0");
-  Device* d1 = device("simt:1");
-  ASSERT_TRUE(cpu && d0 && d1);
-  Result<std::unique_ptr<Communicator>> comm = make_staged_communicator({cpu, d0, d1});
-  ASSERT_TRUE(comm.ok()) << comm.status().to_string();
-  Communicator& c = **comm;
+  const std::unique_ptr<Communicator> comm = three_ranks();
+  ASSERT_TRUE(comm);
+  Communicator& c = *comm;
+  Device* d0 = &c.device(1);
+  Device* d1 = &c.device(2);
   EXPECT_EQ(c.size(), 3);
   EXPECT_EQ(c.rank_of(*d1), 2);
   std::vector<float> src(1000), back(1000, 0.0f);
@@ -117,13 +122,11 @@ TEST_F(MultiDevice, StagedCommunicatorMovesBytesBetweenAnyPair) {
 // An all-reduce over the two simt devices goes through the simt plugin's collectives table (the plugin ABI path a
 // vendor library takes); one with the CPU among its ranks stages through the host. Both give the rank-order sum.
 TEST_F(MultiDevice, AllReduceUsesTheBackendsCollectiveWhereEveryRankHasIt) {
-  Device* cpu = device("cpu");
-  Device* d0 = device("simt:0");
-  Device* d1 = device("simt:1");
-  ASSERT_TRUE(cpu && d0 && d1);
-  Result<std::unique_ptr<Communicator>> comm = make_staged_communicator({cpu, d0, d1});
-  ASSERT_TRUE(comm.ok()) << comm.status().to_string();
-  Communicator& c = **comm;
+  const std::unique_ptr<Communicator> comm = three_ranks();
+  ASSERT_TRUE(comm);
+  Communicator& c = *comm;
+  Device* d0 = &c.device(1);
+  Device* d1 = &c.device(2);
   EXPECT_NE(c.all_reduce_path({1, 2}).find("simt collectives"), std::string::npos) << c.all_reduce_path({1, 2});
   EXPECT_EQ(c.all_reduce_path({0, 1}), "staged");
   const std::vector<float> a = {1.5f, -2.0f, 1e-3f}, b = {0.25f, 4.0f, 3.0f};
