@@ -77,7 +77,7 @@ class StagedCommunicator final : public Communicator {
       count(Collective::kAllReduce, 2 * (ranks.size() - 1) * bytes);
       return {};
     }
-    sum_.assign(n, 0.0f);
+    sum_.resize(n);  // the first rank's values, then each next rank's added
     part_.resize(n);
     for (size_t i = 0; i < ranks.size(); ++i) {  // rank order: the first buffer, then each next one added to it
       Device& d = device(ranks[i]);

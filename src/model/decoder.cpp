@@ -335,9 +335,7 @@ Status DecoderModel::run_block(const std::vector<BlockRank>& block, int layer, s
 // Each head rank's vocabulary rows of the logits, read back into their columns of `logits`.
 Status DecoderModel::run_head(const StepBatch& batch, std::vector<TensorView> xs, float* logits) {
   const int64_t m = static_cast<int64_t>(batch.logit_rows.size()), hidden = cfg_.hidden_size;
-  std::vector<hal::Device*> ranks;
-  for (const HeadRank& h : head_) ranks.push_back(h.device);
-  CAI_ASSIGN_OR_RETURN(xs, residual_on(std::move(xs), ranks));
+  CAI_ASSIGN_OR_RETURN(xs, residual_on(std::move(xs), weights_.placement().stages.back()));  // the head's ranks
   profile::Scope scope("lm_head");
   for (size_t r = 0; r < head_.size(); ++r) {
     const HeadRank& h = head_[r];
@@ -371,9 +369,7 @@ Status DecoderModel::forward(const StepBatch& batch, KvCache& kv, float* logits)
   KvHostTier* host_kv = kv.host_tier();
   if (host_kv) CAI_TRY(host_kv->begin_step(batch));
   for (size_t layer = 0; layer < blocks_.size(); ++layer) {
-    std::vector<hal::Device*> ranks;
-    for (const BlockRank& b : blocks_[layer]) ranks.push_back(b.device);
-    CAI_ASSIGN_OR_RETURN(xs, residual_on(std::move(xs), ranks));
+    CAI_ASSIGN_OR_RETURN(xs, residual_on(std::move(xs), weights_.placement().layer_ranks(static_cast<int>(layer))));
     CAI_TRY(run_block(blocks_[layer], static_cast<int>(layer), xs, kv));
   }
   if (host_kv) {
