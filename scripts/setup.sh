@@ -9,6 +9,7 @@ packages=(build-essential cmake pkg-config git python3 xz-utils clang libclang-r
   libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
   libboost-context-dev  # fibers of the simt GPU emulator
   tmux                  # tests/cli/chat_cli_test drives `cai chat` in a terminal
+  libopenmpi-dev openmpi-bin  # libcai-mpi.so: `mpirun -np N cai ...` across processes and machines
   hipcc)                # builds libcai-backend-hip.so (AMD / Hygon DCU); CUDA's nvcc is used when installed
 missing=()
 for p in "${packages[@]}"; do

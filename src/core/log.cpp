@@ -20,4 +20,8 @@ void init_logging(const char* level) {
   spdlog::set_level(spdlog::level::from_str(chosen));
 }
 
+void set_log_rank(int rank) {
+  spdlog::default_logger()->set_pattern("[%H:%M:%S.%e] [rank " + std::to_string(rank) + "] [%^%l%$] %v");
+}
+
 }  // namespace cai

@@ -6,6 +6,8 @@
 namespace cai {
 // Configure the default logger once: stderr sink, level from CAI_LOG_LEVEL or `level`.
 void init_logging(const char* level = nullptr);
+// One process of several (an MPI job): every line names its rank, "[rank 1]".
+void set_log_rank(int rank);
 }  // namespace cai
 
 #define CAI_LOG_DEBUG(...) SPDLOG_DEBUG(__VA_ARGS__)

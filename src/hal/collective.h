@@ -55,4 +55,13 @@ class Communicator {
 // device named twice (invalid_argument).
 Result<std::unique_ptr<Communicator>> make_staged_communicator(std::vector<Device*> devices);
 
+// The communicator a group of devices needs: the staged one where this process drives them all, else (some are
+// RemoteDevices of an MPI job) one whose transfers with other processes go through the job's ProcessGroup: a
+// send_recv is a send on the owner of the source and a receive on the owner of the destination (nothing elsewhere),
+// an all-reduce gathers every rank's buffer on each member process and adds them there in the order of the ranks, so
+// each process gets the bits one process would. Each process counts the bytes it sends or receives. Every transfer
+// waits at most collective_timeout(); a failure is unavailable naming the rank, and marks the group failed
+// (group_failure()). Errors: as make_staged_communicator; remote devices without a joined group (internal).
+Result<std::unique_ptr<Communicator>> make_communicator(std::vector<Device*> devices);
+
 }  // namespace cai::hal

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/profile.h"
+#include "hal/remote_device.h"
 #include "model/arch_registry.h"
 #include "ops/ops.h"
 
@@ -332,10 +333,12 @@ Status DecoderModel::run_block(const std::vector<BlockRank>& block, int layer, s
   return {};
 }
 
-// Each head rank's vocabulary rows of the logits, read back into their columns of `logits`.
+// Each head rank's vocabulary rows of the logits, read back into their columns of `logits`. Across processes the
+// logits go to the first stage's rank 0 first: the process that drives it (the leader) is the one that samples.
 Status DecoderModel::run_head(const StepBatch& batch, std::vector<TensorView> xs, float* logits) {
   const int64_t m = static_cast<int64_t>(batch.logit_rows.size()), hidden = cfg_.hidden_size;
   CAI_ASSIGN_OR_RETURN(xs, residual_on(std::move(xs), weights_.placement().stages.back()));  // the head's ranks
+  hal::Device& reader = *weights_.placement().stages.front().front();
   profile::Scope scope("lm_head");
   for (size_t r = 0; r < head_.size(); ++r) {
     const HeadRank& h = head_[r];
@@ -347,9 +350,14 @@ Status DecoderModel::run_head(const StepBatch& batch, std::vector<TensorView> xs
     CAI_TRY(ops::embed(d, xs[r], step_on(d).logit_rows, sel));  // gather the rows that need logits
     CAI_TRY(ops::rms_norm(d, sel, h.norm, cfg_.rms_norm_eps, seln));
     CAI_TRY(ops::dense_gemm(d, h.output, seln, nullptr, out));
-    if (head_.size() == 1) return d.default_stream().copy_to_host(logits, out.data, out.n_bytes());
+    if (&d != &reader && (hal::is_remote(d) || hal::is_remote(reader))) {
+      CAI_ASSIGN_OR_RETURN(out, group_.move_to(out, reader, "logits_in"));
+    }
+    if (hal::is_remote(*out.device)) continue;  // another process reads these logits
+    hal::Stream& stream = out.device->default_stream();
+    if (head_.size() == 1) return stream.copy_to_host(logits, out.data, out.n_bytes());
     logits_part_.resize(static_cast<size_t>(m * h.n_vocab));
-    CAI_TRY(d.default_stream().copy_to_host(logits_part_.data(), out.data, out.n_bytes()));
+    CAI_TRY(stream.copy_to_host(logits_part_.data(), out.data, out.n_bytes()));
     for (int64_t i = 0; i < m; ++i)
       std::copy_n(logits_part_.data() + i * h.n_vocab, h.n_vocab, logits + i * cfg_.vocab_size + h.vocab_begin);
   }

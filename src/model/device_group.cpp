@@ -7,7 +7,7 @@ namespace cai {
 
 Result<DeviceGroup> DeviceGroup::create(const std::vector<hal::Device*>& devices) {
   DeviceGroup g;
-  CAI_ASSIGN_OR_RETURN(std::unique_ptr<hal::Communicator> comm, hal::make_staged_communicator(devices));
+  CAI_ASSIGN_OR_RETURN(std::unique_ptr<hal::Communicator> comm, hal::make_communicator(devices));
   g.devices_ = devices;
   for (hal::Device* d : devices) g.ws_.push_back(std::make_unique<Workspace>(*d));
   if (devices.size() > 1) g.comm_ = std::move(comm);

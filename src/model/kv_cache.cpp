@@ -1,13 +1,18 @@
 // KvCache allocation (one buffer per layer for K and one for V) and the choice of its dtype.
 #include "model/kv_cache.h"
 
+#include "hal/remote_device.h"
+
 #include <algorithm>
 #include <cstring>
 #include <numeric>
 
 namespace cai {
 
-DType default_kv_dtype(const hal::Device& device) { return device.host_visible() ? DType::kF32 : DType::kBF16; }
+DType default_kv_dtype(const hal::Device& device) {
+  const auto* remote = dynamic_cast<const hal::RemoteDevice*>(&device);
+  return (remote ? remote->info().host_visible != 0 : device.host_visible()) ? DType::kF32 : DType::kBF16;
+}
 
 Result<DType> parse_kv_dtype(std::string_view name) {
   for (DType t : {DType::kF32, DType::kBF16, DType::kF16, DType::kQ8_0})

@@ -28,7 +28,7 @@ bool on_block(int64_t i, int64_t block) { return i % block == 0; }
 }  // namespace
 
 Result<HostTensor> shard_tensor(const std::string& name, const std::vector<TensorView>& slabs, ShardAxis axis, int rank,
-                                int n) {
+                                int n, bool copy_bytes) {
   if (slabs.empty()) return invalid_argument("'{}': no data to shard", name);
   const TensorView& first = slabs.front();
   const bool one_dim = first.n_dims == 1;
@@ -51,11 +51,11 @@ Result<HostTensor> shard_tensor(const std::string& name, const std::vector<Tenso
   t.name = name;
   const DType dtype = keep ? first.dtype : DType::kF32;
   const size_t out_row = row_bytes(dtype, nc);
-  t.bytes.resize(out_row * static_cast<size_t>(nr) * slabs.size());
+  if (copy_bytes) t.bytes.resize(out_row * static_cast<size_t>(nr) * slabs.size());
   uint8_t* out = t.bytes.data();
   std::vector<float> row(static_cast<size_t>(cols));
   for (const TensorView& slab : slabs) {
-    for (int64_t r = r0; r < r0 + nr; ++r, out += out_row) {
+    for (int64_t r = r0; copy_bytes && r < r0 + nr; ++r, out += out_row) {
       if (keep) {
         std::memcpy(out, static_cast<const uint8_t*>(slab.row(one_dim ? 0 : r)) + row_bytes(dtype, c0), out_row);
       } else {

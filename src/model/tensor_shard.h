@@ -23,7 +23,8 @@ ShardAxis shard_axis(std::string_view canonical_name);
 // axis. The result is stacked like the input ([E, ...] for several slabs). It keeps the file's dtype and FP8 scale
 // blocks where the slice boundaries fall on whole quant blocks and 128-wide scale blocks, and is exact F32 otherwise.
 // Errors: an axis whose length does not divide by n (invalid_argument naming the tensor and both numbers).
+// With copy_bytes false the result has the slice's dtype, shape and scales but no bytes (view.data null).
 Result<HostTensor> shard_tensor(const std::string& name, const std::vector<TensorView>& slabs, ShardAxis axis, int rank,
-                                int n);
+                                int n, bool copy_bytes = true);
 
 }  // namespace cai

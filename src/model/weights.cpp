@@ -11,6 +11,7 @@
 #include "core/mapped_file.h"
 #include "core/quant.h"
 #include "core/weight_row.h"
+#include "hal/remote_device.h"
 #include "model/loaders/gguf.h"
 #include "model/loaders/mla_weights.h"
 #include "model/loaders/safetensors.h"
@@ -178,7 +179,10 @@ Result<WeightStore> WeightStore::for_rank(const WeightStore& main,
                                        held.slabs.begin() + static_cast<ptrdiff_t>(per) * (rank + 1));
       axis = ShardAxis::kNone;
     }
-    CAI_ASSIGN_OR_RETURN(HostTensor t, shard_tensor(name, slabs, axis, rank, n));
+    // Another process slices its own ranks' matrices: here they need only their shapes (vectors keep their values,
+    // which get_f32 converts from).
+    const bool elsewhere = hal::is_remote(device) && held.whole.n_dims > 1;
+    CAI_ASSIGN_OR_RETURN(HostTensor t, shard_tensor(name, slabs, axis, rank, n, !elsewhere));
     if (held.whole.n_dims == 3 && held.slabs.size() == 1)  // heads-first [n_head, rows, cols] (attn_k_b, attn_v_b)
       t.view = t.view.reshaped({held.whole.dim(0) / (axis == ShardAxis::kNone ? 1 : n), held.whole.dim(1),
                                 held.whole.dim(2)});
@@ -231,8 +235,11 @@ Result<TensorView> WeightStore::upload(const HostTensor& t) {
 
 void WeightStore::advise_copy(const std::vector<const MappedFile*>& files, bool copying) const {
   const std::vector<hal::Device*> devices = placement_.devices();
-  // Where every device reads the mapping itself, the mapping is the weights: pages come and go with use.
-  if (std::all_of(devices.begin(), devices.end(), [](const hal::Device* d) { return d->host_visible(); })) return;
+  // Where every device reads the mapping itself, the mapping is the weights: pages come and go with use. Another
+  // process's devices read their own mapping.
+  if (std::all_of(devices.begin(), devices.end(),
+                  [](const hal::Device* d) { return d->host_visible() || hal::is_remote(*d); }))
+    return;
   for (const MappedFile* f : files) copying ? f->advise_sequential() : f->release();
 }
 

@@ -15,6 +15,7 @@
 #include <ctime>
 
 #include "core/log.h"
+#include "hal/process_group.h"
 #include "server/anthropic_request.h"
 #include "server/auth.h"
 #include "server/http_transport.h"
@@ -247,6 +248,11 @@ void HttpServer::install_routes() {
     res.set_content(std::string(chat_page_html()), "text/html; charset=utf-8");
   });
   http_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (const std::string failure = hal::group_failure(); !failure.empty()) {
+      res.status = 503;
+      res.set_content(json_text({{"status", "rank_failed"}, {"error", failure}}), "application/json");
+      return;
+    }
     const bool ready = engine() != nullptr;
     res.status = ready ? 200 : 503;
     res.set_content(json_text({{"status", ready ? "ok" : "loading"}}), "application/json");
@@ -259,8 +265,13 @@ void HttpServer::install_routes() {
       if (const Model* m = e->model().model.get())
         device = DeviceReadings{m->device().name(), m->device().telemetry_sensor(), m->device().telemetry()};
     }
-    res.set_content(metrics_.render(stats, http_->counters(), http_->max_connections(), device),
-                    "text/plain; version=0.0.4; charset=utf-8");
+    std::string text = metrics_.render(stats, http_->counters(), http_->max_connections(), device);
+    if (const hal::ProcessGroup* group = hal::process_group())
+      text += fmt::format("# HELP cai_process_ranks Processes of the server's MPI job.\n# TYPE cai_process_ranks gauge\n"
+                          "cai_process_ranks {}\n# HELP cai_rank_failed 1 once a rank of the job failed (the job then "
+                          "exits).\n# TYPE cai_rank_failed gauge\ncai_rank_failed {}\n",
+                          group->size(), hal::group_failure().empty() ? 0 : 1);
+    res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
   });
   auto model_json = [this](const std::string& id) {
     json m = {{"id", id}, {"object", "model"}, {"created", std::time(nullptr)}, {"owned_by", "cai"}};

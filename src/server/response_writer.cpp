@@ -1,6 +1,7 @@
 // Response writer: engine events → OpenAI chunks or objects, with the R1 reasoning split for chat.
 #include "server/response_writer.h"
 
+#include "hal/process_group.h"
 #include "server/sse.h"
 #include "server/tool_prompt.h"
 
@@ -15,6 +16,11 @@ ApiError engine_end_error(FinishReason finish, const std::string& message, Statu
     e.type = "server_error";
     e.code = "device_out_of_memory";
     e.message = "the device ran out of memory: " + message;
+  } else if (finish == FinishReason::kError && code == StatusCode::kUnavailable && !hal::group_failure().empty()) {
+    e.http_status = 503;  // a process of the MPI job died or hangs: the job ends and its orchestrator restarts it
+    e.type = "server_error";
+    e.code = "rank_failed";
+    e.message = "a rank of the server's MPI job failed: " + hal::group_failure();
   } else if (finish == FinishReason::kError && code == StatusCode::kUnavailable) {
     e.http_status = 503;  // moving activations between the model's devices failed; the next step may succeed
     e.type = "server_error";

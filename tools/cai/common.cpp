@@ -1,4 +1,5 @@
 // Shared CLI plumbing: model/device/thread options, the device profile's policies, and error printing.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -7,6 +8,8 @@
 #include "chips/device_policy.h"
 #include "chips/planner.h"
 #include "core/log.h"
+#include "dist/process_roles.h"
+#include "hal/remote_device.h"
 #include "hal/cpu/cpu_backend.h"
 #include "verbs.h"
 
@@ -188,11 +191,18 @@ Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t
   hal::cpu::set_cpu_threads(o.threads);
   const HostChips host = scan_host(reg, o.device == "auto");
   const std::string spec = o.device == "auto" ? auto_device(host.report) : o.device;
+  hal::set_collective_timeout(o.collective_timeout_s);
   CAI_ASSIGN_OR_RETURN(Layout layout, layout_from_options(o, reg, spec));
-  hal::Device* dev = layout.devices.front();
+  hal::ProcessGroup* group = hal::process_group();
+  // The device whose profile applies: this process's first (in an MPI job, its own).
+  hal::Device* dev = *std::find_if(layout.devices.begin(), layout.devices.end(),
+                                   [](const hal::Device* d) { return !hal::is_remote(*d); });
   CAI_ASSIGN_OR_RETURN(const DevicePolicies policies, device_policies(o, host, *dev, engine != nullptr));
   if (layout.devices.size() > 1 && !layout_flags_given(o)) {
-    if (policies.profile)
+    if (group)  // every rank must choose the same layout, and only this rank's device has its profile here
+      CAI_LOG_INFO("layout: the {} ranks of the MPI job run as pipeline stages (give --tp, --ep, --pp or --plan for "
+                   "another layout)", group->size());
+    else if (policies.profile)
       CAI_TRY(plan_default_layout(o, *policies.profile, kv_tokens, layout));
     else
       CAI_LOG_INFO("layout: {} has no device profile to plan with; the {} devices run as pipeline stages", dev->name(),
@@ -225,7 +235,12 @@ Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t
                           : "; --no-repack: the weights keep the file's layout");
   else if (!o.repack)
     CAI_LOG_WARN("--no-repack changes nothing under --precision exact: only the fast path repacks weights");
-  return load_model(o.model, layout, load);
+  CAI_ASSIGN_OR_RETURN(LoadedModel lm, load_model(o.model, layout, load));
+  if (!group) return lm;
+  CAI_TRY(dist::check_same_model(*lm.model, *group));
+  if (dist::is_worker()) dist::run_worker(*lm.model, *group);
+  lm.model = dist::make_leader_model(std::move(lm.model), *group);
+  return lm;
 }
 
 }  // namespace cai::cli

@@ -5,6 +5,7 @@
 #include "chips/planner.h"
 #include "core/json_file.h"
 #include "core/log.h"
+#include "hal/process_group.h"
 #include "verbs.h"
 
 namespace cai::cli {
@@ -20,6 +21,11 @@ void add_layout_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--pp", o.pp, "pipeline stages: the layers split over the listed devices in order, --tp devices a "
                                "stage (default: devices / tp)")
       ->check(CLI::PositiveNumber);
+  cmd.add_option("--collective-timeout", o.collective_timeout_s,
+                 "seconds a transfer between the processes of an MPI job may wait for the other ranks; then the group "
+                 "counts as failed: requests end with 503 rank_failed and the job exits non-zero")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd.add_option("--layer-split", o.layer_split, "layers per pipeline stage, e.g. 40,21 (default: as even as possible)")
       ->delimiter(',');
   cmd.add_option("--plan", o.plan_file,
@@ -125,7 +131,10 @@ Status plan_default_layout(const CommonOptions& o, const chips::DeviceProfile& p
 
 Result<Layout> layout_from_options(const CommonOptions& o, const hal::Registry& reg, const std::string& devices) {
   Layout layout;
-  CAI_ASSIGN_OR_RETURN(layout.devices, reg.find_devices(devices));
+  CAI_ASSIGN_OR_RETURN(layout.devices, job_device_list(reg, devices));
+  if (!o.moe_device.empty() && hal::process_group())
+    return invalid_argument("--moe-device {} runs within one process: across the {} ranks of an MPI job give each rank "
+                            "its own device and use --tp, --ep or --pp", o.moe_device, hal::process_group()->size());
   if (!o.moe_device.empty()) {
     CAI_ASSIGN_OR_RETURN(layout.moe_device, reg.find_device(o.moe_device));
   }
@@ -141,10 +150,11 @@ Result<Layout> layout_from_options(const CommonOptions& o, const hal::Registry& 
                             "the two must be equal (or give --ep alone)", o.ep, o.tp);
   layout.tp = std::max(o.tp, o.ep);
   layout.expert_parallel = o.ep > 1;
-  const int pp = o.pp > 0 ? o.pp : n / layout.tp;
+  const int pp = o.pp > 0 ? o.pp : std::max(1, n / layout.tp);
+  const std::string have = hal::process_group() ? fmt::format("the MPI job has {} ranks, one device each", n)
+                                                : fmt::format("--device {} lists {}", devices, n);
   if (layout.tp * pp != n)
-    return invalid_argument("--tp {} x --pp {} needs {} devices, but --device {} lists {}", layout.tp, pp,
-                            layout.tp * pp, devices, n);
+    return invalid_argument("--tp {} x --pp {} needs {} devices, but {}", layout.tp, pp, layout.tp * pp, have);
   layout.layer_split = o.layer_split;
   return layout;
 }

@@ -12,6 +12,7 @@
 
 #include "cai/engine.h"
 #include "core/log.h"
+#include "dist/process_roles.h"
 #include "server/config_file.h"
 #include "server/http_server.h"
 #include "verbs.h"
@@ -79,6 +80,10 @@ Status serve(ServeOptions o) {
   for (int s : {SIGINT, SIGTERM, SIGUSR1}) sigaddset(&signals, s);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  if (dist::is_worker()) {  // a worker of an MPI job opens no port: it runs the leader's steps until stopped
+    CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common, 0, 0));
+    return internal_error("a worker's open_model returned");
+  }
   server::HttpServer http(o.http);
   CAI_TRY(http.start());
   CAI_LOG_INFO("chat page: http://{}:{}/", o.http.host, http.port());

@@ -38,6 +38,7 @@ struct CommonOptions {
   std::vector<int> layer_split;
   std::string moe_device;
   std::string plan_file;  // --plan: the `layout` of `cai plan --json` output
+  double collective_timeout_s = 30;  // --collective-timeout: across the processes of an MPI job
 };
 void add_common_options(CLI::App& cmd, CommonOptions& o);
 // --tp, --ep, --pp, --layer-split, --plan and --moe-device (part of add_common_options).
@@ -48,6 +49,10 @@ bool names_only_cpu(const std::string& list);
 // that do not match the device list, and a plan file that conflicts with those flags or asks what one process does not
 // run (several replicas), are refused naming the numbers.
 Result<Layout> layout_from_options(const CommonOptions& o, const hal::Registry& reg, const std::string& devices);
+// The devices of a --device list: the list's own, or in an MPI job (mpirun -np N) one per rank in rank order, this
+// rank's being the entry at its local rank on its machine (every rank's the CPU when the list is the CPU alone) and
+// the others' stand-ins (hal::RemoteDevice). Errors: as Registry::find_devices; a local rank past the list's end.
+Result<std::vector<hal::Device*>> job_device_list(const hal::Registry& reg, const std::string& list);
 // Whether any of --tp, --ep, --pp, --layer-split or --plan was given.
 bool layout_flags_given(const CommonOptions& o);
 // A device list given alone, on devices with a profile: the layout `cai plan` picks for this model on that many of

@@ -1,0 +1,34 @@
+// StepMessage: one engine step as the leader broadcasts it to the worker processes of an MPI job: what to do (run a
+// step, or stop), the KV cache's shape, and the StepBatch (token ids, positions, KV slots, rows wanting logits, the
+// sequences and the used part of each one's block table) as 32-bit integers.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "model/model.h"
+
+namespace cai::dist {
+
+enum class StepKind : int64_t { kStep = 1, kStop = 2 };
+
+// Sent first, fixed size: the workers learn how many payload integers follow.
+struct StepHeader {
+  int64_t kind = 0;
+  int64_t n_ints = 0;
+  int64_t kv_blocks = 0, kv_block_size = 0;
+};
+
+// The batch as integers; block_size tells how much of each block table the sequence uses.
+std::vector<int32_t> encode_step(const StepBatch& batch, int block_size);
+
+// A batch decoded from encode_step's integers; its sequences' block tables point into `tables`, so it moves as a whole.
+struct DecodedStep {
+  StepBatch batch;
+  std::vector<int32_t> tables;
+};
+// Errors: counts that do not match the integers given (corrupt).
+Result<DecodedStep> decode_step(const std::vector<int32_t>& ints, int block_size);
+
+}  // namespace cai::dist

@@ -1,0 +1,124 @@
+// The Communicator of a device group spread over the processes of an MPI job: transfers between processes through
+// hal::ProcessGroup (host memory on the wire; a device's side staged through its stream), the rest through the
+// staged communicator of this process's own devices.
+#include <algorithm>
+
+#include "hal/collective.h"
+#include "hal/process_group.h"
+#include "hal/remote_device.h"
+
+namespace cai::hal {
+
+namespace {
+
+class CrossProcessCommunicator final : public Communicator {
+ public:
+  CrossProcessCommunicator(std::vector<Device*> devices, ProcessGroup& group, std::unique_ptr<Communicator> local)
+      : Communicator(std::move(devices)), group_(group), local_(std::move(local)) {}
+
+  Status send_recv(int from, const void* src, int to, void* dst, size_t n) override {
+    if (from < 0 || from >= size() || to < 0 || to >= size())
+      return invalid_argument("send_recv: ranks {} → {} outside a group of {}", from, to, size());
+    const int me = group_.rank(), src_proc = owner(from), dst_proc = owner(to);
+    if (from == to || n == 0 || (src_proc != me && dst_proc != me)) return {};
+    if (src_proc == me && dst_proc == me) return local_->send_recv(from, src, to, dst, n);
+    CAI_TRY(check_group());
+    if (src_proc == me) {
+      CAI_ASSIGN_OR_RETURN(const void* host, to_host(device(from), src, n));
+      if (!group_.send(host, n, dst_proc, collective_timeout())) return failed();
+    } else {
+      Device& d = device(to);
+      CAI_TRY(d.default_stream().synchronize());  // nothing queued may still read dst
+      if (d.host_visible()) {
+        if (!group_.recv(dst, n, src_proc, collective_timeout())) return failed();
+      } else {
+        staging_.resize(n);
+        if (!group_.recv(staging_.data(), n, src_proc, collective_timeout())) return failed();
+        CAI_TRY(d.default_stream().copy_to_device(dst, staging_.data(), n));
+      }
+    }
+    count(Collective::kSendRecv, n);
+    return {};
+  }
+
+  std::string all_reduce_path(const std::vector<int>& ranks) override {
+    return all_local(ranks) ? local_->all_reduce_path(ranks) : "MPI all-gather (" + group_.library() + ")";
+  }
+
+  Status all_reduce_sum(const std::vector<int>& ranks, const std::vector<float*>& bufs, size_t n) override {
+    if (ranks.size() != bufs.size() || ranks.empty())
+      return invalid_argument("all_reduce_sum: {} ranks, {} buffers", ranks.size(), bufs.size());
+    for (int r : ranks)
+      if (r < 0 || r >= size()) return invalid_argument("all_reduce_sum: rank {} outside a group of {}", r, size());
+    if (all_local(ranks)) return local_->all_reduce_sum(ranks, bufs, n);
+    std::vector<int> procs;
+    int mine = -1;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      procs.push_back(owner(ranks[i]));
+      if (procs.back() == group_.rank()) {
+        if (mine >= 0) return unsupported("an all-reduce across processes takes one device per process");
+        mine = static_cast<int>(i);
+      }
+    }
+    if (mine < 0 || n == 0) return {};  // this process holds none of the ranks
+    CAI_TRY(check_group());
+    const size_t bytes = n * sizeof(float), k = ranks.size();
+    Device& d = device(ranks[static_cast<size_t>(mine)]);
+    CAI_ASSIGN_OR_RETURN(const void* host, to_host(d, bufs[static_cast<size_t>(mine)], bytes));
+    gathered_.resize(k * n);
+    if (!group_.all_gather(host, gathered_.data(), bytes, procs, collective_timeout())) return failed();
+    sum_.assign(gathered_.begin(), gathered_.begin() + static_cast<ptrdiff_t>(n));  // rank order, as one process adds
+    for (size_t i = 1; i < k; ++i)
+      for (size_t j = 0; j < n; ++j) sum_[j] += gathered_[i * n + j];
+    if (d.host_visible())
+      std::copy(sum_.begin(), sum_.end(), bufs[static_cast<size_t>(mine)]);
+    else
+      CAI_TRY(d.default_stream().copy_to_device(bufs[static_cast<size_t>(mine)], sum_.data(), bytes));
+    count(Collective::kAllReduce, 2 * (k - 1) * bytes);
+    return {};
+  }
+
+ private:
+  int owner(int rank) const { return owning_process(device(rank), group_); }
+  bool all_local(const std::vector<int>& ranks) const {
+    return std::all_of(ranks.begin(), ranks.end(), [&](int r) { return owner(r) == group_.rank(); });
+  }
+
+  // src's n bytes readable by the host once earlier work on d is done: src itself where the host addresses d.
+  Result<const void*> to_host(Device& d, const void* src, size_t n) {
+    if (d.host_visible()) {
+      CAI_TRY(d.default_stream().synchronize());
+      return src;
+    }
+    staging_.resize(n);
+    CAI_TRY(d.default_stream().copy_to_host(staging_.data(), src, n));
+    return static_cast<const void*>(staging_.data());
+  }
+
+  Status check_group() const {
+    const std::string failure = group_failure();
+    if (failure.empty()) return {};
+    return unavailable("the process group has failed: {}", failure);
+  }
+  Status failed() const {
+    set_group_failure(group_.error());
+    return unavailable("{}", group_.error());
+  }
+
+  ProcessGroup& group_;
+  std::unique_ptr<Communicator> local_;
+  std::vector<uint8_t> staging_;
+  std::vector<float> gathered_, sum_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Communicator>> make_communicator(std::vector<Device*> devices) {
+  CAI_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> local, make_staged_communicator(devices));
+  if (std::none_of(devices.begin(), devices.end(), [](const Device* d) { return is_remote(*d); })) return local;
+  ProcessGroup* group = process_group();
+  if (!group) return internal_error("devices of other processes ({}) without an MPI job", device_names(devices));
+  return std::unique_ptr<Communicator>(new CrossProcessCommunicator(std::move(devices), *group, std::move(local)));
+}
+
+}  // namespace cai::hal

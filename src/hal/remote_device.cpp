@@ -1,0 +1,142 @@
+// RemoteDevice: address-space reservations, ops that do nothing, and the exchange of device descriptions at start.
+#include "hal/remote_device.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace cai::hal {
+
+namespace {
+
+// Op functions of any signature that succeed without doing anything.
+template <class Fn>
+struct NoOp;
+template <class... Args>
+struct NoOp<Status (*)(Args...)> {
+  static Status run(Args...) { return {}; }
+};
+
+template <class Fn>
+void set_no_op(Fn& slot) {
+  slot = &NoOp<Fn>::run;
+}
+
+OpTable no_op_table() {
+  OpTable t;
+  set_no_op(t.embed);
+  set_no_op(t.rms_norm);
+  set_no_op(t.rope);
+  set_no_op(t.dense_gemm);
+  set_no_op(t.add);
+  set_no_op(t.swiglu);
+  set_no_op(t.softmax);
+  set_no_op(t.copy_cols);
+  set_no_op(t.kv_write);
+  set_no_op(t.attention_gqa);
+  set_no_op(t.moe_gate);
+  set_no_op(t.sparse_moe);
+  set_no_op(t.attention_mla);
+  return t;
+}
+
+class NoOpEvent final : public Event {
+ public:
+  Status wait() override { return {}; }
+  bool done() const override { return true; }
+};
+
+// Copies to or from a remote device's memory move nothing: the owning process holds the data.
+class NoOpStream final : public Stream {
+ public:
+  Status copy_to_device(void*, const void*, size_t) override { return {}; }
+  Status copy_to_host(void*, const void*, size_t) override { return {}; }
+  Status synchronize() override { return {}; }
+  std::unique_ptr<Event> record() override { return std::make_unique<NoOpEvent>(); }
+};
+
+template <size_t N>
+void copy_text(char (&dst)[N], const std::string& src) {
+  std::memset(dst, 0, N);
+  std::memcpy(dst, src.data(), std::min(src.size(), N - 1));
+}
+
+}  // namespace
+
+RemoteDevice::RemoteDevice(const DeviceInfo& info, int process)
+    : info_(info), process_(process), stream_(std::make_unique<NoOpStream>()) {}
+
+std::string RemoteDevice::name() const { return fmt::format("rank{}/{}", process_, info_.name); }
+
+std::string RemoteDevice::description() const {
+  return fmt::format("{} on {} (process rank {})", info_.description, info_.host, process_);
+}
+
+MemoryInfo RemoteDevice::memory_info() const {
+  std::lock_guard lock(mu_);
+  return {info_.total_bytes, info_.free_bytes - std::min<uint64_t>(info_.free_bytes, reserved_bytes_)};
+}
+
+const OpTable& RemoteDevice::ops() const {
+  static const OpTable table = no_op_table();
+  return table;
+}
+
+Stream& RemoteDevice::default_stream() { return *stream_; }
+
+// Address space nobody may touch: a stray read or write of a remote tensor faults at once.
+Result<Buffer> RemoteDevice::allocate(size_t n_bytes, MemoryKind kind) {
+  const size_t n = std::max<size_t>(n_bytes, 1);
+  void* p = mmap(nullptr, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return out_of_memory("{}: no address space for a stand-in of {} bytes", name(), n_bytes);
+  std::lock_guard lock(mu_);
+  reserved_[p] = n;
+  reserved_bytes_ += n;
+  return Buffer(this, p, n_bytes, kind);
+}
+
+void RemoteDevice::free(void* ptr, MemoryKind) {
+  std::lock_guard lock(mu_);
+  const auto it = reserved_.find(ptr);
+  if (it == reserved_.end()) return;
+  munmap(ptr, it->second);
+  reserved_bytes_ -= it->second;
+  reserved_.erase(it);
+}
+
+bool is_remote(const Device& d) { return dynamic_cast<const RemoteDevice*>(&d) != nullptr; }
+
+int owning_process(const Device& d, const ProcessGroup& group) {
+  const auto* remote = dynamic_cast<const RemoteDevice*>(&d);
+  return remote ? remote->process() : group.rank();
+}
+
+Result<std::vector<Device*>> job_devices(ProcessGroup& group, Device& local, double timeout_s) {
+  DeviceInfo mine;
+  copy_text(mine.name, local.name());
+  copy_text(mine.description, local.description());
+  copy_text(mine.host, group.host());
+  const MemoryInfo mem = local.memory_info();
+  mine.total_bytes = mem.total_bytes;
+  mine.free_bytes = mem.free_bytes;
+  mine.host_visible = local.host_visible();
+  std::vector<int> everyone;
+  for (int r = 0; r < group.size(); ++r) everyone.push_back(r);
+  std::vector<DeviceInfo> all(static_cast<size_t>(group.size()));
+  if (!group.all_gather(&mine, all.data(), sizeof(DeviceInfo), everyone, timeout_s))
+    return unavailable("exchanging the ranks' devices: {}", group.error());
+  static std::vector<std::unique_ptr<RemoteDevice>> stand_ins;  // for the process's life, as backends' devices are
+  std::vector<Device*> out;
+  for (int r = 0; r < group.size(); ++r) {
+    if (r == group.rank()) {
+      out.push_back(&local);
+      continue;
+    }
+    stand_ins.push_back(std::make_unique<RemoteDevice>(all[static_cast<size_t>(r)], r));
+    out.push_back(stand_ins.back().get());
+  }
+  return out;
+}
+
+}  // namespace cai::hal

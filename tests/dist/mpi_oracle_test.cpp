@@ -1,0 +1,93 @@
+// Across processes (docs/multi-node.md): the reference-logit oracles through `mpirun -np 2` and `-np 4` (loopback,
+// --oversubscribe), one device per rank, at --tp 2, --pp 2, --ep 2 (DeepSeek) and --tp 2 --pp 2, on CPU ranks and on
+// simt ranks; the same tolerance and greedy tokens as one process. Then the start-up errors that name a rank.
+#include <gtest/gtest.h>
+
+#include <ostream>
+
+#include "cli/oracle_eval.h"
+#include "mpi_launch.h"
+#include "test_paths.h"
+
+namespace cai {
+namespace {
+
+struct MpiCase {
+  std::string oracle;
+  int ranks = 2;
+  std::string env;   // CAI_SIMT_DEVICES=N for simt ranks
+  std::string args;  // --device and the layout
+};
+
+void PrintTo(const MpiCase& c, std::ostream* os) { *os << c.oracle << " -np " << c.ranks << " " << c.args; }
+
+class OracleEvalMpi : public ::testing::TestWithParam<MpiCase> {};
+
+TEST_P(OracleEvalMpi, MatchesReferenceLogitsAndGreedyTokens) {
+  const MpiCase& c = GetParam();
+  test::expect_oracle(c.oracle, c.env + " CAI_SIMT_WARP=32 " + test::mpirun(c.ranks), c.args + " --kv-dtype f32",
+                      1e-3f);
+}
+
+std::vector<MpiCase> mpi_cases() {
+  std::vector<MpiCase> cases;
+  std::vector<std::string> all = test::kOracles;
+  all.push_back(test::kMainlineGguf);
+  for (const std::string& o : all) {
+    std::vector<std::string> layouts = {"--tp 2", "--pp 2"};
+    if (o.starts_with("deepseek")) layouts.push_back("--ep 2");
+    for (const std::string& layout : layouts) {
+      cases.push_back({o, 2, "", "--device cpu -t 1 " + layout});
+      cases.push_back({o, 2, "CAI_SIMT_DEVICES=2", "--device simt " + layout});
+    }
+    cases.push_back({o, 4, "CAI_SIMT_DEVICES=4", "--device simt --tp 2 --pp 2"});
+  }
+  cases.push_back({"deepseek_v3_tiny", 4, "", "--device cpu -t 1 --ep 2 --pp 2"});
+  return cases;
+}
+
+std::string case_name(const ::testing::TestParamInfo<MpiCase>& info) {
+  return test::param_name(info.param.oracle + "_np" + std::to_string(info.param.ranks) + "_" + info.param.args);
+}
+
+INSTANTIATE_TEST_SUITE_P(Oracles, OracleEvalMpi, ::testing::ValuesIn(mpi_cases()), case_name);
+
+// Only the leader writes results: the workers' stdout goes to stderr, each log line names its rank.
+TEST(Mpi, OnlyTheLeaderWritesToStdout) {
+  const test::CommandResult r = test::run_command(
+      test::mpirun(2) + " " + test::cai_bin() + " eval -m " + test::data_path("oracle/qwen2_tiny") +
+      " --device cpu -t 1 --tp 2 --tokens 1,2,3 --greedy 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;  // one JSON line, from rank 0
+  EXPECT_NE(r.err.find("[rank 1]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the leader stopped the job"), std::string::npos) << r.err;
+}
+
+TEST(Mpi, RanksMustDivideTheLayout) {
+  const test::CommandResult r = test::run_command(test::mpirun(2) + " " + test::cai_bin() + " eval -m " +
+                                                  test::data_path("oracle/qwen2_tiny") +
+                                                  " --device cpu -t 1 --tp 4 --tokens 1,2");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--tp 4 x --pp 1 needs 4 devices, but the MPI job has 2 ranks"), std::string::npos) << r.err;
+}
+
+TEST(Mpi, ALocalRankPastTheDeviceListIsNamed) {
+  const test::CommandResult r = test::run_command("CAI_SIMT_DEVICES=1 " + test::mpirun(2) + " " + test::cai_bin() +
+                                                  " eval -m " + test::data_path("oracle/qwen2_tiny") +
+                                                  " --device simt --tp 2 --tokens 1,2");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("rank 1 is local rank 1"), std::string::npos) << r.err;
+}
+
+TEST(Mpi, RanksWithDifferentModelsAreRefused) {
+  // Rank 1 gets another KV dtype through its own environment (CAI_KV_DTYPE is not an option: use an MPMD launch).
+  const std::string model = test::data_path("oracle/qwen2_tiny");
+  const test::CommandResult r = test::run_command(
+      test::mpirun(1) + " " + test::cai_bin() + " eval -m " + model + " --device cpu --tp 2 --tokens 1,2 --kv-dtype "
+      "f32 : -np 1 " + test::cai_bin() + " eval -m " + model + " --device cpu --tp 2 --tokens 1,2 --kv-dtype bf16");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("rank 1 loaded a different model or layout than rank 0: KV dtype"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace cai
