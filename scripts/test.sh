@@ -10,6 +10,11 @@ phase() { echo "== $* [${SECONDS}s]"; }
 phase "set-up and Release build"
 bash scripts/setup.sh
 phase "tests (Release)"
+# The MPI tests (tests/dist, tests/e2e/mpi_faults) need Open MPI, which setup.sh installs: missing, they fail here.
+if ! command -v mpirun >/dev/null 2>&1 || [ ! -f build/libcai-mpi.so ]; then
+  echo "test: mpirun or build/libcai-mpi.so is missing (libopenmpi-dev and openmpi-bin: scripts/setup.sh)" >&2
+  exit 1
+fi
 ctest --test-dir build --output-on-failure -j"$jobs"
 
 phase "out-of-tree plugin (installed SDK, clang++) against the engine's loader"
@@ -34,8 +39,12 @@ if ((${#need[@]})); then
 fi
 npm ci --no-audit --no-fund --loglevel=error
 CAI_BIN="$PWD/build/cai" npm run --silent test:e2e
-# The OpenAI client's tests again with the model over two simt devices (tensor parallel; docs/devices.md).
+# The OpenAI client's tests again with the model over two simt devices (tensor parallel; docs/devices.md), and over
+# two MPI ranks on the CPU (docs/multi-node.md).
 CAI_SIMT_DEVICES=2 CAI_E2E_SERVER_ARGS="--device simt:0,simt:1 --tp 2" CAI_BIN="$PWD/build/cai" \
+  node --test --test-concurrency=1 tests/e2e/openai_api.test.mjs
+CAI_E2E_LAUNCHER="mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism none \
+  -np 2" CAI_E2E_SERVER_ARGS="--device cpu -t 1 --tp 2" CAI_BIN="$PWD/build/cai" \
   node --test --test-concurrency=1 tests/e2e/openai_api.test.mjs
 phase "soak (64 clients, 60 s: good, cancelled and bad requests; status, /health latency, RSS, KV blocks)"
 CAI_BIN="$PWD/build/cai" npm run --silent bench:soak -- --seconds 60

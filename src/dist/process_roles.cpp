@@ -1,6 +1,9 @@
 // LeaderModel, the worker loop and the start-up check that all ranks run the same model.
 #include "dist/process_roles.h"
 
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdio>
 #include <thread>
 
@@ -67,10 +70,10 @@ class LeaderModel final : public Model {
   void abort_soon(const std::string& failure) {
     if (aborting_) return;
     aborting_ = true;
-    CAI_LOG_ERROR("the process group failed ({}); ending the job in 1 s so that it can be restarted", failure);
+    CAI_LOG_ERROR("the process group failed ({}); ending the job in 2 s so that it can be restarted", failure);
     hal::ProcessGroup* group = &group_;
     std::thread([group] {
-      std::this_thread::sleep_for(std::chrono::seconds(1));
+      std::this_thread::sleep_for(std::chrono::seconds(2));
       std::fflush(stdout);
       std::fflush(stderr);
       group->abort(3);
@@ -120,7 +123,10 @@ std::unique_ptr<Model> make_leader_model(std::unique_ptr<Model> model, hal::Proc
 }
 
 void run_worker(Model& model, hal::ProcessGroup& group) {
-  CAI_LOG_INFO("worker of {} ranks on {}: waiting for the leader's steps", group.size(), group.host());
+  CAI_LOG_INFO("worker of {} ranks on {} (pid {}): waiting for the leader's steps", group.size(), group.host(), getpid());
+  // mpirun forwards a stop to every rank: the leader ends the job (its stop message), a worker goes on until then.
+  std::signal(SIGTERM, SIG_IGN);
+  std::signal(SIGINT, SIG_IGN);
   std::unique_ptr<KvCache> kv;
   std::vector<float> logits;
   Status st;

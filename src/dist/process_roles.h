@@ -19,7 +19,7 @@ bool is_worker();
 Status check_same_model(const Model& model, hal::ProcessGroup& group);
 
 // The leader's model: forward() broadcasts the step, then runs this process's shards. When a transfer between the
-// processes fails the group is broken: the step fails (unavailable, naming the rank), and a second later the leader
+// processes fails the group is broken: the step fails (unavailable, naming the rank), and 2 s later the leader
 // aborts the job with exit status 3 (time for the failed requests' answers to reach their clients), so an
 // orchestrator restarts the whole group. Destroying it tells the workers to stop.
 std::unique_ptr<Model> make_leader_model(std::unique_ptr<Model> model, hal::ProcessGroup& group);

@@ -32,6 +32,8 @@ class ProcessGroup {
   virtual bool send(const void* buf, size_t n, int to, double timeout_s) = 0;
   virtual bool recv(void* buf, size_t n, int from, double timeout_s) = 0;
   virtual std::string error() const = 0;
+  // Makes the wait in progress, if any, return false at once, error() saying `why`. Safe from any thread.
+  virtual void interrupt(const std::string& why) = 0;
   // Ends every process of the job with `code` (mpirun then exits non-zero).
   [[noreturn]] virtual void abort(int code) = 0;
 };

@@ -7,10 +7,12 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -69,6 +71,11 @@ class MpiProcessGroup final : public cai::hal::ProcessGroup {
   std::string host() const override { return host_; }
   std::string library() const override { return library_; }
   std::string error() const override { return error_; }
+  void interrupt(const std::string& why) override {
+    std::lock_guard lock(interrupt_mu_);
+    interrupt_why_ = why;
+    ++interrupts_;
+  }
 
   bool broadcast(void* buf, size_t n, int root, double timeout_s) override {
     MPI_Request req;
@@ -132,6 +139,7 @@ class MpiProcessGroup final : public cai::hal::ProcessGroup {
   // Polls req until it completes, the deadline passes, or (no deadline) the process that launched this one is gone.
   bool finish(MPI_Request& req, double timeout_s, const std::string& what, const std::vector<int>& peers) {
     const Clock::time_point start = Clock::now();
+    const uint64_t interrupts_at_start = interrupts_;
     for (int polls = 0;; ++polls) {
       int done = 0;
       const int rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
@@ -140,6 +148,11 @@ class MpiProcessGroup final : public cai::hal::ProcessGroup {
         return false;
       }
       if (done) return true;
+      if (interrupts_ != interrupts_at_start) {
+        std::lock_guard lock(interrupt_mu_);
+        error_ = what + ": " + interrupt_why_;
+        return false;
+      }
       const double waited = std::chrono::duration<double>(Clock::now() - start).count();
       if (timeout_s >= 0 && waited > timeout_s) {
         error_ = what + ": rank " + rank_list(peers, rank_) + " did not answer within " + fmt_seconds(timeout_s);
@@ -166,6 +179,9 @@ class MpiProcessGroup final : public cai::hal::ProcessGroup {
   int rank_ = 0, size_ = 1, local_rank_ = 0;
   pid_t parent_ = 0;
   std::string host_, library_, error_;
+  std::atomic<uint64_t> interrupts_{0};
+  std::mutex interrupt_mu_;
+  std::string interrupt_why_;
   MPI_Comm transfers_ = MPI_COMM_NULL;
 };
 

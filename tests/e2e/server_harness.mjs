@@ -29,13 +29,28 @@ export function thinkTemplateFile() {
 // tests again with "--device simt:0,simt:1 --tp 2", a model over two devices).
 const runArgs = (process.env.CAI_E2E_SERVER_ARGS ?? "").split(" ").filter((a) => a.length > 0);
 
-// Spawns `cai serve -m model --port 0 ...extraArgs` (with `env` added to this process's environment), reads the bound
-// address from its "chat page:" log line and waits until /health answers 200. Returns { baseURL, origin, stop(),
-// stderr() }.
-export async function startServer(extraArgs = [], { timeoutMs = 120_000, model = defaultModel, ctxSize = 256, env = {} } = {}) {
+// What starts the server of this run: $CAI_E2E_LAUNCHER, space-separated, before the binary (scripts/test.sh runs the
+// OpenAI tests again under "mpirun ... -np 2", the model over two processes).
+const runLauncher = (process.env.CAI_E2E_LAUNCHER ?? "").split(" ").filter((a) => a.length > 0);
+
+// The command that launches an MPI job of `ranks` processes on this machine (as root where CI runs as root, more ranks
+// than cores, no core binding, shared memory without the single-copy mechanism that containers' ptrace rules refuse).
+export function mpirun(ranks) {
+  return ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
+          "--mca", "btl_vader_single_copy_mechanism", "none", "-np", String(ranks)];
+}
+
+// Spawns `cai serve -m model --port 0 ...extraArgs` (with `env` added to this process's environment; after `launcher`,
+// e.g. mpirun(2), where given), reads the bound address from its "chat page:" log line and waits until /health answers
+// 200. Returns { baseURL, origin, stop(), stderr(), rankPids(), exited }: `exited` resolves to the exit code.
+export async function startServer(extraArgs = [], { timeoutMs = 120_000, model = defaultModel, ctxSize = 256, env = {},
+                                                    launcher = runLauncher } = {}) {
   const args = ["serve", "-m", model, "--host", "127.0.0.1", "--port", "0", "--ctx-size", String(ctxSize),
                 ...runArgs, ...extraArgs];
-  const proc = spawn(caiBin, args, { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...env } });
+  const command = [...launcher, caiBin, ...args];
+  const proc = spawn(command[0], command.slice(1), { stdio: ["ignore", "ignore", "pipe"],
+                                                    env: { ...process.env, ...env } });
+  const exited = new Promise((ok) => proc.on("exit", (code, signal) => ok(code ?? 128 + (signal === "SIGKILL" ? 9 : 15))));
   let log = "";
   const origin = await new Promise((resolveOrigin, reject) => {
     const timer = setTimeout(() => reject(new Error(`cai serve did not log its address:\n${log}`)), timeoutMs);
@@ -59,11 +74,18 @@ export async function startServer(extraArgs = [], { timeoutMs = 120_000, model =
   return {
     origin,
     baseURL: `${origin}/v1`,
+    exited,
     stderr: () => log,
+    // The pid of each rank of an MPI job (its "rank N of M (pid P" log line); empty for one process.
+    rankPids: () => Object.fromEntries([...log.matchAll(/rank (\d+) of \d+ \(pid (\d+)/g)].map((m) => [m[1], Number(m[2])])),
+    // Under mpirun the leader is told to stop (it stops the workers; mpirun then exits 0), not mpirun itself (which
+    // exits 1 on a signal whatever its ranks do).
     stop: () => new Promise((ok) => {
       if (proc.exitCode !== null) return ok(proc.exitCode);
       proc.on("exit", (code) => ok(code));
-      proc.kill("SIGTERM");
+      const leader = [...log.matchAll(/rank 0 of \d+ \(pid (\d+)/g)][0];
+      if (leader) process.kill(Number(leader[1]), "SIGTERM");
+      else proc.kill("SIGTERM");
     }),
   };
 }

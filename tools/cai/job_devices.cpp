@@ -1,5 +1,7 @@
 // The devices a --device list means for this process: the list itself, or in an MPI job of N ranks (one device per
 // rank) the job's N devices, this rank's being its local rank's entry of the list on its machine.
+#include <unistd.h>
+
 #include "core/log.h"
 #include "hal/process_group.h"
 #include "hal/remote_device.h"
@@ -33,8 +35,8 @@ Result<std::vector<hal::Device*>> job_device_list(const hal::Registry& reg, cons
   hal::ProcessGroup* group = hal::process_group();
   if (!group) return reg.find_devices(list);
   CAI_ASSIGN_OR_RETURN(hal::Device* mine, local_device(reg, list, *group));
-  CAI_LOG_INFO("rank {} of {} ({}, {}): device {}", group->rank(), group->size(), group->host(), group->library(),
-               mine->name());
+  CAI_LOG_INFO("rank {} of {} (pid {} on {}, {}): device {}", group->rank(), group->size(), getpid(), group->host(),
+               group->library(), mine->name());
   return hal::job_devices(*group, *mine, hal::collective_timeout());
 }
 

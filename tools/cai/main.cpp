@@ -36,7 +36,9 @@ int main(int argc, char** argv) {
   }
   std::fflush(stdout);
   // A rank that fails ends the whole job at once (the others may be waiting for it); a clean end leaves it together.
-  if (cai::hal::ProcessGroup* g = cai::hal::process_group(); g && exit_code != 0) {
+  cai::hal::ProcessGroup* g = cai::hal::process_group();
+  if (g && exit_code == 0 && !cai::hal::group_failure().empty()) exit_code = 3;  // the group broke: restart it
+  if (g && exit_code != 0) {
     std::fflush(stderr);
     g->abort(exit_code);
   }

@@ -13,6 +13,7 @@
 #include "cai/engine.h"
 #include "core/log.h"
 #include "dist/process_roles.h"
+#include "hal/process_group.h"
 #include "server/config_file.h"
 #include "server/http_server.h"
 #include "verbs.h"
@@ -127,6 +128,12 @@ Status serve(ServeOptions o) {
     return load_status;
   }
   CAI_LOG_INFO("shutting down");
+  if (hal::ProcessGroup* group = hal::process_group()) {
+    // mpirun sends SIGTERM to every rank when one fails as well as when the job is stopped: a step waiting on other
+    // ranks fails now (its requests get rank_failed before mpirun's SIGKILL follows, and the exit status is non-zero);
+    // an idle server stops cleanly.
+    group->interrupt(fmt::format("the MPI job is ending (signal {}: a rank failed or the job was stopped)", sig));
+  }
   http.stop();
   return {};
 }
