@@ -1,10 +1,12 @@
 // deploy/ agrees with the device profiles: the Dockerfile has a base stage and, for every backend plugin a profile
 // names, a stage on top of base that copies in only libcai-backend-<name>.so; each Kubernetes manifest (Deployment +
 // Service) runs the image of its profile's backend, requests exactly its profile's k8s_resource, probes /health, and
-// every profile with both a plugin stage and a resource name has a manifest. Malformed resource names are refused.
+// every profile with both a plugin stage and a resource name has a manifest. Malformed resource names are refused. The
+// multi-node manifests (MPIJobs) run the planner's layout over as many ranks as they request accelerators.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iterator>
 #include <map>
@@ -12,6 +14,8 @@
 #include <sstream>
 
 #include "chips/device_profile.h"
+#include "chips/model_footprint.h"
+#include "chips/planner.h"
 #include "shipped_profiles.h"
 #include "test_paths.h"
 
@@ -187,6 +191,102 @@ TEST(Deploy, ResourceNamesComeFromTheProfilesAndAreChecked) {
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().message().rfind("x.json: k8s_resource: ", 0), 0u) << r.status().message();
   }
+}
+
+}  // namespace
+}  // namespace cai::chips
+
+namespace cai::chips {
+namespace {
+
+// The value after `flag` in args, or "".
+std::string value_after(const std::vector<std::string>& args, const std::string& flag) {
+  for (size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == flag) return args[i + 1];
+  return {};
+}
+
+// deploy/k8s/multi-node/cai-<profile>-<nodes>x<slots>.yaml: an MPIJob whose launcher is rank 0 (the leader, with the
+// probes and the Service), one rank per accelerator of the profile's device plugin resource (one per node on the
+// CPU), the layout's ranks equal to the job's, and for accelerators the layout `cai plan` picks for DeepSeek-R1 on
+// that many cards.
+TEST(Deploy, MultiNodeManifestsRunThePlannersLayoutOverTheJobsRanks) {
+  const auto ps = shipped_profiles();
+  int n_files = 0;
+  for (const fs::directory_entry& e : fs::directory_iterator(kDeploy + "/k8s/multi-node")) {
+    if (e.path().extension() != ".yaml") continue;
+    ++n_files;
+    SCOPED_TRACE(e.path().string());
+    YAML::Node job, service;
+    for (const YAML::Node& doc : YAML::LoadAllFromFile(e.path().string())) {
+      if (doc["kind"].as<std::string>("") == "MPIJob") job = doc;
+      if (doc["kind"].as<std::string>("") == "Service") service = doc;
+    }
+    ASSERT_TRUE(job && service) << "an MPIJob and a Service";
+    const std::string id = job["metadata"]["labels"]["cai.dev/profile"].as<std::string>("");
+    const DeviceProfile* p = find_profile(ps, id);
+    ASSERT_NE(p, nullptr) << "label cai.dev/profile names no profile: '" << id << "'";
+    const int slots = job["spec"]["slotsPerWorker"].as<int>(0);
+    const YAML::Node replicas = job["spec"]["mpiReplicaSpecs"];
+    const int nodes = 1 + replicas["Worker"]["replicas"].as<int>(0);
+    EXPECT_EQ(e.path().filename().string(), fmt::format("cai-{}-{}x{}.yaml", id, nodes, slots));
+    EXPECT_TRUE(job["spec"]["runLauncherAsWorker"].as<bool>(false)) << "rank 0 (the leader) runs in the launcher";
+
+    const YAML::Node launcher = replicas["Launcher"]["template"]["spec"]["containers"][0];
+    const YAML::Node worker = replicas["Worker"]["template"]["spec"]["containers"][0];
+    const std::string stage = p->policies.backend == "cpu" ? "base" : p->policies.backend;
+    for (const YAML::Node& c : {launcher, worker}) {
+      EXPECT_EQ(c["image"].as<std::string>(""), "cai:" + stage);
+      const YAML::Node limits = c["resources"] ? c["resources"]["limits"] : YAML::Node();
+      if (p->k8s_resource.empty())
+        EXPECT_FALSE(limits.IsMap()) << "no accelerator resource on the CPU";
+      else
+        EXPECT_EQ(limits[p->k8s_resource].as<int>(0), slots) << "one accelerator per rank";
+    }
+    EXPECT_EQ(worker["command"][0].as<std::string>(""), "/usr/sbin/sshd");
+
+    ASSERT_EQ(launcher["command"][0].as<std::string>(""), "mpirun");
+    const auto args = launcher["args"].as<std::vector<std::string>>(std::vector<std::string>{});
+    const int ranks = std::stoi(value_after(args, "-np"));
+    EXPECT_EQ(ranks, nodes * slots);
+    const auto cai = std::find(args.begin(), args.end(), "cai");
+    ASSERT_NE(cai, args.end());
+    const std::vector<std::string> cai_args(cai + 1, args.end());
+    EXPECT_EQ(cai_args.front(), "serve");
+    EXPECT_EQ(value_after(cai_args, "--profile"), id);
+    EXPECT_EQ(value_after(cai_args, "--device"), p->policies.backend);
+    EXPECT_EQ(value_after(cai_args, "--host"), "0.0.0.0");
+    auto flag = [&](const char* f) {
+      const std::string v = value_after(cai_args, f);
+      return v.empty() ? 1 : std::stoi(v);
+    };
+    const int width = std::max(flag("--tp"), flag("--ep")), pp = flag("--pp");
+    EXPECT_EQ(width * pp, ranks) << "the layout's ranks are the job's";
+    if (!p->k8s_resource.empty()) {
+      Result<ModelFootprint> r1 = load_footprint("preset:deepseek-r1");
+      ASSERT_TRUE(r1.ok()) << r1.status().to_string();
+      PlanRequest request;
+      request.cards = ranks;
+      Result<Plan> plan = make_plan(*r1, *p, request);
+      ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+      EXPECT_TRUE(plan->fits);
+      EXPECT_EQ(plan->layout.tensor_parallel, flag("--tp") == 1 ? width : flag("--tp"));
+      EXPECT_EQ(plan->layout.expert_parallel, flag("--ep"));
+      EXPECT_EQ(plan->layout.pipeline_parallel, pp);
+    }
+    for (const char* probe : {"startupProbe", "livenessProbe", "readinessProbe"}) {
+      ASSERT_TRUE(launcher[probe]) << probe;
+      EXPECT_EQ(launcher[probe]["httpGet"]["path"].as<std::string>(""), "/health") << probe;
+    }
+    EXPECT_FALSE(worker["ports"]) << "workers open no port";
+    // The Service routes to the launcher's pod alone.
+    const YAML::Node pod_labels = replicas["Launcher"]["template"]["metadata"]["labels"];
+    for (const auto& kv : service["spec"]["selector"])
+      EXPECT_EQ(pod_labels[kv.first.as<std::string>()].as<std::string>(""), kv.second.as<std::string>());
+    EXPECT_NE(replicas["Worker"]["template"]["metadata"]["labels"]["cai.dev/role"].as<std::string>(""),
+              service["spec"]["selector"]["cai.dev/role"].as<std::string>(""));
+  }
+  EXPECT_GE(n_files, 2);
 }
 
 }  // namespace
