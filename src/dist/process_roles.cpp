@@ -105,9 +105,8 @@ Status check_same_model(const Model& model, hal::ProcessGroup& group) {
                                 "KV dtype", "devices"};
   const std::vector<int64_t> mine = fingerprint(model);
   std::vector<int64_t> all(mine.size() * static_cast<size_t>(group.size()));
-  std::vector<int> everyone;
-  for (int r = 0; r < group.size(); ++r) everyone.push_back(r);
-  if (!group.all_gather(mine.data(), all.data(), mine.size() * sizeof(int64_t), everyone, hal::collective_timeout()))
+  if (!group.all_gather(mine.data(), all.data(), mine.size() * sizeof(int64_t), hal::every_rank(group),
+                        hal::startup_timeout()))
     return unavailable("comparing the ranks' models: {}", group.error());
   for (int r = 1; r < group.size(); ++r)
     for (size_t i = 0; i < mine.size(); ++i)

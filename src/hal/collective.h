@@ -61,7 +61,7 @@ Result<std::unique_ptr<Communicator>> make_staged_communicator(std::vector<Devic
 // an all-reduce gathers every rank's buffer on each member process and adds them there in the order of the ranks, so
 // each process gets the bits one process would. Each process counts the bytes it sends or receives. Every transfer
 // waits at most collective_timeout(); a failure is unavailable naming the rank, and marks the group failed
-// (group_failure()). Errors: as make_staged_communicator; remote devices without a joined group (internal).
+// (group_failure()). Errors: as make_staged_communicator.
 Result<std::unique_ptr<Communicator>> make_communicator(std::vector<Device*> devices);
 
 }  // namespace cai::hal

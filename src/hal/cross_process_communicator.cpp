@@ -115,10 +115,10 @@ class CrossProcessCommunicator final : public Communicator {
 
 Result<std::unique_ptr<Communicator>> make_communicator(std::vector<Device*> devices) {
   CAI_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> local, make_staged_communicator(devices));
-  if (std::none_of(devices.begin(), devices.end(), [](const Device* d) { return is_remote(*d); })) return local;
-  ProcessGroup* group = process_group();
-  if (!group) return internal_error("devices of other processes ({}) without an MPI job", device_names(devices));
-  return std::unique_ptr<Communicator>(new CrossProcessCommunicator(std::move(devices), *group, std::move(local)));
+  const auto remote = std::find_if(devices.begin(), devices.end(), [](const Device* d) { return is_remote(*d); });
+  if (remote == devices.end()) return local;
+  ProcessGroup& group = static_cast<const RemoteDevice*>(*remote)->group();
+  return std::unique_ptr<Communicator>(new CrossProcessCommunicator(std::move(devices), group, std::move(local)));
 }
 
 }  // namespace cai::hal

@@ -47,10 +47,20 @@ ProcessGroup* process_group();
 // Leaves the job (MPI_Finalize) if one was joined; process_group() is null afterwards.
 void leave_process_group();
 
+// Every rank of the group, in order.
+inline std::vector<int> every_rank(const ProcessGroup& group) {
+  std::vector<int> ranks;
+  for (int r = 0; r < group.size(); ++r) ranks.push_back(r);
+  return ranks;
+}
+
 // How long a transfer between processes may wait for its peers (--collective-timeout) before the group counts as
 // failed. Default 30 s.
 void set_collective_timeout(double seconds);
 double collective_timeout();
+// How long the exchanges of the job's start may wait: loading takes minutes on large models and ends at different
+// times on different ranks. The larger of 10 minutes and collective_timeout().
+double startup_timeout();
 // The first failure of a transfer between processes ("rank 1 did not answer within 5.0 s"), or "" while none failed.
 // After one, the group is broken: every later transfer fails at once with the same message, and the process should
 // end its requests and exit non-zero so that an orchestrator restarts the whole group.

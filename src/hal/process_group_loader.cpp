@@ -2,6 +2,7 @@
 // (next to the binary, or lib/cai/ in the installed layout) and joins the job; the group's deadline and failure state.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -48,6 +49,7 @@ std::string failure;
 
 void set_collective_timeout(double seconds) { timeout_s = seconds; }
 double collective_timeout() { return timeout_s; }
+double startup_timeout() { return std::max(600.0, collective_timeout()); }
 
 std::string group_failure() {
   std::lock_guard lock(failure_mu);

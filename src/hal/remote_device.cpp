@@ -64,8 +64,8 @@ void copy_text(char (&dst)[N], const std::string& src) {
 
 }  // namespace
 
-RemoteDevice::RemoteDevice(const DeviceInfo& info, int process)
-    : info_(info), process_(process), stream_(std::make_unique<NoOpStream>()) {}
+RemoteDevice::RemoteDevice(const DeviceInfo& info, int process, ProcessGroup& group)
+    : info_(info), process_(process), group_(&group), stream_(std::make_unique<NoOpStream>()) {}
 
 std::string RemoteDevice::name() const { return fmt::format("rank{}/{}", process_, info_.name); }
 
@@ -121,10 +121,8 @@ Result<std::vector<Device*>> job_devices(ProcessGroup& group, Device& local, dou
   mine.total_bytes = mem.total_bytes;
   mine.free_bytes = mem.free_bytes;
   mine.host_visible = local.host_visible();
-  std::vector<int> everyone;
-  for (int r = 0; r < group.size(); ++r) everyone.push_back(r);
   std::vector<DeviceInfo> all(static_cast<size_t>(group.size()));
-  if (!group.all_gather(&mine, all.data(), sizeof(DeviceInfo), everyone, timeout_s))
+  if (!group.all_gather(&mine, all.data(), sizeof(DeviceInfo), every_rank(group), timeout_s))
     return unavailable("exchanging the ranks' devices: {}", group.error());
   static std::vector<std::unique_ptr<RemoteDevice>> stand_ins;  // for the process's life, as backends' devices are
   std::vector<Device*> out;
@@ -133,7 +131,7 @@ Result<std::vector<Device*>> job_devices(ProcessGroup& group, Device& local, dou
       out.push_back(&local);
       continue;
     }
-    stand_ins.push_back(std::make_unique<RemoteDevice>(all[static_cast<size_t>(r)], r));
+    stand_ins.push_back(std::make_unique<RemoteDevice>(all[static_cast<size_t>(r)], r, group));
     out.push_back(stand_ins.back().get());
   }
   return out;

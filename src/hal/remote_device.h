@@ -25,9 +25,10 @@ struct DeviceInfo {
 
 class RemoteDevice final : public Device {
  public:
-  RemoteDevice(const DeviceInfo& info, int process);
-  // The process (rank in the ProcessGroup) that drives the device.
+  RemoteDevice(const DeviceInfo& info, int process, ProcessGroup& group);
+  // The process (rank in `group`) that drives the device.
   int process() const { return process_; }
+  ProcessGroup& group() const { return *group_; }
   const DeviceInfo& info() const { return info_; }
 
   std::string name() const override;  // "rank1/simt:1"
@@ -47,6 +48,7 @@ class RemoteDevice final : public Device {
  private:
   DeviceInfo info_;
   int process_;
+  ProcessGroup* group_;
   std::unique_ptr<Stream> stream_;
   mutable std::mutex mu_;
   std::map<void*, size_t> reserved_;

@@ -80,9 +80,7 @@ class MpiProcessGroup final : public cai::hal::ProcessGroup {
   bool broadcast(void* buf, size_t n, int root, double timeout_s) override {
     MPI_Request req;
     if (!started(MPI_Ibcast(buf, static_cast<int>(n), MPI_BYTE, root, MPI_COMM_WORLD, &req), "broadcast")) return false;
-    std::vector<int> everyone;
-    for (int r = 0; r < size_; ++r) everyone.push_back(r);
-    return finish(req, timeout_s, "a broadcast from rank " + std::to_string(root), everyone);
+    return finish(req, timeout_s, "a broadcast from rank " + std::to_string(root), cai::hal::every_rank(*this));
   }
 
   // Pairwise: each member sends its bytes to every other member and receives theirs (point-to-point requests can be

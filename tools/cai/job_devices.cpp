@@ -37,7 +37,7 @@ Result<std::vector<hal::Device*>> job_device_list(const hal::Registry& reg, cons
   CAI_ASSIGN_OR_RETURN(hal::Device* mine, local_device(reg, list, *group));
   CAI_LOG_INFO("rank {} of {} (pid {} on {}, {}): device {}", group->rank(), group->size(), getpid(), group->host(),
                group->library(), mine->name());
-  return hal::job_devices(*group, *mine, hal::collective_timeout());
+  return hal::job_devices(*group, *mine, hal::startup_timeout());
 }
 
 }  // namespace cai::cli
