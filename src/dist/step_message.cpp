@@ -6,7 +6,9 @@ namespace cai::dist {
 
 namespace {
 
-int32_t blocks_used(const hal::AttnSeq& s, int block_size) { return (s.pos0 + s.n_q + block_size - 1) / block_size; }
+int64_t blocks_used(const hal::AttnSeq& s, int block_size) {
+  return (int64_t{s.pos0} + s.n_q + block_size - 1) / block_size;
+}
 
 }  // namespace
 
@@ -16,7 +18,7 @@ std::vector<int32_t> encode_step(const StepBatch& b, int block_size) {
   for (const std::vector<int32_t>* v : {&b.tokens, &b.positions, &b.slots, &b.logit_rows})
     out.insert(out.end(), v->begin(), v->end());
   for (const hal::AttnSeq& s : b.seqs) {
-    const int32_t used = blocks_used(s, block_size);
+    const int32_t used = static_cast<int32_t>(blocks_used(s, block_size));
     out.insert(out.end(), {s.q_begin, s.n_q, s.pos0, used});
     out.insert(out.end(), s.block_table, s.block_table + used);
   }
@@ -47,7 +49,7 @@ Result<DecodedStep> decode_step(const std::vector<int32_t>& ints, int block_size
     CAI_ASSIGN_OR_RETURN(const int32_t* h, take(4));
     const hal::AttnSeq seq{h[0], h[1], h[2], nullptr};
     if (h[3] < 0 || seq.n_q < 0 || seq.pos0 < 0 || h[3] != blocks_used(seq, block_size))
-      return corrupt("step message: sequence {} has {} blocks for positions up to {}", s, h[3], seq.pos0 + seq.n_q);
+      return corrupt("step message: sequence {} has {} blocks for {} + {} positions", s, h[3], seq.pos0, seq.n_q);
     CAI_ASSIGN_OR_RETURN(const int32_t* blocks, take(static_cast<size_t>(h[3])));
     offsets.push_back(d.tables.size());
     d.tables.insert(d.tables.end(), blocks, blocks + h[3]);

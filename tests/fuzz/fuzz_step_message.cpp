@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   cai::Result<cai::dist::DecodedStep> step = cai::dist::decode_step(ints, block_size);
   if (!step.ok()) return 0;
   for (const cai::hal::AttnSeq& s : step->batch.seqs) {
-    const int32_t used = (s.pos0 + s.n_q + block_size - 1) / block_size;
+    const int64_t used = (int64_t{s.pos0} + s.n_q + block_size - 1) / block_size;
     if (used > 0 && (s.block_table < step->tables.data() ||
                      s.block_table + used > step->tables.data() + step->tables.size()))
       std::abort();

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "hal/remote_device.h"
 #include "runtime/sampler.h"
 #include "runtime/single_sequence.h"
 #include "verbs.h"
@@ -72,7 +73,9 @@ Status eval(const EvalOptions& o) {
   for (const hal::Device* d : lm.model->devices()) {
     const hal::MemoryInfo mem = d->memory_info();
     nlohmann::json entry = {{"name", d->name()}, {"weight_bytes", lm.model->weight_bytes_on(*d)}};
-    if (!d->host_visible() && mem.total_bytes > 0) entry["memory_used_bytes"] = mem.total_bytes - mem.free_bytes;
+    // Memory in use is measured where the device is: not for another rank's (an MPI job's stand-in).
+    if (!d->host_visible() && !hal::is_remote(*d) && mem.total_bytes > 0)
+      entry["memory_used_bytes"] = mem.total_bytes - mem.free_bytes;
     devices.push_back(entry);
   }
   nlohmann::json out = {{"greedy", greedy},
