@@ -61,11 +61,13 @@ single = best("single")
 print(f"model {model}: tg tok/s at batch 1 / aggregate at batch 16 (best of the rounds)")
 print("| layout | batch 1 | vs 1 process | batch 16 | vs 1 process | bytes moved per token | transfer share of tg |")
 print("|---|---|---|---|---|---|---|")
-print(f"| 1 process x 2 threads | {single['tg_tokens_per_s']:.2f} | 1.00 | {single['tg_batch_tokens_per_s']:.2f} | 1.00 | 0 | 0 |")
+print(f"| 1 process x 2 threads | {single['tg_tokens_per_s']:.2f} | 1.00 | {single['tg_batch_tokens_per_s']:.2f} "
+      "| 1.00 | 0 | 0 |")
 for layout in layouts:
     r = best(layout.replace(" ", ""))
     share = r["tg_time_share"].get("transfer", 0.0)
-    print(f"| 2 ranks x 1 thread, {layout} | {r['tg_tokens_per_s']:.2f} | {r['tg_tokens_per_s'] / single['tg_tokens_per_s']:.2f} "
+    print(f"| 2 ranks x 1 thread, {layout} | {r['tg_tokens_per_s']:.2f} "
+          f"| {r['tg_tokens_per_s'] / single['tg_tokens_per_s']:.2f} "
           f"| {r['tg_batch_tokens_per_s']:.2f} | {r['tg_batch_tokens_per_s'] / single['tg_batch_tokens_per_s']:.2f} "
           f"| {r['tg_transfer_bytes_per_token']:,.0f} | {100 * share:.1f} % |")
 PY

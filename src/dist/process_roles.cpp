@@ -109,11 +109,13 @@ Status check_same_model(const Model& model, hal::ProcessGroup& group) {
                         hal::startup_timeout()))
     return unavailable("comparing the ranks' models: {}", group.error());
   for (int r = 1; r < group.size(); ++r)
-    for (size_t i = 0; i < mine.size(); ++i)
-      if (all[static_cast<size_t>(r) * mine.size() + i] != all[i])
-        return invalid_argument("rank {} loaded a different model or layout than rank 0: {} {} there, {} on rank 0 (give "
-                                "every rank the same model, --device count, layout and --kv-dtype)",
-                                r, kWhat[i], all[static_cast<size_t>(r) * mine.size() + i], all[i]);
+    for (size_t i = 0; i < mine.size(); ++i) {
+      const int64_t theirs = all[static_cast<size_t>(r) * mine.size() + i];
+      if (theirs != all[i])
+        return invalid_argument("rank {} loaded a different model or layout than rank 0: {} {} there, {} on rank 0 "
+                                "(give every rank the same model, --device count, layout and --kv-dtype)",
+                                r, kWhat[i], theirs, all[i]);
+    }
   return {};
 }
 
@@ -122,7 +124,8 @@ std::unique_ptr<Model> make_leader_model(std::unique_ptr<Model> model, hal::Proc
 }
 
 void run_worker(Model& model, hal::ProcessGroup& group) {
-  CAI_LOG_INFO("worker of {} ranks on {} (pid {}): waiting for the leader's steps", group.size(), group.host(), getpid());
+  CAI_LOG_INFO("worker of {} ranks on {} (pid {}): waiting for the leader's steps", group.size(), group.host(),
+               getpid());
   // mpirun forwards a stop to every rank: the leader ends the job (its stop message), a worker goes on until then.
   std::signal(SIGTERM, SIG_IGN);
   std::signal(SIGINT, SIG_IGN);
