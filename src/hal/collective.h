@@ -42,6 +42,10 @@ class Communicator {
  protected:
   explicit Communicator(std::vector<Device*> devices) : devices_(std::move(devices)) {}
   void count(Collective c, size_t n) { bytes_[static_cast<size_t>(c)] += n, ++calls_[static_cast<size_t>(c)]; }
+  // invalid_argument unless both ranks are in the group.
+  Status check_send_recv(int from, int to) const;
+  // invalid_argument unless there are as many buffers as ranks, at least one, each rank in the group.
+  Status check_all_reduce(const std::vector<int>& ranks, size_t n_bufs) const;
 
  private:
   std::vector<Device*> devices_;

@@ -17,8 +17,7 @@ class CrossProcessCommunicator final : public Communicator {
       : Communicator(std::move(devices)), group_(group), local_(std::move(local)) {}
 
   Status send_recv(int from, const void* src, int to, void* dst, size_t n) override {
-    if (from < 0 || from >= size() || to < 0 || to >= size())
-      return invalid_argument("send_recv: ranks {} → {} outside a group of {}", from, to, size());
+    CAI_TRY(check_send_recv(from, to));
     const int me = group_.rank(), src_proc = owner(from), dst_proc = owner(to);
     if (from == to || n == 0 || (src_proc != me && dst_proc != me)) return {};
     if (src_proc == me && dst_proc == me) return local_->send_recv(from, src, to, dst, n);
@@ -46,10 +45,7 @@ class CrossProcessCommunicator final : public Communicator {
   }
 
   Status all_reduce_sum(const std::vector<int>& ranks, const std::vector<float*>& bufs, size_t n) override {
-    if (ranks.size() != bufs.size() || ranks.empty())
-      return invalid_argument("all_reduce_sum: {} ranks, {} buffers", ranks.size(), bufs.size());
-    for (int r : ranks)
-      if (r < 0 || r >= size()) return invalid_argument("all_reduce_sum: rank {} outside a group of {}", r, size());
+    CAI_TRY(check_all_reduce(ranks, bufs.size()));
     if (all_local(ranks)) return local_->all_reduce_sum(ranks, bufs, n);
     std::vector<int> procs;
     int mine = -1;

@@ -1,5 +1,5 @@
 // The staged Communicator: device → host → device through each device's stream; in place where the host addresses
-// a device's memory.
+// a device's memory. Also what every Communicator shares: collective names, byte counters, rank checks.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -30,6 +30,20 @@ int Communicator::rank_of(const Device& d) const {
   return it == devices_.end() ? -1 : static_cast<int>(it - devices_.begin());
 }
 
+Status Communicator::check_send_recv(int from, int to) const {
+  if (from < 0 || from >= size() || to < 0 || to >= size())
+    return invalid_argument("send_recv: ranks {} → {} outside a group of {}", from, to, size());
+  return {};
+}
+
+Status Communicator::check_all_reduce(const std::vector<int>& ranks, size_t n_bufs) const {
+  if (ranks.size() != n_bufs || ranks.empty())
+    return invalid_argument("all_reduce_sum: {} ranks, {} buffers", ranks.size(), n_bufs);
+  for (int r : ranks)
+    if (r < 0 || r >= size()) return invalid_argument("all_reduce_sum: rank {} outside a group of {}", r, size());
+  return {};
+}
+
 namespace {
 
 class StagedCommunicator final : public Communicator {
@@ -37,8 +51,7 @@ class StagedCommunicator final : public Communicator {
   explicit StagedCommunicator(std::vector<Device*> devices) : Communicator(std::move(devices)) {}
 
   Status send_recv(int from, const void* src, int to, void* dst, size_t n) override {
-    if (from < 0 || from >= size() || to < 0 || to >= size())
-      return invalid_argument("send_recv: ranks {} → {} outside a group of {}", from, to, size());
+    CAI_TRY(check_send_recv(from, to));
     if (from == to || n == 0) return {};
     Device& s = device(from);
     Device& d = device(to);
@@ -66,10 +79,7 @@ class StagedCommunicator final : public Communicator {
   }
 
   Status all_reduce_sum(const std::vector<int>& ranks, const std::vector<float*>& bufs, size_t n) override {
-    if (ranks.size() != bufs.size() || ranks.empty())
-      return invalid_argument("all_reduce_sum: {} ranks, {} buffers", ranks.size(), bufs.size());
-    for (int r : ranks)
-      if (r < 0 || r >= size()) return invalid_argument("all_reduce_sum: rank {} outside a group of {}", r, size());
+    CAI_TRY(check_all_reduce(ranks, bufs.size()));
     if (ranks.size() == 1 || n == 0) return {};
     const size_t bytes = n * sizeof(float);
     if (NativeCollective* native = native_for(ranks)) {

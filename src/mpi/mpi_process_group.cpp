@@ -80,7 +80,8 @@ class MpiProcessGroup final : public cai::hal::ProcessGroup {
   bool broadcast(void* buf, size_t n, int root, double timeout_s) override {
     MPI_Request req;
     if (!started(MPI_Ibcast(buf, static_cast<int>(n), MPI_BYTE, root, MPI_COMM_WORLD, &req), "broadcast")) return false;
-    return finish(req, timeout_s, "a broadcast from rank " + std::to_string(root), cai::hal::every_rank(*this));
+    return finish(req, timeout_s, [&] { return "a broadcast from rank " + std::to_string(root); },
+                  [&] { return rank_list(cai::hal::every_rank(*this), rank_); });
   }
 
   // Pairwise: each member sends its bytes to every other member and receives theirs (point-to-point requests can be
@@ -104,22 +105,26 @@ class MpiProcessGroup final : public cai::hal::ProcessGroup {
         if (!started(rc, "all-gather")) return false;
       }
     }
-    const std::string what = "an all-gather over ranks " + rank_list(ranks, -1);
     for (size_t i = 0; i < reqs.size(); ++i)
-      if (!finish(reqs[i], timeout_s, what, {peers[i]})) return false;
+      if (!finish(reqs[i], timeout_s, [&] { return "an all-gather over ranks " + rank_list(ranks, -1); },
+                  [&] { return std::to_string(peers[i]); }))
+        return false;
     return true;
   }
 
   bool send(const void* buf, size_t n, int to, double timeout_s) override {
     MPI_Request req;
     if (!started(MPI_Isend(buf, static_cast<int>(n), MPI_BYTE, to, kSendTag, transfers_, &req), "send")) return false;
-    return finish(req, timeout_s, "a send to rank " + std::to_string(to), {to});
+    return finish(req, timeout_s, [&] { return "a send to rank " + std::to_string(to); },
+                  [&] { return std::to_string(to); });
   }
 
   bool recv(void* buf, size_t n, int from, double timeout_s) override {
     MPI_Request req;
-    if (!started(MPI_Irecv(buf, static_cast<int>(n), MPI_BYTE, from, kSendTag, transfers_, &req), "receive")) return false;
-    return finish(req, timeout_s, "a receive from rank " + std::to_string(from), {from});
+    if (!started(MPI_Irecv(buf, static_cast<int>(n), MPI_BYTE, from, kSendTag, transfers_, &req), "receive"))
+      return false;
+    return finish(req, timeout_s, [&] { return "a receive from rank " + std::to_string(from); },
+                  [&] { return std::to_string(from); });
   }
 
   [[noreturn]] void abort(int code) override {
@@ -135,29 +140,32 @@ class MpiProcessGroup final : public cai::hal::ProcessGroup {
   }
 
   // Polls req until it completes, the deadline passes, or (no deadline) the process that launched this one is gone.
-  bool finish(MPI_Request& req, double timeout_s, const std::string& what, const std::vector<int>& peers) {
+  // what() describes the operation and peers() the ranks it waits for; both run only to word an error (a collective
+  // that succeeds builds no string).
+  template <class What, class Peers>
+  bool finish(MPI_Request& req, double timeout_s, const What& what, const Peers& peers) {
     const Clock::time_point start = Clock::now();
     const uint64_t interrupts_at_start = interrupts_;
     for (int polls = 0;; ++polls) {
       int done = 0;
       const int rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
       if (rc != MPI_SUCCESS) {
-        error_ = what + " failed: " + mpi_error(rc);
+        error_ = what() + " failed: " + mpi_error(rc);
         return false;
       }
       if (done) return true;
       if (interrupts_ != interrupts_at_start) {
         std::lock_guard lock(interrupt_mu_);
-        error_ = what + ": " + interrupt_why_;
+        error_ = what() + ": " + interrupt_why_;
         return false;
       }
       const double waited = std::chrono::duration<double>(Clock::now() - start).count();
       if (timeout_s >= 0 && waited > timeout_s) {
-        error_ = what + ": rank " + rank_list(peers, rank_) + " did not answer within " + fmt_seconds(timeout_s);
+        error_ = what() + ": rank " + peers() + " did not answer within " + fmt_seconds(timeout_s);
         return false;
       }
       if (timeout_s < 0 && getppid() != parent_) {
-        error_ = what + ": the launcher exited";
+        error_ = what() + ": the launcher exited";
         return false;
       }
       // Spin briefly (a tensor-parallel all-reduce is usually microseconds away), then yield the core.
@@ -190,7 +198,8 @@ extern "C" __attribute__((visibility("default"))) cai::hal::ProcessGroup* cai_mp
                                                                                     char* err, size_t err_len) {
   // Open MPI's own components are loaded by libmpi and need its symbols global, which a library opened RTLD_LOCAL
   // (as this one is) does not give them.
-  if (!dlopen("libmpi.so.40", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD)) dlopen("libmpi.so", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+  if (!dlopen("libmpi.so.40", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD))
+    dlopen("libmpi.so", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
   int provided = 0;
   const int rc = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
   if (rc != MPI_SUCCESS) {

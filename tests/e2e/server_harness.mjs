@@ -1,7 +1,7 @@
 // Starts a real `cai serve` on a free loopback port for the e2e tests and stops it afterwards.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { constants, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -50,7 +50,7 @@ export async function startServer(extraArgs = [], { timeoutMs = 120_000, model =
   const command = [...launcher, caiBin, ...args];
   const proc = spawn(command[0], command.slice(1), { stdio: ["ignore", "ignore", "pipe"],
                                                     env: { ...process.env, ...env } });
-  const exited = new Promise((ok) => proc.on("exit", (code, signal) => ok(code ?? 128 + (signal === "SIGKILL" ? 9 : 15))));
+  const exited = new Promise((ok) => proc.on("exit", (code, signal) => ok(code ?? 128 + constants.signals[signal])));
   let log = "";
   const origin = await new Promise((resolveOrigin, reject) => {
     const timer = setTimeout(() => reject(new Error(`cai serve did not log its address:\n${log}`)), timeoutMs);
@@ -63,6 +63,9 @@ export async function startServer(extraArgs = [], { timeoutMs = 120_000, model =
     proc.on("exit", (code) => { clearTimeout(timer); reject(new Error(`cai serve exited with ${code}:\n${log}`)); });
     proc.on("error", (err) => { clearTimeout(timer); reject(err); });
   });
+  // The pid of each rank of an MPI job (its "rank N of M (pid P" log line); empty for one process.
+  const rankPids = () => Object.fromEntries([...log.matchAll(/rank (\d+) of \d+ \(pid (\d+)/g)]
+    .map((m) => [m[1], Number(m[2])]));
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const r = await fetch(`${origin}/health`).catch(() => null);
@@ -76,15 +79,14 @@ export async function startServer(extraArgs = [], { timeoutMs = 120_000, model =
     baseURL: `${origin}/v1`,
     exited,
     stderr: () => log,
-    // The pid of each rank of an MPI job (its "rank N of M (pid P" log line); empty for one process.
-    rankPids: () => Object.fromEntries([...log.matchAll(/rank (\d+) of \d+ \(pid (\d+)/g)].map((m) => [m[1], Number(m[2])])),
+    rankPids,
     // Under mpirun the leader is told to stop (it stops the workers; mpirun then exits 0), not mpirun itself (which
     // exits 1 on a signal whatever its ranks do).
     stop: () => new Promise((ok) => {
       if (proc.exitCode !== null) return ok(proc.exitCode);
       proc.on("exit", (code) => ok(code));
-      const leader = [...log.matchAll(/rank 0 of \d+ \(pid (\d+)/g)][0];
-      if (leader) process.kill(Number(leader[1]), "SIGTERM");
+      const leader = rankPids()["0"];
+      if (leader) process.kill(leader, "SIGTERM");
       else proc.kill("SIGTERM");
     }),
   };

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/thread_pool.h"
+#include "hal/completed_event.h"
 #include "hal/cpu/hwmon.h"
 #include "hal/cpu/kernels/qdot_groups.h"
 #include "hal/cpu/kernels/qdot_kernels.h"
@@ -18,12 +19,6 @@
 namespace cai::hal::cpu {
 
 namespace {
-
-class CpuEvent final : public Event {
- public:
-  Status wait() override { return {}; }
-  bool done() const override { return true; }
-};
 
 class CpuStream final : public Stream {
  public:
@@ -36,7 +31,7 @@ class CpuStream final : public Stream {
     return {};
   }
   Status synchronize() override { return {}; }
-  std::unique_ptr<Event> record() override { return std::make_unique<CpuEvent>(); }
+  std::unique_ptr<Event> record() override { return std::make_unique<CompletedEvent>(); }
 };
 
 // Reads "MemTotal:  123 kB" style lines.
