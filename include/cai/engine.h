@@ -13,6 +13,7 @@
 #include "model/model_loader.h"
 #include "runtime/grammar/grammar.h"
 #include "runtime/sampler.h"
+#include "runtime/spec/spec_options.h"
 
 namespace cai {
 
@@ -35,6 +36,9 @@ struct EngineOptions {
   // for those contexts unless n_kv_blocks or kv_memory_bytes says otherwise. No effect on a device whose memory the
   // host addresses (the CPU). 0 = every layer on the device.
   int kv_offload_layers = 0;
+  // Speculative decoding: each running sequence drafts up to spec.tokens tokens that the next step verifies with its
+  // own; the output is what decoding without it gives (greedy: the same tokens; sampled: the same distribution).
+  SpecOptions spec;
 };
 
 struct GenerationRequest {
@@ -55,6 +59,11 @@ struct GenerationRequest {
   // language by masking the logits before sampling (forced tokens bypass it); once it is complete and nothing may
   // follow, the choice finishes with kStop. Null: unconstrained.
   std::shared_ptr<const grammar::Grammar> grammar;
+  // Speculative decoding for this request: its method (unset: the server's, EngineOptions::spec; off and ngram work
+  // on every server, mtp and draft where the server runs them) and tokens per step (-1: the server's, 0: none,
+  // otherwise at most the server's).
+  std::optional<SpecMethod> spec_method;
+  int spec_tokens = -1;
   static constexpr int kMaxChoices = 128;
 };
 
@@ -82,6 +91,8 @@ struct StreamEvent {
   int n_prompt_tokens = 0;
   int n_cached_prompt_tokens = 0;       // prompt tokens served from the prefix cache
   int n_generated_tokens = 0;
+  int n_draft_tokens = 0;               // speculative tokens drafted for this choice so far
+  int n_accepted_tokens = 0;            // of those, accepted
 };
 
 using EventCallback = std::function<void(const StreamEvent&)>;
@@ -105,6 +116,11 @@ struct EngineStats {
   uint64_t kv_offload_uploaded_bytes = 0;    // host → device KV traffic so far
   uint64_t kv_offload_downloaded_bytes = 0;  // device → host (the rows each step wrote)
   uint64_t device_transfer_bytes = 0;  // activations moved between the model's devices (stage boundaries, experts)
+  std::string spec_method = "off";     // speculative decoding: "off", "ngram", "mtp" or "draft"
+  int spec_tokens = 0;                 // draft tokens per step and sequence at most
+  uint64_t spec_draft_tokens = 0;      // drafted tokens verified so far
+  uint64_t spec_accepted_tokens = 0;   // of those, accepted
+  uint64_t spec_verify_steps = 0;      // sequence-steps that verified a draft
 };
 
 class Engine {

@@ -40,9 +40,9 @@ class LeaderModel final : public Model {
   size_t prewarm_experts() const override { return inner_->prewarm_experts(); }
   Status lock_weights() const override { return inner_->lock_weights(); }
 
-  Status forward(const StepBatch& batch, KvCache& kv, float* logits) override {
+  Status forward(const StepBatch& batch, KvCache& kv, float* logits, float* hidden) override {
     Status st = broadcast(batch, kv);
-    if (st.ok()) st = inner_->forward(batch, kv, logits);
+    if (st.ok()) st = inner_->forward(batch, kv, logits, hidden);
     const std::string failure = hal::group_failure();
     if (!st.ok() && !failure.empty()) {
       abort_soon(failure);

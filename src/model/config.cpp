@@ -115,6 +115,7 @@ Status read_hf_mla_moe(const json& cfg, ModelConfig& c, const std::string& where
     c.norm_topk_prob = opt_bool(cfg, "norm_topk_prob", false);
     c.routed_scaling_factor = opt_float(cfg, "routed_scaling_factor", 1.0f);
     c.scoring_func = opt_string(cfg, "scoring_func", "softmax");
+    c.n_mtp_layers = std::max(0, opt_int(cfg, "num_nextn_predict_layers", 0));
     if (c.scoring_func != "softmax" && c.scoring_func != "sigmoid")
       return unsupported("{}: scoring_func '{}' is not supported", where, c.scoring_func);
     if (c.num_experts_per_tok > c.n_routed_experts || c.n_routed_experts % c.n_group || c.topk_group > c.n_group)
@@ -154,6 +155,7 @@ Status read_gguf_mla_moe(const json& md, const std::string& arch, ModelConfig& c
     c.scoring_func = opt_int(md, key("expert_gating_func"), 1) == 2 ? "sigmoid" : "softmax";
     c.n_group = std::max(1, opt_int(md, key("expert_group_count"), 1));
     c.topk_group = std::max(1, opt_int(md, key("expert_group_used_count"), c.n_group));
+    c.n_mtp_layers = std::max(0, opt_int(md, key("nextn_predict_layers"), 0));
   }
   return {};
 }

@@ -57,6 +57,9 @@ struct ModelConfig {
   bool norm_topk_prob = false;
   float routed_scaling_factor = 1.0f;
   std::string scoring_func = "softmax";  // or "sigmoid" (V3/R1)
+  // DeepSeek-V3/R1 multi-token prediction: modules stored after the decoder layers (layer num_hidden_layers; in a
+  // GGUF the last block_count - num_hidden_layers blocks, with blk.L.nextn.* tensors). 0 when the file has none.
+  int n_mtp_layers = 0;
 
   // What the `rope` op needs besides its frequency table (style, rotated dims) ...
   hal::RopeParams rope_params() const;

@@ -26,9 +26,10 @@ hal::ActivationGrain head_grain(const WeightStore& w) {
   return hal::ActivationGrain::kWeight;
 }
 
+}  // namespace
+
 std::string block_prefix(int layer) { return "blk." + std::to_string(layer) + "."; }
 
-// A rank's block: the loaded layers and the block's norms from the same store.
 Result<BlockRank> load_block_rank(WeightStore& w, const ModelConfig& cfg, int layer, int rank, hal::Device& device,
                                   const LayerLoader& load_layer) {
   CAI_ASSIGN_OR_RETURN(DecoderLayers layers, load_layer(w, cfg, layer));
@@ -38,8 +39,6 @@ Result<BlockRank> load_block_rank(WeightStore& w, const ModelConfig& cfg, int la
   CAI_ASSIGN_OR_RETURN(b.ffn_norm, w.get_f32(block_prefix(layer) + "ffn_norm.weight", {cfg.hidden_size}));
   return b;
 }
-
-}  // namespace
 
 Result<ModelConfig> tensor_parallel_config(const ModelConfig& cfg, int tp, bool expert_parallel) {
   ModelConfig r = cfg;
@@ -97,6 +96,7 @@ Status DecoderModel::load_one_rank(DType kv_dtype, const LayerLoader& load_layer
     blocks_.back().push_back(std::move(b));
     kv_shards_.push_back({{&p.layer_device(l), kv_spec_.k_width, kv_spec_.v_width}});
   }
+  if (p.mtp_layers > 0) CAI_TRY(load_mtp(load_layer));
   return {};
 }
 
@@ -364,7 +364,16 @@ Status DecoderModel::run_head(const StepBatch& batch, std::vector<TensorView> xs
   return {};
 }
 
-Status DecoderModel::forward(const StepBatch& batch, KvCache& kv, float* logits) {
+Status DecoderModel::read_final_hidden(const std::vector<TensorView>& xs, float* hidden) {
+  const HeadRank& h = head_.front();
+  hal::Device& d = *h.device;
+  if (hal::is_remote(d)) return unsupported("the final hidden states stay with the process that runs {}", d.name());
+  CAI_ASSIGN_OR_RETURN(TensorView out, group_.ws(d).f32("final_hidden", {xs.front().rows(), cfg_.hidden_size}));
+  CAI_TRY(ops::rms_norm(d, xs.front(), h.norm, cfg_.rms_norm_eps, out));
+  return d.default_stream().copy_to_host(hidden, out.data, out.n_bytes());
+}
+
+Status DecoderModel::forward(const StepBatch& batch, KvCache& kv, float* logits, float* final_hidden) {
   const int64_t n = static_cast<int64_t>(batch.tokens.size()), hidden = cfg_.hidden_size;
   if (n == 0) return invalid_argument("forward: empty batch");
   CAI_TRY(upload_step(batch, kv));
@@ -383,6 +392,10 @@ Status DecoderModel::forward(const StepBatch& batch, KvCache& kv, float* logits)
   if (host_kv) {
     profile::Scope scope("kv_offload");
     CAI_TRY(host_kv->end_step());
+  }
+  if (final_hidden) {
+    CAI_ASSIGN_OR_RETURN(xs, residual_on(std::move(xs), weights_.placement().stages.back()));
+    CAI_TRY(read_final_hidden(xs, final_hidden));
   }
   if (batch.logit_rows.empty()) return {};
   return run_head(batch, std::move(xs), logits);

@@ -3,7 +3,8 @@
 // Each block runs on the devices its weights were placed on (WeightPlacement): pipeline stages take consecutive
 // layers, and the residual stream moves to the next stage at each boundary; within a stage of several tensor-parallel
 // ranks each rank computes its heads and MLP columns from its own slices, and an all-reduce adds the ranks' partial
-// outputs after attention and after the FFN; the head's vocabulary rows are split the same way.
+// outputs after attention and after the FFN; the head's vocabulary rows are split the same way. A DeepSeek model loaded
+// with its multi-token-prediction module runs it too (decoder_mtp.cpp), on the head's device.
 #pragma once
 
 #include <functional>
@@ -49,7 +50,12 @@ struct HeadRank {
   int64_t vocab_begin = 0, n_vocab = 0;
 };
 
-class DecoderModel final : public Model {
+// "blk.<layer>." and a rank's block: the loaded layers and the block's norms from the same store.
+std::string block_prefix(int layer);
+Result<BlockRank> load_block_rank(WeightStore& w, const ModelConfig& cfg, int layer, int rank, hal::Device& device,
+                                  const LayerLoader& load_layer);
+
+class DecoderModel final : public Model, public MtpModule {
  public:
   // The model over weights.placement()'s devices: the embedding, every layer through `load_layer` (once per rank),
   // the final norm and the head.
@@ -69,7 +75,12 @@ class DecoderModel final : public Model {
   size_t weight_bytes_per_token() const override;
   size_t prewarm_experts() const override;
   Status lock_weights() const override;
-  Status forward(const StepBatch& batch, KvCache& kv, float* logits) override;
+  Status forward(const StepBatch& batch, KvCache& kv, float* logits, float* hidden) override;
+  MtpModule* mtp() override { return mtp_block_.empty() ? nullptr : this; }
+  KvSpec mtp_kv_spec() const override;
+  std::vector<std::vector<KvShard>> mtp_kv_shards() const override;
+  Status forward_mtp(const StepBatch& batch, const float* hidden, KvCache& kv, float* logits,
+                     float* block_out) override;
 
  private:
   DecoderModel(const ModelConfig& cfg, WeightStore weights, DeviceGroup group);
@@ -77,6 +88,10 @@ class DecoderModel final : public Model {
   std::vector<const WeightStore*> stores() const;
   Status load_one_rank(DType kv_dtype, const LayerLoader& load_layer);
   Status load_tensor_parallel(DType kv_dtype, const LayerLoader& load_layer);
+  // The MTP module stored after the layers (layer cfg.num_hidden_layers), when the placement loads one.
+  Status load_mtp(const LayerLoader& load_layer);
+  // The final norm of every row of the residual stream (on the head's ranks), read back to host `hidden`.
+  Status read_final_hidden(const std::vector<TensorView>& xs, float* hidden);
   // Checks the batch on the host and uploads its integer metadata to each device of the group in one copy each.
   Status upload_step(const StepBatch& batch, const KvCache& kv);
   const StepTensors& step_on(const hal::Device& d) const;
@@ -98,6 +113,10 @@ class DecoderModel final : public Model {
   TensorView tok_embd_;  // [vocab, hidden]
   std::vector<std::vector<BlockRank>> blocks_;  // [layer][rank]
   std::vector<HeadRank> head_;
+  // The MTP module: its block (one rank, on the head's device; empty without the module) and the tensors around it.
+  std::vector<BlockRank> mtp_block_;
+  TensorView mtp_enorm_, mtp_hnorm_, mtp_norm_;  // F32 [hidden]: on the embedding, on the main hidden, on the output
+  TensorView mtp_eh_proj_;                       // [hidden, 2·hidden]: columns [0, hidden) take the embedding half
 };
 
 }  // namespace cai

@@ -29,6 +29,22 @@ struct StepTensors {
   hal::AttnBatch attn;
 };
 
+// DeepSeek-V3/R1's multi-token-prediction module (the checkpoint's "nextn" layer): from the token at position p+1 and
+// the main model's final hidden state at p (after the final norm) it predicts the token at p+2. It runs one decoder
+// block over its own KV cache, at the main model's positions and block tables.
+class MtpModule {
+ public:
+  virtual ~MtpModule() = default;
+  // Its cache: a KvCache over these shards holds memory for the module's block only.
+  virtual KvSpec mtp_kv_spec() const = 0;
+  virtual std::vector<std::vector<KvShard>> mtp_kv_shards() const = 0;
+  // Rows i of `batch` (tokens = the next tokens, positions = the hidden states' positions) with `hidden` [n_tok,
+  // hidden] F32 host rows. Writes logits [logit_rows, vocab] and, where `block_out` is set, the block's output at the
+  // logit rows ([logit_rows, hidden], before the module's final norm: the hidden state a chained draft step takes).
+  virtual Status forward_mtp(const StepBatch& batch, const float* hidden, KvCache& kv, float* logits,
+                             float* block_out) = 0;
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -42,8 +58,11 @@ class Model {
   virtual std::vector<std::vector<KvShard>> kv_shards() const = 0;
   // What moves activations between the devices; null on one device.
   virtual const hal::Communicator* communicator() const = 0;
-  // Run one step; writes logits [batch.logit_rows.size(), vocab] as F32 to host memory `logits`.
-  virtual Status forward(const StepBatch& batch, KvCache& kv, float* logits) = 0;
+  // Run one step; writes logits [batch.logit_rows.size(), vocab] as F32 to host memory `logits`, and where `hidden`
+  // is set the final hidden state (after the final norm) of every row, [n_tok, hidden] F32.
+  virtual Status forward(const StepBatch& batch, KvCache& kv, float* logits, float* hidden = nullptr) = 0;
+  // The multi-token-prediction module, where the model was loaded with it (LoadOptions::mtp); null otherwise.
+  virtual MtpModule* mtp() { return nullptr; }
   virtual size_t weight_bytes() const = 0;
   // The part of weight_bytes() that lives on `device`.
   virtual size_t weight_bytes_on(const hal::Device& device) const = 0;

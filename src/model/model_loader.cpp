@@ -82,8 +82,15 @@ Result<std::unique_ptr<Model>> make_model(const ArchEntry& arch, const ModelConf
 }
 
 // The layout's devices per layer for this model; logged where there is more than one device.
-Result<WeightPlacement> placement_for(const Layout& layout, const ModelConfig& cfg, bool tied_embeddings) {
+Result<WeightPlacement> placement_for(const Layout& layout, const ModelConfig& cfg, bool tied_embeddings, bool mtp) {
   CAI_ASSIGN_OR_RETURN(WeightPlacement p, WeightPlacement::from_layout(layout, cfg.num_hidden_layers, tied_embeddings));
+  if (mtp) {
+    if (cfg.n_mtp_layers == 0)
+      return invalid_argument("--spec mtp: the model has no multi-token-prediction module (num_nextn_predict_layers / "
+                              "nextn_predict_layers with its tensors)");
+    if (p.tp > 1) return unsupported("--spec mtp with --tp {}: the MTP module runs on one rank for now", p.tp);
+    p.mtp_layers = 1;  // the module every checkpoint ships; further ones (if any) stay unread
+  }
   if (p.single_device()) return p;
   std::string stages;
   for (int l = 0; l < cfg.num_hidden_layers;) {
@@ -112,7 +119,10 @@ void add_weight_bytes(const WeightPlacement& p, const std::string& name, size_t 
   int layer = -1;
   if (name.starts_with("blk.")) layer = std::atoi(name.c_str() + 4);
   const bool in_layers = layer >= 0 && layer < static_cast<int>(p.layer_stage.size());
-  if (!in_layers && name.starts_with("blk.")) return;  // MTP modules: not loaded
+  if (!in_layers && name.starts_with("blk.")) {  // an MTP module: loaded with the head when asked for
+    if (p.loads(name)) by_device[&p.head()] += bytes;
+    return;
+  }
   if (!in_layers && name != "output.weight" && name != "output_norm.weight") return;
   const std::vector<hal::Device*>& ranks = in_layers ? p.layer_ranks(layer) : p.stages.back();
   const size_t share = shard_axis(name) == ShardAxis::kNone ? bytes : bytes / ranks.size();
@@ -122,6 +132,15 @@ void add_weight_bytes(const WeightPlacement& p, const std::string& name, size_t 
 Result<LoadedModel> load_gguf(const std::string& path, const Layout& layout, DType kv_dtype, const LoadOptions& o) {
   CAI_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::open(path));
   CAI_ASSIGN_OR_RETURN(ModelConfig cfg, config_from_gguf(file->metadata()));
+  // MTP modules are the last blocks where the file keeps their tensors; converters that drop them may still record
+  // the count.
+  if (cfg.n_mtp_layers > 0) {
+    const int first = cfg.num_hidden_layers - cfg.n_mtp_layers;
+    if (first > 0 && file->find("blk." + std::to_string(first) + ".nextn.eh_proj.weight"))
+      cfg.num_hidden_layers = first;
+    else
+      cfg.n_mtp_layers = 0;
+  }
   if (const GgufTensorInfo* rf = file->find("rope_freqs.weight")) {
     if (rf->dtype != DType::kF32 || static_cast<int>(rf->n_bytes / 4) != cfg.rope_dim / 2)
       return invalid_argument("{}: rope_freqs.weight must be F32 [{}]", path, cfg.rope_dim / 2);
@@ -134,7 +153,7 @@ Result<LoadedModel> load_gguf(const std::string& path, const Layout& layout, DTy
   }
   CAI_ASSIGN_OR_RETURN(const ArchEntry* arch, find_arch(cfg));
   CAI_ASSIGN_OR_RETURN(const WeightPlacement placement,
-                       placement_for(layout, cfg, file->find("output.weight") == nullptr));
+                       placement_for(layout, cfg, file->find("output.weight") == nullptr, o.mtp));
   std::map<hal::Device*, size_t> weight_bytes;
   for (const GgufTensorInfo& t : file->tensors()) add_weight_bytes(placement, t.name, t.n_bytes, weight_bytes);
   CAI_TRY(check_fits(placement, weight_bytes, cfg, kv_dtype, o));
@@ -163,18 +182,20 @@ Result<LoadedModel> load_hf_dir(const fs::path& dir, const Layout& layout, DType
                                                                 (dir / "tokenizer_config.json").string()));
   }
   CAI_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsCheckpoint> ckpt, SafetensorsCheckpoint::open_dir(dir.string()));
+  if (cfg.n_mtp_layers > 0 && !ckpt->find(fmt::format("model.layers.{}.eh_proj.weight", cfg.num_hidden_layers)))
+    cfg.n_mtp_layers = 0;  // a checkpoint saved without its MTP module
   CAI_ASSIGN_OR_RETURN(const WeightPlacement placement,
-                       placement_for(layout, cfg, ckpt->find("lm_head.weight") == nullptr));
+                       placement_for(layout, cfg, ckpt->find("lm_head.weight") == nullptr, o.mtp));
+  const int n_load = cfg.num_hidden_layers + placement.mtp_layers;
   std::map<hal::Device*, size_t> weight_bytes;
   for (const auto& shard : ckpt->shards())
     for (const SafetensorsTensor& t : shard->tensors()) {
       const std::optional<std::string> name = loaded_name(t.name);
-      if (name && hf_layer_index(t.name) < cfg.num_hidden_layers)
-        add_weight_bytes(placement, *name, t.n_bytes, weight_bytes);
+      if (name && hf_layer_index(t.name) < n_load) add_weight_bytes(placement, *name, t.n_bytes, weight_bytes);
     }
   CAI_TRY(check_fits(placement, weight_bytes, cfg, kv_dtype, o));
   const MlaDims mla = mla_dims(cfg);
-  CAI_ASSIGN_OR_RETURN(WeightStore ws, WeightStore::from_checkpoint(std::move(ckpt), cfg.num_hidden_layers, placement,
+  CAI_ASSIGN_OR_RETURN(WeightStore ws, WeightStore::from_checkpoint(std::move(ckpt), n_load, placement,
                                                                     cfg.is_mla() ? &mla : nullptr));
   CAI_ASSIGN_OR_RETURN(out.model, make_model(*arch, cfg, std::move(ws), kv_dtype, o));
   out.format = "hf";

@@ -33,6 +33,9 @@ struct LoadOptions {
   size_t kv_bytes = 0;
   // Weights in the device's own layout where it has one (WeightStore::get_gemm_weight); false keeps the file's.
   bool repack = true;
+  // Load DeepSeek-V3/R1's multi-token-prediction module (Model::mtp()) on the head's device; an error when the file
+  // has none. Otherwise its weights are left unread.
+  bool mtp = false;
 };
 
 Result<LoadedModel> load_model(const std::string& path, hal::Device& device, const LoadOptions& options = {});

@@ -78,7 +78,16 @@ hal::Device* WeightPlacement::device_for(std::string_view name) const {
   return name.starts_with("token_embd.") ? embed : &head();
 }
 
+bool WeightPlacement::loads(std::string_view name) const {
+  constexpr std::string_view kBlock = "blk.";
+  if (layer_stage.empty() || !name.starts_with(kBlock)) return true;
+  int layer = -1;
+  const auto [end, ec] = std::from_chars(name.data() + kBlock.size(), name.data() + name.size(), layer);
+  return ec != std::errc() || layer < static_cast<int>(layer_stage.size()) + mtp_layers;
+}
+
 const std::vector<hal::Device*>& WeightPlacement::layer_ranks(int layer) const {
+  if (layer >= static_cast<int>(layer_stage.size())) return stages.back();
   return stages[static_cast<size_t>(layer_stage[static_cast<size_t>(layer)])];
 }
 

@@ -32,6 +32,7 @@ struct WeightPlacement {
   std::vector<int> layer_stage;                   // [n_layers]
   std::vector<hal::Device*> experts;              // [n_layers]
   hal::Device* embed = nullptr;
+  int mtp_layers = 0;  // multi-token-prediction modules past the layers to load (with the head)
 
   // Everything on one device.
   static WeightPlacement single(hal::Device& device, int n_layers);
@@ -45,7 +46,10 @@ struct WeightPlacement {
   // where the ranks' stores hold it. Tensors of layers past layer_stage (DeepSeek's MTP modules in a GGUF) go with
   // the head.
   hal::Device* device_for(std::string_view canonical_name) const;
-  // Rank 0's device of layer l's stage, and all of the stage's ranks.
+  // Whether a store loads this tensor: not one of a layer past the layers and the MTP modules asked for (a placement
+  // without layers loads every tensor).
+  bool loads(std::string_view canonical_name) const;
+  // Rank 0's device of layer l's stage, and all of the stage's ranks (an MTP module past the layers: the head's).
   hal::Device& layer_device(int layer) const { return *layer_ranks(layer).front(); }
   const std::vector<hal::Device*>& layer_ranks(int layer) const;
   hal::Device& head() const { return *stages.back().front(); }

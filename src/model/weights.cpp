@@ -48,6 +48,12 @@ const std::vector<std::pair<std::string, std::string>>& layer_suffix_map() {
       {"mlp.shared_experts.gate_proj.weight", "ffn_gate_shexp.weight"},
       {"mlp.shared_experts.up_proj.weight", "ffn_up_shexp.weight"},
       {"mlp.shared_experts.down_proj.weight", "ffn_down_shexp.weight"},
+      // DeepSeek-V3/R1 multi-token-prediction modules; their embed_tokens and shared_head.head copy the main model's
+      // embedding and head, which the module reads instead (as SGLang does).
+      {"enorm.weight", "nextn.enorm.weight"},
+      {"hnorm.weight", "nextn.hnorm.weight"},
+      {"eh_proj.weight", "nextn.eh_proj.weight"},
+      {"shared_head.norm.weight", "nextn.shared_head_norm.weight"},
   };
   return m;
 }
@@ -263,12 +269,12 @@ Result<WeightStore> WeightStore::from_gguf(std::unique_ptr<GgufFile> file, const
                  dtype_name(rebuilt[0].view.dtype), dtype_name(rebuilt[1].view.dtype));
   std::map<hal::Device*, size_t> total;
   for (const GgufTensorInfo& t : file->tensors())
-    if (hal::Device* d = placement.device_for(t.name); d && !replaced.count(t.name))
+    if (hal::Device* d = placement.device_for(t.name); d && !replaced.count(t.name) && placement.loads(t.name))
       total[d] += align_up(t.view().n_bytes());
   CAI_TRY(ws.reserve_arenas(total));
   ws.advise_copy(file->mapped_files(), true);
   for (const GgufTensorInfo& t : file->tensors()) {
-    if (replaced.count(t.name)) continue;
+    if (replaced.count(t.name) || !placement.loads(t.name)) continue;
     if (!placement.device_for(t.name)) {
       ws.hold_for_ranks(t.name, t.view());
       continue;
@@ -276,6 +282,7 @@ Result<WeightStore> WeightStore::from_gguf(std::unique_ptr<GgufFile> file, const
     CAI_ASSIGN_OR_RETURN(ws.tensors_[t.name], ws.place(t.name, t.view()));
   }
   for (HostTensor& t : rebuilt) {
+    if (!placement.loads(t.name)) continue;
     if (!placement.device_for(t.name)) {
       const std::string name = t.name;
       ws.hold_for_ranks(name, std::move(t));

@@ -18,6 +18,9 @@
 #include "runtime/logprobs.h"
 #include "runtime/request_state.h"
 #include "runtime/sched/scheduler.h"
+#include "runtime/spec/make_drafter.h"
+#include "runtime/spec/ngram_drafter.h"
+#include "runtime/spec/verification.h"
 
 namespace cai {
 
@@ -43,7 +46,8 @@ FinishReason reason_of(RequestStatus s) {
   }
 }
 
-Status validate(const GenerationRequest& r, int n_vocab, int ctx_size) {
+// server_spec: the server's speculative decoding (null when off).
+Status validate(const GenerationRequest& r, int n_vocab, int ctx_size, const SpecOptions* server_spec) {
   if (r.prompt.empty()) return invalid_argument("the prompt is empty");
   for (int32_t t : r.prompt)
     if (t < 0 || t >= n_vocab) return invalid_argument("token id {} is outside the vocabulary of {}", t, n_vocab);
@@ -56,6 +60,13 @@ Status validate(const GenerationRequest& r, int n_vocab, int ctx_size) {
       !(s.repetition_penalty > 0) || !std::isfinite(s.presence_penalty) || !std::isfinite(s.frequency_penalty))
     return invalid_argument("sampling parameters out of range");
   if (r.top_logprobs > 20) return invalid_argument("top_logprobs must be at most 20");
+  if (r.spec_tokens < -1) return invalid_argument("speculative tokens must be -1 (the server's), 0 (off) or more");
+  if (r.spec_method == SpecMethod::kDraft || r.spec_method == SpecMethod::kMtp) {
+    if (!server_spec || *r.spec_method != server_spec->method)
+      return invalid_argument("speculative method '{}' is not loaded on this server (it runs '{}'; 'ngram' and 'off' "
+                              "work everywhere)", spec_method_name(*r.spec_method),
+                              spec_method_name(server_spec ? server_spec->method : SpecMethod::kOff));
+  }
   if (r.n < 1 || r.n > GenerationRequest::kMaxChoices)
     return invalid_argument("n must be between 1 and {}, got {}", GenerationRequest::kMaxChoices, r.n);
   for (const auto& [t, bias] : s.logit_bias) {
@@ -83,9 +94,13 @@ struct Pending {
 
 class EngineImpl final : public Engine {
  public:
-  EngineImpl(LoadedModel lm, const EngineOptions& o, KvCache kv, Scheduler sched, int ctx)
-      : lm_(std::move(lm)), opt_(o), kv_(std::move(kv)), sched_(std::move(sched)), ctx_size_(ctx) {
+  EngineImpl(LoadedModel lm, const EngineOptions& o, KvCache kv, Scheduler sched, int ctx,
+             std::unique_ptr<Drafter> drafter)
+      : lm_(std::move(lm)), opt_(o), kv_(std::move(kv)), sched_(std::move(sched)), ctx_size_(ctx),
+        drafter_(std::move(drafter)), ngram_(o.spec.ngram_min, o.spec.ngram_max) {
     stats_.kv_dtype = std::string(dtype_name(kv_.spec().dtype));
+    stats_.spec_method = drafter_ ? spec_method_name(opt_.spec.method) : "off";
+    stats_.spec_tokens = drafter_ ? opt_.spec.tokens : 0;
     stats_.kv_bytes_per_token = kv_.spec().bytes_per_token();
     if (const KvHostTier* host = kv_.host_tier()) {
       stats_.kv_offload_layers = host->n_layers();
@@ -97,7 +112,7 @@ class EngineImpl final : public Engine {
   ~EngineImpl() override { shutdown(); }
 
   Result<uint64_t> submit(GenerationRequest request, EventCallback on_event) override {
-    CAI_TRY(validate(request, lm_.model->config().vocab_size, ctx_size_));
+    CAI_TRY(validate(request, lm_.model->config().vocab_size, ctx_size_, drafter_ ? &opt_.spec : nullptr));
     if (request.grammar && !lm_.tokenizer) return invalid_argument("constrained output needs the model's tokenizer");
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return unavailable("the engine is shutting down");
@@ -143,6 +158,12 @@ class EngineImpl final : public Engine {
   void add_choices(Pending& p);
   void run_step();
   Status sample_and_emit(const SchedulerOutput& out, const std::vector<float>& logits);
+  // Speculative decoding: each running request's draft for its next step (q_begins: its first row in the step).
+  Status draft_next(const SchedulerOutput& out, const std::vector<int32_t>& q_begins);
+  // The method request `id` drafts with: its own choice, else the server's.
+  SpecMethod method_of(uint64_t id) const;
+  // The draft tokens request `id` takes next step: its K (the server's, or less as asked), within max_tokens.
+  int draft_length(uint64_t id, const SchedRequest& r) const;
   void fail_step(const SchedulerOutput& out, const Status& st);
   void end_request(uint64_t id, FinishReason reason, const Status& error = {});
   StreamEvent base_event(uint64_t id) const;
@@ -154,6 +175,9 @@ class EngineImpl final : public Engine {
   KvCache kv_;
   Scheduler sched_;
   int ctx_size_;
+  std::unique_ptr<Drafter> drafter_;  // the server's speculative method (opt_.spec); null when off
+  NgramDrafter ngram_;                // prompt lookup, for requests that ask for it whatever the server's method
+  std::vector<float> hidden_;         // the step's final hidden states, for a drafter that reads them
   std::thread thread_;
 
   std::mutex mu_;  // guards incoming_, n_incoming_, cancels_, stop_
@@ -249,6 +273,10 @@ StreamEvent EngineImpl::base_event(uint64_t id) const {
     ev.n_cached_prompt_tokens = r->n_cached_prompt_tokens;
     ev.n_generated_tokens = r->n_generated();
   }
+  if (auto it = live_.find(id); it != live_.end()) {
+    ev.n_draft_tokens = it->second.n_draft_tokens();
+    ev.n_accepted_tokens = it->second.n_accepted_tokens();
+  }
   return ev;
 }
 
@@ -270,6 +298,7 @@ void EngineImpl::run_step() {
   SchedulerOutput out = sched_.schedule();
   if (out.requests.empty()) return;
   StepBatch batch;
+  std::vector<int32_t> q_begins;
   for (const ScheduledRequest& r : out.requests) {
     const int32_t q_begin = static_cast<int32_t>(batch.tokens.size());
     for (int i = 0; i < r.n_new; ++i) {
@@ -278,72 +307,112 @@ void EngineImpl::run_step() {
       batch.slots.push_back(static_cast<int32_t>(kv_slot(r.block_table, kv_.block_size(), r.start + i)));
     }
     batch.seqs.push_back({q_begin, r.n_new, r.start, r.block_table.data()});
-    if (r.sample) batch.logit_rows.push_back(q_begin + r.n_new - 1);
+    q_begins.push_back(q_begin);
+    if (r.sample)  // the last token's row, and each draft token's
+      for (int i = r.n_new - 1 - r.n_draft; i < r.n_new; ++i) batch.logit_rows.push_back(q_begin + i);
   }
   std::vector<float> logits(batch.logit_rows.size() * static_cast<size_t>(lm_.model->config().vocab_size));
-  Status st = lm_.model->forward(batch, kv_, logits.data());
+  const bool hidden = drafter_ && drafter_->needs_hidden();
+  hidden_.resize(hidden ? batch.tokens.size() * static_cast<size_t>(lm_.model->config().hidden_size) : 0);
+  Status st = lm_.model->forward(batch, kv_, logits.data(), hidden ? hidden_.data() : nullptr);
   if (st.ok()) st = sample_and_emit(out, logits);
+  if (st.ok()) st = draft_next(out, q_begins);
   if (!st.ok()) fail_step(out, st);
+}
+
+SpecMethod EngineImpl::method_of(uint64_t id) const {
+  return live_.at(id).request().spec_method.value_or(drafter_ ? opt_.spec.method : SpecMethod::kOff);
+}
+
+int EngineImpl::draft_length(uint64_t id, const SchedRequest& r) const {
+  if (r.n_computed + 1 != static_cast<int>(r.tokens.size()) || method_of(id) == SpecMethod::kOff) return 0;
+  const int asked = live_.at(id).request().spec_tokens;
+  const int k = asked < 0 ? opt_.spec.tokens : std::min(asked, opt_.spec.tokens);
+  return std::clamp(std::min(k, r.max_tokens - r.n_generated() - 1), 0, k);
+}
+
+// The server's drafter sees every sequence the step computed (a model drafter keeps its cache level with the main
+// one even for sequences that draft otherwise) and drafts for those that use its method; prompt lookup drafts for the
+// requests that ask for it on a server with another method.
+Status EngineImpl::draft_next(const SchedulerOutput& out, const std::vector<int32_t>& q_begins) {
+  struct Want {
+    const SchedRequest* r;
+    int start, row, n;
+    SpecMethod method;
+  };
+  std::vector<Want> pending;
+  for (size_t i = 0; i < out.requests.size(); ++i) {
+    const ScheduledRequest& s = out.requests[i];
+    const SchedRequest* r = sched_.request(s.id);
+    if (!r || r->status != RequestStatus::kRunning || !live_.count(s.id)) continue;
+    int want = draft_length(s.id, *r);
+    // Drafters that write caches of their own do so up to the draft's last position.
+    if (want > 0 && !sched_.reserve(s.id, r->n_computed + want)) want = 0;
+    pending.push_back({r, s.start, q_begins[i], want, method_of(s.id)});
+  }
+  const SpecMethod server = drafter_ ? opt_.spec.method : SpecMethod::kOff;
+  std::vector<DraftSeq> by_server, by_ngram;  // block tables read once every reservation is made
+  for (const Want& w : pending) {
+    DraftSeq seq{w.r->id, w.r->tokens, w.r->n_computed, w.start, w.row, sched_.kv().block_table(w.r->id), w.n};
+    if (w.method == SpecMethod::kNgram && server != SpecMethod::kNgram && w.n > 0) by_ngram.push_back(seq);
+    if (!drafter_) continue;
+    if (w.method != server) seq.max_draft = 0;
+    by_server.push_back(seq);
+  }
+  Drafter* ngram = &ngram_;
+  for (auto [drafter, seqs] : {std::pair{drafter_.get(), &by_server}, std::pair{ngram, &by_ngram}}) {
+    if (seqs->empty()) continue;
+    CAI_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> drafts, drafter->draft(*seqs, hidden_.data()));
+    for (size_t i = 0; i < seqs->size(); ++i)
+      if (!drafts[i].empty()) CAI_TRY(sched_.set_draft((*seqs)[i].id, std::move(drafts[i])));
+  }
+  return {};
 }
 
 Status EngineImpl::sample_and_emit(const SchedulerOutput& out, const std::vector<float>& logits) {
   const size_t vocab = static_cast<size_t>(lm_.model->config().vocab_size);
   struct Draw {
-    uint64_t id;
+    const ScheduledRequest* r;
     RequestState* rs;
-    const std::vector<int32_t>* history;
-    std::span<const float> raw;
-    int32_t token = -1;
-    std::optional<TokenLogprob> logprob;  // when the request asked for logprobs
+    std::span<const float> rows;  // the last n_draft + 1 rows of the request
+    VerifiedTokens taken;
   };
   std::vector<Draw> draws;
   size_t row = 0;
   for (const ScheduledRequest& r : out.requests) {
     if (!r.sample) continue;
-    draws.push_back({r.id, &live_.at(r.id), &sched_.request(r.id)->tokens, {&logits[row++ * vocab], vocab}, -1, {}});
+    const size_t n_rows = static_cast<size_t>(r.n_draft) + 1;
+    draws.push_back({&r, &live_.at(r.id), {&logits[row * vocab], n_rows * vocab}, {}});
+    row += n_rows;
   }
-  // Each request samples from its own copy of its row with its own RNG, so the draws run on every core at once
+  // Each request samples from its own copy of its rows with its own RNG, so the draws run on every core at once
   // (with 16 streams and a 150k vocabulary they are several percent of a step when done one after another).
   host_pool_.parallel_for(static_cast<int64_t>(draws.size()), 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> work;
     for (int64_t i = begin; i < end; ++i) {
       Draw& d = draws[static_cast<size_t>(i)];
-      if (std::optional<int32_t> forced = d.rs->forced_token()) {
-        d.token = *forced;  // the reasoning budget is spent: </think> is being written
-      } else {
-        work.assign(d.raw.begin(), d.raw.end());
-        grammar::SequenceGrammar* g = d.rs->grammar();
-        if (g && g->active() && !grammar::SequenceGrammar::can_check_first(d.rs->request().sampling))
-          g->apply(work);  // structured output: disallowed tokens get -inf
-        d.token = d.rs->sampler().sample(work, *d.history);
-        if (g && g->active() && !g->allows(d.token)) {  // the unmasked draw broke the grammar: draw again, masked
-          work.assign(d.raw.begin(), d.raw.end());
-          g->apply(work);
-          d.token = d.rs->sampler().sample(work, *d.history);
-        }
-      }
-      if (d.rs->request().top_logprobs >= 0 && lm_.tokenizer)
-        d.logprob = token_logprobs(d.raw, d.token, d.rs->request().top_logprobs, *lm_.tokenizer);
+      const std::span<const int32_t> draft(d.r->tokens.end() - d.r->n_draft, d.r->tokens.end());
+      d.taken = verify_draft(*d.rs, d.rows, draft, sched_.request(d.r->id)->tokens, lm_.tokenizer.get());
     }
   });
   std::vector<SampledToken> sampled;
   std::unordered_map<uint64_t, StreamEvent> events;
   for (Draw& d : draws) {
-    StreamEvent& ev = events[d.id];
-    ev.tokens.push_back(d.token);
-    if (d.logprob) ev.logprobs.push_back(std::move(*d.logprob));
-    const bool eos = !d.rs->request().ignore_eos && lm_.tokenizer && lm_.tokenizer->is_eog(d.token);
-    bool stop_hit = false;
-    if (!eos) ev.text = d.rs->push_token(d.token, stop_hit);
-    const bool complete = d.rs->grammar() && d.rs->grammar()->finished();  // structured output is whole
-    sampled.push_back({d.id, d.token, eos || stop_hit || complete});
-    ++generated_tokens_;
+    StreamEvent& ev = events[d.r->id];
+    VerifiedTokens& t = d.taken;
+    d.rs->count_draft(d.r->n_draft, t.n_accepted());
+    ev.tokens = t.tokens;
+    ev.logprobs = std::move(t.logprobs);
+    ev.text = std::move(t.text);
+    sampled.push_back({d.r->id, t.tokens.back(), t.stop, {t.tokens.begin(), t.tokens.end() - 1}});
+    generated_tokens_ += t.tokens.size();
   }
   for (auto& [id, ev] : events) {  // counts before update(): a finished request is gone from the scheduler after it
     const StreamEvent counts = base_event(id);
     ev.n_prompt_tokens = counts.n_prompt_tokens;
     ev.n_cached_prompt_tokens = counts.n_cached_prompt_tokens;
-    ev.n_generated_tokens = counts.n_generated_tokens + 1;
+    ev.n_generated_tokens = counts.n_generated_tokens + static_cast<int>(ev.tokens.size());
+    ev.n_draft_tokens = counts.n_draft_tokens;
+    ev.n_accepted_tokens = counts.n_accepted_tokens;
   }
   CAI_ASSIGN_OR_RETURN(std::vector<FinishedRequest> finished, sched_.update(out, sampled));
   for (const FinishedRequest& f : finished) {
@@ -401,6 +470,9 @@ void EngineImpl::publish_stats() {
   stats_.generated_tokens = generated_tokens_;
   stats_.preemptions = c.preemptions;
   stats_.steps = c.steps;
+  stats_.spec_draft_tokens = c.draft_tokens;
+  stats_.spec_accepted_tokens = c.accepted_tokens;
+  stats_.spec_verify_steps = c.verify_steps;
   stats_.token_budget = sched_.token_budget();
   if (const hal::Communicator* comm = lm_.model->communicator()) stats_.device_transfer_bytes = comm->bytes_moved();
   if (const KvHostTier* host = kv_.host_tier()) {
@@ -503,6 +575,7 @@ Result<std::unique_ptr<Engine>> Engine::create(LoadedModel lm, const EngineOptio
   CAI_ASSIGN_OR_RETURN(KvCache kv, create_kv_cache(m, o, n_blocks, host_layers));
   SchedulerOptions so{o.max_batch, o.max_tokens_per_step, o.block_size, n_blocks, o.prefix_caching};
   CAI_ASSIGN_OR_RETURN(Scheduler sched, Scheduler::create(so));
+  CAI_ASSIGN_OR_RETURN(std::unique_ptr<Drafter> drafter, make_drafter(*lm.model, o.spec, n_blocks, o.block_size));
   for (hal::Device* d : lm.model->devices()) d->set_batch_invariant(true);  // tokens must not depend on batch-mates
   CAI_LOG_INFO("engine: {} KV blocks × {} tokens ({:.1f} MiB, {}), context {}, batch {}, step budget {}", n_blocks,
                o.block_size, static_cast<double>(kv.total_bytes()) / (1 << 20), dtype_name(spec.dtype), ctx,
@@ -511,7 +584,11 @@ Result<std::unique_ptr<Engine>> Engine::create(LoadedModel lm, const EngineOptio
     CAI_LOG_INFO("engine: KV offload: layers {}..{} ({} of {}) in host memory ({:.1f} MiB), streamed to a device "
                  "staging layer each step", host->first_layer(), spec.n_layers - 1, host->n_layers(), spec.n_layers,
                  static_cast<double>(host->host_bytes()) / (1 << 20));
-  return std::unique_ptr<Engine>(std::make_unique<EngineImpl>(std::move(lm), o, std::move(kv), std::move(sched), ctx));
+  if (drafter)
+    CAI_LOG_INFO("engine: speculative decoding with {}, {} draft tokens per step", spec_method_name(o.spec.method),
+                 o.spec.tokens);
+  return std::unique_ptr<Engine>(
+      std::make_unique<EngineImpl>(std::move(lm), o, std::move(kv), std::move(sched), ctx, std::move(drafter)));
 }
 
 }  // namespace cai

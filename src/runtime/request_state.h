@@ -41,6 +41,10 @@ class RequestState {
   grammar::SequenceGrammar* grammar() { return grammar_.get(); }
   // The stop string that ended the sequence ("" when none did).
   const std::string& stop_string() const { return stop_string_; }
+  // Speculative decoding: a step verified `drafted` tokens and accepted `accepted` of them.
+  void count_draft(int drafted, int accepted) { n_draft_tokens_ += drafted, n_accepted_tokens_ += accepted; }
+  int n_draft_tokens() const { return n_draft_tokens_; }
+  int n_accepted_tokens() const { return n_accepted_tokens_; }
 
  private:
   GenerationRequest request_;
@@ -55,6 +59,7 @@ class RequestState {
   size_t max_stop_len_ = 0;
   bool stopped_ = false;
   std::string stop_string_;
+  int n_draft_tokens_ = 0, n_accepted_tokens_ = 0;
 };
 
 }  // namespace cai

@@ -14,7 +14,8 @@ Result<SequenceBatch> SequenceBatch::create(Model& model, int n_seqs, int n_ctx,
   return b;
 }
 
-Result<std::vector<float>> SequenceBatch::step(std::span<const int32_t> tokens, int per_seq, bool all_logits) {
+Result<std::vector<float>> SequenceBatch::step(std::span<const int32_t> tokens, int per_seq, bool all_logits,
+                                               std::vector<float>* hidden) {
   if (per_seq <= 0) return invalid_argument("no tokens to compute");
   if (tokens.size() != static_cast<size_t>(per_seq) * static_cast<size_t>(n_seqs_))
     return invalid_argument("{} tokens given for {} sequences of {} each", tokens.size(), n_seqs_, per_seq);
@@ -35,7 +36,8 @@ Result<std::vector<float>> SequenceBatch::step(std::span<const int32_t> tokens, 
   }
   const size_t vocab = static_cast<size_t>(model_->config().vocab_size);
   std::vector<float> logits(b.logit_rows.size() * vocab);
-  CAI_TRY(model_->forward(b, kv_, logits.data()));
+  if (hidden) hidden->resize(b.tokens.size() * static_cast<size_t>(model_->config().hidden_size));
+  CAI_TRY(model_->forward(b, kv_, logits.data(), hidden ? hidden->data() : nullptr));
   n_past_ += per_seq;
   return logits;
 }

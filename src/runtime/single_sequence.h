@@ -16,9 +16,10 @@ class SingleSequence {
   }
 
   // Computes `tokens` at positions n_past .. n_past+len-1 in one forward step. Returns logits of every row
-  // ([len, vocab]) when all_logits, else of the last row only ([vocab]).
-  Result<std::vector<float>> step(std::span<const int32_t> tokens, bool all_logits) {
-    return batch_.step(tokens, static_cast<int>(tokens.size()), all_logits);
+  // ([len, vocab]) when all_logits, else of the last row only ([vocab]); with `hidden`, each row's final hidden state.
+  Result<std::vector<float>> step(std::span<const int32_t> tokens, bool all_logits,
+                                  std::vector<float>* hidden = nullptr) {
+    return batch_.step(tokens, static_cast<int>(tokens.size()), all_logits, hidden);
   }
   int n_past() const { return batch_.n_past(); }
   int n_ctx() const { return batch_.n_ctx(); }

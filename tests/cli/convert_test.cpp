@@ -74,7 +74,7 @@ TEST_P(ConvertOracle, GgufF32GivesTheLogitsOfTheSafetensorsLoad) {
 
 INSTANTIATE_TEST_SUITE_P(Oracles, ConvertOracle,
                          ::testing::Values("deepseek_v3_tiny", "deepseek_v3_tiny/fp8", "deepseek_v3_tiny/q_lora_none",
-                                           "qwen2_tiny"),
+                                           "deepseek_v3_tiny_mtp", "qwen2_tiny"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& c : n) if (c == '/') c = '_';

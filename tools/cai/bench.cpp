@@ -1,6 +1,7 @@
 // `cai bench`: prompt-processing and generation tokens/s (like llama-bench), with the memory-bandwidth roofline ratio;
 // with --batch B also the aggregate generation rate of B sequences decoded together, as serving runs them. As in
 // llama-bench, generation is timed on its own sequence from an empty context (tgN), or after --depth context tokens.
+// With --spec, what speculative decoding costs and gains instead (bench_spec.h).
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -8,11 +9,12 @@
 #include <numeric>
 
 #include "core/membw.h"
+#include "core/seconds_since.h"
 #include "core/profile.h"
 #include "ops/device_bandwidth.h"
 #include "runtime/sequence_batch.h"
 #include "runtime/single_sequence.h"
-#include "verbs.h"
+#include "bench_spec.h"
 
 namespace cai::cli {
 
@@ -25,12 +27,9 @@ struct BenchOptions {
   int depth = 0;
   int repeats = 3;
   int batch = 1;
+  std::string text;  // --text: the prompt of --spec runs
   bool json = false;
 };
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // n token ids spread over the vocabulary (a prompt, or the context generation starts after).
 std::vector<int32_t> bench_tokens(int n, int vocab) {
@@ -119,7 +118,11 @@ bool all_host_visible(const Model& model) {
 
 Status bench(const BenchOptions& o) {
   const int per_seq = std::max(o.n_prompt, o.depth + o.n_gen) + 1;
+  CAI_ASSIGN_OR_RETURN(const SpecOptions spec, spec_options(o.common));
   CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common, int64_t{std::max(1, o.batch)} * per_seq));
+  if (spec.method != SpecMethod::kOff)
+    return bench_spec(lm, {spec, std::max(1, o.batch), o.n_gen, o.n_prompt, std::max(1, o.repeats), o.text,
+                           o.common.precision, o.json});
   Model& model = *lm.model;
   const int vocab = model.config().vocab_size;
   const std::vector<int32_t> prompt = bench_tokens(std::max(1, o.n_prompt), vocab), context = bench_tokens(o.depth, vocab);
@@ -235,6 +238,10 @@ void register_bench(CLI::App& app, int& exit_code) {
   cmd->add_option("-b,--batch", o->batch, "also decode this many sequences together and report the aggregate rate")
       ->check(CLI::Range(1, 256));
   cmd->add_flag("--json", o->json, "print one JSON line");
+  add_spec_options(*cmd, o->common);
+  cmd->add_option("--text", o->text,
+                  "with --spec: the prompt as text (tokenized with the model's tokenizer) instead of -p synthetic "
+                  "tokens");
   cmd->callback([o, &exit_code] {
     Status st = bench(*o);
     if (!st.ok()) exit_code = fail(st);

@@ -210,6 +210,8 @@ Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t
   }
   const chips::PolicyOptions& pol = policies.options;
   LoadOptions load{pol.prewarm_experts.value_or(false), std::nullopt, o.mlock, kv_tokens, kv_bytes};
+  CAI_ASSIGN_OR_RETURN(const SpecOptions speculation, spec_options(o));
+  load.mtp = o.load_mtp || speculation.method == SpecMethod::kMtp;
   if (pol.kv_dtype) {
     CAI_ASSIGN_OR_RETURN(load.kv_dtype, parse_kv_dtype(*pol.kv_dtype));
   }

@@ -1,4 +1,5 @@
-// `cai eval`: run given token ids as one prompt (F32 activations), dump logits, then decode greedily with the KV cache.
+// `cai eval`: run given token ids as one prompt (F32 activations), dump logits (and the MTP module's), then decode
+// greedily with the KV cache, token by token or with speculative decoding (--spec).
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -8,6 +9,7 @@
 #include "hal/remote_device.h"
 #include "runtime/sampler.h"
 #include "runtime/single_sequence.h"
+#include "runtime/spec/spec_decode.h"
 #include "verbs.h"
 
 namespace cai::cli {
@@ -19,6 +21,7 @@ struct EvalOptions {
   std::string tokens;
   std::string logits_path;
   std::string gen_logits_path;
+  std::string mtp_logits_path;
   int greedy = 0;
   bool json = false;
 };
@@ -45,26 +48,69 @@ Status write_f32(const std::string& path, const std::vector<float>& v) {
   return {};
 }
 
+// The MTP module's logits over the prompt, [n-1, vocab]: row i from token i+1 and the main hidden state at i.
+Result<std::vector<float>> mtp_logits(Model& model, const std::vector<int32_t>& ids, const std::vector<float>& hidden) {
+  MtpModule* mtp = model.mtp();
+  if (!mtp) return unsupported("--mtp-logits: the model has no multi-token-prediction module");
+  const int n = static_cast<int>(ids.size()) - 1;
+  if (n == 0) return std::vector<float>{};
+  constexpr int kBlock = 16;
+  const int n_blocks = (n + kBlock - 1) / kBlock;
+  CAI_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(mtp->mtp_kv_shards(), mtp->mtp_kv_spec(), n_blocks, kBlock));
+  const std::vector<int32_t> table = identity_block_table(n_blocks);
+  StepBatch b;
+  b.tokens.assign(ids.begin() + 1, ids.end());
+  for (int i = 0; i < n; ++i) b.positions.push_back(i), b.slots.push_back(i), b.logit_rows.push_back(i);
+  b.seqs.push_back({0, n, 0, table.data()});
+  std::vector<float> logits(static_cast<size_t>(n) * static_cast<size_t>(model.config().vocab_size));
+  CAI_TRY(mtp->forward_mtp(b, hidden.data(), kv, logits.data(), nullptr));
+  return logits;
+}
+
+// Greedy tokens one step at a time, and the logits that chose each.
+Status greedy_steps(SingleSequence& seq, std::vector<float> last, int n, std::vector<int32_t>& greedy,
+                    std::vector<float>& gen_logits) {
+  for (int i = 0; i < n; ++i) {
+    gen_logits.insert(gen_logits.end(), last.begin(), last.end());
+    const int32_t next = argmax(last);
+    greedy.push_back(next);
+    if (i + 1 < n) {
+      CAI_ASSIGN_OR_RETURN(last, seq.step(std::span<const int32_t>(&next, 1), false));
+    }
+  }
+  return {};
+}
+
 Status eval(const EvalOptions& o) {
   const int64_t n_ids = std::count(o.tokens.begin(), o.tokens.end(), ',') + 1;
+  CAI_ASSIGN_OR_RETURN(const SpecOptions spec, spec_options(o.common));
+  if (spec.method != SpecMethod::kOff && !o.gen_logits_path.empty())
+    return invalid_argument("--gen-logits records one-token steps: it does not go with --spec");
   CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common, n_ids + o.greedy + 1));
   const ModelConfig& cfg = lm.model->config();
   CAI_ASSIGN_OR_RETURN(std::vector<int32_t> ids, parse_tokens(o.tokens, cfg.vocab_size));
   const int n_ctx = static_cast<int>(ids.size()) + o.greedy + 1;
   CAI_ASSIGN_OR_RETURN(SingleSequence seq, SingleSequence::create(*lm.model, n_ctx));
-  CAI_ASSIGN_OR_RETURN(std::vector<float> logits, seq.step(ids, /*all_logits=*/true));
+  std::vector<float> hidden;
+  CAI_ASSIGN_OR_RETURN(std::vector<float> logits,
+                       seq.step(ids, /*all_logits=*/true, o.mtp_logits_path.empty() ? nullptr : &hidden));
   if (!o.logits_path.empty()) CAI_TRY(write_f32(o.logits_path, logits));
+  if (!o.mtp_logits_path.empty()) {
+    CAI_ASSIGN_OR_RETURN(const std::vector<float> mtp, mtp_logits(*lm.model, ids, hidden));
+    CAI_TRY(write_f32(o.mtp_logits_path, mtp));
+  }
   const size_t vocab = static_cast<size_t>(cfg.vocab_size);
-  std::vector<float> last(logits.end() - static_cast<ptrdiff_t>(vocab), logits.end());
   std::vector<int32_t> greedy;
   std::vector<float> gen_logits;
-  for (int i = 0; i < o.greedy; ++i) {
-    gen_logits.insert(gen_logits.end(), last.begin(), last.end());
-    const int32_t next = argmax(last);
-    greedy.push_back(next);
-    if (i + 1 < o.greedy) {
-      CAI_ASSIGN_OR_RETURN(last, seq.step(std::span<const int32_t>(&next, 1), false));
-    }
+  nlohmann::json spec_json;
+  if (spec.method == SpecMethod::kOff) {
+    CAI_TRY(greedy_steps(seq, {logits.end() - static_cast<ptrdiff_t>(vocab), logits.end()}, o.greedy, greedy,
+                         gen_logits));
+  } else if (o.greedy > 0) {
+    CAI_ASSIGN_OR_RETURN(const SpecRun run, speculative_greedy(*lm.model, spec, {ids}, o.greedy));
+    greedy = run.generated.front();
+    spec_json = {{"method", spec_method_name(spec.method)}, {"tokens", spec.tokens}, {"steps", run.steps},
+                 {"drafted", run.drafted}, {"accepted", run.accepted}};
   }
   if (!o.gen_logits_path.empty()) CAI_TRY(write_f32(o.gen_logits_path, gen_logits));
   // Each device's share while the sequence's KV cache is allocated: its weights, and the memory in use on it (devices
@@ -87,6 +133,7 @@ Status eval(const EvalOptions& o) {
                         {"devices", devices},
                         {"load_seconds", lm.load_seconds},
                         {"prewarm_seconds", lm.prewarm_seconds}};
+  if (!spec_json.is_null()) out["spec"] = spec_json;
   if (o.json) {
     std::cout << out.dump() << "\n";
   } else {
@@ -107,7 +154,13 @@ void register_eval(CLI::App& app, int& exit_code) {
   cmd->add_option("--tokens", o->tokens, "comma-separated token ids, e.g. 0,5,7")->required();
   cmd->add_option("--logits", o->logits_path, "write prompt logits here: float32 LE [n_tokens, vocab]");
   cmd->add_option("--gen-logits", o->gen_logits_path, "write the logits that chose each greedy token: [greedy, vocab]");
-  cmd->add_option("--greedy", o->greedy, "greedy tokens to decode one step at a time")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--mtp-logits", o->mtp_logits_path,
+                  "write the MTP module's prompt logits: float32 LE [n_tokens - 1, vocab], row i from token i+1 and "
+                  "the main model's final-norm hidden state at i (DeepSeek-V3/R1 files that keep the module)")
+      ->each([o](const std::string&) { o->common.load_mtp = true; });
+  cmd->add_option("--greedy", o->greedy, "greedy tokens to decode (one step at a time, or verified drafts with --spec)")
+      ->check(CLI::NonNegativeNumber);
+  add_spec_options(*cmd, o->common);
   cmd->add_flag("--json", o->json, "print a JSON summary line");
   cmd->callback([o, &exit_code] {
     Status st = eval(*o);

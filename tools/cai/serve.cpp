@@ -97,6 +97,7 @@ Status serve(ServeOptions o) {
     Status st = [&]() -> Status {
       CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common, int64_t{o.engine.n_kv_blocks} * o.engine.block_size,
                                                       o.engine.kv_memory_bytes, &o.engine));
+      CAI_ASSIGN_OR_RETURN(o.engine.spec, spec_options(o.common));
       CAI_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::create(std::move(lm), o.engine));
       ctx_size = engine->ctx_size();
       return http.attach(std::move(engine));
@@ -145,6 +146,7 @@ void register_serve(CLI::App& app, int& exit_code) {
   o->http.model_names.clear();  // default: derived from the model path
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server with a chat page at /");
   add_common_options(*cmd, o->common);
+  add_spec_options(*cmd, o->common);
   cmd->get_option("--model")->required(false);  // may come from the config file; checked in serve()
   cmd->add_option("--config", o->config_file, "YAML file of options (long option names as keys); flags override it");
   cmd->add_option("--host", o->http.host, "address to bind (default 127.0.0.1: this machine only)");

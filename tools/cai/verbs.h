@@ -39,6 +39,10 @@ struct CommonOptions {
   std::string moe_device;
   std::string plan_file;  // --plan: the `layout` of `cai plan --json` output
   double collective_timeout_s = 30;  // --collective-timeout: across the processes of an MPI job
+  // --spec, --spec-tokens, --spec-ngram-min/max, --draft-model (add_spec_options); spec_method holds --spec's text.
+  std::string spec_method = "off";
+  SpecOptions spec;
+  bool load_mtp = false;  // load the MTP module without --spec mtp (eval --mtp-logits)
 };
 void add_common_options(CLI::App& cmd, CommonOptions& o);
 // --tp, --ep, --pp, --layer-split, --plan and --moe-device (part of add_common_options).
@@ -65,6 +69,10 @@ Status plan_default_layout(const CommonOptions& o, const chips::DeviceProfile& p
 // thermal limit, the KV layers that go to host memory). Errors are printed as "error: ..." to stderr.
 Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t kv_bytes = 0,
                                EngineOptions* engine = nullptr);
+// Speculative decoding: --spec off|ngram|mtp|draft, --spec-tokens K, --spec-ngram-min/max, --draft-model PATH.
+void add_spec_options(CLI::App& cmd, CommonOptions& o);
+// o.spec with the method parsed from o.spec_method and every number checked.
+Result<SpecOptions> spec_options(const CommonOptions& o);
 // --kv-offload-layers for a serving verb.
 void add_kv_offload_option(CLI::App& cmd, CommonOptions& o);
 // Print a Status to stderr and return exit code 1.

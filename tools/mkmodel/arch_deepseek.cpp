@@ -207,6 +207,7 @@ void deepseek2_gguf_keys(const ModelShape& s, GgufWriter& w) {
   w.set_u32(a + ".attention.key_length_mla", static_cast<uint32_t>(d.qk_nope_head_dim + d.qk_rope_head_dim));
   w.set_u32(a + ".attention.value_length_mla", static_cast<uint32_t>(d.v_head_dim));
   w.set_u32(a + ".leading_dense_block_count", static_cast<uint32_t>(d.first_k_dense_replace));
+  if (s.n_mtp_layers > 0) w.set_u32(a + ".nextn_predict_layers", static_cast<uint32_t>(s.n_mtp_layers));
   if (d.q_lora_rank > 0) w.set_u32(a + ".attention.q_lora_rank", static_cast<uint32_t>(d.q_lora_rank));
   w.set_u32(a + ".attention.kv_lora_rank", static_cast<uint32_t>(d.kv_lora_rank));
   if (d.n_routed_experts > 0) {

@@ -87,7 +87,7 @@ void common_gguf_keys(const ModelShape& s, int64_t rope_dims, GgufWriter& w) {
   w.set_string("general.architecture", a);
   w.set_u32(a + ".context_length", static_cast<uint32_t>(s.ctx));
   w.set_u32(a + ".embedding_length", static_cast<uint32_t>(s.hidden));
-  w.set_u32(a + ".block_count", static_cast<uint32_t>(s.n_layers));
+  w.set_u32(a + ".block_count", static_cast<uint32_t>(s.n_layers + s.n_mtp_layers));  // MTP modules: last blocks
   w.set_u32(a + ".feed_forward_length", static_cast<uint32_t>(s.ffn));
   w.set_u32(a + ".attention.head_count", static_cast<uint32_t>(s.n_heads));
   w.set_u32(a + ".attention.head_count_kv", static_cast<uint32_t>(s.n_kv_heads));

@@ -88,7 +88,8 @@ RowMaker row_maker(const Source& src, int64_t permute_head_dim) {
 }
 
 // Canonical (GGUF) name → its sources, for every HF tensor kept; experts grouped under the stacked name.
-// Counts what is dropped: layers >= num_hidden_layers (MTP), names with no GGUF counterpart.
+// Counts what is dropped: layers past the MTP modules kept, names with no GGUF counterpart (the modules' copies of
+// the embedding and head).
 Status collect_sources(const SafetensorsCheckpoint& ckpt, const ModelShape& s, std::map<std::string, Source>& out,
                        int64_t& n_dropped) {
   static const std::regex layer_re(R"(blk\.(\d+)\..*)");
@@ -97,7 +98,7 @@ Status collect_sources(const SafetensorsCheckpoint& ckpt, const ModelShape& s, s
     if (name.ends_with("_scale_inv")) continue;  // read with its weight
     const std::optional<std::string> canon = canonical_name_from_hf(name);
     std::smatch m;
-    if (!canon || (std::regex_match(*canon, m, layer_re) && std::stoll(m[1]) >= s.n_layers)) {
+    if (!canon || (std::regex_match(*canon, m, layer_re) && std::stoll(m[1]) >= s.n_layers + s.n_mtp_layers)) {
       ++n_dropped;
       continue;
     }
@@ -239,6 +240,9 @@ Result<ConvertStats> convert_hf_to_gguf(const std::string& dir, const EmitOption
   CAI_ASSIGN_OR_RETURN(ModelConfig cfg, config_from_hf(raw));
   CAI_ASSIGN_OR_RETURN(ModelShape shape, shape_from_hf_config(cfg, raw));
   CAI_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsCheckpoint> ckpt, SafetensorsCheckpoint::open_dir(dir));
+  // DeepSeek's MTP modules go along as the last blocks (blk.L.nextn.* beside a decoder block), as llama.cpp keeps them.
+  if (shape.arch == "deepseek2" && ckpt->find(fmt::format("model.layers.{}.eh_proj.weight", cfg.num_hidden_layers)))
+    shape.n_mtp_layers = cfg.n_mtp_layers;
   ConvertStats stats;
   stats.arch = shape.arch;
   std::map<std::string, Source> sources;

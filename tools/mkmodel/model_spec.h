@@ -38,6 +38,7 @@ struct ModelShape {
   std::string arch = "qwen2";  // GGUF general.architecture
   int64_t hidden = 0;          // hidden_size
   int64_t n_layers = 0;        // num_hidden_layers
+  int64_t n_mtp_layers = 0;    // num_nextn_predict_layers whose modules the converted checkpoint holds
   int64_t n_heads = 0;         // num_attention_heads
   int64_t n_kv_heads = 0;      // num_key_value_heads
   int64_t ffn = 0;             // intermediate_size

@@ -56,23 +56,35 @@ Status Scheduler::add(uint64_t id, std::vector<int32_t> prompt, int max_tokens, 
   return {};
 }
 
-void Scheduler::emit(SchedulerOutput& out, const SchedRequest& r, int n_new, int& budget) {
+void Scheduler::emit(SchedulerOutput& out, const SchedRequest& r, int n_new, int& budget, int n_draft) {
   ScheduledRequest s;
   s.id = r.id;
   s.start = r.n_computed;
-  s.n_new = n_new;
+  s.n_new = n_new + n_draft;
   s.tokens.assign(r.tokens.begin() + s.start, r.tokens.begin() + s.start + n_new);
+  s.tokens.insert(s.tokens.end(), r.draft.begin(), r.draft.begin() + n_draft);
   std::span<const int32_t> table = kv_.block_table(r.id);
   s.block_table.assign(table.begin(), table.end());
   s.sample = s.start + n_new == int(r.tokens.size());
+  s.n_draft = n_draft;
   out.requests.push_back(std::move(s));
-  out.n_tokens += n_new;
-  budget -= n_new;
+  out.n_tokens += s.n_new;
+  budget -= n_new + n_draft;
+  counters_.draft_tokens += uint64_t(n_draft);
+  if (n_draft > 0) ++counters_.verify_steps;
+}
+
+int Scheduler::draft_room(const SchedRequest& r, int n_new, int budget) const {
+  if (r.draft.empty() || n_new != 1 || r.n_computed + 1 != int(r.tokens.size())) return 0;  // not a decode step
+  // Every accepted draft token is a generated one, and the step samples one more after them.
+  const int room = std::min(budget - n_new, r.max_tokens - r.n_generated() - 1);
+  return std::clamp(room, 0, int(r.draft.size()));
 }
 
 void Scheduler::preempt(SchedRequest& r) {
   kv_.free(r.id);
   r.n_computed = 0;
+  r.draft.clear();
   r.status = RequestStatus::kPreempted;
   waiting_.push_front(r.id);
   ++counters_.preemptions;
@@ -83,6 +95,10 @@ void Scheduler::schedule_running(SchedulerOutput& out, int& budget) {
     SchedRequest& r = requests_.at(running_[i]);
     const int n_new = std::min(int(r.tokens.size()) - r.n_computed, budget);
     CAI_CHECK(n_new > 0, "running request {} has nothing to compute", r.id);
+    // A draft is verified only where its blocks are free: it never preempts anyone.
+    int n_draft = draft_room(r, n_new, budget);
+    if (n_draft > 0 && !kv_.allocate_slots(r.id, r.n_computed + n_new + n_draft)) n_draft = 0;
+    r.draft.resize(size_t(n_draft));
     bool fits = true;
     while (!kv_.allocate_slots(r.id, r.n_computed + n_new)) {
       // Victims come from the back, beyond i: nobody already scheduled this step is preempted.
@@ -96,7 +112,7 @@ void Scheduler::schedule_running(SchedulerOutput& out, int& budget) {
       }
     }
     if (!fits) break;
-    emit(out, r, n_new, budget);
+    emit(out, r, n_new, budget, n_draft);
   }
 }
 
@@ -113,7 +129,7 @@ void Scheduler::schedule_waiting(SchedulerOutput& out, int& budget) {
     r.status = RequestStatus::kRunning;
     waiting_.pop_front();
     running_.push_back(r.id);
-    emit(out, r, n_new, budget);
+    emit(out, r, n_new, budget, 0);
   }
 }
 
@@ -153,6 +169,12 @@ Result<std::vector<FinishedRequest>> Scheduler::update(const SchedulerOutput& ou
     if (it == requests_.end() || it->second.status != RequestStatus::kRunning) continue;
     if (s.sample != (by_id.count(s.id) > 0))
       return internal_error("request {} {} a sampled token this step", s.id, s.sample ? "needs" : "did not ask for");
+    if (!s.sample) continue;
+    const std::vector<int32_t>& accepted = by_id.at(s.id)->accepted;
+    const auto draft = s.tokens.end() - s.n_draft;
+    if (int(accepted.size()) > s.n_draft || !std::equal(accepted.begin(), accepted.end(), draft))
+      return internal_error("request {}: {} accepted tokens are not a prefix of its {}-token draft", s.id,
+                            accepted.size(), s.n_draft);
   }
   step_pending_ = false;
   std::vector<FinishedRequest> finished;
@@ -160,13 +182,18 @@ Result<std::vector<FinishedRequest>> Scheduler::update(const SchedulerOutput& ou
     auto it = requests_.find(s.id);
     if (it == requests_.end() || it->second.status != RequestStatus::kRunning) continue;
     SchedRequest& r = it->second;
-    r.n_computed = s.start + s.n_new;
+    r.draft.clear();
+    const SampledToken* t = s.sample ? by_id.at(s.id) : nullptr;
+    const int n_accepted = t ? int(t->accepted.size()) : 0;
+    // Rejected draft positions are dropped: their KV slots are rewritten by the next step that reaches them.
+    r.n_computed = s.start + s.n_new - s.n_draft + n_accepted;
+    if (t) r.tokens.insert(r.tokens.end(), t->accepted.begin(), t->accepted.end());
     kv_.cache_full_blocks(r.id, r.tokens, r.n_computed);
-    if (!s.sample) continue;
-    const SampledToken& t = *by_id.at(s.id);
-    r.tokens.push_back(t.token);
+    counters_.accepted_tokens += uint64_t(n_accepted);
+    if (!t) continue;
+    r.tokens.push_back(t->token);
     RequestStatus end = RequestStatus::kRunning;
-    if (t.stop) end = RequestStatus::kFinishedStop;
+    if (t->stop) end = RequestStatus::kFinishedStop;
     else if (r.n_generated() >= r.max_tokens) end = RequestStatus::kFinishedLength;
     if (end == RequestStatus::kRunning) continue;
     finished.push_back({r.id, end, r.n_generated()});
@@ -190,6 +217,18 @@ Result<FinishedRequest> Scheduler::finish(uint64_t id, RequestStatus status) {
   FinishedRequest done{id, status, it->second.n_generated()};
   remove(id);
   return done;
+}
+
+Status Scheduler::set_draft(uint64_t id, std::vector<int32_t> draft) {
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return not_found("no waiting or running request {}", id);
+  it->second.draft = std::move(draft);
+  return {};
+}
+
+bool Scheduler::reserve(uint64_t id, int n_positions) {
+  const SchedRequest* r = request(id);
+  return r && r->status == RequestStatus::kRunning && kv_.allocate_slots(id, n_positions);
 }
 
 const SchedRequest* Scheduler::request(uint64_t id) const {

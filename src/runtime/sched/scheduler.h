@@ -31,6 +31,7 @@ struct SchedRequest {
   RequestStatus status = RequestStatus::kWaiting;
   int n_cached_prompt_tokens = 0;  // prompt tokens found in the prefix cache (or shared) at first admission
   uint64_t follows = 0;            // a sibling with the same prompt whose prompt KV blocks this one shares (0: none)
+  std::vector<int32_t> draft;      // speculative tokens to verify after the last one at its next decode step
   int n_generated() const { return int(tokens.size()) - n_prompt; }
 };
 
@@ -39,6 +40,9 @@ struct SchedulerCounters {
   uint64_t preemptions = 0;
   uint64_t prefix_hit_tokens = 0;  // tokens found in the prefix cache at admissions (not recomputed)
   uint64_t computed_tokens = 0;    // tokens scheduled for computation
+  uint64_t draft_tokens = 0;       // speculative tokens scheduled for verification
+  uint64_t accepted_tokens = 0;    // of those, accepted
+  uint64_t verify_steps = 0;       // request-steps that verified a draft
 };
 
 // One step: out = schedule(); the engine runs out.requests and samples for those with `sample`;
@@ -62,6 +66,14 @@ class Scheduler {
   // are skipped. internal_error when there is no step to update or a sampling request lacks its token
   // (then nothing changes).
   Result<std::vector<FinishedRequest>> update(const SchedulerOutput& out, std::span<const SampledToken> sampled);
+
+  // Speculative decoding: the tokens to verify after request `id`'s last token at its next decode step. The step
+  // takes as many as its token budget, the request's max_tokens and the free KV blocks leave room for (none when
+  // the request is still computing its prompt); a new draft replaces the old. not_found for an unknown id.
+  Status set_draft(uint64_t id, std::vector<int32_t> draft);
+  // Grows a running request's block table to hold `n_positions` positions (a drafter writing its own cache ahead of
+  // the request); false, changing nothing, when the pool lacks the blocks or the request is not running.
+  bool reserve(uint64_t id, int n_positions);
 
   // Ends a waiting or running request now, freeing its blocks. `status` must be a finished one;
   // not_found for an unknown or already finished id.
@@ -92,7 +104,9 @@ class Scheduler {
   // The blocks `r` may take at admission: the prefix cache's, or its leader's prompt blocks when longer. False while
   // the leader is still computing its prompt (r must wait).
   bool admission_prefix(const SchedRequest& r, ComputedPrefix& prefix) const;
-  void emit(SchedulerOutput& out, const SchedRequest& r, int n_new, int& budget);
+  void emit(SchedulerOutput& out, const SchedRequest& r, int n_new, int& budget, int n_draft);
+  // How many of r's draft tokens a step computing n_new of its tokens can verify within `budget`.
+  int draft_room(const SchedRequest& r, int n_new, int budget) const;
   void preempt(SchedRequest& r);
   void remove(uint64_t id);
 

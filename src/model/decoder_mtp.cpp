@@ -1,0 +1,82 @@
+// DecoderModel's multi-token-prediction module (DeepSeek-V3/R1 "nextn"): u = eh_proj([enorm(E[t_(p+1)]);
+// hnorm(h_p)]), one decoder block over its own KV cache at position p, then its own final norm and the main head.
+// The checkpoints' module copies of the embedding and head are not read: the main model's are the same tensors.
+#include <algorithm>
+
+#include "core/profile.h"
+#include "hal/remote_device.h"
+#include "model/decoder.h"
+#include "ops/ops.h"
+
+namespace cai {
+
+Status DecoderModel::load_mtp(const LayerLoader& load_layer) {
+  const int layer = cfg_.num_hidden_layers;
+  const int64_t hidden = cfg_.hidden_size;
+  const std::string nextn = block_prefix(layer) + "nextn.";
+  hal::Device& device = weights_.placement().head();
+  CAI_ASSIGN_OR_RETURN(BlockRank b, load_block_rank(weights_, cfg_, layer, 0, device, load_layer));
+  mtp_block_.push_back(std::move(b));
+  CAI_ASSIGN_OR_RETURN(mtp_enorm_, weights_.get_f32(nextn + "enorm.weight", {hidden}));
+  CAI_ASSIGN_OR_RETURN(mtp_hnorm_, weights_.get_f32(nextn + "hnorm.weight", {hidden}));
+  CAI_ASSIGN_OR_RETURN(mtp_norm_, weights_.get_f32(nextn + "shared_head_norm.weight", {hidden}));
+  CAI_ASSIGN_OR_RETURN(mtp_eh_proj_, weights_.get_gemm_weight(nextn + "eh_proj.weight", {hidden, 2 * hidden}));
+  return {};
+}
+
+KvSpec DecoderModel::mtp_kv_spec() const {
+  KvSpec spec = kv_spec_;
+  spec.n_layers = cfg_.num_hidden_layers + 1;  // the module's layer index; the layers before it hold nothing
+  return spec;
+}
+
+std::vector<std::vector<KvShard>> DecoderModel::mtp_kv_shards() const {
+  hal::Device* d = mtp_block_.empty() ? &device() : mtp_block_.front().device;
+  std::vector<std::vector<KvShard>> shards(static_cast<size_t>(cfg_.num_hidden_layers), {{d, 0, 0}});
+  shards.push_back({{d, kv_spec_.k_width, kv_spec_.v_width}});
+  return shards;
+}
+
+Status DecoderModel::forward_mtp(const StepBatch& batch, const float* hidden, KvCache& kv, float* logits,
+                                 float* block_out) {
+  if (mtp_block_.empty()) return unsupported("the model was loaded without its MTP module");
+  const int64_t n = static_cast<int64_t>(batch.tokens.size()), m = static_cast<int64_t>(batch.logit_rows.size());
+  const int64_t h = cfg_.hidden_size;
+  if (n == 0) return invalid_argument("forward_mtp: empty batch");
+  if (kv.spec().n_layers != cfg_.num_hidden_layers + 1) return invalid_argument("forward_mtp: not the module's cache");
+  CAI_TRY(upload_step(batch, kv));
+  hal::Device& d = *mtp_block_.front().device;
+  Workspace& ws = group_.ws(d);
+  profile::Scope scope("mtp");
+  CAI_ASSIGN_OR_RETURN(TensorView e, group_.ws(*embed_device_).f32("mtp.embed", {n, h}));
+  CAI_TRY(ops::embed(*embed_device_, tok_embd_, step_on(*embed_device_).tokens, e));
+  if (embed_device_ != &d) {
+    CAI_ASSIGN_OR_RETURN(e, group_.move_to(e, d, "mtp.embed_in"));
+  }
+  CAI_ASSIGN_OR_RETURN(TensorView hin, ws.f32("mtp.hidden", {n, h}));
+  CAI_ASSIGN_OR_RETURN(TensorView en, ws.f32("mtp.enorm", {n, h}));
+  CAI_ASSIGN_OR_RETURN(TensorView hn, ws.f32("mtp.hnorm", {n, h}));
+  CAI_ASSIGN_OR_RETURN(TensorView cat, ws.f32("mtp.cat", {n, 2 * h}));
+  CAI_ASSIGN_OR_RETURN(TensorView x, ws.f32("mtp.x", {n, h}));
+  CAI_TRY(d.default_stream().copy_to_device(hin.data, hidden, hin.n_bytes()));
+  CAI_TRY(ops::rms_norm(d, e, mtp_enorm_, cfg_.rms_norm_eps, en));
+  CAI_TRY(ops::rms_norm(d, hin, mtp_hnorm_, cfg_.rms_norm_eps, hn));
+  CAI_TRY(ops::copy_cols(d, en, 0, cat, 0, h));  // the embedding half first, as the released weights expect
+  CAI_TRY(ops::copy_cols(d, hn, 0, cat, h, h));
+  CAI_TRY(ops::dense_gemm(d, mtp_eh_proj_, cat, nullptr, x));
+  std::vector<TensorView> xs{x};
+  CAI_TRY(run_block(mtp_block_, cfg_.num_hidden_layers, xs, kv));
+  if (m == 0) return {};
+  const HeadRank& head = head_.front();
+  CAI_ASSIGN_OR_RETURN(TensorView sel, ws.f32("mtp.sel", {m, h}));
+  CAI_ASSIGN_OR_RETURN(TensorView seln, ws.f32("mtp.sel_norm", {m, h}));
+  CAI_ASSIGN_OR_RETURN(TensorView out, ws.f32("mtp.logits", {m, head.n_vocab}));
+  CAI_TRY(ops::embed(d, xs.front(), step_on(d).logit_rows, sel));
+  CAI_TRY(ops::rms_norm(d, sel, mtp_norm_, cfg_.rms_norm_eps, seln));
+  CAI_TRY(ops::dense_gemm(d, head.output, seln, nullptr, out));
+  hal::Stream& stream = d.default_stream();
+  if (block_out) CAI_TRY(stream.copy_to_host(block_out, sel.data, sel.n_bytes()));
+  return stream.copy_to_host(logits, out.data, out.n_bytes());
+}
+
+}  // namespace cai
