@@ -141,6 +141,8 @@ bool HttpServer::prepare(const ApiRequest& api, BuiltPrompt& prompt, GenerationR
   gen.top_logprobs = api.top_logprobs;
   gen.n = api.n;
   gen.max_reasoning_tokens = api.max_reasoning_tokens;
+  gen.spec_method = api.speculative_method;
+  gen.spec_tokens = api.speculative_tokens;
   gen.prompt_opens_think = prompt.opens_think;
   gen.grammar = api.response_format;
   if (auto forced = forced_tool_grammar(prompts_->tool_style().syntax, tool_offer(api), api.parallel_tool_calls)) {

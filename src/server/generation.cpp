@@ -52,6 +52,7 @@ Usage Generation::usage() const {
   u.prompt_tokens = prompt_tokens_;
   u.cached_tokens = cached_tokens_;
   for (int n : generated_) u.completion_tokens += n;
+  for (const auto& [drafted, accepted] : drafts_) u.draft_tokens += drafted, u.accepted_tokens += accepted;
   return u;
 }
 
@@ -59,6 +60,7 @@ void Generation::account(const StreamEvent& ev, Clock::time_point now) {
   if (ev.index < 0 || static_cast<size_t>(ev.index) >= generated_.size()) return;
   if (ev.n_prompt_tokens > 0) prompt_tokens_ = ev.n_prompt_tokens;
   if (ev.index == 0) cached_tokens_ = ev.n_cached_prompt_tokens;
+  drafts_[static_cast<size_t>(ev.index)] = {ev.n_draft_tokens, ev.n_accepted_tokens};
   int& generated = generated_[static_cast<size_t>(ev.index)];
   const int n_new = std::max(0, ev.n_generated_tokens - generated);
   generated = std::max(generated, ev.n_generated_tokens);

@@ -49,7 +49,8 @@ class Generation {
 
  private:
   Generation(Engine& engine, ServerMetrics& metrics, Clock::time_point arrival, int n_choices)
-      : engine_(engine), metrics_(metrics), arrival_(arrival), generated_(static_cast<size_t>(n_choices), 0) {}
+      : engine_(engine), metrics_(metrics), arrival_(arrival), generated_(static_cast<size_t>(n_choices), 0),
+        drafts_(static_cast<size_t>(n_choices)) {}
   void account(const StreamEvent& ev, Clock::time_point now);
 
   Engine& engine_;
@@ -60,6 +61,7 @@ class Generation {
   Clock::time_point last_token_time_{};
   int n_generated_seen_ = 0;     // all choices together
   std::vector<int> generated_;   // per choice: tokens generated so far
+  std::vector<std::pair<int, int>> drafts_;  // per choice: draft tokens verified, accepted
   int n_finished_ = 0;           // choices that had their final event
   bool cancelled_ = false;
   int prompt_tokens_ = 0;

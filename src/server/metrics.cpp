@@ -87,6 +87,19 @@ void engine_metrics(std::string& out, const EngineStats& s) {
          double(s.computed_prompt_tokens));
   scalar(out, "cai_preemptions_total", "counter", "Requests preempted for lack of KV blocks.", double(s.preemptions));
   scalar(out, "cai_engine_steps_total", "counter", "Engine steps run.", double(s.steps));
+  out += fmt::format("# HELP cai_spec_info Speculative decoding: the server's method (label method); the value is "
+                     "its draft tokens per step.\n# TYPE cai_spec_info gauge\ncai_spec_info{{method=\"{}\"}} {}\n",
+                     s.spec_method, s.spec_tokens);
+  scalar(out, "cai_spec_draft_tokens_total", "counter", "Draft tokens verified.", double(s.spec_draft_tokens));
+  scalar(out, "cai_spec_accepted_tokens_total", "counter", "Draft tokens accepted.", double(s.spec_accepted_tokens));
+  scalar(out, "cai_spec_verify_steps_total", "counter", "Sequence steps that verified a draft.",
+         double(s.spec_verify_steps));
+  scalar(out, "cai_spec_acceptance_ratio", "gauge", "Accepted over verified draft tokens so far (0 before any).",
+         s.spec_draft_tokens ? double(s.spec_accepted_tokens) / double(s.spec_draft_tokens) : 0.0);
+  scalar(out, "cai_spec_tokens_per_verify_step", "gauge",
+         "Tokens a verifying sequence step produced on average: accepted drafts plus its own (0 before any).",
+         s.spec_verify_steps ? double(s.spec_accepted_tokens + s.spec_verify_steps) / double(s.spec_verify_steps)
+                             : 0.0);
   scalar(out, "cai_engine_step_token_budget", "gauge",
          "Tokens one engine step may take now (lowered while the device is at its thermal limit).", s.token_budget);
 }

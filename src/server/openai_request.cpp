@@ -290,6 +290,20 @@ void read_reasoning_budget(FieldReader& r, ApiRequest& req) {
     req.max_reasoning_tokens = static_cast<int>(v);  // wins over reasoning_effort
 }
 
+void read_speculation(FieldReader& r, ApiRequest& req) {
+  std::string method;
+  r.string("speculative_method", method);
+  if (!method.empty()) {
+    Result<SpecMethod> m = parse_spec_method(method);
+    if (!m.ok())
+      return r.fail(fmt::format("'speculative_method' must be one of off, ngram, mtp, draft; got '{}'", method),
+                    "speculative_method");
+    req.speculative_method = *m;
+  }
+  int64_t v = 0;
+  if (r.integer("num_speculative_tokens", v, 0, SpecOptions::kMaxTokens)) req.speculative_tokens = static_cast<int>(v);
+}
+
 // Read from `body` again as ordered JSON: a schema's properties are generated in the order the client wrote them.
 void read_response_format(FieldReader& r, ApiRequest& req, std::string_view body) {
   const json* rf = r.get("response_format");
@@ -304,10 +318,11 @@ bool is_empty_value(const json& v) { return v.is_null() || ((v.is_array() || v.i
 
 // Rejects parameters that are neither known, ignorable, nor harmlessly empty.
 void check_keys(FieldReader& r, const json& body, ApiKind kind) {
-  static constexpr std::array<std::string_view, 23> kCommon = {
+  static constexpr std::array<std::string_view, 25> kCommon = {
       "model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty",
       "repetition_penalty", "seed", "stop", "stream", "stream_options", "logprobs", "n", "ignore_eos", "best_of",
-      "echo", "response_format", "max_completion_tokens", "logit_bias", "reasoning_effort", "max_reasoning_tokens"};
+      "echo", "response_format", "max_completion_tokens", "logit_bias", "reasoning_effort", "max_reasoning_tokens",
+      "speculative_method", "num_speculative_tokens"};
   for (auto it = body.begin(); it != body.end(); ++it) {
     const std::string& key = it.key();
     if (contains(kCommon, key) || contains(kIgnored, key)) continue;
@@ -361,6 +376,7 @@ std::optional<ApiRequest> parse_api_request(ApiKind kind, std::string_view body,
   read_logprobs(r, req);
   read_logit_bias(r, req);
   read_reasoning_budget(r, req);
+  read_speculation(r, req);
   read_response_format(r, req, body);
   r.boolean("ignore_eos", req.ignore_eos);
   if (r.failed()) return std::nullopt;

@@ -12,6 +12,7 @@
 
 #include "runtime/grammar/grammar.h"
 #include "runtime/sampler.h"
+#include "runtime/spec/spec_options.h"
 
 namespace cai::server {
 
@@ -56,6 +57,9 @@ struct ApiRequest {
   int n = 1;                            // choices, 1..kMaxChoices
   // Reasoning budget in tokens (-1: none), from max_reasoning_tokens or reasoning_effort (see reasoning_budget_for).
   int max_reasoning_tokens = -1;
+  // Extensions: this request's speculative decoding (GenerationRequest::spec_method / spec_tokens).
+  std::optional<SpecMethod> speculative_method;
+  int speculative_tokens = -1;
   // Structured output from response_format (see response_format.h); null: free text.
   std::shared_ptr<const grammar::Grammar> response_format;
   // Tool calling (chat; see tool_request.h): the validated tool definitions as sent ([] when none) and the choice.

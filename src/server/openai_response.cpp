@@ -14,11 +14,17 @@ std::string new_response_id(const char* prefix) {
   return fmt::format("{}{:016x}{:08x}", prefix, rng(), static_cast<uint32_t>(rng()));
 }
 
+// Speculative decoding reports in OpenAI's fields for predicted outputs (completion_tokens_details), which clients
+// already parse.
 json usage_json(const Usage& u) {
-  return {{"prompt_tokens", u.prompt_tokens},
-          {"completion_tokens", u.completion_tokens},
-          {"total_tokens", u.prompt_tokens + u.completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
+  json j = {{"prompt_tokens", u.prompt_tokens},
+            {"completion_tokens", u.completion_tokens},
+            {"total_tokens", u.prompt_tokens + u.completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
+  if (u.draft_tokens > 0)
+    j["completion_tokens_details"] = {{"accepted_prediction_tokens", u.accepted_tokens},
+                                      {"rejected_prediction_tokens", u.draft_tokens - u.accepted_tokens}};
+  return j;
 }
 
 json finish_reason_json(FinishReason r) {

@@ -23,6 +23,8 @@ struct Usage {
   int prompt_tokens = 0;
   int completion_tokens = 0;
   int cached_tokens = 0;
+  int draft_tokens = 0;     // speculative decoding: drafted tokens verified (all choices)
+  int accepted_tokens = 0;  // of those, accepted
 };
 
 // A fresh id with `prefix` ("chatcmpl-" or "cmpl-") and 24 random hex digits.

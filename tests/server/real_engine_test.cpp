@@ -1,6 +1,6 @@
 // HttpServer over a real Engine and model (stories260K, whose byte-fallback vocabulary can write "</think>") with a
 // chat template that opens <think>: the reasoning budget cuts the reasoning after exactly its tokens and the answer
-// follows; n = 3 sampled choices differ.
+// follows; n = 3 sampled choices differ; a request's speculative decoding keeps its text and reports its drafts.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -61,6 +61,32 @@ TEST_F(RealEngineTest, SampledChoicesDiffer) {
   EXPECT_EQ(r["usage"]["completion_tokens"], 36);
   EXPECT_EQ(chat(R"("max_tokens": 12, "temperature": 1, "seed": 3, "n": 3, "ignore_eos": true)")["choices"],
             r["choices"]);  // reproducible with the seed
+}
+
+// Prompt lookup asked for per request: the same greedy text, the drafts in OpenAI's predicted-output usage fields and
+// in /metrics; methods the server has not loaded and bad values are 400s.
+TEST_F(RealEngineTest, SpeculativeRequestKeepsItsTextAndReportsDrafts) {
+  const std::string plain = R"("max_tokens": 48, "temperature": 0, "ignore_eos": true)";
+  const json base = chat(plain);
+  const json spec = chat(plain + R"(, "speculative_method": "ngram", "num_speculative_tokens": 4)");
+  EXPECT_EQ(spec["choices"][0]["message"], base["choices"][0]["message"]);
+  EXPECT_FALSE(base["usage"].contains("completion_tokens_details"));
+  const json& details = spec["usage"]["completion_tokens_details"];
+  const int accepted = details["accepted_prediction_tokens"], rejected = details["rejected_prediction_tokens"];
+  EXPECT_GT(accepted, 0) << spec["usage"].dump();
+  EXPECT_GE(rejected, 0);
+  auto metrics = client_->Get("/metrics");
+  ASSERT_EQ(metrics->status, 200);
+  EXPECT_NE(metrics->body.find("cai_spec_info{method=\"off\"} 0"), std::string::npos) << metrics->body;
+  EXPECT_NE(metrics->body.find("cai_spec_accepted_tokens_total " + std::to_string(accepted)), std::string::npos);
+  EXPECT_NE(metrics->body.find("cai_spec_draft_tokens_total " + std::to_string(accepted + rejected)),
+            std::string::npos);
+  const std::string prompt = R"({"messages": [{"role": "user", "content": "Hi"}], )";
+  for (const char* bad : {R"("speculative_method": "mtp")", R"("speculative_method": "fast")",
+                          R"("num_speculative_tokens": 99)", R"("num_speculative_tokens": -1)"}) {
+    auto r = post("/v1/chat/completions", prompt + bad + "}");
+    EXPECT_EQ(r->status, 400) << bad << " " << r->body;
+  }
 }
 
 }  // namespace
