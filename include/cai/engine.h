@@ -125,8 +125,10 @@ struct EngineStats {
 
 class Engine {
  public:
-  // Takes ownership of the loaded model; starts the engine thread.
-  static Result<std::unique_ptr<Engine>> create(LoadedModel model, const EngineOptions& options);
+  // Takes ownership of the loaded model (and with options.spec.method kDraft, of the draft model); starts the engine
+  // thread.
+  static Result<std::unique_ptr<Engine>> create(LoadedModel model, const EngineOptions& options,
+                                                LoadedModel draft = {});
   virtual ~Engine() = default;
 
   // Queue a request (all its n choices, or none). Errors: invalid_argument (empty prompt, prompt + max_tokens > ctx,

@@ -94,10 +94,10 @@ struct Pending {
 
 class EngineImpl final : public Engine {
  public:
-  EngineImpl(LoadedModel lm, const EngineOptions& o, KvCache kv, Scheduler sched, int ctx,
+  EngineImpl(LoadedModel lm, const EngineOptions& o, KvCache kv, Scheduler sched, int ctx, LoadedModel draft,
              std::unique_ptr<Drafter> drafter)
       : lm_(std::move(lm)), opt_(o), kv_(std::move(kv)), sched_(std::move(sched)), ctx_size_(ctx),
-        drafter_(std::move(drafter)), ngram_(o.spec.ngram_min, o.spec.ngram_max) {
+        draft_(std::move(draft)), drafter_(std::move(drafter)), ngram_(o.spec.ngram_min, o.spec.ngram_max) {
     stats_.kv_dtype = std::string(dtype_name(kv_.spec().dtype));
     stats_.spec_method = drafter_ ? spec_method_name(opt_.spec.method) : "off";
     stats_.spec_tokens = drafter_ ? opt_.spec.tokens : 0;
@@ -175,6 +175,7 @@ class EngineImpl final : public Engine {
   KvCache kv_;
   Scheduler sched_;
   int ctx_size_;
+  LoadedModel draft_;                 // --spec draft: the draft model drafter_ runs
   std::unique_ptr<Drafter> drafter_;  // the server's speculative method (opt_.spec); null when off
   NgramDrafter ngram_;                // prompt lookup, for requests that ask for it whatever the server's method
   std::vector<float> hidden_;         // the step's final hidden states, for a drafter that reads them
@@ -557,7 +558,7 @@ Status check_context_fits(const EngineOptions& o, int ctx, int n_blocks, size_t 
 
 }  // namespace
 
-Result<std::unique_ptr<Engine>> Engine::create(LoadedModel lm, const EngineOptions& o) {
+Result<std::unique_ptr<Engine>> Engine::create(LoadedModel lm, const EngineOptions& o, LoadedModel draft) {
   if (!lm.model) return invalid_argument("Engine::create: no model");
   if (o.block_size <= 0 || o.max_batch <= 0 || o.max_tokens_per_step <= 0 || o.max_queue <= 0)
     return invalid_argument("engine options must be positive (block size, batch, step budget, queue)");
@@ -575,7 +576,8 @@ Result<std::unique_ptr<Engine>> Engine::create(LoadedModel lm, const EngineOptio
   CAI_ASSIGN_OR_RETURN(KvCache kv, create_kv_cache(m, o, n_blocks, host_layers));
   SchedulerOptions so{o.max_batch, o.max_tokens_per_step, o.block_size, n_blocks, o.prefix_caching};
   CAI_ASSIGN_OR_RETURN(Scheduler sched, Scheduler::create(so));
-  CAI_ASSIGN_OR_RETURN(std::unique_ptr<Drafter> drafter, make_drafter(*lm.model, o.spec, n_blocks, o.block_size));
+  CAI_ASSIGN_OR_RETURN(std::unique_ptr<Drafter> drafter,
+                       make_drafter(*lm.model, o.spec, n_blocks, o.block_size, draft.model.get()));
   for (hal::Device* d : lm.model->devices()) d->set_batch_invariant(true);  // tokens must not depend on batch-mates
   CAI_LOG_INFO("engine: {} KV blocks × {} tokens ({:.1f} MiB, {}), context {}, batch {}, step budget {}", n_blocks,
                o.block_size, static_cast<double>(kv.total_bytes()) / (1 << 20), dtype_name(spec.dtype), ctx,
@@ -588,7 +590,8 @@ Result<std::unique_ptr<Engine>> Engine::create(LoadedModel lm, const EngineOptio
     CAI_LOG_INFO("engine: speculative decoding with {}, {} draft tokens per step", spec_method_name(o.spec.method),
                  o.spec.tokens);
   return std::unique_ptr<Engine>(
-      std::make_unique<EngineImpl>(std::move(lm), o, std::move(kv), std::move(sched), ctx, std::move(drafter)));
+      std::make_unique<EngineImpl>(std::move(lm), o, std::move(kv), std::move(sched), ctx, std::move(draft),
+                                   std::move(drafter)));
 }
 
 }  // namespace cai

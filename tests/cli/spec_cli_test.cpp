@@ -1,5 +1,5 @@
-// `cai eval` with speculative decoding: `--greedy N --spec mtp|ngram` prints the greedy list decoding without it
-// prints, on every oracle and the real tiny models; `--mtp-logits` writes the MTP module's prompt logits as the
+// `cai eval` with speculative decoding: `--greedy N --spec mtp|ngram|draft` prints the greedy list decoding without
+// it prints, on every oracle and the real tiny models; `--mtp-logits` writes the MTP module's prompt logits as the
 // float64 reference has them, from the HF checkpoint and from its cai-mkmodel GGUF; bad combinations fail cleanly.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -53,12 +53,16 @@ TEST_P(SpecOracle, GreedyListIsTheOneWithoutSpeculation) {
   const std::string name = GetParam();
   const std::string model = test::data_path("oracle/" + name);
   const std::string dir = name.ends_with(".gguf") ? model.substr(0, model.rfind('/')) : model;
-  std::vector<std::string> specs = {"--spec ngram --spec-tokens 3", "--spec ngram --spec-tokens 1 --spec-ngram-max 1"};
+  // The model as its own draft model: every draft is accepted, so every verification path runs.
+  std::vector<std::string> specs = {"--spec ngram --spec-tokens 3", "--spec ngram --spec-tokens 1 --spec-ngram-max 1",
+                                    "--spec draft --spec-tokens 4 --draft-model '" + model + "'"};
   if (name == "deepseek_v3_tiny_mtp") specs.insert(specs.end(), {"--spec mtp --spec-tokens 1", "--spec mtp"});
   const json spec = json::parse(test::read_file(dir + "/tokens.json"));
   std::map<std::string, Counts> counts;
   for (const auto& p : spec["prompts"]) expect_same_greedy(model, join_ids(p["input_ids"]), 24, specs, counts);
   for (const std::string& s : specs) EXPECT_GT(counts[s].drafted, 0) << s << ": nothing was verified";
+  const Counts& self = counts[specs[2]];
+  EXPECT_EQ(self.accepted, self.drafted) << "the model drafting for itself";
 }
 
 INSTANTIATE_TEST_SUITE_P(Oracles, SpecOracle,
@@ -80,6 +84,13 @@ TEST(SpecRealModels, PromptLookupKeepsTheGreedyContinuation) {
     const std::string ids = join_ids(json::parse(test::last_line(tok.out))["ids"].get<std::vector<int>>());
     expect_same_greedy(model, ids, 48, {"--spec ngram", "--spec ngram --spec-tokens 6 --spec-ngram-min 2"}, counts);
   }
+  // The F16 file drafting for its Q8_0 quantization and the other way round.
+  const std::string q8 = test::data_path("models/TinyStories-656K-Q8_0.gguf");
+  const std::string f16 = test::data_path("models/TinyStories-656K.f16.gguf");
+  // "Once upon a time there was a girl. Once upon a time"
+  const std::string ids = "1,80,147,201,282,81,286,1132,84,147,201,282,57";
+  expect_same_greedy(q8, ids, 48, {"--spec draft --draft-model " + f16}, counts);
+  expect_same_greedy(f16, ids, 48, {"--spec draft --spec-tokens 5 --draft-model " + q8}, counts);
   for (const auto& [spec, c] : counts) EXPECT_GT(c.accepted, 0) << spec;
 }
 
@@ -119,6 +130,11 @@ TEST(SpecCli, BadCombinationsFailCleanly) {
       {"eval -m " + plain + " --tokens 0,5 --greedy 4 --spec ngram --spec-ngram-min 3 --spec-ngram-max 2",
        "min <= max"},
       {"eval -m " + plain + " --tokens 0,5 --greedy 4 --spec ngram --gen-logits /tmp/g.f32", "--gen-logits"},
+      {"eval -m " + plain + " --tokens 0,5 --greedy 4 --spec draft", "--spec draft needs --draft-model"},
+      {"eval -m " + plain + " --tokens 0,5 --greedy 4 --spec draft --draft-model " +
+           test::data_path("models/TinyStories-656K-Q8_0.gguf"), "a draft model must share the vocabulary"},
+      {"eval -m " + test::data_path("models/TinyStories-656K-Q8_0.gguf") + " --tokens 1,5 --greedy 4 --spec draft "
+           "--draft-model " + test::data_path("models/stories260K.gguf"), "its tokenizer has 512 tokens"},
   };
   for (const Case& c : cases) {
     const test::CommandResult r = test::run_command(cai_bin() + " " + c.args);

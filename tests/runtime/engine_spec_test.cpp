@@ -144,6 +144,33 @@ TEST(EngineSpec, MtpServerKeepsGreedyOutput) {
   EXPECT_EQ((*engine)->stats().spec_method, "mtp");
 }
 
+// A draft model (the F16 file drafting for its Q8_0 quantization) over 16 concurrent streams, some of them asking for
+// prompt lookup or for none: every stream gets its tokens without speculation, and most drafts are accepted.
+TEST(EngineSpec, DraftModelServerKeepsGreedyOutput) {
+  EngineOptions plain;
+  plain.max_batch = 16;
+  auto base = Engine::create(load("models/TinyStories-656K-Q8_0.gguf"), plain);
+  ASSERT_TRUE(base.ok());
+  EngineOptions o = plain;
+  o.spec.method = SpecMethod::kDraft;
+  o.spec.tokens = 4;
+  auto engine = Engine::create(load("models/TinyStories-656K-Q8_0.gguf"), o, load("models/TinyStories-656K.f16.gguf"));
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  std::vector<GenerationRequest> reqs = mixed_requests(16, 32);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    if (i % 5 == 3) reqs[i].spec_method = SpecMethod::kNgram;
+    if (i % 5 == 4) reqs[i].spec_method = SpecMethod::kOff;
+  }
+  std::vector<Collector> got = run_together(**engine, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(got[i].tokens, run_alone(**base, reqs[i])) << "request " << i;
+  const EngineStats st = (*engine)->stats();
+  EXPECT_EQ(st.spec_method, "draft");
+  EXPECT_GT(st.spec_accepted_tokens, st.spec_draft_tokens / 2);
+  Result<std::unique_ptr<Engine>> no_draft = Engine::create(load("models/TinyStories-656K-Q8_0.gguf"), o);
+  ASSERT_FALSE(no_draft.ok());
+  EXPECT_NE(no_draft.status().message().find("no draft model"), std::string::npos);
+}
+
 // The chi-square quantile of probability 1 - alpha (Wilson–Hilferty), z the standard normal quantile of 1 - alpha.
 double chi_square_critical(int df, double z) {
   const double a = 2.0 / (9.0 * df);

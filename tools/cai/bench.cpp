@@ -120,9 +120,11 @@ Status bench(const BenchOptions& o) {
   const int per_seq = std::max(o.n_prompt, o.depth + o.n_gen) + 1;
   CAI_ASSIGN_OR_RETURN(const SpecOptions spec, spec_options(o.common));
   CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common, int64_t{std::max(1, o.batch)} * per_seq));
-  if (spec.method != SpecMethod::kOff)
-    return bench_spec(lm, {spec, std::max(1, o.batch), o.n_gen, o.n_prompt, std::max(1, o.repeats), o.text,
-                           o.common.precision, o.json});
+  if (spec.method != SpecMethod::kOff) {
+    CAI_ASSIGN_OR_RETURN(const LoadedModel draft, load_draft_model(o.common, lm));
+    return bench_spec(lm, draft, {spec, std::max(1, o.batch), o.n_gen, o.n_prompt, std::max(1, o.repeats), o.text,
+                                  o.common.precision, o.json});
+  }
   Model& model = *lm.model;
   const int vocab = model.config().vocab_size;
   const std::vector<int32_t> prompt = bench_tokens(std::max(1, o.n_prompt), vocab), context = bench_tokens(o.depth, vocab);

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <map>
 
+#include "core/profile.h"
 #include "core/seconds_since.h"
 #include "runtime/sequence_batch.h"
 #include "runtime/spec/spec_decode.h"
@@ -17,23 +18,39 @@ namespace {
 constexpr int kTimedSteps = 16;  // verification steps timed per measurement
 constexpr int kContext = 64;     // tokens each sequence holds before the timed steps
 
-// Seconds of one step computing `n` positions for each of `batch` sequences after kContext tokens; the best of
-// `repeats`, in the serving engine's batch-invariant mode.
-Result<double> step_seconds(Model& model, int batch, int n, int repeats) {
+struct StepCost {
+  double seconds = 0;                     // the best of the repeats
+  std::map<std::string, double> phases;   // seconds per step by phase (core/profile.h), host-computing devices only
+};
+
+// One step computing `n` positions for each of `batch` sequences after kContext tokens, in the serving engine's
+// batch-invariant mode: the best of `repeats`, and where the devices compute at the call (the CPU) its phases.
+Result<StepCost> step_cost(Model& model, int batch, int n, int repeats) {
   const int vocab = model.config().vocab_size;
   std::vector<int32_t> context(static_cast<size_t>(batch * kContext)), step(static_cast<size_t>(batch * n));
   for (size_t i = 0; i < context.size(); ++i) context[i] = static_cast<int32_t>((i * 7919 + 13) % vocab);
   for (size_t i = 0; i < step.size(); ++i) step[i] = static_cast<int32_t>((i * 104729 + 7) % vocab);
-  for (hal::Device* d : model.devices()) d->set_batch_invariant(true);
-  double best = 1e30;
+  const std::vector<hal::Device*> devices = model.devices();
+  const bool profiled = std::all_of(devices.begin(), devices.end(), [](const hal::Device* d) { return d->host_visible(); });
+  for (hal::Device* d : devices) d->set_batch_invariant(true);
+  StepCost best{1e30, {}};
   for (int r = 0; r < repeats; ++r) {
     CAI_ASSIGN_OR_RETURN(SequenceBatch b, SequenceBatch::create(model, batch, kContext + kTimedSteps * n + 1));
     CAI_TRY(b.step(context, kContext, false).status());
+    profile::reset();
+    profile::set_enabled(profiled);
     const auto t0 = std::chrono::steady_clock::now();
-    for (int s = 0; s < kTimedSteps; ++s) CAI_TRY(b.step(step, n, true).status());
-    best = std::min(best, seconds_since(t0) / kTimedSteps);
+    Status st;
+    for (int s = 0; s < kTimedSteps && st.ok(); ++s) st = b.step(step, n, true).status();
+    const double seconds = seconds_since(t0) / kTimedSteps;
+    profile::set_enabled(false);
+    CAI_TRY(st);
+    if (seconds >= best.seconds) continue;
+    best.seconds = seconds;
+    best.phases = profile::snapshot();
+    for (auto& [phase, s] : best.phases) s /= kTimedSteps;
   }
-  for (hal::Device* d : model.devices()) d->set_batch_invariant(false);
+  for (hal::Device* d : devices) d->set_batch_invariant(false);
   return best;
 }
 
@@ -55,10 +72,10 @@ struct DecodeRate {
 
 // The best of `repeats` greedy runs: decode tokens/s over every sequence (the prompts' step excluded).
 Result<DecodeRate> decode_rate(Model& model, const SpecOptions& spec, const std::vector<std::vector<int32_t>>& prompts,
-                               int n_gen, int repeats) {
+                               int n_gen, int repeats, Model* draft) {
   DecodeRate best;
   for (int r = 0; r < repeats; ++r) {
-    CAI_ASSIGN_OR_RETURN(SpecRun run, speculative_greedy(model, spec, prompts, n_gen));
+    CAI_ASSIGN_OR_RETURN(SpecRun run, speculative_greedy(model, spec, prompts, n_gen, draft));
     const double rate = static_cast<double>(prompts.size() * static_cast<size_t>(n_gen - 1)) / run.decode_seconds;
     if (rate > best.tokens_per_s) best = {rate, std::move(run)};
   }
@@ -67,7 +84,7 @@ Result<DecodeRate> decode_rate(Model& model, const SpecOptions& spec, const std:
 
 }  // namespace
 
-Status bench_spec(const LoadedModel& lm, const SpecBenchOptions& o) {
+Status bench_spec(const LoadedModel& lm, const LoadedModel& draft, const SpecBenchOptions& o) {
   Model& model = *lm.model;
   if (o.n_gen < 2) return invalid_argument("--spec: -n must be at least 2 (one token comes from the prompt's step)");
   const int vocab = model.config().vocab_size;
@@ -83,21 +100,26 @@ Status bench_spec(const LoadedModel& lm, const SpecBenchOptions& o) {
     prompts.push_back(std::move(p));
   }
   std::map<int, double> cost;
+  nlohmann::json phases = nlohmann::json::object();
   for (int n : {1, 2, 4, o.spec.tokens + 1}) {
-    if (!cost.count(n)) {
-      CAI_ASSIGN_OR_RETURN(cost[n], step_seconds(model, o.batch, n, o.repeats));
-    }
+    if (cost.count(n)) continue;
+    CAI_ASSIGN_OR_RETURN(const StepCost c, step_cost(model, o.batch, n, o.repeats));
+    cost[n] = c.seconds;
+    phases[std::to_string(n)] = c.phases;
   }
   SpecOptions off = o.spec;
   off.method = SpecMethod::kOff;
-  CAI_ASSIGN_OR_RETURN(const DecodeRate base, decode_rate(model, off, prompts, o.n_gen, o.repeats));
-  CAI_ASSIGN_OR_RETURN(const DecodeRate spec, decode_rate(model, o.spec, prompts, o.n_gen, o.repeats));
+  CAI_ASSIGN_OR_RETURN(const DecodeRate base, decode_rate(model, off, prompts, o.n_gen, o.repeats, nullptr));
+  CAI_ASSIGN_OR_RETURN(const DecodeRate spec,
+                       decode_rate(model, o.spec, prompts, o.n_gen, o.repeats, draft.model.get()));
   const SpecRun& r = spec.run;
   const double acceptance = r.drafted > 0 ? static_cast<double>(r.accepted) / static_cast<double>(r.drafted) : 0;
   const double seq_steps = static_cast<double>(std::max<int64_t>(1, r.seq_steps));
   const double tokens_per_step = static_cast<double>(prompts.size() * static_cast<size_t>(o.n_gen - 1)) / seq_steps;
   const double rows_per_step = 1 + static_cast<double>(r.drafted) / seq_steps;
-  const double predicted = tokens_per_step * cost.at(1) / cost_at(cost, rows_per_step);
+  // A step costs the verification of its positions plus what the drafter spent on it (MTP module, draft model).
+  const double draft_per_step = r.draft_seconds / std::max(1, r.steps);
+  const double predicted = tokens_per_step * cost.at(1) / (cost_at(cost, rows_per_step) + draft_per_step);
   const double measured = spec.tokens_per_s / base.tokens_per_s;
   nlohmann::json ratio = nlohmann::json::object(), seconds = nlohmann::json::object();
   for (const auto& [n, s] : cost) seconds[std::to_string(n)] = s, ratio[std::to_string(n)] = s / cost.at(1);
@@ -110,11 +132,13 @@ Status bench_spec(const LoadedModel& lm, const SpecBenchOptions& o) {
                               {"precision", o.precision},
                               {"step_seconds", seconds},
                               {"step_cost_ratio", ratio},
+                              {"step_phase_seconds", phases},
                               {"drafted", r.drafted},
                               {"accepted", r.accepted},
                               {"acceptance", acceptance},
                               {"tokens_per_step", tokens_per_step},
                               {"rows_per_step", rows_per_step},
+                              {"draft_seconds_per_step", draft_per_step},
                               {"baseline_tokens_per_s", base.tokens_per_s},
                               {"spec_tokens_per_s", spec.tokens_per_s},
                               {"speedup", measured},
@@ -125,10 +149,16 @@ Status bench_spec(const LoadedModel& lm, const SpecBenchOptions& o) {
     return {};
   }
   std::cout << fmt::format("verification cost at batch {} (a step of n positions per sequence / one of 1):\n", o.batch);
-  for (const auto& [n, s] : cost) std::cout << fmt::format("  n={:<2} {:8.3f} ms  {:.2f}x\n", n, 1e3 * s, s / cost.at(1));
+  for (const auto& [n, s] : cost) {
+    std::string by_phase;
+    for (const auto& [phase, sec] : phases[std::to_string(n)].items())
+      by_phase += fmt::format(" {} {:.2f}", phase, 1e3 * sec.get<double>());
+    std::cout << fmt::format("  n={:<2} {:8.3f} ms  {:.2f}x  ms by phase:{}\n", n, 1e3 * s, s / cost.at(1), by_phase);
+  }
   std::cout << fmt::format("--spec {} K={}: {} of {} drafts accepted ({:.1f}%), {:.2f} tokens per step over {:.2f} "
-                           "positions\n", spec_method_name(o.spec.method), o.spec.tokens, r.accepted, r.drafted,
-                           100 * acceptance, tokens_per_step, rows_per_step);
+                           "positions, {:.3f} ms drafting per step\n", spec_method_name(o.spec.method), o.spec.tokens,
+                           r.accepted, r.drafted, 100 * acceptance, tokens_per_step, rows_per_step,
+                           1e3 * draft_per_step);
   std::cout << fmt::format("decode: {:.1f} tok/s without, {:.1f} tok/s with = {:.2f}x (predicted {:.2f}x from "
                            "acceptance and cost; measured/predicted {:.2f})\n", base.tokens_per_s, spec.tokens_per_s,
                            measured, predicted, measured / predicted);

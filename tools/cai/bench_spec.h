@@ -18,6 +18,7 @@ struct SpecBenchOptions {
 
 // Verification cost (a step of n positions per sequence over one of 1, at the given batch), acceptance, and the
 // decode rate with and without speculation, with the speed-up that acceptance and cost predict.
-Status bench_spec(const LoadedModel& lm, const SpecBenchOptions& o);
+// `draft`: the --spec draft model (empty otherwise).
+Status bench_spec(const LoadedModel& lm, const LoadedModel& draft, const SpecBenchOptions& o);
 
 }  // namespace cai::cli

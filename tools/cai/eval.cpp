@@ -107,7 +107,8 @@ Status eval(const EvalOptions& o) {
     CAI_TRY(greedy_steps(seq, {logits.end() - static_cast<ptrdiff_t>(vocab), logits.end()}, o.greedy, greedy,
                          gen_logits));
   } else if (o.greedy > 0) {
-    CAI_ASSIGN_OR_RETURN(const SpecRun run, speculative_greedy(*lm.model, spec, {ids}, o.greedy));
+    CAI_ASSIGN_OR_RETURN(const LoadedModel draft, load_draft_model(o.common, lm));
+    CAI_ASSIGN_OR_RETURN(const SpecRun run, speculative_greedy(*lm.model, spec, {ids}, o.greedy, draft.model.get()));
     greedy = run.generated.front();
     spec_json = {{"method", spec_method_name(spec.method)}, {"tokens", spec.tokens}, {"steps", run.steps},
                  {"drafted", run.drafted}, {"accepted", run.accepted}};

@@ -98,7 +98,8 @@ Status serve(ServeOptions o) {
       CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common, int64_t{o.engine.n_kv_blocks} * o.engine.block_size,
                                                       o.engine.kv_memory_bytes, &o.engine));
       CAI_ASSIGN_OR_RETURN(o.engine.spec, spec_options(o.common));
-      CAI_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::create(std::move(lm), o.engine));
+      CAI_ASSIGN_OR_RETURN(LoadedModel draft, load_draft_model(o.common, lm));
+      CAI_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::create(std::move(lm), o.engine, std::move(draft)));
       ctx_size = engine->ctx_size();
       return http.attach(std::move(engine));
     }();

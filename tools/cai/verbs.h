@@ -43,6 +43,7 @@ struct CommonOptions {
   std::string spec_method = "off";
   SpecOptions spec;
   bool load_mtp = false;  // load the MTP module without --spec mtp (eval --mtp-logits)
+  std::string draft_device;  // --draft-device: where --spec draft runs its model ("" = the model's first device)
 };
 void add_common_options(CLI::App& cmd, CommonOptions& o);
 // --tp, --ep, --pp, --layer-split, --plan and --moe-device (part of add_common_options).
@@ -73,6 +74,9 @@ Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t
 void add_spec_options(CLI::App& cmd, CommonOptions& o);
 // o.spec with the method parsed from o.spec_method and every number checked.
 Result<SpecOptions> spec_options(const CommonOptions& o);
+// --spec draft: the --draft-model, loaded on --draft-device, with the target's vocabulary (token for token where both
+// have a tokenizer); an empty LoadedModel for the other methods.
+Result<LoadedModel> load_draft_model(const CommonOptions& o, const LoadedModel& target);
 // --kv-offload-layers for a serving verb.
 void add_kv_offload_option(CLI::App& cmd, CommonOptions& o);
 // Print a Status to stderr and return exit code 1.

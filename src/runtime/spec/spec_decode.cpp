@@ -25,7 +25,7 @@ struct Seq {
 }  // namespace
 
 Result<SpecRun> speculative_greedy(Model& model, const SpecOptions& spec,
-                                   const std::vector<std::vector<int32_t>>& prompts, int n_gen) {
+                                   const std::vector<std::vector<int32_t>>& prompts, int n_gen, Model* draft_model) {
   if (prompts.empty() || n_gen < 1) return invalid_argument("speculative_greedy: no prompt or no token to generate");
   const int k = spec.method == SpecMethod::kOff ? 0 : spec.tokens;
   const int n_seqs = static_cast<int>(prompts.size());
@@ -36,7 +36,7 @@ Result<SpecRun> speculative_greedy(Model& model, const SpecOptions& spec,
   }
   const int per_seq = (static_cast<int>(longest) + n_gen + k + kBlockSize) / kBlockSize;
   CAI_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(model.kv_shards(), model.kv_spec(), n_seqs * per_seq, kBlockSize));
-  CAI_ASSIGN_OR_RETURN(std::unique_ptr<Drafter> drafter, make_drafter(model, spec, n_seqs * per_seq, kBlockSize));
+  CAI_ASSIGN_OR_RETURN(std::unique_ptr<Drafter> drafter, make_drafter(model, spec, n_seqs * per_seq, kBlockSize, draft_model));
   const std::vector<int32_t> table = identity_block_table(n_seqs * per_seq);
   const size_t vocab = static_cast<size_t>(model.config().vocab_size);
   const size_t hidden_size = static_cast<size_t>(model.config().hidden_size);
@@ -114,7 +114,9 @@ Result<SpecRun> speculative_greedy(Model& model, const SpecOptions& spec,
       ++run.steps;
     }
     if (!drafter || k == 0 || next.empty()) continue;
+    const auto t_draft = std::chrono::steady_clock::now();
     Result<std::vector<std::vector<int32_t>>> drafts = drafter->draft(next, hidden.data());
+    run.draft_seconds += seconds_since(t_draft);
     if (!drafts.ok()) {
       status = drafts.status();
       break;

@@ -17,12 +17,14 @@ struct SpecRun {
   int64_t seq_steps = 0;                        // of those, summed over the sequences each one computed
   int64_t drafted = 0, accepted = 0;            // draft tokens verified and accepted, over all sequences
   double prompt_seconds = 0, decode_seconds = 0;
+  double draft_seconds = 0;                     // of decode_seconds, in the drafter
 };
 
 // n_gen greedy tokens for each prompt (the prompts computed together in one step first), drafting with `spec`'s
-// method (off: one token per sequence and step). Sets the model's devices batch invariant for the run, as the
-// engine does.
+// method (off: one token per sequence and step; draft: with `draft_model`). Sets the model's devices batch invariant
+// for the run, as the engine does.
 Result<SpecRun> speculative_greedy(Model& model, const SpecOptions& spec,
-                                   const std::vector<std::vector<int32_t>>& prompts, int n_gen);
+                                   const std::vector<std::vector<int32_t>>& prompts, int n_gen,
+                                   Model* draft_model = nullptr);
 
 }  // namespace cai

@@ -25,8 +25,6 @@ Status validate(const SpecOptions& o) {
     return invalid_argument("--spec-tokens {}: must be between 1 and {}", o.tokens, SpecOptions::kMaxTokens);
   if (o.ngram_min < 1 || o.ngram_max < o.ngram_min)
     return invalid_argument("--spec-ngram {},{}: need 1 <= min <= max", o.ngram_min, o.ngram_max);
-  if (o.method == SpecMethod::kDraft && o.draft_model.empty())
-    return invalid_argument("--spec draft needs --draft-model PATH");
   return {};
 }
 

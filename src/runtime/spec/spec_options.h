@@ -25,11 +25,11 @@ struct SpecOptions {
   int tokens = 3;      // K: drafted tokens verified per step and sequence (1..kMaxTokens)
   int ngram_min = 1;   // prompt lookup: the shortest suffix matched
   int ngram_max = 4;   // and the longest (tried first)
-  std::string draft_model;  // kDraft: the draft model's path
+  std::string draft_model;  // kDraft: the draft model's path (the CLI loads it)
   static constexpr int kMaxTokens = 16;
 };
 
-// Checks the numbers (K in 1..kMaxTokens, 1 <= ngram_min <= ngram_max, a draft model path with kDraft).
+// Checks the numbers (K in 1..kMaxTokens, 1 <= ngram_min <= ngram_max).
 Status validate(const SpecOptions& o);
 
 }  // namespace cai
