@@ -10,6 +10,7 @@
 #include "core/host_memory.h"
 #include "core/json_file.h"
 #include "core/log.h"
+#include "hal/remote_device.h"
 #include "model/arch_registry.h"
 #include "model/loaders/gguf.h"
 #include "model/loaders/mla_weights.h"
@@ -89,6 +90,9 @@ Result<WeightPlacement> placement_for(const Layout& layout, const ModelConfig& c
       return invalid_argument("--spec mtp: the model has no multi-token-prediction module (num_nextn_predict_layers / "
                               "nextn_predict_layers with its tensors)");
     if (p.tp > 1) return unsupported("--spec mtp with --tp {}: the MTP module runs on one rank for now", p.tp);
+    if (hal::is_remote(p.head()))
+      return unsupported("--spec mtp in an MPI job: the head runs in another process ({}), and the module needs its "
+                         "hidden states here", p.head().name());
     p.mtp_layers = 1;  // the module every checkpoint ships; further ones (if any) stay unread
   }
   if (p.single_device()) return p;

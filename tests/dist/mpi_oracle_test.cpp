@@ -63,6 +63,29 @@ TEST(Mpi, OnlyTheLeaderWritesToStdout) {
   EXPECT_NE(r.err.find("the leader stopped the job"), std::string::npos) << r.err;
 }
 
+// Speculative decoding across ranks: the leader drafts (prompt lookup, or the model as its own draft model on its
+// device) and broadcasts the verification step; the greedy list is the one-process one. MTP, whose module needs the
+// head's hidden states in the leader's process, is refused before any weight is read.
+TEST(Mpi, SpeculativeGreedyIsTheOneProcessGreedy) {
+  const std::string model = test::data_path("oracle/deepseek_v3_tiny");
+  const std::string eval = " eval -m " + model + " --tokens 0,7,9,7,9,7 --greedy 24 --json";
+  const test::CommandResult one = test::run_command(test::cai_bin() + eval + " -t 1");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const auto greedy = [](const std::string& out) { return nlohmann::json::parse(test::last_line(out))["greedy"]; };
+  const std::vector<std::string> specs = {"--spec ngram --spec-tokens 3", "--spec draft --draft-model " + model};
+  for (const std::string& spec : specs) {
+    const test::CommandResult r = test::run_command(test::mpirun(2) + " " + test::cai_bin() + eval +
+                                                    " --device cpu -t 1 --pp 2 " + spec);
+    ASSERT_EQ(r.exit_code, 0) << spec << "\n" << r.err;
+    EXPECT_EQ(greedy(r.out), greedy(one.out)) << spec;
+  }
+  const test::CommandResult mtp = test::run_command(test::mpirun(2) + " " + test::cai_bin() + " eval -m " +
+                                                    test::data_path("oracle/deepseek_v3_tiny_mtp") +
+                                                    " --device cpu -t 1 --pp 2 --tokens 0,7 --greedy 4 --spec mtp");
+  EXPECT_NE(mtp.exit_code, 0);
+  EXPECT_NE(mtp.err.find("--spec mtp in an MPI job"), std::string::npos) << mtp.err;
+}
+
 TEST(Mpi, RanksMustDivideTheLayout) {
   const test::CommandResult r = test::run_command(test::mpirun(2) + " " + test::cai_bin() + " eval -m " +
                                                   test::data_path("oracle/qwen2_tiny") +
