@@ -8,7 +8,7 @@ import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
 import OpenAI from "openai";
 
-import { caiBin, startServer } from "./server_harness.mjs";
+import { caiBin, metric, startServer } from "./server_harness.mjs";
 
 const MODEL = "TinyStories-656K-Q8_0";
 const ENGINE = ["--device", "simt:0", "--max-batch", "16", "--max-tokens-per-step", "128"];
@@ -26,13 +26,6 @@ async function replies(server) {
     assert.ok(r.usage.prompt_tokens > 128, `prompt of ${r.usage.prompt_tokens} tokens`);
     return r.choices[0].text;
   }));
-}
-
-async function metric(server, pattern) {
-  const text = await (await fetch(`${server.origin}/metrics`)).text();
-  const m = text.match(pattern);
-  assert.ok(m, `no ${pattern} in /metrics`);
-  return Number(m[1]);
 }
 
 describe("host KV tier on a small simt device", () => {

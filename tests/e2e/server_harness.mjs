@@ -1,4 +1,5 @@
 // Starts a real `cai serve` on a free loopback port for the e2e tests and stops it afterwards.
+import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { constants, tmpdir } from "node:os";
@@ -90,4 +91,12 @@ export async function startServer(extraArgs = [], { timeoutMs = 120_000, model =
       else proc.kill("SIGTERM");
     }),
   };
+}
+
+// The first capture of `pattern` in the server's /metrics text, as a number.
+export async function metric(server, pattern) {
+  const text = await (await fetch(`${server.origin}/metrics`)).text();
+  const m = text.match(pattern);
+  assert.ok(m, `no ${pattern} in /metrics`);
+  return Number(m[1]);
 }

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
 
-import { repoRoot, startServer } from "./server_harness.mjs";
+import { metric, repoRoot, startServer } from "./server_harness.mjs";
 
 const MODEL = "TinyStories-656K-Q8_0";
 const PROMPT = Array(3).fill("Lily went to the park. She saw a big red ball and played with it all day.").join(" ");
@@ -19,13 +19,6 @@ function client(server) {
 async function complete(server, extra = {}) {
   const body = { model: MODEL, prompt: PROMPT, max_tokens: 48, temperature: 0, ignore_eos: true };
   return client(server).completions.create({ ...body, ...extra });
-}
-
-async function metric(server, name) {
-  const text = await (await fetch(`${server.origin}/metrics`)).text();
-  const m = text.match(new RegExp(`^${name} ([0-9.e+-]+)$`, "m"));
-  assert.ok(m, `no ${name} in /metrics`);
-  return Number(m[1]);
 }
 
 describe("speculative decoding over HTTP", () => {
@@ -58,8 +51,8 @@ describe("speculative decoding over HTTP", () => {
       for await (const chunk of stream) streamed += chunk.choices[0]?.text ?? "";
       assert.equal(streamed, want);
     }
-    assert.ok(await metric(ngram, "cai_spec_accepted_tokens_total") > 0);
-    assert.ok(await metric(draft, "cai_spec_acceptance_ratio") > 0.5);
+    assert.ok(await metric(ngram, /^cai_spec_accepted_tokens_total (\d+)$/m) > 0);
+    assert.ok(await metric(draft, /^cai_spec_acceptance_ratio ([0-9.e+-]+)$/m) > 0.5);
   });
 
   test("per request: off on a speculating server, prompt lookup on a plain one", async () => {
