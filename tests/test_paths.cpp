@@ -42,7 +42,7 @@ std::string read_file(const std::string& path) {
 std::vector<float> read_f32(const std::string& path) {
   std::string bytes = read_file(path);
   std::vector<float> v(bytes.size() / sizeof(float));
-  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
+  if (!v.empty()) std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
   return v;
 }
 

@@ -11,6 +11,7 @@
 #include "model/arch_registry.h"
 #include "model/loaders/gguf.h"
 #include "model/loaders/safetensors.h"
+#include "model/model_loader.h"
 #include "model/weight_inventory.h"
 #include "model/weights.h"
 
@@ -89,6 +90,7 @@ ModelFootprint empty_footprint(const ModelConfig& cfg, const std::string& source
 Result<ModelFootprint> from_gguf(const std::string& path) {
   CAI_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::open(path));
   CAI_ASSIGN_OR_RETURN(ModelConfig cfg, config_from_gguf(file->metadata()));
+  exclude_mtp_blocks(cfg, *file);  // the MTP module's tensors are counted as skipped, as from a checkpoint
   CAI_TRY(find_arch(cfg).status());
   cfg.tie_word_embeddings = file->find("output.weight") == nullptr;
   ModelFootprint fp = empty_footprint(cfg, path, "gguf");

@@ -136,15 +136,7 @@ void add_weight_bytes(const WeightPlacement& p, const std::string& name, size_t 
 Result<LoadedModel> load_gguf(const std::string& path, const Layout& layout, DType kv_dtype, const LoadOptions& o) {
   CAI_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::open(path));
   CAI_ASSIGN_OR_RETURN(ModelConfig cfg, config_from_gguf(file->metadata()));
-  // MTP modules are the last blocks where the file keeps their tensors; converters that drop them may still record
-  // the count.
-  if (cfg.n_mtp_layers > 0) {
-    const int first = cfg.num_hidden_layers - cfg.n_mtp_layers;
-    if (first > 0 && file->find("blk." + std::to_string(first) + ".nextn.eh_proj.weight"))
-      cfg.num_hidden_layers = first;
-    else
-      cfg.n_mtp_layers = 0;
-  }
+  exclude_mtp_blocks(cfg, *file);
   if (const GgufTensorInfo* rf = file->find("rope_freqs.weight")) {
     if (rf->dtype != DType::kF32 || static_cast<int>(rf->n_bytes / 4) != cfg.rope_dim / 2)
       return invalid_argument("{}: rope_freqs.weight must be F32 [{}]", path, cfg.rope_dim / 2);
@@ -207,6 +199,15 @@ Result<LoadedModel> load_hf_dir(const fs::path& dir, const Layout& layout, DType
 }
 
 }  // namespace
+
+void exclude_mtp_blocks(ModelConfig& cfg, const GgufFile& file) {
+  if (cfg.n_mtp_layers == 0) return;
+  const int first = cfg.num_hidden_layers - cfg.n_mtp_layers;
+  if (first > 0 && file.find("blk." + std::to_string(first) + ".nextn.eh_proj.weight"))
+    cfg.num_hidden_layers = first;
+  else
+    cfg.n_mtp_layers = 0;
+}
 
 Result<LoadedModel> load_model(const std::string& path, hal::Device& device, const LoadOptions& options) {
   return load_model(path, Layout{{&device}, 1, false, {}, nullptr}, options);

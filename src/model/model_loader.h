@@ -38,6 +38,12 @@ struct LoadOptions {
   bool mtp = false;
 };
 
+class GgufFile;
+// A GGUF's config counts the MTP modules in block_count where the file keeps them as its last blocks (blk.L.nextn.*);
+// converters that drop the modules may still record their count. This makes num_hidden_layers the decoder layers and
+// n_mtp_layers the modules the file holds.
+void exclude_mtp_blocks(ModelConfig& cfg, const GgufFile& file);
+
 Result<LoadedModel> load_model(const std::string& path, hal::Device& device, const LoadOptions& options = {});
 // The same over several devices: each stage's layers (and the routed experts, on layout.moe_device where set) are
 // loaded straight to their device, and each device must hold its share (the error names the device and the bytes).

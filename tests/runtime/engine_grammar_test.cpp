@@ -101,6 +101,39 @@ TEST(EngineGrammar, ReasoningStaysFreeAndTheAnswerIsConstrained) {
   expect_valid(d.content + rest.content);
 }
 
+// Speculative decoding verifies every drafted position through the grammar's mask as it advances (and through the
+// forced reasoning close): greedy structured output, with and without reasoning, is the text decoding without
+// speculation gives. The model drafting for itself knows no grammar: its drafts stand in the free reasoning and fall
+// where the mask overrules them.
+TEST(EngineGrammar, SpeculativeDecodingKeepsTheConstrainedText) {
+  auto plain = Engine::create(load("models/stories260K.gguf"), EngineOptions{});
+  ASSERT_TRUE(plain.ok());
+  EngineOptions o;
+  o.spec.method = SpecMethod::kDraft;
+  o.spec.tokens = 4;
+  auto spec = Engine::create(load("models/stories260K.gguf"), o, load("models/stories260K.gguf"));
+  ASSERT_TRUE(spec.ok()) << spec.status().to_string();
+  const auto schema =
+      std::make_shared<const grammar::Grammar>(grammar::Grammar::json_schema(json::parse(kSchema)).value());
+  for (bool reasoning : {false, true}) {
+    GenerationRequest r = test::greedy((*plain)->model().tokenizer->encode("Once upon a time", true), 200);
+    r.ignore_eos = false;
+    r.grammar = schema;
+    r.prompt_opens_think = reasoning;
+    r.max_reasoning_tokens = reasoning ? 4 : -1;
+    Collector a, b;  // one engine at a time: both run on the CPU device's one thread pool
+    ASSERT_TRUE((*plain)->submit(r, a.callback()).ok());
+    a.wait();
+    ASSERT_TRUE((*spec)->submit(r, b.callback()).ok());
+    b.wait();
+    EXPECT_EQ(b.text, a.text) << "reasoning " << reasoning;
+    EXPECT_EQ(b.tokens, a.tokens);
+    EXPECT_EQ(b.last.finish, FinishReason::kStop);
+    EXPECT_GT(b.last.n_draft_tokens, 0) << "reasoning " << reasoning;
+    if (reasoning) EXPECT_GT(b.last.n_accepted_tokens, 0);
+  }
+}
+
 // TinyStories-656K has no byte tokens and no token holding '{': an object cannot be written, which is an error.
 TEST(EngineGrammar, AVocabularyThatCannotWriteTheFormatIsAnError) {
   auto engine = Engine::create(load("models/TinyStories-656K-Q8_0.gguf"), EngineOptions{});

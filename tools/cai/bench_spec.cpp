@@ -122,6 +122,9 @@ Status bench_spec(const LoadedModel& lm, const LoadedModel& draft, const SpecBen
   const double draft_per_step = r.draft_seconds / std::max(1, r.steps);
   const double predicted = tokens_per_step * cost.at(1) / (cost_at(cost, rows_per_step) + draft_per_step);
   const double measured = spec.tokens_per_s / base.tokens_per_s;
+  std::vector<double> by_position;  // acceptance of the j-th draft token where one was verified
+  for (size_t j = 0; j < r.drafted_at.size(); ++j)
+    by_position.push_back(r.drafted_at[j] ? static_cast<double>(r.accepted_at[j]) / r.drafted_at[j] : 0.0);
   nlohmann::json ratio = nlohmann::json::object(), seconds = nlohmann::json::object();
   for (const auto& [n, s] : cost) seconds[std::to_string(n)] = s, ratio[std::to_string(n)] = s / cost.at(1);
   const nlohmann::json out = {{"model", lm.source},
@@ -137,6 +140,7 @@ Status bench_spec(const LoadedModel& lm, const LoadedModel& draft, const SpecBen
                               {"drafted", r.drafted},
                               {"accepted", r.accepted},
                               {"acceptance", acceptance},
+                              {"acceptance_by_position", by_position},
                               {"tokens_per_step", tokens_per_step},
                               {"rows_per_step", rows_per_step},
                               {"draft_seconds_per_step", draft_per_step},
@@ -160,6 +164,9 @@ Status bench_spec(const LoadedModel& lm, const LoadedModel& draft, const SpecBen
                            "positions, {:.3f} ms drafting per step\n", spec_method_name(o.spec.method), o.spec.tokens,
                            r.accepted, r.drafted, 100 * acceptance, tokens_per_step, rows_per_step,
                            1e3 * draft_per_step);
+  std::string positions;
+  for (size_t j = 0; j < by_position.size(); ++j) positions += fmt::format(" {}: {:.0f}%", j + 1, 100 * by_position[j]);
+  std::cout << "acceptance by draft position:" << positions << "\n";
   std::cout << fmt::format("decode: {:.1f} tok/s without, {:.1f} tok/s with = {:.2f}x (predicted {:.2f}x from "
                            "acceptance and cost; measured/predicted {:.2f})\n", base.tokens_per_s, spec.tokens_per_s,
                            measured, predicted, measured / predicted);

@@ -51,6 +51,8 @@ Result<SpecRun> speculative_greedy(Model& model, const SpecOptions& spec,
   for (hal::Device* d : model.devices()) d->set_batch_invariant(true);
   SpecRun run;
   run.generated.resize(seqs.size());
+  run.drafted_at.assign(static_cast<size_t>(k), 0);
+  run.accepted_at.assign(static_cast<size_t>(k), 0);
   std::vector<float> logits, hidden;
   std::vector<int32_t> starts(seqs.size()), rows(seqs.size());
   std::vector<bool> active(seqs.size());
@@ -99,6 +101,10 @@ Result<SpecRun> speculative_greedy(Model& model, const SpecOptions& spec,
       if (!first) ++run.seq_steps;
       run.drafted += static_cast<int64_t>(q.draft.size());
       run.accepted += static_cast<int64_t>(taken) - 1;
+      for (size_t j = 0; j < q.draft.size(); ++j) {
+        ++run.drafted_at[j];
+        run.accepted_at[j] += j + 1 < taken;
+      }
       q.n_computed = static_cast<int>(q.tokens.size() + taken) - 1;
       q.tokens.insert(q.tokens.end(), out.end() - static_cast<ptrdiff_t>(taken), out.end());
       q.draft.clear();

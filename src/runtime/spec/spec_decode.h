@@ -16,6 +16,8 @@ struct SpecRun {
   int steps = 0;                                // decode steps after the prompts' step
   int64_t seq_steps = 0;                        // of those, summed over the sequences each one computed
   int64_t drafted = 0, accepted = 0;            // draft tokens verified and accepted, over all sequences
+  // By position in the draft (index 0: the first draft token): how often one was verified there, and accepted.
+  std::vector<int64_t> drafted_at, accepted_at;
   double prompt_seconds = 0, decode_seconds = 0;
   double draft_seconds = 0;                     // of decode_seconds, in the drafter
 };
