@@ -61,6 +61,11 @@ CAI_TEST_DEVICE=cuda:0 timeout 120 "$bin"/test_cli --gtest_filter='*OracleEvalDe
   tee "$out/oracles.log" | tail -12
 grep -E '^\[  (PASSED|FAILED) ' "$out/oracles.log" >>"$out/summary.txt"
 
+log "DeepSeek MTP on cuda:0: the module's logits against the reference, and speculative greedy = plain greedy"
+CAI_TEST_DEVICE=cuda:0 timeout 120 "$bin"/test_cli --gtest_filter='MtpLogits.*:*SpecOracle*deepseek_v3_tiny_mtp' 2>&1 |
+  tee "$out/mtp.log" | tail -8
+grep -E '^\[  (PASSED|FAILED) ' "$out/mtp.log" >>"$out/summary.txt"
+
 log "several devices: one-rank NCCL communicator; DeepSeek oracles with --device cuda:0 --moe-device cpu"
 CAI_TEST_DEVICE=cuda:0 timeout 60 "$bin"/test_hal --gtest_filter='MultiDevice.NativeCollectiveOfOneRank' 2>&1 |
   tee "$out/collective.log" | tail -6
