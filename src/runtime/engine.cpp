@@ -326,6 +326,7 @@ SpecMethod EngineImpl::method_of(uint64_t id) const {
 
 int EngineImpl::draft_length(uint64_t id, const SchedRequest& r) const {
   if (r.n_computed + 1 != static_cast<int>(r.tokens.size()) || method_of(id) == SpecMethod::kOff) return 0;
+  if (opt_.spec.max_batch > 0 && sched_.n_running() > opt_.spec.max_batch) return 0;
   const int asked = live_.at(id).request().spec_tokens;
   const int k = asked < 0 ? opt_.spec.tokens : std::min(asked, opt_.spec.tokens);
   return std::clamp(std::min(k, r.max_tokens - r.n_generated() - 1), 0, k);

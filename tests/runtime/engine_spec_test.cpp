@@ -94,6 +94,32 @@ TEST(EngineSpec, GreedyOutputEqualsDecodingWithoutItUnderConcurrentMixedMethods)
   }
 }
 
+// --spec-max-batch: with more sequences running than it allows, nobody drafts; the output is the same.
+TEST(EngineSpec, NoDraftsAboveTheBatchLimit) {
+  EngineOptions o;
+  o.max_batch = 16;
+  o.spec.method = SpecMethod::kNgram;
+  o.spec.max_batch = 4;
+  auto engine = Engine::create(load("models/TinyStories-656K-Q8_0.gguf"), o);
+  ASSERT_TRUE(engine.ok());
+  // Eight choices of one request: the first computes the prompt alone (and drafts once, one sequence running), then
+  // all eight run together to the end.
+  GenerationRequest r = greedy(repetitive_prompt(1), 24);
+  r.n = 8;
+  Collector eight(8);
+  ASSERT_TRUE((*engine)->submit(r, eight.callback()).ok());
+  eight.wait();
+  EXPECT_LE((*engine)->stats().spec_draft_tokens, static_cast<uint64_t>(o.spec.tokens));
+  r.n = 1;
+  Collector alone;
+  ASSERT_TRUE((*engine)->submit(r, alone.callback()).ok());
+  alone.wait();
+  for (const Collector::Choice& c : eight.choices) EXPECT_EQ(c.tokens, alone.tokens);
+  EXPECT_GT(alone.last.n_draft_tokens, 0);
+  o.spec.max_batch = -1;
+  EXPECT_EQ(Engine::create(load("models/TinyStories-656K-Q8_0.gguf"), o).status().code(), StatusCode::kInvalidArgument);
+}
+
 // On a server that runs another method (here none), a request may still ask for prompt lookup; methods the server
 // has not loaded are refused.
 TEST(EngineSpec, PerRequestMethods) {

@@ -14,6 +14,10 @@ void add_spec_options(CLI::App& cmd, CommonOptions& o) {
       ->capture_default_str();
   cmd.add_option("--spec-ngram-max", o.spec.ngram_max, "prompt lookup: the longest suffix matched (tried first)")
       ->capture_default_str();
+  cmd.add_option("--spec-max-batch", o.spec.max_batch,
+                 "serve: draft only while at most this many sequences run (0 = always); verification costs what it "
+                 "computes where a full batch keeps the device busy already")
+      ->capture_default_str();
   cmd.add_option("--draft-model", o.spec.draft_model,
                  "--spec draft: a .gguf file or HF directory with the same vocabulary");
   cmd.add_option("--draft-device", o.draft_device, "--spec draft: the draft model's device (default: the model's first)");

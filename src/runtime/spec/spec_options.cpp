@@ -25,6 +25,7 @@ Status validate(const SpecOptions& o) {
     return invalid_argument("--spec-tokens {}: must be between 1 and {}", o.tokens, SpecOptions::kMaxTokens);
   if (o.ngram_min < 1 || o.ngram_max < o.ngram_min)
     return invalid_argument("--spec-ngram {},{}: need 1 <= min <= max", o.ngram_min, o.ngram_max);
+  if (o.max_batch < 0) return invalid_argument("--spec-max-batch {}: must be 0 (always) or more", o.max_batch);
   return {};
 }
 
