@@ -125,6 +125,24 @@ TEST(MtpLogits, MatchTheReferenceFromSafetensorsAndFromTheConvertedGguf) {
   }
 }
 
+// cai-mkmodel --mtp writes a random DeepSeek model with an MTP module (GGUF nextn tensors, or R1's HF names): it
+// loads, drafts, and speculative greedy decoding gives the plain greedy list.
+TEST(MtpModels, CaiMkmodelWritesAModuleThatDrafts) {
+  const std::string tmp = test::make_temp_dir("mkmtp");
+  std::map<std::string, Counts> counts;
+  for (const std::string& out : {tmp + "/tiny.gguf", tmp + "/tiny_hf"}) {
+    const std::string format = out.ends_with(".gguf") ? "--format gguf --dtype f32" : "--format hf --dtype bf16";
+    const test::CommandResult r = test::run_command(test::binary_path("cai-mkmodel") +
+                                                    " --arch deepseek2 --preset tiny --mtp " + format + " -o " + out);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    expect_same_greedy(out, "1,5,9,5,9", 16, {"--spec mtp --spec-tokens 2"}, counts);
+  }
+  EXPECT_GT(counts.begin()->second.drafted, 0);
+  const test::CommandResult llama = test::run_command(test::binary_path("cai-mkmodel") + " --arch qwen2 --mtp -o " +
+                                                      tmp + "/q.gguf");
+  EXPECT_NE(llama.err.find("--mtp: only DeepSeek models"), std::string::npos) << llama.err;
+}
+
 TEST(SpecCli, BadCombinationsFailCleanly) {
   const std::string plain = test::data_path("oracle/deepseek_v3_tiny");
   struct Case {

@@ -62,7 +62,7 @@ nlohmann::json deepseek_hf_config(const ModelShape& s) {
       {"num_experts_per_tok", d.top_k},
       {"num_hidden_layers", s.n_layers},
       {"num_key_value_heads", s.n_heads},
-      {"num_nextn_predict_layers", 0},
+      {"num_nextn_predict_layers", s.n_mtp_layers},
       {"q_lora_rank", d.q_lora_rank > 0 ? nlohmann::json(d.q_lora_rank) : nlohmann::json(nullptr)},
       {"qk_nope_head_dim", d.qk_nope_head_dim},
       {"qk_rope_head_dim", d.qk_rope_head_dim},
@@ -224,6 +224,17 @@ void deepseek2_gguf_keys(const ModelShape& s, GgufWriter& w) {
   if (s.yarn_factor > 1.0f) w.set_f32(a + ".rope.scaling.yarn_log_multiplier", 0.1f * s.yarn_mscale_all_dim);
 }
 
+// A multi-token-prediction module's own tensors besides its decoder block (the HF names R1 ships, GGUF nextn.*); its
+// copies of the embedding and head are not written (CAI reads the main model's).
+void add_mtp_inputs(ModelSpec& m, const ModelShape& s, const std::string& L, const std::string& B) {
+  add(m, L + "enorm.weight", B + "nextn.enorm.weight", {s.hidden}, Init::kNormWeight, GgufRole::kF32, HfRole::kPlain);
+  add(m, L + "hnorm.weight", B + "nextn.hnorm.weight", {s.hidden}, Init::kNormWeight, GgufRole::kF32, HfRole::kPlain);
+  add(m, L + "eh_proj.weight", B + "nextn.eh_proj.weight", {s.hidden, 2 * s.hidden}, Init::kNormal,
+      GgufRole::kMatrix, HfRole::kProjection);
+  add(m, L + "shared_head.norm.weight", B + "nextn.shared_head_norm.weight", {s.hidden}, Init::kNormWeight,
+      GgufRole::kF32, HfRole::kPlain);
+}
+
 Result<ModelSpec> build_deepseek2(const ModelShape& s, uint64_t seed) {
   if (s.arch != "deepseek2") return unsupported("architecture '{}' is not deepseek2", s.arch);
   CAI_TRY(check_deepseek_shape(s));
@@ -234,9 +245,10 @@ Result<ModelSpec> build_deepseek2(const ModelShape& s, uint64_t seed) {
   m.add_bos = true;
   add(m, "model.embed_tokens.weight", "token_embd.weight", {s.vocab, s.hidden}, Init::kNormal,
       s.tied ? GgufRole::kOutput : GgufRole::kMatrix, HfRole::kPlain);
-  for (int64_t i = 0; i < s.n_layers; ++i) {
+  for (int64_t i = 0; i < s.n_layers + s.n_mtp_layers; ++i) {
     const std::string L = fmt::format("model.layers.{}.", i);
     const std::string B = fmt::format("blk.{}.", i);
+    if (i >= s.n_layers) add_mtp_inputs(m, s, L, B);
     add(m, L + "input_layernorm.weight", B + "attn_norm.weight", {s.hidden}, Init::kNormWeight, GgufRole::kF32,
         HfRole::kPlain);
     add_attention(m, s, L, B);

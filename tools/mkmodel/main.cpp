@@ -82,6 +82,7 @@ struct Args {
   std::optional<int64_t> kv_lora, qk_nope, v_head;  // deepseek2's MLA sizes
   std::optional<bool> tied;
   std::optional<float> rope_theta;
+  bool mtp = false;  // deepseek2: one multi-token-prediction module after the layers
   std::string format = "gguf";
   std::string dtype = "f32";
   uint64_t seed = 0;
@@ -114,6 +115,8 @@ Result<ModelShape> resolve_shape(const Args& a, const ArchEntry& arch) {
   s.vocab = a.vocab.value_or(p->vocab);
   s.ctx = a.ctx.value_or(p->ctx);
   s.tied = a.tied.value_or(p->tied.value_or(arch.tied));
+  if (a.mtp && arch.family != "deepseek2") return invalid_argument("--mtp: only DeepSeek models (--arch deepseek2)");
+  s.n_mtp_layers = a.mtp ? 1 : 0;
   s.rope_theta = a.rope_theta.value_or(arch.rope_theta);
   s.rms_eps = arch.rms_eps;
   s.mla = p->mla;
@@ -207,6 +210,7 @@ int main(int argc, char** argv) {
   app.add_option("--qk-nope", a.qk_nope, "deepseek2: qk_nope_head_dim")->check(CLI::PositiveNumber);
   app.add_option("--v-head", a.v_head, "deepseek2: v_head_dim")->check(CLI::PositiveNumber);
   app.add_option("--tie-embeddings", a.tied, "share token_embd and output (default: preset / architecture)");
+  app.add_flag("--mtp", a.mtp, "deepseek2: add a multi-token-prediction module after the layers, as R1 ships one");
   app.add_option("--rope-theta", a.rope_theta, "rope_theta (default: architecture)");
   app.add_option("--format", a.format, "gguf | hf")->capture_default_str();
   app.add_option("--dtype", a.dtype, "f32|f16|bf16|q8_0|q4_0|q4_K|q5_K|q6_K (hf: f32|f16|bf16|fp8)")
