@@ -18,7 +18,8 @@ size_t default_kv_bytes(const Model& m, const EngineOptions& o, size_t block_byt
   if (std::all_of(width_on.begin(), width_on.end(), [](const auto& e) { return e.first->host_visible(); }))
     return kHostDefault;
   const int ctx = o.ctx_size > 0 ? o.ctx_size : m.config().max_position_embeddings;
-  const size_t want = static_cast<size_t>(o.max_batch) * static_cast<size_t>((ctx + o.block_size - 1) / o.block_size) * block_bytes;
+  const size_t blocks_per_seq = static_cast<size_t>((ctx + o.block_size - 1) / o.block_size);
+  const size_t want = static_cast<size_t>(o.max_batch) * blocks_per_seq * block_bytes;
   if (host_layers > 0) return want;
   // Each device holds its share of every block: the one with the least free memory for its share bounds the cache.
   size_t fit = want;

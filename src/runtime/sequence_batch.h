@@ -15,7 +15,8 @@ class SequenceBatch {
 
   // Appends per_seq tokens to every sequence (tokens[s·per_seq, (s+1)·per_seq) to sequence s) in one forward step.
   // Returns the logits of every computed row ([n_seqs·per_seq, vocab]) when all_logits, else of each sequence's last
-  // row ([n_seqs, vocab]). With `hidden`, also every row's final hidden state ([n_seqs·per_seq, hidden], Model::forward).
+  // row ([n_seqs, vocab]). With `hidden`, also every row's final hidden state ([n_seqs·per_seq, hidden],
+  // Model::forward).
   Result<std::vector<float>> step(std::span<const int32_t> tokens, int per_seq, bool all_logits,
                                   std::vector<float>* hidden = nullptr);
   int n_seqs() const { return n_seqs_; }

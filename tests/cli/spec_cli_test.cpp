@@ -85,8 +85,8 @@ TEST(SpecRealModels, PromptLookupKeepsTheGreedyContinuation) {
   for (const char* m : {"models/TinyStories-656K-Q8_0.gguf", "models/TinyStories-656K.f16.gguf",
                         "models/stories260K.gguf"}) {
     const std::string model = test::data_path(m);
-    const test::CommandResult tok = test::run_command(cai_bin() + " tokenize -m '" + model +
-                                                      "' -p 'Once upon a time there was a girl. Once upon a time' --bos");
+    const test::CommandResult tok = test::run_command(
+        cai_bin() + " tokenize -m '" + model + "' -p 'Once upon a time there was a girl. Once upon a time' --bos");
     ASSERT_EQ(tok.exit_code, 0) << tok.err;
     const std::string ids = join_ids(json::parse(test::last_line(tok.out))["ids"].get<std::vector<int>>());
     expect_same_greedy(model, ids, 48, {"--spec ngram", "--spec ngram --spec-tokens 6 --spec-ngram-min 2"}, counts);

@@ -239,8 +239,9 @@ TEST(EngineSpec, SampledTokensKeepTheModelsDistribution) {
   const std::vector<float> second = all->step(rows, static_cast<int>(prompt.size()) + 1, false).value();
   std::vector<double> expected(static_cast<size_t>(vocab), 0.0);
   for (int x = 0; x < vocab; ++x) {
-    const std::vector<double> p2 = softmax({second.data() + static_cast<size_t>(x) * vocab, static_cast<size_t>(vocab)});
-    for (int y = 0; y < vocab; ++y) expected[static_cast<size_t>(y)] += p1[static_cast<size_t>(x)] * p2[static_cast<size_t>(y)];
+    const size_t n = static_cast<size_t>(vocab), xi = static_cast<size_t>(x);
+    const std::vector<double> p2 = softmax({second.data() + xi * n, n});
+    for (size_t y = 0; y < n; ++y) expected[y] += p1[xi] * p2[y];
   }
 
   EngineOptions o;

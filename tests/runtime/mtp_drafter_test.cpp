@@ -43,7 +43,8 @@ TEST_P(MtpOracle, DraftsAndStepLogitsMatchTheReference) {
   for (const auto& p : spec["prompts"]) {
     std::vector<int32_t> tokens = p["input_ids"].get<std::vector<int32_t>>();
     const int n = static_cast<int>(tokens.size());
-    const std::vector<float> ref = test::read_f32(test::data_path(kOracle + "/" + p["gen_mtp_logits_file"].get<std::string>()));
+    const std::string gen_mtp = p["gen_mtp_logits_file"].get<std::string>();
+    const std::vector<float> ref = test::read_f32(test::data_path(kOracle + "/" + gen_mtp));
     Result<SingleSequence> seq = SingleSequence::create(model, n + 16, kBlock);
     ASSERT_TRUE(seq.ok());
     auto drafter = MtpDrafter::create(model, (n + 16 + kBlock - 1) / kBlock, kBlock);
@@ -77,7 +78,8 @@ TEST_P(MtpOracle, DraftsAndStepLogitsMatchTheReference) {
     const std::vector<int32_t> fed(tokens.begin(), tokens.end() - 1);  // the 8th greedy token's row is not needed
     ASSERT_TRUE(again->step(fed, false, &all_hidden).ok());
     MtpModule& mtp = *model.mtp();
-    Result<KvCache> kv = KvCache::create(mtp.mtp_kv_shards(), mtp.mtp_kv_spec(), static_cast<int>(table.size()), kBlock);
+    Result<KvCache> kv =
+        KvCache::create(mtp.mtp_kv_shards(), mtp.mtp_kv_spec(), static_cast<int>(table.size()), kBlock);
     ASSERT_TRUE(kv.ok());
     StepBatch b;
     const int rows = static_cast<int>(fed.size());
@@ -92,7 +94,8 @@ TEST_P(MtpOracle, DraftsAndStepLogitsMatchTheReference) {
     ASSERT_TRUE(mtp.forward_mtp(b, all_hidden.data(), *kv, mine.data(), out.data()).ok());
     EXPECT_LE(max_diff(mine, std::span(ref).first(mine.size())), 1e-4f) << p["name"];
     // The block outputs (the chained draft's hidden state) against the reference's y rows.
-    const std::vector<float> y = test::read_f32(test::data_path(kOracle + "/" + p["mtp_hidden_file"].get<std::string>()));
+    const std::string hidden_file = p["mtp_hidden_file"].get<std::string>();
+    const std::vector<float> y = test::read_f32(test::data_path(kOracle + "/" + hidden_file));
     const size_t n_rows_ref = y.size() / 3 / hidden;
     const std::span<const float> y_ref(y.data() + 2 * n_rows_ref * hidden + static_cast<size_t>(n - 1) * hidden,
                                        out.size());

@@ -31,7 +31,8 @@ Result<StepCost> step_cost(Model& model, int batch, int n, int repeats) {
   for (size_t i = 0; i < context.size(); ++i) context[i] = static_cast<int32_t>((i * 7919 + 13) % vocab);
   for (size_t i = 0; i < step.size(); ++i) step[i] = static_cast<int32_t>((i * 104729 + 7) % vocab);
   const std::vector<hal::Device*> devices = model.devices();
-  const bool profiled = std::all_of(devices.begin(), devices.end(), [](const hal::Device* d) { return d->host_visible(); });
+  const bool profiled =
+      std::all_of(devices.begin(), devices.end(), [](const hal::Device* d) { return d->host_visible(); });
   for (hal::Device* d : devices) d->set_batch_invariant(true);
   StepCost best{1e30, {}};
   for (int r = 0; r < repeats; ++r) {

@@ -36,7 +36,8 @@ Result<SpecRun> speculative_greedy(Model& model, const SpecOptions& spec,
   }
   const int per_seq = (static_cast<int>(longest) + n_gen + k + kBlockSize) / kBlockSize;
   CAI_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(model.kv_shards(), model.kv_spec(), n_seqs * per_seq, kBlockSize));
-  CAI_ASSIGN_OR_RETURN(std::unique_ptr<Drafter> drafter, make_drafter(model, spec, n_seqs * per_seq, kBlockSize, draft_model));
+  CAI_ASSIGN_OR_RETURN(std::unique_ptr<Drafter> drafter,
+                       make_drafter(model, spec, n_seqs * per_seq, kBlockSize, draft_model));
   const std::vector<int32_t> table = identity_block_table(n_seqs * per_seq);
   const size_t vocab = static_cast<size_t>(model.config().vocab_size);
   const size_t hidden_size = static_cast<size_t>(model.config().hidden_size);
