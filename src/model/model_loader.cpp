@@ -115,18 +115,14 @@ Result<WeightPlacement> placement_for(const Layout& layout, const ModelConfig& c
 // 1/tp slice (tensor_shard.h) or a replica on each rank of the stage that holds it.
 void add_weight_bytes(const WeightPlacement& p, const std::string& name, size_t bytes,
                       std::map<hal::Device*, size_t>& by_device) {
+  if (!p.loads(name)) return;  // an MTP module that was not asked for
   if (hal::Device* d = p.device_for(name)) {
     by_device[d] += bytes;
     return;
   }
   if (name == "token_embd.weight") by_device[p.embed] += bytes;
-  int layer = -1;
-  if (name.starts_with("blk.")) layer = std::atoi(name.c_str() + 4);
+  const int layer = block_index(name);
   const bool in_layers = layer >= 0 && layer < static_cast<int>(p.layer_stage.size());
-  if (!in_layers && name.starts_with("blk.")) {  // an MTP module: loaded with the head when asked for
-    if (p.loads(name)) by_device[&p.head()] += bytes;
-    return;
-  }
   if (!in_layers && name != "output.weight" && name != "output_norm.weight") return;
   const std::vector<hal::Device*>& ranks = in_layers ? p.layer_ranks(layer) : p.stages.back();
   const size_t share = shard_axis(name) == ShardAxis::kNone ? bytes : bytes / ranks.size();
@@ -187,7 +183,7 @@ Result<LoadedModel> load_hf_dir(const fs::path& dir, const Layout& layout, DType
   for (const auto& shard : ckpt->shards())
     for (const SafetensorsTensor& t : shard->tensors()) {
       const std::optional<std::string> name = loaded_name(t.name);
-      if (name && hf_layer_index(t.name) < n_load) add_weight_bytes(placement, *name, t.n_bytes, weight_bytes);
+      if (name) add_weight_bytes(placement, *name, t.n_bytes, weight_bytes);
     }
   CAI_TRY(check_fits(placement, weight_bytes, cfg, kv_dtype, o));
   const MlaDims mla = mla_dims(cfg);

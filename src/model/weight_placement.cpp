@@ -65,25 +65,24 @@ Result<WeightPlacement> WeightPlacement::from_layout(const Layout& layout, int n
   return p;
 }
 
+int block_index(std::string_view name) {
+  constexpr std::string_view kBlock = "blk.";
+  if (!name.starts_with(kBlock)) return -1;
+  int layer = -1;
+  const auto [end, ec] = std::from_chars(name.data() + kBlock.size(), name.data() + name.size(), layer);
+  return ec == std::errc() && layer >= 0 ? layer : -1;
+}
+
 hal::Device* WeightPlacement::device_for(std::string_view name) const {
   if (tp > 1) return nullptr;
-  constexpr std::string_view kBlock = "blk.";
-  if (name.starts_with(kBlock)) {
-    int layer = -1;
-    const auto [end, ec] = std::from_chars(name.data() + kBlock.size(), name.data() + name.size(), layer);
-    if (ec == std::errc() && layer >= 0 && layer < static_cast<int>(layer_stage.size()))
-      return name.find("_exps.") != std::string_view::npos ? experts[static_cast<size_t>(layer)] : &layer_device(layer);
-    return &head();
-  }
+  const int layer = block_index(name);
+  if (layer >= 0 && layer < static_cast<int>(layer_stage.size()))
+    return name.find("_exps.") != std::string_view::npos ? experts[static_cast<size_t>(layer)] : &layer_device(layer);
   return name.starts_with("token_embd.") ? embed : &head();
 }
 
 bool WeightPlacement::loads(std::string_view name) const {
-  constexpr std::string_view kBlock = "blk.";
-  if (layer_stage.empty() || !name.starts_with(kBlock)) return true;
-  int layer = -1;
-  const auto [end, ec] = std::from_chars(name.data() + kBlock.size(), name.data() + name.size(), layer);
-  return ec != std::errc() || layer < static_cast<int>(layer_stage.size()) + mtp_layers;
+  return layer_stage.empty() || block_index(name) < static_cast<int>(layer_stage.size()) + mtp_layers;
 }
 
 const std::vector<hal::Device*>& WeightPlacement::layer_ranks(int layer) const {

@@ -21,6 +21,9 @@ struct Layout {
   hal::Device* moe_device = nullptr;  // where every MoE layer's routed experts live and run; null: their layer's
 };
 
+// The block a canonical tensor name belongs to ("blk.3.ffn_up.weight" → 3), or -1 for names outside the blocks.
+int block_index(std::string_view canonical_name);
+
 // Layer l runs on the ranks of stage layer_stage[l]. With one rank per stage its attention, norms, router, dense MLP
 // and shared experts live on that rank's device and its routed experts on experts[l]; the token embedding on `embed`,
 // the final norm and output head on the last stage. With several ranks per stage (tp > 1) the ranks hold slices of

@@ -20,6 +20,7 @@
 #include "runtime/spec/make_drafter.h"
 #include "runtime/spec/ngram_drafter.h"
 #include "runtime/spec/verification.h"
+#include "runtime/step_rows.h"
 
 namespace cai {
 
@@ -300,13 +301,7 @@ void EngineImpl::run_step() {
   StepBatch batch;
   std::vector<int32_t> q_begins;
   for (const ScheduledRequest& r : out.requests) {
-    const int32_t q_begin = static_cast<int32_t>(batch.tokens.size());
-    for (int i = 0; i < r.n_new; ++i) {
-      batch.tokens.push_back(r.tokens[static_cast<size_t>(i)]);
-      batch.positions.push_back(r.start + i);
-      batch.slots.push_back(static_cast<int32_t>(kv_slot(r.block_table, kv_.block_size(), r.start + i)));
-    }
-    batch.seqs.push_back({q_begin, r.n_new, r.start, r.block_table.data()});
+    const int32_t q_begin = append_sequence(batch, r.tokens, r.start, r.block_table, kv_.block_size());
     q_begins.push_back(q_begin);
     if (r.sample)  // the last token's row, and each draft token's
       for (int i = r.n_new - 1 - r.n_draft; i < r.n_new; ++i) batch.logit_rows.push_back(q_begin + i);

@@ -18,6 +18,12 @@
 
 namespace cai::cli {
 
+std::vector<int32_t> bench_tokens(int n, int vocab) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (size_t i = 0; i < t.size(); ++i) t[i] = static_cast<int32_t>((i * 7919 + 13) % static_cast<size_t>(vocab));
+  return t;
+}
+
 namespace {
 
 struct BenchOptions {
@@ -30,13 +36,6 @@ struct BenchOptions {
   std::string text;  // --text: the prompt of --spec runs
   bool json = false;
 };
-
-// n token ids spread over the vocabulary (a prompt, or the context generation starts after).
-std::vector<int32_t> bench_tokens(int n, int vocab) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (size_t i = 0; i < t.size(); ++i) t[i] = static_cast<int32_t>((i * 7919 + 13) % static_cast<size_t>(vocab));
-  return t;
-}
 
 // Aggregate generated tokens/s of `n_seqs` sequences decoding together after `context` (each its own copy; none when
 // empty), in the serving engine's batch-invariant mode; the best of `repeats`.

@@ -27,8 +27,8 @@ struct StepCost {
 // batch-invariant mode: the best of `repeats`, and where the devices compute at the call (the CPU) its phases.
 Result<StepCost> step_cost(Model& model, int batch, int n, int repeats) {
   const int vocab = model.config().vocab_size;
-  std::vector<int32_t> context(static_cast<size_t>(batch * kContext)), step(static_cast<size_t>(batch * n));
-  for (size_t i = 0; i < context.size(); ++i) context[i] = static_cast<int32_t>((i * 7919 + 13) % vocab);
+  const std::vector<int32_t> context = bench_tokens(batch * kContext, vocab);
+  std::vector<int32_t> step(static_cast<size_t>(batch * n));
   for (size_t i = 0; i < step.size(); ++i) step[i] = static_cast<int32_t>((i * 104729 + 7) % vocab);
   const std::vector<hal::Device*> devices = model.devices();
   const bool profiled =

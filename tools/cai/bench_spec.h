@@ -5,6 +5,9 @@
 
 namespace cai::cli {
 
+// n token ids spread over the vocabulary: the synthetic prompts and contexts of `cai bench` (bench.cpp).
+std::vector<int32_t> bench_tokens(int n, int vocab);
+
 struct SpecBenchOptions {
   SpecOptions spec;
   int batch = 1;       // sequences decoded together

@@ -10,6 +10,7 @@
 #include "runtime/sampler.h"
 #include "runtime/single_sequence.h"
 #include "runtime/spec/spec_decode.h"
+#include "runtime/step_rows.h"
 #include "verbs.h"
 
 namespace cai::cli {
@@ -59,9 +60,8 @@ Result<std::vector<float>> mtp_logits(Model& model, const std::vector<int32_t>& 
   CAI_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(mtp->mtp_kv_shards(), mtp->mtp_kv_spec(), n_blocks, kBlock));
   const std::vector<int32_t> table = identity_block_table(n_blocks);
   StepBatch b;
-  b.tokens.assign(ids.begin() + 1, ids.end());
-  for (int i = 0; i < n; ++i) b.positions.push_back(i), b.slots.push_back(i), b.logit_rows.push_back(i);
-  b.seqs.push_back({0, n, 0, table.data()});
+  append_sequence(b, std::span(ids).subspan(1), 0, table, kBlock);
+  for (int i = 0; i < n; ++i) b.logit_rows.push_back(i);
   std::vector<float> logits(static_cast<size_t>(n) * static_cast<size_t>(model.config().vocab_size));
   CAI_TRY(mtp->forward_mtp(b, hidden.data(), kv, logits.data(), nullptr));
   return logits;

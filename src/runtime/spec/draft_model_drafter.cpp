@@ -1,8 +1,8 @@
 // DraftModelDrafter: one batched pass over the step's positions and the last tokens, then one pass per further token.
 #include "runtime/spec/draft_model_drafter.h"
 
-#include "runtime/kv/kv_cache_manager.h"
 #include "runtime/sampler.h"
+#include "runtime/step_rows.h"
 
 namespace cai {
 
@@ -19,16 +19,6 @@ Result<std::vector<std::vector<int32_t>>> DraftModelDrafter::draft(std::span<con
   std::vector<std::vector<int32_t>> drafts(seqs.size());
   const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
   const int bs = kv_.block_size();
-  auto add_rows = [&](StepBatch& b, const DraftSeq& s, int first, int end, std::span<const int32_t> tokens) {
-    const int32_t q_begin = static_cast<int32_t>(b.tokens.size());
-    for (int p = first; p < end; ++p) {
-      b.tokens.push_back(tokens[static_cast<size_t>(p - first)]);
-      b.positions.push_back(p);
-      b.slots.push_back(static_cast<int32_t>(kv_slot(s.block_table, bs, p)));
-    }
-    b.seqs.push_back({q_begin, end - first, first, s.block_table.data()});
-    return q_begin + (end - first) - 1;
-  };
   // The positions the main model computed this step, and for each sequence that wants a draft its last token too.
   StepBatch b;
   std::vector<size_t> wanting;
@@ -36,9 +26,11 @@ Result<std::vector<std::vector<int32_t>>> DraftModelDrafter::draft(std::span<con
     const DraftSeq& s = seqs[i];
     const int end = s.max_draft > 0 ? s.n_computed + 1 : s.n_computed;
     if (end <= s.step_start) continue;
-    const int32_t last = add_rows(b, s, s.step_start, end, s.tokens.subspan(static_cast<size_t>(s.step_start)));
+    const int n = end - s.step_start;
+    const std::span<const int32_t> tokens = s.tokens.subspan(static_cast<size_t>(s.step_start), static_cast<size_t>(n));
+    const int32_t q_begin = append_sequence(b, tokens, s.step_start, s.block_table, bs);
     if (s.max_draft > 0) {
-      b.logit_rows.push_back(last);
+      b.logit_rows.push_back(q_begin + n - 1);
       wanting.push_back(i);
     }
   }
@@ -53,8 +45,8 @@ Result<std::vector<std::vector<int32_t>>> DraftModelDrafter::draft(std::span<con
     for (size_t i : wanting) {
       const DraftSeq& s = seqs[i];
       if (s.max_draft <= k + 1) continue;
-      const int pos = s.n_computed + k + 1;
-      c.logit_rows.push_back(add_rows(c, s, pos, pos + 1, std::span(&drafts[i].back(), 1)));
+      const int32_t row = append_sequence(c, std::span(&drafts[i].back(), 1), s.n_computed + k + 1, s.block_table, bs);
+      c.logit_rows.push_back(row);
       next.push_back(i);
     }
     b = std::move(c);

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "runtime/kv/kv_cache_manager.h"
 #include "runtime/sampler.h"
+#include "runtime/step_rows.h"
 
 namespace cai {
 
@@ -28,15 +28,11 @@ Result<std::vector<std::vector<int32_t>>> MtpDrafter::draft(std::span<const Draf
     const DraftSeq& s = seqs[i];
     const int n = s.n_computed - s.step_start;
     if (n <= 0) continue;
-    const int32_t q_begin = static_cast<int32_t>(b.tokens.size());
-    for (int p = s.step_start; p < s.n_computed; ++p) {
-      b.tokens.push_back(s.tokens[static_cast<size_t>(p) + 1]);
-      b.positions.push_back(p);
-      b.slots.push_back(static_cast<int32_t>(kv_slot(s.block_table, bs, p)));
-    }
+    const int32_t q_begin = append_sequence(
+        b, s.tokens.subspan(static_cast<size_t>(s.step_start) + 1, static_cast<size_t>(n)), s.step_start,
+        s.block_table, bs);
     const float* rows = hidden + static_cast<size_t>(s.step_row) * h;
     rows_hidden_.insert(rows_hidden_.end(), rows, rows + static_cast<size_t>(n) * h);
-    b.seqs.push_back({q_begin, n, s.step_start, s.block_table.data()});
     if (s.max_draft > 0) {
       b.logit_rows.push_back(q_begin + n - 1);
       wanting.push_back(i);
@@ -56,13 +52,8 @@ Result<std::vector<std::vector<int32_t>>> MtpDrafter::draft(std::span<const Draf
     for (size_t r = 0; r < wanting.size(); ++r) {
       const DraftSeq& s = seqs[wanting[r]];
       if (s.max_draft <= k) continue;
-      const int32_t pos = s.n_computed + k - 1;
-      const int32_t row = static_cast<int32_t>(c.tokens.size());
-      c.tokens.push_back(drafts[wanting[r]].back());
-      c.positions.push_back(pos);
-      c.slots.push_back(static_cast<int32_t>(kv_slot(s.block_table, bs, pos)));
-      c.seqs.push_back({row, 1, pos, s.block_table.data()});
-      c.logit_rows.push_back(row);
+      c.logit_rows.push_back(
+          append_sequence(c, std::span(&drafts[wanting[r]].back(), 1), s.n_computed + k - 1, s.block_table, bs));
       rows_hidden_.insert(rows_hidden_.end(), block_out_.begin() + static_cast<ptrdiff_t>(r * h),
                           block_out_.begin() + static_cast<ptrdiff_t>((r + 1) * h));
       next.push_back(wanting[r]);

@@ -7,6 +7,7 @@
 #include "core/seconds_since.h"
 #include "runtime/sampler.h"
 #include "runtime/spec/make_drafter.h"
+#include "runtime/step_rows.h"
 
 namespace cai {
 
@@ -18,8 +19,7 @@ struct Seq {
   std::vector<int32_t> tokens;  // prompt + generated; the last one's KV is not computed yet (after the first step)
   std::vector<int32_t> draft;
   int n_computed = 0;
-  int n_prompt = 0;
-  const int32_t* table = nullptr;
+  std::span<const int32_t> table;  // its run of blocks
 };
 
 }  // namespace
@@ -46,8 +46,7 @@ Result<SpecRun> speculative_greedy(Model& model, const SpecOptions& spec,
   for (int s = 0; s < n_seqs; ++s) {
     Seq& q = seqs[static_cast<size_t>(s)];
     q.tokens = prompts[static_cast<size_t>(s)];
-    q.n_prompt = static_cast<int>(q.tokens.size());
-    q.table = table.data() + s * per_seq;
+    q.table = std::span(table).subspan(static_cast<size_t>(s * per_seq), static_cast<size_t>(per_seq));
   }
   for (hal::Device* d : model.devices()) d->set_batch_invariant(true);
   SpecRun run;
@@ -66,17 +65,10 @@ Result<SpecRun> speculative_greedy(Model& model, const SpecOptions& spec,
       active[s] = static_cast<int>(run.generated[s].size()) < n_gen;
       if (!active[s]) continue;
       starts[s] = q.n_computed;
-      rows[s] = static_cast<int32_t>(b.tokens.size());
       std::vector<int32_t> in(q.tokens.begin() + q.n_computed, q.tokens.end());
       in.insert(in.end(), q.draft.begin(), q.draft.end());
+      rows[s] = append_sequence(b, in, q.n_computed, q.table, kBlockSize);
       const int32_t n = static_cast<int32_t>(in.size());
-      for (int32_t i = 0; i < n; ++i) {
-        const int32_t pos = q.n_computed + i;
-        b.tokens.push_back(in[static_cast<size_t>(i)]);
-        b.positions.push_back(pos);
-        b.slots.push_back(q.table[pos / kBlockSize] * kBlockSize + pos % kBlockSize);
-      }
-      b.seqs.push_back({rows[s], n, q.n_computed, q.table});
       for (int32_t i = n - 1 - static_cast<int32_t>(q.draft.size()); i < n; ++i) b.logit_rows.push_back(rows[s] + i);
     }
     if (b.tokens.empty()) break;
@@ -111,8 +103,8 @@ Result<SpecRun> speculative_greedy(Model& model, const SpecOptions& spec,
       q.draft.clear();
       const int left = n_gen - static_cast<int>(out.size());
       if (left > 0)
-        next.push_back({static_cast<uint64_t>(s), q.tokens, q.n_computed, starts[s], rows[s],
-                        {q.table, static_cast<size_t>(per_seq)}, std::min(k, left - 1)});
+        next.push_back({static_cast<uint64_t>(s), q.tokens, q.n_computed, starts[s], rows[s], q.table,
+                        std::min(k, left - 1)});
     }
     if (first) {
       run.prompt_seconds = seconds_since(t0);
