@@ -106,8 +106,7 @@ std::vector<uint8_t> random_q8_0(int64_t rows, int64_t cols) {
   const size_t rb = cai::row_bytes(DType::kQ8_0, cols);
   std::vector<uint8_t> w(rb * static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r)
-    if (!cai::quantize_row(DType::kQ8_0, random_floats(static_cast<size_t>(cols)).data(), w.data() + r * rb, cols)
-             .ok())
+    if (!cai::quantize_row(DType::kQ8_0, random_floats(static_cast<size_t>(cols)).data(), w.data() + r * rb, cols).ok())
       w.clear();
   return w;
 }

@@ -122,17 +122,17 @@ const bool g_registered = [] {
                     DType::kQ5_K_R16, DType::kQ6_K_R16, DType::kIQ4_NL_R16, DType::kIQ4_XS_R16, DType::kQ8_0_R16_I8})
       for (int64_t n : {1, 16, 64, 512})
         for (int64_t out : outs) {
-          std::string name = fmt::format("gemm/{}/{}x1536/n{}/{}/fast", cai::dtype_name(t), out, n,
-                                         threaded ? "pool" : "t1");
+          std::string name =
+              fmt::format("gemm/{}/{}x1536/n{}/{}/fast", cai::dtype_name(t), out, n, threaded ? "pool" : "t1");
           benchmark::RegisterBenchmark(name.c_str(), bm_gemm, t, out, int64_t{1536}, n, threaded, true,
                                        cai::hal::Precision::kFast)
               ->Unit(benchmark::kMicrosecond)
               ->UseRealTime();
         }
-  const DType other_types[] = {DType::kQ4_0,   DType::kQ5_K,   DType::kQ6_K,    DType::kQ4_1,   DType::kQ5_0,
-                               DType::kQ5_1,   DType::kQ2_K,   DType::kQ3_K,    DType::kIQ4_NL, DType::kIQ4_XS,
+  const DType other_types[] = {DType::kQ4_0,    DType::kQ5_K,  DType::kQ6_K,    DType::kQ4_1,   DType::kQ5_0,
+                               DType::kQ5_1,    DType::kQ2_K,  DType::kQ3_K,    DType::kIQ4_NL, DType::kIQ4_XS,
                                DType::kIQ3_XXS, DType::kIQ3_S, DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S,
-                               DType::kIQ1_S,  DType::kIQ1_M};
+                               DType::kIQ1_S,   DType::kIQ1_M};
   for (bool threaded : {true, false})
     for (DType t : other_types)
       for (int64_t n : {1, 64}) {

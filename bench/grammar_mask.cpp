@@ -38,10 +38,12 @@ const std::vector<Case> kCases = {
          "type": "object", "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/item"}, "maxItems": 8},
          "express": {"type": "boolean"}}, "required": ["items", "express"], "additionalProperties": false})",
      {R"({"items": [{"sku": "A-1001", "qty": 2, "size": "M"}, {"sku": "B-77", "qty": 10, "size": "XL"}], "express": true})"}},
-    {"free text (unbounded string)", R"({"type": "object", "properties": {"answer": {"type": "string"}},
+    {"free text (unbounded string)",
+     R"({"type": "object", "properties": {"answer": {"type": "string"}},
          "required": ["answer"], "additionalProperties": false})",
      {R"({"answer": "The quick brown fox jumps over the lazy dog. In 1969, humans first walked on the Moon; \"one small step\" was said."})"}},
-    {"json_object (any object)", "",
+    {"json_object (any object)",
+     "",
      {R"({"city": "Paris", "temps": [12.5, 14, -3], "meta": {"source": "sensor-7", "ok": true, "note": null}})"}},
 };
 
@@ -127,18 +129,20 @@ int main(int argc, char** argv) {
     worst_mean_cold = std::max(worst_mean_cold, mean_cold);
     worst_mean_warm = std::max(worst_mean_warm, mean_warm);
     worst_mean_check = std::max(worst_mean_check, check.total_us / static_cast<double>(check.tokens));
-    fmt::print("{:<48} {:>3} tokens  mask: cold {:7.1f} us/token (worst {:8.1f}), warm {:6.1f}; check only {:5.1f}; "
-               "masker built in {:.1f} ms\n",
-               c.name, cold.tokens, mean_cold, cold.worst_us, mean_warm,
-               check.total_us / static_cast<double>(check.tokens), build_ms);
+    fmt::print(
+        "{:<48} {:>3} tokens  mask: cold {:7.1f} us/token (worst {:8.1f}), warm {:6.1f}; check only {:5.1f}; "
+        "masker built in {:.1f} ms\n",
+        c.name, cold.tokens, mean_cold, cold.worst_us, mean_warm, check.total_us / static_cast<double>(check.tokens),
+        build_ms);
   }
   if (step_ms > 0) {
     const double cold_ms = worst_mean_cold * batch / 1000.0, warm_ms = worst_mean_warm * batch / 1000.0;
     const double check_ms = worst_mean_check * batch / 1000.0;
     fmt::print("decode step at batch {}: {:.2f} ms\n", batch, step_ms);
-    fmt::print("mask for {} sequences, one after another (worst schema): cold {:.2f} ms = {:.1f} % of the step, "
-               "warm {:.2f} ms = {:.1f} %\n",
-               batch, cold_ms, 100.0 * cold_ms / step_ms, warm_ms, 100.0 * warm_ms / step_ms);
+    fmt::print(
+        "mask for {} sequences, one after another (worst schema): cold {:.2f} ms = {:.1f} % of the step, "
+        "warm {:.2f} ms = {:.1f} %\n",
+        batch, cold_ms, 100.0 * cold_ms / step_ms, warm_ms, 100.0 * warm_ms / step_ms);
     fmt::print("draw checked first, allowed (no mask): {:.2f} ms = {:.2f} % of the step\n", check_ms,
                100.0 * check_ms / step_ms);
   }

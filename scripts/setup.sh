@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config git python3 xz-utils clang libclang-rt-14-dev
+  clang-format  # scripts/check-format.sh
   libpcre2-dev libutf8proc-dev nlohmann-json3-dev libfmt-dev libspdlog-dev libcli11-dev libyaml-cpp-dev
   libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
   libboost-context-dev  # fibers of the simt GPU emulator

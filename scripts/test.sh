@@ -9,6 +9,8 @@ phase() { echo "== $* [${SECONDS}s]"; }
 
 phase "set-up and Release build"
 bash scripts/setup.sh
+phase "formatting (.clang-format)"
+bash scripts/check-format.sh
 phase "tests (Release)"
 # The MPI tests (tests/dist, tests/e2e/mpi_faults) need Open MPI, which setup.sh installs: missing, they fail here.
 if ! command -v mpirun >/dev/null 2>&1 || [ ! -f build/libcai-mpi.so ]; then

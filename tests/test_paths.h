@@ -7,7 +7,7 @@
 namespace cai::test {
 // <build>/testdata/<rel> when unpacked there (xz-packed folders), else <source>/tests/data/<rel>.
 std::string data_path(const std::string& rel);
-std::string binary_path(const std::string& name);  // <build>/<name>
+std::string binary_path(const std::string& name);            // <build>/<name>
 inline std::string cai_bin() { return binary_path("cai"); }  // the built `cai`
 std::string read_file(const std::string& path);
 std::vector<float> read_f32(const std::string& path);

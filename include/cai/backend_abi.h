@@ -171,8 +171,8 @@ typedef struct CaiOps {
   int (*kv_write)(CaiDeviceHandle, const CaiTensor* src, const CaiTensor* slots, const CaiTensor* cache, CaiError*);
   int (*attention_gqa)(CaiDeviceHandle, const CaiAttentionParams*, const CaiAttnBatch*, const CaiTensor* q,
                        const CaiTensor* k_cache, const CaiTensor* v_cache, const CaiTensor* out, CaiError*);
-  int (*moe_gate)(CaiDeviceHandle, const CaiMoeGateParams*, const CaiTensor* logits, const CaiTensor* bias /* or null */,
-                  const CaiTensor* ids, const CaiTensor* weights, CaiError*);
+  int (*moe_gate)(CaiDeviceHandle, const CaiMoeGateParams*, const CaiTensor* logits,
+                  const CaiTensor* bias /* or null */, const CaiTensor* ids, const CaiTensor* weights, CaiError*);
   int (*sparse_moe)(CaiDeviceHandle, const CaiExpertWeights*, const CaiTensor* x, const CaiTensor* ids,
                     const CaiTensor* weights, const CaiTensor* out, CaiError*);
   /* attention_mla: q [n_tok, n_head, qk_nope + qk_rope] F32; w_uk [n_head·kv_lora, qk_nope] (row (h, c) = column c

@@ -18,15 +18,15 @@
 namespace cai {
 
 struct EngineOptions {
-  int max_batch = 16;            // most sequences in one step
-  int max_tokens_per_step = 512; // token budget per step (chunked prefill falls out of it)
-  int block_size = 16;           // KV cache positions per block
-  int n_kv_blocks = 0;           // 0 = derive from kv_memory_bytes
+  int max_batch = 16;             // most sequences in one step
+  int max_tokens_per_step = 512;  // token budget per step (chunked prefill falls out of it)
+  int block_size = 16;            // KV cache positions per block
+  int n_kv_blocks = 0;            // 0 = derive from kv_memory_bytes
   // 0 = from the device: on a device with its own memory, 90 % of what is free after the weights (at most what
   // max_batch full contexts need); on the host, 256 MiB.
   size_t kv_memory_bytes = 0;
-  int ctx_size = 0;              // most tokens per sequence (prompt + generated); 0 = the model's context
-  int max_queue = 256;           // waiting requests beyond which submit() fails with kResourceExhausted
+  int ctx_size = 0;     // most tokens per sequence (prompt + generated); 0 = the model's context
+  int max_queue = 256;  // waiting requests beyond which submit() fails with kResourceExhausted
   bool prefix_caching = true;
   // Thermal-aware batching: when the device reports at least this temperature the per-step token budget is halved
   // (repeatedly, down to max_batch), and doubled back once it is 5 °C cooler. 0 = off.
@@ -44,17 +44,17 @@ struct EngineOptions {
 struct GenerationRequest {
   std::vector<int32_t> prompt;
   SamplingParams sampling;
-  int max_tokens = 256;                // generated tokens at most (per choice)
-  std::vector<std::string> stop;       // stop strings (not included in the output)
+  int max_tokens = 256;           // generated tokens at most (per choice)
+  std::vector<std::string> stop;  // stop strings (not included in the output)
   bool ignore_eos = false;
-  int top_logprobs = -1;               // -1: no logprobs; 0..20: logprob of the chosen token + this many alternatives
+  int top_logprobs = -1;  // -1: no logprobs; 0..20: logprob of the chosen token + this many alternatives
   // Choices (1..kMaxChoices) generated from the prompt, sharing its KV blocks. Choice i > 0 samples with a seed
   // derived from sampling.seed and i; choice 0 uses sampling.seed itself.
   int n = 1;
   // Reasoning budget: -1 = none; otherwise once this many tokens were generated inside <think> (opened by the prompt,
   // see prompt_opens_think, or by the model's first tokens) the tokens of "\n</think>\n\n" are forced.
   int max_reasoning_tokens = -1;
-  bool prompt_opens_think = false;     // the prompt ends inside <think>: the output starts as reasoning
+  bool prompt_opens_think = false;  // the prompt ends inside <think>: the output starts as reasoning
   // Structured output: the text after the reasoning (all of it without prompt_opens_think) is constrained to this
   // language by masking the logits before sampling (forced tokens bypass it); once it is complete and nothing may
   // follow, the choice finishes with kStop. Null: unconstrained.
@@ -80,19 +80,19 @@ const char* finish_reason_name(FinishReason r);  // "stop", "length", "cancelled
 // What the engine reports for a request, in order per choice, from the engine thread. Each choice's last event has
 // finish != kNone; a request with n choices ends after n such events.
 struct StreamEvent {
-  int index = 0;                        // the choice (0..n-1) this event belongs to
-  std::string text;                     // new text since the previous event (UTF-8 complete; may be empty)
-  std::vector<int32_t> tokens;          // token ids generated since the previous event
-  std::vector<TokenLogprob> logprobs;   // one per token this event covers, when requested
+  int index = 0;                       // the choice (0..n-1) this event belongs to
+  std::string text;                    // new text since the previous event (UTF-8 complete; may be empty)
+  std::vector<int32_t> tokens;         // token ids generated since the previous event
+  std::vector<TokenLogprob> logprobs;  // one per token this event covers, when requested
   FinishReason finish = FinishReason::kNone;
-  std::string error;                    // when finish == kError
-  std::string stop_sequence;            // when finish == kStop because of a stop string: that string ("" for EOS)
+  std::string error;                        // when finish == kError
+  std::string stop_sequence;                // when finish == kStop because of a stop string: that string ("" for EOS)
   StatusCode error_code = StatusCode::kOk;  // when finish == kError: e.g. kOutOfMemory when the device ran out
   int n_prompt_tokens = 0;
-  int n_cached_prompt_tokens = 0;       // prompt tokens served from the prefix cache
+  int n_cached_prompt_tokens = 0;  // prompt tokens served from the prefix cache
   int n_generated_tokens = 0;
-  int n_draft_tokens = 0;               // speculative tokens drafted for this choice so far
-  int n_accepted_tokens = 0;            // of those, accepted
+  int n_draft_tokens = 0;     // speculative tokens drafted for this choice so far
+  int n_accepted_tokens = 0;  // of those, accepted
 };
 
 using EventCallback = std::function<void(const StreamEvent&)>;
@@ -102,17 +102,17 @@ struct EngineStats {
   int n_waiting = 0;
   int kv_blocks_total = 0;
   int kv_blocks_used = 0;
-  std::string kv_dtype;               // KV cache element type: "f32", "bf16", "f16" or "q8_0"
-  uint64_t kv_bytes_per_token = 0;    // KV cache bytes one token takes, all layers (KvSpec::bytes_per_token)
-  uint64_t prompt_tokens = 0;         // prompt tokens received
-  uint64_t prefix_hit_tokens = 0;     // prompt tokens not recomputed thanks to the prefix cache
+  std::string kv_dtype;             // KV cache element type: "f32", "bf16", "f16" or "q8_0"
+  uint64_t kv_bytes_per_token = 0;  // KV cache bytes one token takes, all layers (KvSpec::bytes_per_token)
+  uint64_t prompt_tokens = 0;       // prompt tokens received
+  uint64_t prefix_hit_tokens = 0;   // prompt tokens not recomputed thanks to the prefix cache
   uint64_t computed_prompt_tokens = 0;
   uint64_t generated_tokens = 0;
   uint64_t preemptions = 0;
   uint64_t steps = 0;
-  int token_budget = 0;  // per-step budget now in force (lowered while the device is hot)
-  int kv_offload_layers = 0;          // layers whose KV lives in host memory (EngineOptions::kv_offload_layers)
-  uint64_t kv_host_bytes = 0;         // host memory they take
+  int token_budget = 0;                      // per-step budget now in force (lowered while the device is hot)
+  int kv_offload_layers = 0;                 // layers whose KV lives in host memory (EngineOptions::kv_offload_layers)
+  uint64_t kv_host_bytes = 0;                // host memory they take
   uint64_t kv_offload_uploaded_bytes = 0;    // host → device KV traffic so far
   uint64_t kv_offload_downloaded_bytes = 0;  // device → host (the rows each step wrote)
   uint64_t device_transfer_bytes = 0;  // activations moved between the model's devices (stage boundaries, experts)

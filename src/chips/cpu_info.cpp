@@ -98,7 +98,8 @@ CpuInfo describe_cpu(const std::string& proc_root, const std::string& sysfs_root
     const auto f = words(flags);
     cpu.arch = "x86_64";
     cpu.isa_level = x86_level(f);
-    cpu.features = present(f, {"avx512_vnni", "avx_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_int8", "amx_bf16"});
+    cpu.features =
+        present(f, {"avx512_vnni", "avx_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_int8", "amx_bf16"});
     cpu.profile = "cpu-x86-64";
   } else if (const std::string feats = info.get("Features"); !feats.empty()) {
     const auto f = words(feats);

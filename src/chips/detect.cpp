@@ -36,7 +36,9 @@ bool is_accelerator_class(uint32_t class_code) {
 }
 
 // Class codes compare on base class and subclass; the programming interface byte varies by board.
-bool class_matches(uint32_t profile_class, uint32_t device_class) { return (profile_class >> 8) == (device_class >> 8); }
+bool class_matches(uint32_t profile_class, uint32_t device_class) {
+  return (profile_class >> 8) == (device_class >> 8);
+}
 
 // `kVendor` fallback: every profile of this vendor names the same non-empty backend ("" otherwise).
 std::string vendor_backend(uint16_t vendor, const std::vector<DeviceProfile>& profiles) {
@@ -94,7 +96,10 @@ std::optional<PciMatch> match_device(const PciDevice& dev, const std::vector<Dev
     if (!is_accelerator_class(dev.class_code)) return std::nullopt;
     std::string backend = vendor_backend(dev.vendor_id, profiles);
     if (backend.empty()) return std::nullopt;
-    return PciMatch{nullptr, {}, MatchKind::kVendor, backend,
+    return PciMatch{nullptr,
+                    {},
+                    MatchKind::kVendor,
+                    backend,
                     fmt::format("{} has no profile; its vendor's cards use the {} backend", pci_id(dev), backend)};
   }
   PciMatch m;
@@ -106,8 +111,9 @@ std::optional<PciMatch> match_device(const PciDevice& dev, const std::vector<Dev
   if (m.alternatives.empty()) {
     m.reason = fmt::format("{} matches {} by {}", pci_id(dev), m.profile->id, how);
   } else {
-    m.reason = fmt::format("{} matches {} profiles by {} ({}, {}); sysfs does not tell them apart, so the first is shown",
-                           pci_id(dev), hits.size(), how, m.profile->id, fmt::join(m.alternatives, ", "));
+    m.reason =
+        fmt::format("{} matches {} profiles by {} ({}, {}); sysfs does not tell them apart, so the first is shown",
+                    pci_id(dev), hits.size(), how, m.profile->id, fmt::join(m.alternatives, ", "));
   }
   return m;
 }
@@ -171,7 +177,8 @@ DetectReport detect(const std::vector<DeviceProfile>& profiles, const hal::Regis
       if (it == probed.end()) it = probed.emplace(lib, options.probe(lib)).first;
       a.runtime.push_back(it->second);
     }
-    a.runtime_available = libs.empty() || std::any_of(a.runtime.begin(), a.runtime.end(), [](const auto& p) { return p.loaded; });
+    a.runtime_available =
+        libs.empty() || std::any_of(a.runtime.begin(), a.runtime.end(), [](const auto& p) { return p.loaded; });
     a.backend_loaded = !a.match.backend.empty() && registry.find_backend(a.match.backend) != nullptr;
     a.backend_available = a.backend_loaded && a.runtime_available;
     r.accelerators.push_back(std::move(a));

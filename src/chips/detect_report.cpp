@@ -15,7 +15,8 @@ double gib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.
 // Why an accelerator cannot be used, or "" when it can.
 std::string unavailable_reason(const Accelerator& a) {
   if (a.match.backend.empty()) return "CAI has no backend for this chip yet";
-  if (!a.backend_loaded) return fmt::format("backend '{}' not loaded (no libcai-backend-{}.so found)", a.match.backend, a.match.backend);
+  if (!a.backend_loaded)
+    return fmt::format("backend '{}' not loaded (no libcai-backend-{}.so found)", a.match.backend, a.match.backend);
   if (!a.runtime_available) {
     std::vector<std::string> names;
     for (const auto& p : a.runtime) names.push_back(p.name);
@@ -25,10 +26,14 @@ std::string unavailable_reason(const Accelerator& a) {
 }
 
 OJson cpu_json(const CpuInfo& c) {
-  return OJson{{"model", c.model},          {"arch", c.arch},
-               {"logical_cores", c.logical_cores}, {"isa_level", c.isa_level},
-               {"features", c.features},    {"numa_nodes", c.numa_nodes},
-               {"memory_bytes", c.memory_bytes},   {"profile", c.profile}};
+  return OJson{{"model", c.model},
+               {"arch", c.arch},
+               {"logical_cores", c.logical_cores},
+               {"isa_level", c.isa_level},
+               {"features", c.features},
+               {"numa_nodes", c.numa_nodes},
+               {"memory_bytes", c.memory_bytes},
+               {"profile", c.profile}};
 }
 
 OJson accelerator_json(const Accelerator& a) {
@@ -63,7 +68,9 @@ nlohmann::ordered_json report_json(const DetectReport& r) {
   for (const BackendInfo& b : r.backends) {
     OJson devs = OJson::array();
     for (const BackendDevice& d : b.devices)
-      devs.push_back({{"name", d.name}, {"description", d.description}, {"memory_total_bytes", d.memory_total_bytes},
+      devs.push_back({{"name", d.name},
+                      {"description", d.description},
+                      {"memory_total_bytes", d.memory_total_bytes},
                       {"memory_free_bytes", d.memory_free_bytes}});
     backends.push_back({{"name", b.name}, {"devices", devs}});
   }
@@ -85,8 +92,8 @@ std::string report_table(const DetectReport& r) {
     for (const Accelerator& a : r.accelerators) {
       const std::string why = unavailable_reason(a);
       out += fmt::format("  {:<13} {:04x}:{:04x}  {:<20} {:<8} {}\n", a.pci.address, a.pci.vendor_id, a.pci.device_id,
-                         a.match.profile ? a.match.profile->id : "(none)", a.match.backend.empty() ? "-" : a.match.backend,
-                         why.empty() ? "yes" : "no: " + why);
+                         a.match.profile ? a.match.profile->id : "(none)",
+                         a.match.backend.empty() ? "-" : a.match.backend, why.empty() ? "yes" : "no: " + why);
       if (!a.match.alternatives.empty() || !a.match.profile) out += "    " + a.match.reason + "\n";
     }
   }
@@ -116,7 +123,8 @@ AutoDevice choose_auto_device(const DetectReport& r) {
   }
   if (best)
     return {best->name, fmt::format("{} ({}, {:.1f} GiB): the device with the most memory among available accelerator "
-                                    "backends", best->name, best->description, gib(best->memory_total_bytes))};
+                                    "backends",
+                                    best->name, best->description, gib(best->memory_total_bytes))};
   if (r.accelerators.empty()) return {"cpu", "no accelerator recognised on PCI"};
   if (skipped.empty()) return {"cpu", "the available accelerator backends report no devices"};
   return {"cpu", fmt::format("no usable accelerator: {}", fmt::join(skipped, "; "))};

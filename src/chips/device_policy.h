@@ -23,14 +23,14 @@ Result<ProfileChoice> profile_for_device(const DetectReport& report, const std::
 
 // Options a profile's policies map onto. Unset = the user gave none; apply_policies fills those it can.
 struct PolicyOptions {
-  std::optional<std::string> kv_dtype;       // --kv-dtype
-  std::optional<bool> prewarm_experts;       // --prewarm-experts
-  std::optional<float> thermal_limit_c;      // --thermal-limit (serving verbs)
-  std::optional<int> kv_offload_layers;      // --kv-offload-layers (serving verbs)
+  std::optional<std::string> kv_dtype;   // --kv-dtype
+  std::optional<bool> prewarm_experts;   // --prewarm-experts
+  std::optional<float> thermal_limit_c;  // --thermal-limit (serving verbs)
+  std::optional<int> kv_offload_layers;  // --kv-offload-layers (serving verbs)
   // Filled from the profile for a serving verb the user gave no --kv-offload-layers: the host KV tier takes the layers
   // the planner puts in host memory when the device's free memory is below this fraction of the KV cache's need.
   std::optional<double> host_offload_below;
-  bool has_engine = false;                   // the verb runs a serving engine (thermal limits and offload apply)
+  bool has_engine = false;  // the verb runs a serving engine (thermal limits and offload apply)
 };
 // Fills the unset options from `p` and returns one line per policy saying what happened: applied, the user's value
 // kept, or no effect yet (a policy no code consumes so far: pool buckets, synchronous launch).

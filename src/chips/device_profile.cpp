@@ -90,7 +90,8 @@ class FieldReader {
     if (!v->is_number()) return expected(field, "a number", *v);
     const double x = v->get<double>();
     if (!std::isfinite(x) || x < 0 || (x == 0 && !allow_zero) || x > max)
-      return error(field, fmt::format("{} is out of range ({} to {})", describe(*v), allow_zero ? "0" : "above 0", max));
+      return error(field,
+                   fmt::format("{} is out of range ({} to {})", describe(*v), allow_zero ? "0" : "above 0", max));
     out = x;
     return {};
   }
@@ -109,8 +110,9 @@ class FieldReader {
     const char* kind = digits == 4 ? "a hex id like \"0x10de\"" : "a hex class like \"0x120000\"";
     if (!v.is_string()) return expected(field, kind, v);
     const std::string s = v.get<std::string>();
-    const bool ok = s.size() == static_cast<size_t>(digits) + 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') &&
-                    std::all_of(s.begin() + 2, s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+    const bool ok =
+        s.size() == static_cast<size_t>(digits) + 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') &&
+        std::all_of(s.begin() + 2, s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
     if (!ok) return expected(field, kind, v);
     out = static_cast<uint32_t>(std::stoul(s.substr(2), nullptr, 16));
     return {};
@@ -135,8 +137,9 @@ bool is_extended_resource_name(const std::string& s) {
                          std::all_of(domain.begin(), domain.end(), [&](char c) {
                            return (alnum(c) && !std::isupper(static_cast<unsigned char>(c))) || c == '-' || c == '.';
                          });
-  const bool name_ok = name.size() <= 63 && alnum(name.front()) && alnum(name.back()) &&
-                       std::all_of(name.begin(), name.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+  const bool name_ok =
+      name.size() <= 63 && alnum(name.front()) && alnum(name.back()) &&
+      std::all_of(name.begin(), name.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
   return domain_ok && name_ok;
 }
 
@@ -168,7 +171,9 @@ Status parse_policies(const Json& j, const std::string& file, ChipPolicies& pol)
   CAI_TRY(r.check_keys({"backend", "kv_dtype", "host_offload_below", "pool_length_buckets", "expert_prewarm",
                         "sync_launch", "thermal_limit_c"}));
   CAI_TRY(r.string("backend", pol.backend));
-  if (!std::all_of(pol.backend.begin(), pol.backend.end(), [](char c) { return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_'; }))
+  if (!std::all_of(pol.backend.begin(), pol.backend.end(), [](char c) {
+        return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_';
+      }))
     return r.error("backend", fmt::format("\"{}\" is not a backend name (lowercase letters, digits, _)", pol.backend));
   CAI_TRY(r.string("kv_dtype", pol.kv_dtype));
   if (!pol.kv_dtype.empty())
@@ -198,14 +203,35 @@ Result<DeviceProfile> parse_profile(const std::string& json_text, const std::str
   if (j.is_discarded()) return invalid_argument("{}: not valid JSON", file);
   if (!j.is_object()) return invalid_argument("{}: expected a JSON object, got {}", file, describe(j));
   FieldReader r(j, file, "");
-  CAI_TRY(r.check_keys({"id", "vendor", "name", "pci_vendor_id", "pci_device_ids", "pci_class", "runtime_libraries",
-                        "stack", "memory_gib", "bandwidth_gbs", "sram_mib", "bf16_tflops", "int8_tops", "fp8",
-                        "interconnect", "interconnect_gbs", "collectives", "smi_tool", "k8s_resource", "notes",
-                        "sources", "policies"}));
+  CAI_TRY(r.check_keys({"id",
+                        "vendor",
+                        "name",
+                        "pci_vendor_id",
+                        "pci_device_ids",
+                        "pci_class",
+                        "runtime_libraries",
+                        "stack",
+                        "memory_gib",
+                        "bandwidth_gbs",
+                        "sram_mib",
+                        "bf16_tflops",
+                        "int8_tops",
+                        "fp8",
+                        "interconnect",
+                        "interconnect_gbs",
+                        "collectives",
+                        "smi_tool",
+                        "k8s_resource",
+                        "notes",
+                        "sources",
+                        "policies"}));
   DeviceProfile p;
   p.file = file;
   CAI_TRY(r.required_string("id", p.id));
-  if (!std::all_of(p.id.begin(), p.id.end(), [](char c) { return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '_'; }))
+  if (!std::all_of(p.id.begin(), p.id.end(), [](char c) {
+        return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-' ||
+               c == '_';
+      }))
     return r.error("id", fmt::format("\"{}\" must be lowercase letters, digits, '-' and '_'", p.id));
   CAI_TRY(r.required_string("vendor", p.vendor));
   CAI_TRY(r.required_string("name", p.name));
@@ -228,7 +254,8 @@ Result<DeviceProfile> parse_profile(const std::string& json_text, const std::str
   CAI_TRY(r.string("k8s_resource", p.k8s_resource));
   if (!p.k8s_resource.empty() && !is_extended_resource_name(p.k8s_resource))
     return r.error("k8s_resource", fmt::format("\"{}\" is not a Kubernetes extended resource name (vendor-domain/name, "
-                                               "e.g. nvidia.com/gpu)", p.k8s_resource));
+                                               "e.g. nvidia.com/gpu)",
+                                               p.k8s_resource));
   CAI_TRY(r.string("notes", p.notes));
   CAI_TRY(r.strings("sources", p.sources));
   if (const Json* pol = r.get("policies")) CAI_TRY(parse_policies(*pol, file, p.policies));
@@ -250,7 +277,8 @@ Result<std::vector<DeviceProfile>> load_profiles(const std::string& dir) {
     text << in.rdbuf();
     CAI_ASSIGN_OR_RETURN(DeviceProfile p, parse_profile(text.str(), path.string()));
     if (p.id != path.stem().string())
-      return invalid_argument("{}: id: \"{}\" must equal the file name \"{}\"", path.string(), p.id, path.stem().string());
+      return invalid_argument("{}: id: \"{}\" must equal the file name \"{}\"", path.string(), p.id,
+                              path.stem().string());
     profiles.push_back(std::move(p));
   }
   std::sort(profiles.begin(), profiles.end(), [](const auto& a, const auto& b) { return a.id < b.id; });

@@ -29,8 +29,8 @@ struct DeviceProfile {
   std::string vendor;
   std::string name;
   std::optional<uint16_t> pci_vendor_id;
-  std::vector<uint16_t> pci_device_ids;  // empty with a pci_class = any device of that vendor and class
-  std::optional<uint32_t> pci_class;     // 24-bit class code (0x030200 3D controller, 0x120000 processing accel)
+  std::vector<uint16_t> pci_device_ids;        // empty with a pci_class = any device of that vendor and class
+  std::optional<uint32_t> pci_class;           // 24-bit class code (0x030200 3D controller, 0x120000 processing accel)
   std::vector<std::string> runtime_libraries;  // sonames probed with dlopen ("libcudart.so.12", "libascendcl.so")
   std::string stack;
   std::optional<double> memory_gib;
@@ -45,7 +45,8 @@ struct DeviceProfile {
   std::optional<double> interconnect_gbs;
   std::string collectives;
   std::string smi_tool;
-  std::string k8s_resource;  // the Kubernetes resource its vendor's device plugin registers ("nvidia.com/gpu"); "" = unknown
+  std::string
+      k8s_resource;  // the Kubernetes resource its vendor's device plugin registers ("nvidia.com/gpu"); "" = unknown
   std::string notes;
   std::vector<std::string> sources;
   ChipPolicies policies;

@@ -161,9 +161,10 @@ Result<std::pair<int64_t, int64_t>> fp8_blocks(const nlohmann::json& j) {
                                  ? (*q)["quant_method"].get<std::string>()
                                  : "";
   if (method != "fp8")
-    return unsupported("config.json: quantization_config.quant_method '{}' is not sized from a config; point -m at the "
-                       "checkpoint directory so its safetensors headers are read",
-                       method);
+    return unsupported(
+        "config.json: quantization_config.quant_method '{}' is not sized from a config; point -m at the "
+        "checkpoint directory so its safetensors headers are read",
+        method);
   auto bs = q->find("weight_block_size");
   if (bs == q->end()) return std::pair<int64_t, int64_t>{128, 128};
   if (!bs->is_array() || bs->size() != 2 || !(*bs)[0].is_number_integer() || !(*bs)[1].is_number_integer() ||
@@ -189,8 +190,8 @@ Result<ModelFootprint> footprint_from_config(const nlohmann::json& j, const std:
     } else if (w.kind == WeightKind::kLinear && blocks.first > 0) {  // FP8 codes + F32 scale_inv per block
       const size_t n_mats = w.shape.size() == 3 ? static_cast<size_t>(w.shape[0]) : 1;
       const int64_t out = w.shape[w.shape.size() - 2], in = w.shape.back();
-      const size_t n_blocks = static_cast<size_t>(((out + blocks.first - 1) / blocks.first) *
-                                                  ((in + blocks.second - 1) / blocks.second));
+      const size_t n_blocks =
+          static_cast<size_t>(((out + blocks.first - 1) / blocks.first) * ((in + blocks.second - 1) / blocks.second));
       add_tensor(fp, w.name, static_cast<size_t>(n), n, "f8_e4m3");
       add_tensor(fp, w.name, n_mats * n_blocks * 4, 0, "f32");
     } else {

@@ -47,9 +47,13 @@ nlohmann::json plan_to_json(const Plan& p, const ModelFootprint& m, const Device
                 {"bytes_by_dtype", m.bytes_by_dtype},
                 {"fp8_weights", m.fp8_weights},
                 {"max_position_embeddings", c.max_position_embeddings}};
-  j["chip"] = {{"id", chip.id},           {"name", chip.name},          {"memory_gib", opt(chip.memory_gib)},
-               {"bandwidth_gbs", opt(chip.bandwidth_gbs)}, {"bf16_tflops", opt(chip.bf16_tflops)},
-               {"int8_tops", opt(chip.int8_tops)},         {"fp8", opt(chip.fp8)},
+  j["chip"] = {{"id", chip.id},
+               {"name", chip.name},
+               {"memory_gib", opt(chip.memory_gib)},
+               {"bandwidth_gbs", opt(chip.bandwidth_gbs)},
+               {"bf16_tflops", opt(chip.bf16_tflops)},
+               {"int8_tops", opt(chip.int8_tops)},
+               {"fp8", opt(chip.fp8)},
                {"interconnect_gbs", opt(chip.interconnect_gbs)}};
   j["cards"] = p.request.cards;
   j["ctx"] = p.request.ctx;
@@ -70,32 +74,33 @@ nlohmann::json plan_to_json(const Plan& p, const ModelFootprint& m, const Device
   j["max_batch"] = p.max_batch;
   j["kv_offload_layers"] = p.kv_offload_layers;
   j["kv_host_bytes"] = p.kv_host_bytes;
-  j["decode_tok_s"] = p.decode_tok_s_per_sequence
-                          ? json{{"per_sequence", *p.decode_tok_s_per_sequence},
-                                 {"aggregate", *p.decode_tok_s_aggregate},
-                                 {"step_ms", *p.decode_step_ms},
-                                 {"comm_ms", opt(p.decode_comm_ms)},
-                                 {"bound", p.decode_bound}}
-                          : json(nullptr);
+  j["decode_tok_s"] = p.decode_tok_s_per_sequence ? json{{"per_sequence", *p.decode_tok_s_per_sequence},
+                                                         {"aggregate", *p.decode_tok_s_aggregate},
+                                                         {"step_ms", *p.decode_step_ms},
+                                                         {"comm_ms", opt(p.decode_comm_ms)},
+                                                         {"bound", p.decode_bound}}
+                                                  : json(nullptr);
   j["prefill"] = p.prefill_tok_s ? json{{"prompt_tokens", p.request.ctx},
                                         {"tok_s", *p.prefill_tok_s},
                                         {"seconds", *p.prefill_seconds},
                                         {"comm_seconds", opt(p.prefill_comm_seconds)}}
                                  : json(nullptr);
   j["layout"] = layout_json(p, m);
-  j["assumptions"] = {{"bandwidth_efficiency", kBandwidthEfficiency},
-                      {"compute_efficiency", kComputeEfficiency},
-                      {"runtime_reserve_fraction", kRuntimeReserve},
-                      {"cards_per_node", kCardsPerNode},
-                      {"step_tokens", p.request.step_tokens},
-                      {"host_link_gbs", kHostLinkGBs},
-                      {"activations", "F32 workspace per token x max(step_tokens, batch) + logits rows, whole on every card"},
-                      {"link_efficiency", kLinkEfficiency},
-                      {"collective_latency_us", kCollectiveLatencyUs},
-                      {"communication", "F32 activations over interconnect_gbs x link_efficiency: TP ring all-reduce "
-                                        "of attention and FFN outputs per layer, EP all-to-all to the top-k experts' "
-                                        "cards and back per MoE layer, one transfer per stage boundary; each plus "
-                                        "collective_latency_us"}};
+  j["assumptions"] = {
+      {"bandwidth_efficiency", kBandwidthEfficiency},
+      {"compute_efficiency", kComputeEfficiency},
+      {"runtime_reserve_fraction", kRuntimeReserve},
+      {"cards_per_node", kCardsPerNode},
+      {"step_tokens", p.request.step_tokens},
+      {"host_link_gbs", kHostLinkGBs},
+      {"activations", "F32 workspace per token x max(step_tokens, batch) + logits rows, whole on every card"},
+      {"link_efficiency", kLinkEfficiency},
+      {"collective_latency_us", kCollectiveLatencyUs},
+      {"communication",
+       "F32 activations over interconnect_gbs x link_efficiency: TP ring all-reduce "
+       "of attention and FFN outputs per layer, EP all-to-all to the top-k experts' "
+       "cards and back per MoE layer, one transfer per stage boundary; each plus "
+       "collective_latency_us"}};
   j["warnings"] = p.warnings;
   return j;
 }

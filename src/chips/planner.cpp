@@ -56,8 +56,9 @@ Plan evaluate(const PlanInputs& in, int tp, int pp, int dp) {
   p.card_bytes = static_cast<size_t>(in.memory_gib * kGiB);
   p.reserved_bytes_per_card = static_cast<size_t>(static_cast<double>(p.card_bytes) * kRuntimeReserve);
   const int64_t usable = static_cast<int64_t>(p.card_bytes - p.reserved_bytes_per_card);
-  p.activation_bytes_per_card = activation_bytes_per_token(cfg) * static_cast<size_t>(std::max<int64_t>(in.request.step_tokens, b)) +
-                                logits_bytes_per_row(cfg) * static_cast<size_t>(b);
+  p.activation_bytes_per_card =
+      activation_bytes_per_token(cfg) * static_cast<size_t>(std::max<int64_t>(in.request.step_tokens, b)) +
+      logits_bytes_per_row(cfg) * static_cast<size_t>(b);
   p.weights_fit = true;
   p.kv_capacity_tokens = INT64_MAX;
   for (const PlanStage& st : p.layout.stages) {
@@ -65,8 +66,8 @@ Plan evaluate(const PlanInputs& in, int tp, int pp, int dp) {
     p.kv_bytes_per_token_per_card = std::max(p.kv_bytes_per_token_per_card, st.kv_bytes_per_token_per_card);
     const int64_t budget = usable - static_cast<int64_t>(st.weights_bytes_per_card + p.activation_bytes_per_card);
     if (budget <= 0) p.weights_fit = false;
-    p.kv_capacity_tokens = std::min(p.kv_capacity_tokens, std::max<int64_t>(0, budget) /
-                                                              static_cast<int64_t>(st.kv_bytes_per_token_per_card));
+    p.kv_capacity_tokens = std::min(
+        p.kv_capacity_tokens, std::max<int64_t>(0, budget) / static_cast<int64_t>(st.kv_bytes_per_token_per_card));
   }
   if (!p.weights_fit) p.kv_capacity_tokens = 0;
   p.max_context = std::min<int64_t>(p.kv_capacity_tokens / b, cfg.max_position_embeddings);
@@ -126,45 +127,56 @@ void add_warnings(const PlanInputs& in, Plan& p) {
   auto warn = [&](std::string s) { p.warnings.push_back(std::move(s)); };
   const int tp = p.layout.tensor_parallel;
   if (in.model.fp8_weights && chip.fp8 != true)
-    warn(fmt::format("FP8 weights on {}, which has {} FP8 support: the GEMM dequantizes each block as it reads it "
-                     "(weights stay FP8 in memory; math at the BF16 rate)",
-                     chip.id, chip.fp8 ? "no" : "unknown"));
-  if (chip.policies.backend.empty()) warn(fmt::format("no CAI backend plugin serves {} yet (policies.backend is empty)", chip.id));
+    warn(
+        fmt::format("FP8 weights on {}, which has {} FP8 support: the GEMM dequantizes each block as it reads it "
+                    "(weights stay FP8 in memory; math at the BF16 rate)",
+                    chip.id, chip.fp8 ? "no" : "unknown"));
+  if (chip.policies.backend.empty())
+    warn(fmt::format("no CAI backend plugin serves {} yet (policies.backend is empty)", chip.id));
   if (!chip.bandwidth_gbs) warn(fmt::format("{} has no bandwidth_gbs in its profile: decode tok/s unknown", chip.id));
   if (!chip.bf16_tflops && !chip.int8_tops)
-    warn(fmt::format("{} has neither bf16_tflops nor int8_tops: no prefill estimate; decode counts memory traffic only", chip.id));
+    warn(fmt::format("{} has neither bf16_tflops nor int8_tops: no prefill estimate; decode counts memory traffic only",
+                     chip.id));
   else if (!chip.bf16_tflops)
     warn("prefill and decode compute use int8_tops (the W8A8 path): the profile has no bf16_tflops");
   if (c.is_mla() && tp > 1)
-    warn(fmt::format("MLA: each of the {} tensor-parallel cards keeps the whole latent KV ({} B/token); KV does not "
-                     "shrink with TP",
-                     tp, p.kv_bytes_per_token));
+    warn(
+        fmt::format("MLA: each of the {} tensor-parallel cards keeps the whole latent KV ({} B/token); KV does not "
+                    "shrink with TP",
+                    tp, p.kv_bytes_per_token));
   if (!c.is_mla() && tp > c.num_key_value_heads)
     warn(fmt::format("{} tensor-parallel cards but {} KV heads: KV heads are replicated", tp, c.num_key_value_heads));
   if (c.num_attention_heads % tp)
     warn(fmt::format("{} attention heads do not split evenly over {} cards", c.num_attention_heads, tp));
   if (c.n_routed_experts > 0 && c.n_routed_experts % p.layout.expert_parallel)
-    warn(fmt::format("{} routed experts do not split evenly over {} cards", c.n_routed_experts, p.layout.expert_parallel));
+    warn(fmt::format("{} routed experts do not split evenly over {} cards", c.n_routed_experts,
+                     p.layout.expert_parallel));
   if (p.layout.cards_used < in.request.cards)
-    warn(fmt::format("{} of {} cards unused: layouts use whole groups of {} cards", in.request.cards - p.layout.cards_used,
-                     in.request.cards, tp));
+    warn(fmt::format("{} of {} cards unused: layouts use whole groups of {} cards",
+                     in.request.cards - p.layout.cards_used, in.request.cards, tp));
   const bool several = tp > 1 || p.layout.expert_parallel > 1 || p.layout.stages.size() > 1;
   if (several && !chip.interconnect_gbs)
-    warn(fmt::format("{} has no interconnect_gbs in its profile: the layout's collectives and stage transfers are not "
-                     "in the decode and prefill numbers", chip.id));
+    warn(
+        fmt::format("{} has no interconnect_gbs in its profile: the layout's collectives and stage transfers are not "
+                    "in the decode and prefill numbers",
+                    chip.id));
   if (p.layout.pipeline_parallel > 1)
-    warn(fmt::format("pipeline over {} stages: a sequence passes them in turn; aggregate tok/s assumes no micro-batching",
-                     p.layout.pipeline_parallel));
+    warn(fmt::format(
+        "pipeline over {} stages: a sequence passes them in turn; aggregate tok/s assumes no micro-batching",
+        p.layout.pipeline_parallel));
   if (in.request.ctx > c.max_position_embeddings)
-    warn(fmt::format("context {} exceeds the model's max_position_embeddings {}", in.request.ctx, c.max_position_embeddings));
+    warn(fmt::format("context {} exceeds the model's max_position_embeddings {}", in.request.ctx,
+                     c.max_position_embeddings));
   if (in.model.skipped_bytes > 0)
     warn(fmt::format("{} of checkpoint tensors the model does not read (e.g. MTP layers) are not counted",
                      gib(static_cast<double>(in.model.skipped_bytes))));
   if (p.kv_offload_layers > 0)
-    warn(fmt::format("KV of {} layers goes to host memory ({} over all cards), streamed each step over a {:.0f} GB/s link",
-                     p.kv_offload_layers, gib(static_cast<double>(p.kv_host_bytes)), kHostLinkGBs));
+    warn(fmt::format(
+        "KV of {} layers goes to host memory ({} over all cards), streamed each step over a {:.0f} GB/s link",
+        p.kv_offload_layers, gib(static_cast<double>(p.kv_host_bytes)), kHostLinkGBs));
   if (!p.weights_fit)
-    warn(fmt::format("weights + activations need {} per card, above the {} usable", gib(double(p.weights_bytes_per_card + p.activation_bytes_per_card)),
+    warn(fmt::format("weights + activations need {} per card, above the {} usable",
+                     gib(double(p.weights_bytes_per_card + p.activation_bytes_per_card)),
                      gib(double(p.card_bytes - p.reserved_bytes_per_card))));
   if (!p.fits)
     warn(p.min_cards ? fmt::format("does not fit: this request needs at least {} cards", *p.min_cards)

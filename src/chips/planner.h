@@ -19,20 +19,20 @@ namespace cai::chips {
 // The assumptions every plan states (also in its JSON "assumptions" and the README).
 inline constexpr double kBandwidthEfficiency = 0.8;  // achievable fraction of peak memory bandwidth
 inline constexpr double kComputeEfficiency = 0.5;    // achievable fraction of peak BF16/INT8 throughput
-inline constexpr double kRuntimeReserve = 0.08;      // card memory kept for the runtime (context, collectives, fragments)
-inline constexpr int kCardsPerNode = 8;              // tensor/expert parallel stays inside one node
-inline constexpr int kStepTokens = 512;              // default tokens per engine step (EngineOptions::max_tokens_per_step)
-inline constexpr double kHostLinkGBs = 25.0;         // host↔card link for offloaded KV (PCIe 4.0 x16, achievable)
-inline constexpr double kLinkEfficiency = 0.7;       // achievable fraction of the profile's interconnect_gbs
+inline constexpr double kRuntimeReserve = 0.08;  // card memory kept for the runtime (context, collectives, fragments)
+inline constexpr int kCardsPerNode = 8;          // tensor/expert parallel stays inside one node
+inline constexpr int kStepTokens = 512;          // default tokens per engine step (EngineOptions::max_tokens_per_step)
+inline constexpr double kHostLinkGBs = 25.0;     // host↔card link for offloaded KV (PCIe 4.0 x16, achievable)
+inline constexpr double kLinkEfficiency = 0.7;   // achievable fraction of the profile's interconnect_gbs
 inline constexpr double kCollectiveLatencyUs = 10.0;  // fixed cost of one collective or stage transfer (NCCL-like)
 inline constexpr int kActivationBytes = 4;            // the engine's activations are F32 on every device
 inline constexpr int kMaxPlannedCards = 4096;
 
 struct PlanRequest {
   int cards = 1;
-  int64_t ctx = 0;       // tokens per sequence; 0 = the model's max_position_embeddings
-  int batch = 1;         // concurrent sequences
-  std::string kv_dtype;  // "" = the profile's policy, else bf16 (f32 on the cpu backend)
+  int64_t ctx = 0;                   // tokens per sequence; 0 = the model's max_position_embeddings
+  int batch = 1;                     // concurrent sequences
+  std::string kv_dtype;              // "" = the profile's policy, else bf16 (f32 on the cpu backend)
   std::optional<double> memory_gib;  // per card; overrides the profile's (which CPU profiles leave empty)
   int step_tokens = kStepTokens;     // tokens per engine step: sizes the activations and prefill's weight passes
 };
@@ -73,7 +73,7 @@ struct Plan {
   int64_t max_context = 0;  // at the requested batch, capped at max_position_embeddings
   int64_t max_batch = 0;    // at the requested context, over all replicas
   int kv_offload_layers = 0;
-  size_t kv_host_bytes = 0;  // host memory the offloaded KV takes, all cards
+  size_t kv_host_bytes = 0;   // host memory the offloaded KV takes, all cards
   int64_t active_params = 0;  // parameters one decode token reads (top-k experts)
   std::optional<double> decode_tok_s_per_sequence, decode_tok_s_aggregate, decode_step_ms;
   std::string decode_bound;  // "memory" or "compute"

@@ -130,8 +130,8 @@ uint16_t f32_to_f16(float f) {
   if (abs >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00);  // rounds to >= 65520: inf
   if (abs < 0x38800000u) {
     // Result is an f16 subnormal (or zero): value / 2^-24 rounded to nearest even integer.
-    float mag = bits_f32(abs) * 0x1p24f;                  // exact (power-of-two scaling of a small number)
-    float r = std::nearbyint(mag);                        // default rounding mode: nearest even
+    float mag = bits_f32(abs) * 0x1p24f;                            // exact (power-of-two scaling of a small number)
+    float r = std::nearbyint(mag);                                  // default rounding mode: nearest even
     return static_cast<uint16_t>(sign | static_cast<uint16_t>(r));  // 1024 becomes the smallest normal
   }
   // Normal: rebias exponent, round the 13 dropped mantissa bits to nearest even (carry may bump the exponent).

@@ -38,24 +38,25 @@ enum class DType : uint8_t {
   kIQ1_M,    // 256 elems, 56 bytes (the f16 super-block scale is spread over the scales' top nibbles)
   // Host-side layouts of the CPU's --precision fast path (hal/cpu/kernels/qdot_groups.h), never in a file nor passed
   // to a plugin: 16 weight rows interleaved per 32-column block, the same bytes per row as the GGUF type.
-  kQ8_0_R16,  // per group block: f16 d[16], then int8 codes as [col pair 16][row 16][2]
-  kQ4_0_R16,  // per group block: f16 d[16], then nibbles as [4][row 16][4 bytes of that row's Q4_0 qs]
-  kQ4_K_R16,  // per group super-block: f16 d[16], dmin[16], scale bytes [12][row 16], qs as [32][row 16][4 bytes]
-  kQ6_K_R16,  // per group super-block: f16 d[16], scales [16][row 16], ql as [32][row 16][4], qh as [16][row 16][4]
-  kQ5_K_R16,  // as kQ4_K_R16 with qh as [8][row 16][4 bytes] between the scales and qs
-  kQ2_K_R16,  // per group super-block: f16 d[16], dmin[16], scale bytes [16][row 16], qs as [16][row 16][4 bytes]
-  kQ3_K_R16,  // per group super-block: f16 d[16], scale bytes [12][row 16], hmask [8][row 16][4], qs [16][row 16][4]
-  kIQ4_NL_R16,  // as kQ4_0_R16: f16 d[16], then nibbles as [4][row 16][4 bytes of that row's IQ4_NL qs]
-  kIQ4_XS_R16,  // per group super-block: f16 d[16], scales_h [row 16][2 bytes], scales_l [4][row 16], qs [32][row 16][4]
+  kQ8_0_R16,     // per group block: f16 d[16], then int8 codes as [col pair 16][row 16][2]
+  kQ4_0_R16,     // per group block: f16 d[16], then nibbles as [4][row 16][4 bytes of that row's Q4_0 qs]
+  kQ4_K_R16,     // per group super-block: f16 d[16], dmin[16], scale bytes [12][row 16], qs as [32][row 16][4 bytes]
+  kQ6_K_R16,     // per group super-block: f16 d[16], scales [16][row 16], ql as [32][row 16][4], qh as [16][row 16][4]
+  kQ5_K_R16,     // as kQ4_K_R16 with qh as [8][row 16][4 bytes] between the scales and qs
+  kQ2_K_R16,     // per group super-block: f16 d[16], dmin[16], scale bytes [16][row 16], qs as [16][row 16][4 bytes]
+  kQ3_K_R16,     // per group super-block: f16 d[16], scale bytes [12][row 16], hmask [8][row 16][4], qs [16][row 16][4]
+  kIQ4_NL_R16,   // as kQ4_0_R16: f16 d[16], then nibbles as [4][row 16][4 bytes of that row's IQ4_NL qs]
+  kIQ4_XS_R16,   // per group super-block: f16 d[16], scales_h [row 16][2 bytes], scales_l [4][row 16], qs [32][row
+                 // 16][4]
   kQ8_0_R16_I8,  // Q8_0 for int8 activations, per group block: f16 d[16], then int8 codes as [quad 8][row 16][4]
   kCount,
 };
 
 struct DTypeInfo {
-  std::string_view name;    // "q4_K", as llama.cpp spells it
-  int block_elems;          // elements per block (1 for plain types)
-  int block_bytes;          // bytes per block
-  int ggml_id;              // ggml type id, -1 when GGUF has none
+  std::string_view name;  // "q4_K", as llama.cpp spells it
+  int block_elems;        // elements per block (1 for plain types)
+  int block_bytes;        // bytes per block
+  int ggml_id;            // ggml type id, -1 when GGUF has none
 };
 
 const DTypeInfo& dtype_info(DType t);

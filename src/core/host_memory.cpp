@@ -1,4 +1,5 @@
-// resident_bytes from /proc/self/statm; lock_pages over mlock(2), checking RLIMIT_MEMLOCK first and naming it on failure.
+// resident_bytes from /proc/self/statm; lock_pages over mlock(2), checking RLIMIT_MEMLOCK first and naming it on
+// failure.
 #include "core/host_memory.h"
 
 #include <sys/mman.h>
@@ -43,9 +44,10 @@ Status refuse_lock(std::string_view what, std::string_view why) {
   rlimit lim{};
   ::getrlimit(RLIMIT_MEMLOCK, &lim);
   const std::string limit = lim.rlim_cur == RLIM_INFINITY ? "unlimited" : std::to_string(lim.rlim_cur) + " bytes";
-  return out_of_memory("--mlock: cannot lock {} in RAM: {} (RLIMIT_MEMLOCK is {}; raise it with `ulimit -l`, "
-                       "LimitMEMLOCK= in systemd or --ulimit memlock= in docker, or run without --mlock)",
-                       what, why, limit);
+  return out_of_memory(
+      "--mlock: cannot lock {} in RAM: {} (RLIMIT_MEMLOCK is {}; raise it with `ulimit -l`, "
+      "LimitMEMLOCK= in systemd or --ulimit memlock= in docker, or run without --mlock)",
+      what, why, limit);
 }
 
 }  // namespace
@@ -56,8 +58,8 @@ Status check_lockable(size_t n, std::string_view what) {
   if (lim.rlim_cur == RLIM_INFINITY) return {};
   const LockState s = lock_state();
   if (s.cap_ipc_lock || s.locked_bytes + n <= lim.rlim_cur) return {};
-  return refuse_lock(what, fmt::format("{} more bytes would exceed the limit ({} are locked already)", n,
-                                       s.locked_bytes));
+  return refuse_lock(what,
+                     fmt::format("{} more bytes would exceed the limit ({} are locked already)", n, s.locked_bytes));
 }
 
 Status lock_pages(const void* p, size_t n, std::string_view what) {

@@ -53,7 +53,8 @@ void MappedFile::advise_sequential() const {
 }
 
 void MappedFile::release() const {
-  if (data_ != nullptr) ::madvise(const_cast<uint8_t*>(data_), size_, MADV_DONTNEED);  // read-only file pages: no data lost
+  if (data_ != nullptr)
+    ::madvise(const_cast<uint8_t*>(data_), size_, MADV_DONTNEED);  // read-only file pages: no data lost
 }
 
 void MappedFile::release(const void* p, size_t n) const {

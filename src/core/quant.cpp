@@ -19,7 +19,6 @@ using block_bytes::load_u16;
 using block_bytes::load_u32;
 using block_bytes::store_u16;
 
-
 void dequantize_q8_0(const uint8_t* src, float* dst, int64_t n) {
   for (int64_t b = 0; b < n / 32; ++b, src += 34, dst += 32) {
     float d = f16_to_f32(load_u16(src));
@@ -75,9 +74,7 @@ void dequantize_q5_1(const uint8_t* src, float* dst, int64_t n) {
 }
 
 // Round half away from zero to an int clamped to [lo, hi].
-int round_clamp(float v, int lo, int hi) {
-  return std::clamp(static_cast<int>(std::lround(v)), lo, hi);
-}
+int round_clamp(float v, int lo, int hi) { return std::clamp(static_cast<int>(std::lround(v)), lo, hi); }
 
 void quantize_q8_0(const float* src, uint8_t* dst, int64_t n) {
   for (int64_t b = 0; b < n / 32; ++b, src += 32, dst += 34) {
@@ -137,8 +134,8 @@ uint8_t f32_to_fp8_e4m3(float f) {
 }  // namespace
 
 void dequantize_row(DType t, const void* src_v, float* dst, int64_t n) {
-  CAI_CHECK(n % dtype_info(t).block_elems == 0, "dequantize_row: {} elements is not a multiple of the {} block",
-            n, dtype_name(t));
+  CAI_CHECK(n % dtype_info(t).block_elems == 0, "dequantize_row: {} elements is not a multiple of the {} block", n,
+            dtype_name(t));
   const uint8_t* src = static_cast<const uint8_t*>(src_v);
   switch (t) {
     case DType::kF32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;

@@ -12,16 +12,16 @@ namespace cai {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,  // the caller passed something wrong (bad flag, bad request)
-  kNotFound,         // a file, tensor, key or token that should exist does not
-  kCorrupt,          // a file is malformed or truncated
-  kUnsupported,      // a valid thing this build cannot do (dtype, architecture, op on a backend)
-  kOutOfMemory,      // host or device allocation failed
-  kIo,               // the OS refused (open, mmap, read)
+  kInvalidArgument,    // the caller passed something wrong (bad flag, bad request)
+  kNotFound,           // a file, tensor, key or token that should exist does not
+  kCorrupt,            // a file is malformed or truncated
+  kUnsupported,        // a valid thing this build cannot do (dtype, architecture, op on a backend)
+  kOutOfMemory,        // host or device allocation failed
+  kIo,                 // the OS refused (open, mmap, read)
   kResourceExhausted,  // a queue or pool is full right now (HTTP 429)
-  kUnavailable,      // not ready yet / shutting down (HTTP 503)
-  kCancelled,        // the caller cancelled
-  kInternal,         // a bug
+  kUnavailable,        // not ready yet / shutting down (HTTP 503)
+  kCancelled,          // the caller cancelled
+  kInternal,           // a bug
 };
 
 const char* status_code_name(StatusCode code);
@@ -47,7 +47,7 @@ template <class... Args>
 Status make_status(StatusCode code, fmt::format_string<Args...> f, Args&&... args) {
   return Status(code, fmt::format(f, std::forward<Args>(args)...));
 }
-#define CAI_STATUS_FACTORY(fn, code)                                   \
+#define CAI_STATUS_FACTORY(fn, code)                                  \
   template <class... Args>                                            \
   Status fn(fmt::format_string<Args...> f, Args&&... args) {          \
     return Status(code, fmt::format(f, std::forward<Args>(args)...)); \
@@ -95,10 +95,10 @@ class [[nodiscard]] Result {
 #define CAI_CONCAT(a, b) CAI_CONCAT_INNER(a, b)
 
 // Return the Status of `expr` if it failed.
-#define CAI_TRY(expr)                         \
-  do {                                        \
-    ::cai::Status cai_st_ = (expr);           \
-    if (!cai_st_.ok()) return cai_st_;        \
+#define CAI_TRY(expr)                  \
+  do {                                 \
+    ::cai::Status cai_st_ = (expr);    \
+    if (!cai_st_.ok()) return cai_st_; \
   } while (0)
 
 // `lhs = value of expr` or return its Status.
@@ -109,7 +109,7 @@ class [[nodiscard]] Result {
   lhs = std::move(tmp).value()
 
 // Programmer invariants only; never for bad input.
-#define CAI_CHECK(cond, ...)                                                          \
-  do {                                                                                \
+#define CAI_CHECK(cond, ...)                                                                  \
+  do {                                                                                        \
     if (!(cond)) ::cai::check_failed(#cond, __FILE__, __LINE__, fmt::format("" __VA_ARGS__)); \
   } while (0)

@@ -20,7 +20,8 @@ TensorView TensorView::make(void* data, DType dtype, std::initializer_list<int64
 
 TensorView TensorView::reshaped(std::initializer_list<int64_t> dims) const {
   TensorView v = make(data, dtype, dims);
-  CAI_CHECK(v.n_elements() == n_elements(), "reshape {} → {} changes the element count", shape_string(), v.shape_string());
+  CAI_CHECK(v.n_elements() == n_elements(), "reshape {} → {} changes the element count", shape_string(),
+            v.shape_string());
   v.device = device;
   v.scale = scale;
   return v;
@@ -35,7 +36,8 @@ TensorView TensorView::slice(int64_t i) const {
   const int64_t per = n_elements() / shape[0] / cols();  // rows of one slice
   v.data = static_cast<uint8_t*>(data) + static_cast<size_t>(i * per) * row_bytes();
   if (scale) {
-    const int64_t blocks = (per + kFp8ScaleBlock - 1) / kFp8ScaleBlock * ((cols() + kFp8ScaleBlock - 1) / kFp8ScaleBlock);
+    const int64_t blocks =
+        (per + kFp8ScaleBlock - 1) / kFp8ScaleBlock * ((cols() + kFp8ScaleBlock - 1) / kFp8ScaleBlock);
     v.scale = scale + i * blocks;
   }
   return v;

@@ -32,7 +32,7 @@ struct TensorView {
   TensorView slice(int64_t i) const;
   int64_t dim(int i) const { return shape[static_cast<size_t>(i < 0 ? n_dims + i : i)]; }
   int64_t n_elements() const;
-  int64_t cols() const { return n_dims == 0 ? 1 : dim(-1); }  // innermost
+  int64_t cols() const { return n_dims == 0 ? 1 : dim(-1); }                // innermost
   int64_t rows() const { return cols() == 0 ? 0 : n_elements() / cols(); }  // everything else
   size_t row_bytes() const { return cai::row_bytes(dtype, cols()); }
   size_t n_bytes() const { return row_bytes() * static_cast<size_t>(rows()); }
@@ -41,7 +41,9 @@ struct TensorView {
     return reinterpret_cast<T*>(static_cast<uint8_t*>(data) + static_cast<size_t>(r) * row_bytes());
   }
   template <class T>
-  T* as() const { return static_cast<T*>(data); }
+  T* as() const {
+    return static_cast<T*>(data);
+  }
   std::string shape_string() const;  // "[512, 128]"
 };
 

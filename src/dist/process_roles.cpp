@@ -89,8 +89,14 @@ class LeaderModel final : public Model {
 std::vector<int64_t> fingerprint(const Model& m) {
   const ModelConfig& c = m.config();
   const KvSpec kv = m.kv_spec();
-  return {c.num_hidden_layers, c.hidden_size, c.vocab_size, kv.n_layers, kv.k_width, kv.v_width,
-          static_cast<int64_t>(kv.dtype), static_cast<int64_t>(m.devices().size())};
+  return {c.num_hidden_layers,
+          c.hidden_size,
+          c.vocab_size,
+          kv.n_layers,
+          kv.k_width,
+          kv.v_width,
+          static_cast<int64_t>(kv.dtype),
+          static_cast<int64_t>(m.devices().size())};
 }
 
 }  // namespace
@@ -101,8 +107,8 @@ bool is_worker() {
 }
 
 Status check_same_model(const Model& model, hal::ProcessGroup& group) {
-  static const char* kWhat[] = {"layers", "hidden size", "vocabulary", "KV layers", "K width", "V width",
-                                "KV dtype", "devices"};
+  static const char* kWhat[] = {"layers",  "hidden size", "vocabulary", "KV layers",
+                                "K width", "V width",     "KV dtype",   "devices"};
   const std::vector<int64_t> mine = fingerprint(model);
   std::vector<int64_t> all(mine.size() * static_cast<size_t>(group.size()));
   if (!group.all_gather(mine.data(), all.data(), mine.size() * sizeof(int64_t), hal::every_rank(group),
@@ -112,9 +118,10 @@ Status check_same_model(const Model& model, hal::ProcessGroup& group) {
     for (size_t i = 0; i < mine.size(); ++i) {
       const int64_t theirs = all[static_cast<size_t>(r) * mine.size() + i];
       if (theirs != all[i])
-        return invalid_argument("rank {} loaded a different model or layout than rank 0: {} {} there, {} on rank 0 "
-                                "(give every rank the same model, --device count, layout and --kv-dtype)",
-                                r, kWhat[i], theirs, all[i]);
+        return invalid_argument(
+            "rank {} loaded a different model or layout than rank 0: {} {} there, {} on rank 0 "
+            "(give every rank the same model, --device count, layout and --kv-dtype)",
+            r, kWhat[i], theirs, all[i]);
     }
   return {};
 }

@@ -22,7 +22,8 @@ enum class MemoryKind : uint8_t { kDevice, kHostPinned };
 class Buffer {
  public:
   Buffer() = default;
-  Buffer(Device* device, void* ptr, size_t size, MemoryKind kind) : device_(device), ptr_(ptr), size_(size), kind_(kind) {}
+  Buffer(Device* device, void* ptr, size_t size, MemoryKind kind)
+      : device_(device), ptr_(ptr), size_(size), kind_(kind) {}
   ~Buffer() { reset(); }
   Buffer(Buffer&& o) noexcept { *this = std::move(o); }
   Buffer& operator=(Buffer&& o) noexcept;
@@ -81,8 +82,22 @@ struct Telemetry {
   std::optional<float> power_w;
 };
 
-enum class OpId : uint8_t { kEmbed, kRmsNorm, kRope, kDenseGemm, kAdd, kSwiglu, kSoftmax, kCopyCols, kKvWrite, kAttentionGqa, kMoeGate, kSparseMoe,
-                            kAttentionMla, kCount };
+enum class OpId : uint8_t {
+  kEmbed,
+  kRmsNorm,
+  kRope,
+  kDenseGemm,
+  kAdd,
+  kSwiglu,
+  kSoftmax,
+  kCopyCols,
+  kKvWrite,
+  kAttentionGqa,
+  kMoeGate,
+  kSparseMoe,
+  kAttentionMla,
+  kCount
+};
 const char* op_name(OpId op);
 
 // A backend's own all-reduce over a fixed group of its devices (NCCL, RCCL, ... through the plugin ABI's

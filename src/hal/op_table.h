@@ -23,9 +23,10 @@ class Stream;
 enum class Precision : uint8_t { kExact, kFast };
 
 // How finely a fast path must keep the activations a dense_gemm weight multiplies, chosen per weight by the model when
-// it loads the weight (Device::pack_gemm_weight). kWeight: at least as finely as the weight's own codes (the CPU: 16-bit
-// activations for Q8_0, 8-bit for 4- to 6-bit codes). k8Bit: 8 bits whatever the weight's type, for the projections
-// measured to bear it (the MLP's gate and up; the output head beside 4- to 6-bit layers: README, "--precision").
+// it loads the weight (Device::pack_gemm_weight). kWeight: at least as finely as the weight's own codes (the CPU:
+// 16-bit activations for Q8_0, 8-bit for 4- to 6-bit codes). k8Bit: 8 bits whatever the weight's type, for the
+// projections measured to bear it (the MLP's gate and up; the output head beside 4- to 6-bit layers: README,
+// "--precision").
 enum class ActivationGrain : uint8_t { kWeight, k8Bit };
 
 // What a kernel may use to run: the backend's executor (CPU: a thread pool) and the stream to queue on.
@@ -131,7 +132,8 @@ struct OpTable {
                       int64_t n_cols) = nullptr;
   // Write src [n_tok, width] (F32) rows into cache [n_slots, width] at slots[i] (I32 [n_tok]). The cache is F32, F16,
   // BF16 or Q8_0 (is_kv_cache_dtype); rows are encoded bit-exact with quantize_row (F16/BF16 round to nearest even).
-  Status (*kv_write)(const OpContext&, const TensorView& src, const TensorView& slots, const TensorView& cache) = nullptr;
+  Status (*kv_write)(const OpContext&, const TensorView& src, const TensorView& slots,
+                     const TensorView& cache) = nullptr;
   // Grouped-query attention over a paged cache. q [n_tok, n_head, head_dim]; k_cache [n_slots, n_kv_head, head_dim];
   // v_cache [n_slots, n_kv_head, head_dim_v]; out [n_tok, n_head, head_dim_v]. q / out F32; k_cache / v_cache F32, F16,
   // BF16 or Q8_0 (one dtype, decoded to float as read); accumulation in F32.

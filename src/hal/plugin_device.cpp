@@ -10,13 +10,14 @@
 namespace cai::hal {
 
 static_assert(static_cast<int>(DType::kF32) == CAI_DTYPE_F32 && static_cast<int>(DType::kQ6_K) == CAI_DTYPE_Q6_K &&
-              static_cast<int>(DType::kF8_E4M3) == CAI_DTYPE_F8_E4M3 && static_cast<int>(DType::kI8) == CAI_DTYPE_I8 &&
-                  static_cast<int>(DType::kQ4_1) == CAI_DTYPE_Q4_1 && static_cast<int>(DType::kIQ1_M) == CAI_DTYPE_IQ1_M &&
+                  static_cast<int>(DType::kF8_E4M3) == CAI_DTYPE_F8_E4M3 &&
+                  static_cast<int>(DType::kI8) == CAI_DTYPE_I8 && static_cast<int>(DType::kQ4_1) == CAI_DTYPE_Q4_1 &&
+                  static_cast<int>(DType::kIQ1_M) == CAI_DTYPE_IQ1_M &&
                   static_cast<int>(DType::kQ8_0_R16) == CAI_DTYPE_IQ1_M + 1,
               "DType values are the ABI's CAI_DTYPE_* (the packed CPU layouts after them never reach a plugin)");
 static_assert(static_cast<int>(StatusCode::kInvalidArgument) == CAI_ERR_INVALID_ARGUMENT &&
-              static_cast<int>(StatusCode::kOutOfMemory) == CAI_ERR_OUT_OF_MEMORY &&
-              static_cast<int>(StatusCode::kInternal) == CAI_ERR_INTERNAL,
+                  static_cast<int>(StatusCode::kOutOfMemory) == CAI_ERR_OUT_OF_MEMORY &&
+                  static_cast<int>(StatusCode::kInternal) == CAI_ERR_INTERNAL,
               "StatusCode values are the ABI's CAI_ERR_*");
 
 namespace {
@@ -140,8 +141,8 @@ Status op_sparse_moe(const OpContext& x, const ExpertWeights& w, const TensorVie
 Status op_attention_mla(const OpContext& x, const MlaParams& p, const AttnBatch& batch, const TensorView& q,
                         const TensorView& w_uk, const TensorView& w_uv, const TensorView& latent,
                         const TensorView& out) {
-  return call<&CaiOps::attention_mla>(x, "attention_mla", &p, CBatch(batch), CTensor(q), CTensor(w_uk),
-                                      CTensor(w_uv), CTensor(latent), CTensor(out));
+  return call<&CaiOps::attention_mla>(x, "attention_mla", &p, CBatch(batch), CTensor(q), CTensor(w_uk), CTensor(w_uv),
+                                      CTensor(latent), CTensor(out));
 }
 
 // A thunk for each op the plugin implements; the others stay null (unsupported).
@@ -248,8 +249,8 @@ Status PluginDevice::status_of(int code, const CaiError& err, const char* what) 
   if (code == CAI_OK) return {};
   const std::string message = message_of(err);
   const StatusCode sc = status_code_of(code);
-  const std::string extra = sc == StatusCode::kInternal && code != CAI_ERR_INTERNAL
-                                ? fmt::format(" (unknown code {})", code) : std::string();
+  const std::string extra =
+      sc == StatusCode::kInternal && code != CAI_ERR_INTERNAL ? fmt::format(" (unknown code {})", code) : std::string();
   if (message.empty()) return Status(sc, fmt::format("{}: {} failed{}", name_, what, extra));
   return Status(sc, fmt::format("{}: {}{}", name_, message, extra));
 }
@@ -347,8 +348,8 @@ Result<std::unique_ptr<NativeCollective>> PluginDevice::native_collective(const 
   }
   CaiCommHandle comm = nullptr;
   CaiError err{};
-  CAI_TRY(status_of(c->comm_create(handles.data(), static_cast<int32_t>(handles.size()), &comm, &err), err,
-                    "comm_create"));
+  CAI_TRY(
+      status_of(c->comm_create(handles.data(), static_cast<int32_t>(handles.size()), &comm, &err), err, "comm_create"));
   return std::unique_ptr<NativeCollective>(new PluginCollective(*c, comm, *this));
 }
 
@@ -377,7 +378,7 @@ Result<std::unique_ptr<PluginBackend>> PluginBackend::create(const CaiBackendEnt
   if (code != CAI_OK) {
     const std::string why = message_of(err);
     return Status(status_code_of(code), fmt::format("plugin {} ('{}') failed to start: {}", path, b->name_,
-                                  why.empty() ? "no reason given" : why));
+                                                    why.empty() ? "no reason given" : why));
   }
   b->destroy_ = entry.destroy;  // from here on the destructor releases what create() opened
   if (!c_devices || n_devices <= 0) return unavailable("plugin {} ('{}') has no devices", path, b->name_);

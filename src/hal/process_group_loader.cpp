@@ -74,9 +74,10 @@ Result<ProcessGroup*> join_process_group(int* argc, char*** argv) {
     tried += fmt::format(" {}: {};", lib.string(), dlerror());
   }
   if (!handle)
-    return unavailable("launched as one of {} MPI ranks, but libcai-mpi.so did not load ({}): build CAI with an MPI "
-                       "library installed (libopenmpi-dev) and run it where that library is installed",
-                       launched_size(), tried.empty() ? " not found beside " + exe.string() : tried);
+    return unavailable(
+        "launched as one of {} MPI ranks, but libcai-mpi.so did not load ({}): build CAI with an MPI "
+        "library installed (libopenmpi-dev) and run it where that library is installed",
+        launched_size(), tried.empty() ? " not found beside " + exe.string() : tried);
   const auto join = reinterpret_cast<JoinFn>(dlsym(handle, "cai_mpi_join"));
   if (!join) return unavailable("libcai-mpi.so has no cai_mpi_join: it is not this build's");
   char err[512] = {};

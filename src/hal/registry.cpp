@@ -101,8 +101,10 @@ Status Registry::load_plugin(const std::string& path) {
     const bool older = dlsym(handle, "cai_backend_entry_v2") != nullptr;  // ABI v2: attention_mla took kv_b
     dlclose(handle);
     if (older)
-      return unsupported("plugin {} was built for backend ABI v2, this engine needs v{}: rebuild it against this "
-                         "cai/backend_abi.h", path, CAI_BACKEND_ABI_VERSION);
+      return unsupported(
+          "plugin {} was built for backend ABI v2, this engine needs v{}: rebuild it against this "
+          "cai/backend_abi.h",
+          path, CAI_BACKEND_ABI_VERSION);
     return unsupported("{} is not a CAI backend plugin (no {} symbol)", path, CAI_BACKEND_ENTRY_SYMBOL);
   }
   const CaiBackendEntry* entry = entry_fn();
@@ -158,9 +160,12 @@ int Registry::load_plugins_from_default_paths() {
       std::string fname = ent.path().filename().string();
       if (fname.rfind("libcai-backend-", 0) != 0 || ent.path().extension() != ".so") continue;
       Status st = load_plugin(ent.path().string());
-      if (st.ok()) ++n_loaded;
-      else if (st.code() == StatusCode::kUnavailable) CAI_LOG_INFO("skipping backend plugin: {}", st.message());
-      else CAI_LOG_WARN("skipping backend plugin: {}", st.to_string());
+      if (st.ok())
+        ++n_loaded;
+      else if (st.code() == StatusCode::kUnavailable)
+        CAI_LOG_INFO("skipping backend plugin: {}", st.message());
+      else
+        CAI_LOG_WARN("skipping backend plugin: {}", st.to_string());
     }
   }
   return n_loaded;

@@ -9,8 +9,7 @@
 namespace cai {
 
 // kv_dtype: the element type of the model's KV cache (KvSpec::dtype).
-using ModelFactory = Result<std::unique_ptr<Model>> (*)(const ModelConfig& cfg, WeightStore weights,
-                                                        DType kv_dtype);
+using ModelFactory = Result<std::unique_ptr<Model>> (*)(const ModelConfig& cfg, WeightStore weights, DType kv_dtype);
 
 struct ArchEntry {
   const char* hf_architecture;  // "Qwen2ForCausalLM"
@@ -26,9 +25,7 @@ KvSpec kv_spec_for(const ModelConfig& cfg, DType kv_dtype);
 Result<const ArchEntry*> find_arch(const ModelConfig& cfg);
 
 // Factories (one per architecture file).
-Result<std::unique_ptr<Model>> make_llama_model(const ModelConfig& cfg, WeightStore weights,
-                                                DType kv_dtype);
-Result<std::unique_ptr<Model>> make_deepseek_model(const ModelConfig& cfg, WeightStore weights,
-                                                   DType kv_dtype);
+Result<std::unique_ptr<Model>> make_llama_model(const ModelConfig& cfg, WeightStore weights, DType kv_dtype);
+Result<std::unique_ptr<Model>> make_deepseek_model(const ModelConfig& cfg, WeightStore weights, DType kv_dtype);
 
 }  // namespace cai

@@ -49,7 +49,8 @@ bool opt_bool(const json& obj, const std::string& key, bool dflt) {
 
 Status finish(ModelConfig& c, const std::string& where) {
   if (c.hidden_size <= 0 || c.num_hidden_layers <= 0 || c.num_attention_heads <= 0 || c.vocab_size <= 0)
-    return invalid_argument("{}: hidden_size, num_hidden_layers, num_attention_heads and vocab_size must be positive", where);
+    return invalid_argument("{}: hidden_size, num_hidden_layers, num_attention_heads and vocab_size must be positive",
+                            where);
   if (c.num_key_value_heads <= 0) c.num_key_value_heads = c.num_attention_heads;
   if (c.num_attention_heads % c.num_key_value_heads)
     return invalid_argument("{}: {} attention heads is not a multiple of {} KV heads", where, c.num_attention_heads,
@@ -75,14 +76,15 @@ Status read_hf_rope_scaling(const json& cfg, ModelConfig& c) {
   if (type == "linear") {
     c.rope_freq_divisors.assign(static_cast<size_t>(c.rope_dim / 2), factor);
   } else if (type == "llama3") {
-    c.rope_freq_divisors = llama3_rope_divisors(c.rope_dim, c.rope_theta, factor, opt_float(rs, "low_freq_factor", 1.0f),
-                                                opt_float(rs, "high_freq_factor", 4.0f),
-                                                opt_int(rs, "original_max_position_embeddings", 8192));
+    c.rope_freq_divisors = llama3_rope_divisors(
+        c.rope_dim, c.rope_theta, factor, opt_float(rs, "low_freq_factor", 1.0f),
+        opt_float(rs, "high_freq_factor", 4.0f), opt_int(rs, "original_max_position_embeddings", 8192));
   } else if (type == "yarn") {
     c.yarn_factor = factor;
     c.yarn_mscale = opt_float(rs, "mscale", 1.0f);
     c.yarn_mscale_all_dim = opt_float(rs, "mscale_all_dim", 0.0f);
-    c.yarn_original_max_position_embeddings = opt_int(rs, "original_max_position_embeddings", c.max_position_embeddings);
+    c.yarn_original_max_position_embeddings =
+        opt_int(rs, "original_max_position_embeddings", c.max_position_embeddings);
     c.yarn_beta_fast = opt_float(rs, "beta_fast", 32.0f);
     c.yarn_beta_slow = opt_float(rs, "beta_slow", 1.0f);
   } else {
@@ -134,8 +136,10 @@ Status read_gguf_mla_moe(const json& md, const std::string& arch, ModelConfig& c
   CAI_ASSIGN_OR_RETURN(c.kv_lora_rank, get_int(md, key("attention.kv_lora_rank"), where));
   c.qk_rope_head_dim = c.rope_dim;
   const bool mainline = md.contains(key("attention.key_length_mla"));
-  CAI_ASSIGN_OR_RETURN(int key_len, get_int(md, key(mainline ? "attention.key_length_mla" : "attention.key_length"), where));
-  CAI_ASSIGN_OR_RETURN(c.v_head_dim, get_int(md, key(mainline ? "attention.value_length_mla" : "attention.value_length"), where));
+  CAI_ASSIGN_OR_RETURN(int key_len,
+                       get_int(md, key(mainline ? "attention.key_length_mla" : "attention.key_length"), where));
+  CAI_ASSIGN_OR_RETURN(c.v_head_dim,
+                       get_int(md, key(mainline ? "attention.value_length_mla" : "attention.value_length"), where));
   c.qk_nope_head_dim = key_len - c.qk_rope_head_dim;
   if (c.qk_nope_head_dim <= 0 || key_len > kMaxHeadDim)
     return invalid_argument("{}: key length {} must exceed the rope dims {} and be at most {}", where, key_len,
@@ -162,9 +166,7 @@ Status read_gguf_mla_moe(const json& md, const std::string& arch, ModelConfig& c
 
 }  // namespace
 
-float yarn_get_mscale(float factor, float k) {
-  return factor <= 1.0f ? 1.0f : 0.1f * k * std::log(factor) + 1.0f;
-}
+float yarn_get_mscale(float factor, float k) { return factor <= 1.0f ? 1.0f : 0.1f * k * std::log(factor) + 1.0f; }
 
 hal::RopeParams ModelConfig::rope_params() const {
   hal::RopeParams p;
@@ -212,7 +214,8 @@ Result<ModelConfig> config_from_hf(const json& cfg) {
   if (arch != cfg.end() && arch->is_array() && !arch->empty() && arch->front().is_string())
     c.architecture = arch->front().get<std::string>();
   c.model_type = opt_string(cfg, "model_type", "");
-  if (c.architecture.empty() && c.model_type.empty()) return not_found("{}: neither 'architectures' nor 'model_type'", where);
+  if (c.architecture.empty() && c.model_type.empty())
+    return not_found("{}: neither 'architectures' nor 'model_type'", where);
   CAI_ASSIGN_OR_RETURN(c.hidden_size, get_int(cfg, "hidden_size", where));
   CAI_ASSIGN_OR_RETURN(c.num_hidden_layers, get_int(cfg, "num_hidden_layers", where));
   CAI_ASSIGN_OR_RETURN(c.num_attention_heads, get_int(cfg, "num_attention_heads", where));
@@ -240,9 +243,12 @@ Result<ModelConfig> config_from_gguf(const json& md) {
   auto key = [&](const char* k) { return arch + "." + k; };
   ModelConfig c;
   c.model_type = arch;
-  if (arch == "llama") c.architecture = "LlamaForCausalLM";
-  else if (arch == "qwen2") c.architecture = "Qwen2ForCausalLM";
-  else c.architecture = arch;
+  if (arch == "llama")
+    c.architecture = "LlamaForCausalLM";
+  else if (arch == "qwen2")
+    c.architecture = "Qwen2ForCausalLM";
+  else
+    c.architecture = arch;
   CAI_ASSIGN_OR_RETURN(c.hidden_size, get_int(md, key("embedding_length"), where));
   CAI_ASSIGN_OR_RETURN(c.num_hidden_layers, get_int(md, key("block_count"), where));
   CAI_ASSIGN_OR_RETURN(c.num_attention_heads, get_int(md, key("attention.head_count"), where));

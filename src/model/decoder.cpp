@@ -16,7 +16,8 @@ namespace {
 // weights are coarser than 8 bits (4- to 6-bit layers beside a Q8_0 head, as llama.cpp writes Qwen2-0.5B's tied
 // embedding): their own rounding then dwarfs what 8-bit activations add. TinyStories-656K with Q4_0 layers and a Q8_0
 // head, 1,022 teacher-forced tokens against the F16 file's logits: mean KL 0.0656 nats exact, 0.0659 fast with 16-bit
-// head activations, 0.0660 with 8-bit (README, "--precision"). Otherwise (8-bit or wider layers) the weight's own grain.
+// head activations, 0.0660 with 8-bit (README, "--precision"). Otherwise (8-bit or wider layers) the weight's own
+// grain.
 hal::ActivationGrain head_grain(const WeightStore& w) {
   for (const char* layer_weight : {"blk.0.ffn_up.weight", "blk.0.ffn_up_exps.weight"}) {
     const auto it = w.all().find(layer_weight);
@@ -203,9 +204,11 @@ Status DecoderModel::upload_step(const StepBatch& batch, const KvCache& kv) {
   const int64_t n = static_cast<int64_t>(batch.tokens.size()), m = static_cast<int64_t>(batch.logit_rows.size());
   const int64_t n_seqs = static_cast<int64_t>(batch.seqs.size()), bs = kv.block_size();
   if (batch.positions.size() != batch.tokens.size() || batch.slots.size() != batch.tokens.size())
-    return invalid_argument("forward: {} tokens, {} positions, {} slots", n, batch.positions.size(), batch.slots.size());
+    return invalid_argument("forward: {} tokens, {} positions, {} slots", n, batch.positions.size(),
+                            batch.slots.size());
   for (int32_t t : batch.tokens)
-    if (t < 0 || t >= cfg_.vocab_size) return invalid_argument("forward: token id {} outside vocab of {}", t, cfg_.vocab_size);
+    if (t < 0 || t >= cfg_.vocab_size)
+      return invalid_argument("forward: token id {} outside vocab of {}", t, cfg_.vocab_size);
   for (int32_t s : batch.slots)
     if (s < 0 || s >= kv.n_slots()) return invalid_argument("forward: KV slot {} outside {}", s, kv.n_slots());
   for (int32_t r : batch.logit_rows)
@@ -213,7 +216,8 @@ Status DecoderModel::upload_step(const StepBatch& batch, const KvCache& kv) {
   int32_t max_q = 0, max_ctx = 0;
   for (const hal::AttnSeq& s : batch.seqs) {
     if (s.n_q < 0 || s.pos0 < 0 || s.q_begin < 0 || s.q_begin + s.n_q > n || !s.block_table)
-      return invalid_argument("forward: sequence rows [{}, +{}) at {} do not fit {} tokens", s.q_begin, s.n_q, s.pos0, n);
+      return invalid_argument("forward: sequence rows [{}, +{}) at {} do not fit {} tokens", s.q_begin, s.n_q, s.pos0,
+                              n);
     max_q = std::max(max_q, s.n_q);
     max_ctx = std::max(max_ctx, s.pos0 + s.n_q);
   }

@@ -110,7 +110,7 @@ class DecoderModel final : public Model, public MtpModule {
   std::vector<int32_t> step_meta_;  // host staging of upload_step, reused across steps
   std::vector<float> logits_part_;  // host staging of one head rank's logits (tensor parallel)
   hal::Device* embed_device_ = nullptr;
-  TensorView tok_embd_;  // [vocab, hidden]
+  TensorView tok_embd_;                         // [vocab, hidden]
   std::vector<std::vector<BlockRank>> blocks_;  // [layer][rank]
   std::vector<HeadRank> head_;
   // The MTP module: its block (one rank, on the head's device; empty without the module) and the tensors around it.

@@ -57,8 +57,9 @@ Result<KvCache> KvCache::create(const std::vector<std::vector<KvShard>>& layers,
     return shards.size() == 1 && shards.front().device == &device;
   });
   if (host.n_layers > 0 && !one_device)
-    return invalid_argument("KV host layers: the layers run on several devices; the host tier takes one device's "
-                            "layers (set --kv-offload-layers 0)");
+    return invalid_argument(
+        "KV host layers: the layers run on several devices; the host tier takes one device's "
+        "layers (set --kv-offload-layers 0)");
   CAI_TRY(check_kv_layout(spec));
   if (host.n_layers < 0 || host.n_layers > spec.n_layers)
     return invalid_argument("KV host layers: {} asked of {} layers", host.n_layers, spec.n_layers);
@@ -82,8 +83,8 @@ Result<KvCache> KvCache::create(const std::vector<std::vector<KvShard>>& layers,
     }
   }
   if (host.n_layers > 0) {
-    CAI_ASSIGN_OR_RETURN(KvHostTier tier, KvHostTier::create(device, spec, first_host, n_slots, block_size,
-                                                             host.max_step_tokens));
+    CAI_ASSIGN_OR_RETURN(KvHostTier tier,
+                         KvHostTier::create(device, spec, first_host, n_slots, block_size, host.max_step_tokens));
     kv.host_ = std::make_unique<KvHostTier>(std::move(tier));
   }
   return kv;

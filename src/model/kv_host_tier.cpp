@@ -48,7 +48,8 @@ Result<KvHostTier> KvHostTier::create(hal::Device& device, const KvSpec& spec, i
   }
   const size_t rows = static_cast<size_t>(t.n_layers_) * static_cast<size_t>(max_step_tokens) *
                       static_cast<size_t>(t.k_width_ + t.v_width_);
-  CAI_ASSIGN_OR_RETURN(t.rows_, allocate(device, rows * sizeof(float), hal::MemoryKind::kDevice, "the step's new rows"));
+  CAI_ASSIGN_OR_RETURN(t.rows_,
+                       allocate(device, rows * sizeof(float), hal::MemoryKind::kDevice, "the step's new rows"));
   // Host memory last: a device too small fails before gigabytes of host memory are set aside.
   for (int l = 0; l < t.n_layers_; ++l) {
     HostLayer h;
@@ -113,9 +114,11 @@ Status KvHostTier::stage_in(int layer) {
   const HostLayer& h = host_[static_cast<size_t>(layer - first_layer_)];
   hal::Stream& stream = device_->default_stream();
   auto upload = [&](const hal::Buffer& host, const TensorView& stage, size_t row, const BlockRun& r) -> Status {
-    const size_t first = static_cast<size_t>(r.first * block_size_) * row, n = static_cast<size_t>(r.count * block_size_) * row;
+    const size_t first = static_cast<size_t>(r.first * block_size_) * row,
+                 n = static_cast<size_t>(r.count * block_size_) * row;
     bytes_up_ += n;
-    return stream.copy_to_device(static_cast<char*>(stage.data) + first, static_cast<const char*>(host.data()) + first, n);
+    return stream.copy_to_device(static_cast<char*>(stage.data) + first, static_cast<const char*>(host.data()) + first,
+                                 n);
   };
   for (const BlockRun& r : runs_) {
     CAI_TRY(upload(h.k, stage_k_, k_row_bytes(), r));

@@ -58,10 +58,10 @@ class KvHostTier {
   std::vector<HostLayer> host_;
   std::vector<hal::Buffer> stage_;
   TensorView stage_k_, stage_v_;
-  hal::Buffer rows_;                 // F32 rows the step wrote: per host layer, [n_tok, k_width] then [n_tok, v_width]
+  hal::Buffer rows_;  // F32 rows the step wrote: per host layer, [n_tok, k_width] then [n_tok, v_width]
   std::vector<float> rows_host_;
-  std::vector<BlockRun> runs_;       // the step's blocks, merged into runs of consecutive ids
-  std::vector<int32_t> slots_;       // the step's slots, in token order
+  std::vector<BlockRun> runs_;  // the step's blocks, merged into runs of consecutive ids
+  std::vector<int32_t> slots_;  // the step's slots, in token order
   uint64_t bytes_up_ = 0, bytes_down_ = 0;
 
   size_t k_row_bytes() const { return row_bytes(dtype_, k_width_); }

@@ -31,12 +31,12 @@ MlaDims mla_dims(const ModelConfig& c) { return {c.num_attention_heads, c.qk_nop
 // not checked.
 Status check_fits(const WeightPlacement& placement, const std::map<hal::Device*, size_t>& weight_bytes,
                   const ModelConfig& cfg, DType kv_dtype, const LoadOptions& o) {
-  const size_t tokens = static_cast<size_t>(o.kv_tokens == LoadOptions::kModelContext ? cfg.max_position_embeddings
-                                                                                       : std::max<int64_t>(0, o.kv_tokens));
+  const size_t tokens = static_cast<size_t>(
+      o.kv_tokens == LoadOptions::kModelContext ? cfg.max_position_embeddings : std::max<int64_t>(0, o.kv_tokens));
   const size_t n_layers = std::max<size_t>(1, placement.layer_stage.size());
   // A tensor-parallel rank caches its share of the GQA heads, or MLA's whole latent.
-  const size_t per_layer_token = kv_spec_for(cfg, kv_dtype).bytes_per_token() / n_layers /
-                                 static_cast<size_t>(cfg.is_mla() ? 1 : placement.tp);
+  const size_t per_layer_token =
+      kv_spec_for(cfg, kv_dtype).bytes_per_token() / n_layers / static_cast<size_t>(cfg.is_mla() ? 1 : placement.tp);
   for (hal::Device* device : placement.devices()) {
     const hal::MemoryInfo mem = device->memory_info();
     if (mem.total_bytes == 0) continue;
@@ -54,13 +54,12 @@ Status check_fits(const WeightPlacement& placement, const std::map<hal::Device*,
       need = kv = SIZE_MAX;
     if (need <= mem.free_bytes) continue;
     constexpr double kGiB = 1 << 30;
-    return out_of_memory("the model does not fit in {}: it needs {} bytes ({:.2f} GiB: {} bytes of weights + {} bytes "
-                         "of {} KV cache{}) but {} bytes ({:.2f} GiB) are available{}",
-                         device->name(), need, static_cast<double>(need) / kGiB, weights, kv, dtype_name(kv_dtype),
-                         placement.single_device() ? ""
-                                                   : fmt::format(" for its {} of {} layers", layers_here, n_layers),
-                         mem.free_bytes, static_cast<double>(mem.free_bytes) / kGiB,
-                         device->host_visible() ? " (MemAvailable)" : "");
+    return out_of_memory(
+        "the model does not fit in {}: it needs {} bytes ({:.2f} GiB: {} bytes of weights + {} bytes "
+        "of {} KV cache{}) but {} bytes ({:.2f} GiB) are available{}",
+        device->name(), need, static_cast<double>(need) / kGiB, weights, kv, dtype_name(kv_dtype),
+        placement.single_device() ? "" : fmt::format(" for its {} of {} layers", layers_here, n_layers), mem.free_bytes,
+        static_cast<double>(mem.free_bytes) / kGiB, device->host_visible() ? " (MemAvailable)" : "");
   }
   return {};
 }
@@ -68,8 +67,8 @@ Status check_fits(const WeightPlacement& placement, const std::map<hal::Device*,
 // The architecture's model over the placed weights (repacked where the device has its own layout, unless --no-repack),
 // then --mlock: after repacking, so the pages locked are the ones the model reads and the file's pages that a packed
 // copy replaced can still be dropped. Its RLIMIT_MEMLOCK check comes first, before any weight is repacked.
-Result<std::unique_ptr<Model>> make_model(const ArchEntry& arch, const ModelConfig& cfg, WeightStore ws,
-                                          DType kv_dtype, const LoadOptions& o) {
+Result<std::unique_ptr<Model>> make_model(const ArchEntry& arch, const ModelConfig& cfg, WeightStore ws, DType kv_dtype,
+                                          const LoadOptions& o) {
   if (o.mlock) CAI_TRY(ws.check_lock_limit());
   ws.set_repack(o.repack);
   const auto t0 = std::chrono::steady_clock::now();
@@ -87,12 +86,15 @@ Result<WeightPlacement> placement_for(const Layout& layout, const ModelConfig& c
   CAI_ASSIGN_OR_RETURN(WeightPlacement p, WeightPlacement::from_layout(layout, cfg.num_hidden_layers, tied_embeddings));
   if (mtp) {
     if (cfg.n_mtp_layers == 0)
-      return invalid_argument("--spec mtp: the model has no multi-token-prediction module (num_nextn_predict_layers / "
-                              "nextn_predict_layers with its tensors)");
+      return invalid_argument(
+          "--spec mtp: the model has no multi-token-prediction module (num_nextn_predict_layers / "
+          "nextn_predict_layers with its tensors)");
     if (p.tp > 1) return unsupported("--spec mtp with --tp {}: the MTP module runs on one rank for now", p.tp);
     if (hal::is_remote(p.head()))
-      return unsupported("--spec mtp in an MPI job: the head runs in another process ({}), and the module needs its "
-                         "hidden states here", p.head().name());
+      return unsupported(
+          "--spec mtp in an MPI job: the head runs in another process ({}), and the module needs its "
+          "hidden states here",
+          p.head().name());
     p.mtp_layers = 1;  // the module every checkpoint ships; further ones (if any) stay unread
   }
   if (p.single_device()) return p;
@@ -187,8 +189,8 @@ Result<LoadedModel> load_hf_dir(const fs::path& dir, const Layout& layout, DType
     }
   CAI_TRY(check_fits(placement, weight_bytes, cfg, kv_dtype, o));
   const MlaDims mla = mla_dims(cfg);
-  CAI_ASSIGN_OR_RETURN(WeightStore ws, WeightStore::from_checkpoint(std::move(ckpt), n_load, placement,
-                                                                    cfg.is_mla() ? &mla : nullptr));
+  CAI_ASSIGN_OR_RETURN(WeightStore ws,
+                       WeightStore::from_checkpoint(std::move(ckpt), n_load, placement, cfg.is_mla() ? &mla : nullptr));
   CAI_ASSIGN_OR_RETURN(out.model, make_model(*arch, cfg, std::move(ws), kv_dtype, o));
   out.format = "hf";
   return out;
@@ -221,9 +223,8 @@ Result<LoadedModel> load_model(const std::string& path, const Layout& layout, co
   kv_dtype = options.kv_dtype.value_or(kv_dtype);
   for (const hal::Device* d : layout.devices)
     CAI_TRY(hal::check_kv_cache_dtype(*d, "load_model", kv_dtype));  // before any weight is read
-  Result<LoadedModel> r =
-      fs::is_directory(path, ec) ? load_hf_dir(path, layout, kv_dtype, options)
-                                 : load_gguf(path, layout, kv_dtype, options);
+  Result<LoadedModel> r = fs::is_directory(path, ec) ? load_hf_dir(path, layout, kv_dtype, options)
+                                                     : load_gguf(path, layout, kv_dtype, options);
   if (!r.ok()) return r.status();
   r->source = path;
   const auto t1 = std::chrono::steady_clock::now();
@@ -236,10 +237,11 @@ Result<LoadedModel> load_model(const std::string& path, const Layout& layout, co
   }
   r->rss_after_load_bytes = resident_bytes();
   const std::string where = hal::device_names(r->model->devices(), ", ");
-  CAI_LOG_INFO("loaded {} model {} ({}, {} layers, {:.1f} MiB of weights, {} KV cache) on {} in {:.2f}s, RSS {:.1f} MiB",
-               r->format, path, r->model->config().architecture, r->model->config().num_hidden_layers,
-               static_cast<double>(r->model->weight_bytes()) / (1 << 20), dtype_name(kv_dtype), where,
-               r->load_seconds, static_cast<double>(r->rss_after_load_bytes) / (1 << 20));
+  CAI_LOG_INFO(
+      "loaded {} model {} ({}, {} layers, {:.1f} MiB of weights, {} KV cache) on {} in {:.2f}s, RSS {:.1f} MiB",
+      r->format, path, r->model->config().architecture, r->model->config().num_hidden_layers,
+      static_cast<double>(r->model->weight_bytes()) / (1 << 20), dtype_name(kv_dtype), where, r->load_seconds,
+      static_cast<double>(r->rss_after_load_bytes) / (1 << 20));
   return r;
 }
 

@@ -22,7 +22,7 @@ struct LoadedModel {
 };
 
 struct LoadOptions {
-  bool prewarm_experts = false;  // touch every expert page at load (see Model::prewarm_experts)
+  bool prewarm_experts = false;   // touch every expert page at load (see Model::prewarm_experts)
   std::optional<DType> kv_dtype;  // KV cache element type (F32, BF16, F16; Q8_0 on the CPU); unset: default_kv_dtype
   bool mlock = false;  // lock the weights in RAM where the device reads them from host memory (see WeightStore)
   // The KV cache the caller will allocate once loaded: kv_tokens slots priced by the model's KvSpec (kModelContext: its

@@ -8,10 +8,9 @@
 namespace cai {
 
 ShardAxis shard_axis(std::string_view name) {
-  static constexpr std::string_view kRows[] = {".attn_q.",  ".attn_k.",  ".attn_v.",        ".attn_q_b.",
-                                               ".attn_k_b.", ".attn_v_b.", ".ffn_gate.",    ".ffn_up.",
-                                               ".ffn_gate_shexp.", ".ffn_up_shexp.", ".ffn_gate_exps.",
-                                               ".ffn_up_exps."};
+  static constexpr std::string_view kRows[] = {
+      ".attn_q.",   ".attn_k.", ".attn_v.",         ".attn_q_b.",     ".attn_k_b.",      ".attn_v_b.",
+      ".ffn_gate.", ".ffn_up.", ".ffn_gate_shexp.", ".ffn_up_shexp.", ".ffn_gate_exps.", ".ffn_up_exps."};
   static constexpr std::string_view kCols[] = {".attn_output.", ".ffn_down.", ".ffn_down_shexp.", ".ffn_down_exps."};
   if (name == "output.weight") return ShardAxis::kRows;  // vocabulary rows
   for (std::string_view s : kRows)

@@ -23,7 +23,7 @@ struct WeightEntry {
   std::string name;            // canonical (GGUF-style) name, e.g. "blk.3.ffn_up_exps.weight"
   std::vector<int64_t> shape;  // PyTorch order, outermost first
   WeightKind kind = WeightKind::kLinear;
-  int layer = -1;              // block index, -1 for embeddings, final norm and head
+  int layer = -1;  // block index, -1 for embeddings, final norm and head
   int64_t n_elements() const;
 };
 

@@ -59,8 +59,7 @@ Result<WeightPlacement> WeightPlacement::from_layout(const Layout& layout, int n
     p.stages.emplace_back(layout.devices.begin() + s * tp, layout.devices.begin() + (s + 1) * tp);
     p.layer_stage.insert(p.layer_stage.end(), static_cast<size_t>(split[static_cast<size_t>(s)]), s);
   }
-  for (int l = 0; l < n_layers; ++l)
-    p.experts.push_back(layout.moe_device ? layout.moe_device : &p.layer_device(l));
+  for (int l = 0; l < n_layers; ++l) p.experts.push_back(layout.moe_device ? layout.moe_device : &p.layer_device(l));
   p.embed = tied_embeddings && tp == 1 ? &p.head() : p.stages.front().front();
   return p;
 }

@@ -30,7 +30,7 @@ int block_index(std::string_view canonical_name);
 // them instead (tensor_shard.h), built from the file's bytes by each rank's own store.
 struct WeightPlacement {
   int tp = 1;
-  bool expert_parallel = false;  // see Layout
+  bool expert_parallel = false;                   // see Layout
   std::vector<std::vector<hal::Device*>> stages;  // each stage's ranks
   std::vector<int> layer_stage;                   // [n_layers]
   std::vector<hal::Device*> experts;              // [n_layers]

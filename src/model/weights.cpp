@@ -182,7 +182,7 @@ Result<WeightStore> WeightStore::for_rank(const WeightStore& main,
         return invalid_argument("--ep {}: '{}' has {} experts, which do not split over {} ranks", n, name, n_e, n);
       const size_t per = n_e / static_cast<size_t>(n);
       slabs = std::vector<TensorView>(held.slabs.begin() + static_cast<ptrdiff_t>(per) * rank,
-                                       held.slabs.begin() + static_cast<ptrdiff_t>(per) * (rank + 1));
+                                      held.slabs.begin() + static_cast<ptrdiff_t>(per) * (rank + 1));
       axis = ShardAxis::kNone;
     }
     // Another process slices its own ranks' matrices: here they need only their shapes (vectors keep their values,
@@ -190,8 +190,8 @@ Result<WeightStore> WeightStore::for_rank(const WeightStore& main,
     const bool elsewhere = hal::is_remote(device) && held.whole.n_dims > 1;
     CAI_ASSIGN_OR_RETURN(HostTensor t, shard_tensor(name, slabs, axis, rank, n, !elsewhere));
     if (held.whole.n_dims == 3 && held.slabs.size() == 1)  // heads-first [n_head, rows, cols] (attn_k_b, attn_v_b)
-      t.view = t.view.reshaped({held.whole.dim(0) / (axis == ShardAxis::kNone ? 1 : n), held.whole.dim(1),
-                                held.whole.dim(2)});
+      t.view = t.view.reshaped(
+          {held.whole.dim(0) / (axis == ShardAxis::kNone ? 1 : n), held.whole.dim(1), held.whole.dim(2)});
     CAI_ASSIGN_OR_RETURN(ws.tensors_[name], ws.upload(t));
     if (t.view.n_dims == 1) {  // norms and biases: get_f32 converts from these bytes
       ws.host_views_[name] = t.view;
@@ -404,10 +404,12 @@ Status WeightStore::stack_experts(const SafetensorsCheckpoint& ckpt,
     v.device = &device;
     owned_.push_back(std::move(buf));
     if (scales[0]) {
-      const int64_t per = ((rows + kFp8ScaleBlock - 1) / kFp8ScaleBlock) * ((cols + kFp8ScaleBlock - 1) / kFp8ScaleBlock);
+      const int64_t per =
+          ((rows + kFp8ScaleBlock - 1) / kFp8ScaleBlock) * ((cols + kFp8ScaleBlock - 1) / kFp8ScaleBlock);
       std::vector<float> all;
       for (size_t e = 0; e < scales.size(); ++e) {
-        if (!scales[e] || scales[e]->dtype != DType::kF32 || scales[e]->n_bytes != static_cast<size_t>(per) * sizeof(float))
+        if (!scales[e] || scales[e]->dtype != DType::kF32 ||
+            scales[e]->n_bytes != static_cast<size_t>(per) * sizeof(float))
           return invalid_argument("'{}_scale_inv' must be F32 with {} block scales", names[e], per);
         CAI_ASSIGN_OR_RETURN(TensorView sv, scales[e]->view());
         all.insert(all.end(), sv.as<const float>(), sv.as<const float>() + per);
@@ -425,7 +427,8 @@ Status WeightStore::stack_experts(const SafetensorsCheckpoint& ckpt,
 Status WeightStore::attach_block_scales(const SafetensorsCheckpoint& ckpt) {
   static const std::string kSuffix = "_scale_inv";
   for (const std::string& name : ckpt.names()) {
-    if (name.size() <= kSuffix.size() || name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) continue;
+    if (name.size() <= kSuffix.size() || name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0)
+      continue;
     const std::string weight = name.substr(0, name.size() - kSuffix.size());
     std::optional<std::string> canon = canonical_name_from_hf(weight);
     if (!canon || !tensors_.count(*canon)) continue;
@@ -497,8 +500,8 @@ Result<TensorView> WeightStore::upload_f32(const std::string& name, const std::v
   const std::string key = name + "@" + device.name();
   if (auto it = f32_cache_.find(key); it != f32_cache_.end()) return it->second;
   std::vector<float> copy = values;  // a mutable source for the view; copy_to_device stages it
-  CAI_ASSIGN_OR_RETURN(TensorView v, upload(TensorView::make(copy.data(), DType::kF32,
-                                                             {static_cast<int64_t>(copy.size())}), device));
+  CAI_ASSIGN_OR_RETURN(TensorView v,
+                       upload(TensorView::make(copy.data(), DType::kF32, {static_cast<int64_t>(copy.size())}), device));
   f32_cache_[key] = v;
   return v;
 }

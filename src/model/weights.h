@@ -71,9 +71,9 @@ class WeightStore {
   bool has(const std::string& name) const { return tensors_.count(name) != 0; }
   // The tensor with exactly this shape (PyTorch order), or an error naming it and both shapes.
   Result<TensorView> get(const std::string& name, std::initializer_list<int64_t> shape);
-  // Same, for a weight only dense_gemm, sparse_moe and embed read: in the device's own layout where it has one (hal::Device::
-  // pack_gemm_weight: a packed copy made once, the file's pages of it dropped; `get` returns it from then on). `grain`:
-  // how finely a fast path must keep the activations this weight multiplies (hal::ActivationGrain).
+  // Same, for a weight only dense_gemm, sparse_moe and embed read: in the device's own layout where it has one
+  // (hal::Device:: pack_gemm_weight: a packed copy made once, the file's pages of it dropped; `get` returns it from
+  // then on). `grain`: how finely a fast path must keep the activations this weight multiplies (hal::ActivationGrain).
   Result<TensorView> get_gemm_weight(const std::string& name, std::initializer_list<int64_t> shape,
                                      hal::ActivationGrain grain = hal::ActivationGrain::kWeight);
   // false (--no-repack): get_gemm_weight returns the file's layout even where the device has its own.
@@ -115,18 +115,20 @@ class WeightStore {
   Result<TensorView> upload(const TensorView& host_view, hal::Device& device);
   // The same for a tensor built on the host at load, with its FP8 block scales where it has them, on its device.
   Result<TensorView> upload(const HostTensor& t);
-  Status attach_block_scales(const SafetensorsCheckpoint& ckpt);  // in place if the device sees host memory, else upload
+  Status attach_block_scales(
+      const SafetensorsCheckpoint& ckpt);  // in place if the device sees host memory, else upload
   // Hugging Face checkpoints keep one tensor per expert: stack each layer's experts into [E, out, in] (with FP8 block
   // scales stacked alike), as GGUF stores them, so every device can run them as one grouped GEMM.
-  Status stack_experts(const SafetensorsCheckpoint& ckpt, const std::map<std::string, std::vector<std::string>>& groups);
+  Status stack_experts(const SafetensorsCheckpoint& ckpt,
+                       const std::map<std::string, std::vector<std::string>>& groups);
 
   // Keeps the host bytes of a tensor the ranks of a tensor-parallel stage slice (experts as one view each).
   void hold_for_ranks(const std::string& name, const TensorView& host);
   void hold_for_ranks(const std::string& name, HostTensor t);
 
   struct Held {
-    TensorView whole;                // the tensor's shape (and, for one view, its bytes)
-    std::vector<TensorView> slabs;   // what shard_tensor slices: one view, or one per expert
+    TensorView whole;               // the tensor's shape (and, for one view, its bytes)
+    std::vector<TensorView> slabs;  // what shard_tensor slices: one view, or one per expert
   };
 
   struct Arena {
@@ -145,8 +147,8 @@ class WeightStore {
   std::map<hal::Device*, Arena> arenas_;
   std::vector<hal::Buffer> owned_;  // converted, derived or stacked copies
   std::map<std::string, TensorView> f32_cache_;
-  std::map<std::string, Held> held_;     // placement tp > 1: the tensors the ranks' stores slice
-  std::vector<HostTensor> host_owned_;   // host tensors built at load that `held_` or `host_views_` point into
+  std::map<std::string, Held> held_;    // placement tp > 1: the tensors the ranks' stores slice
+  std::vector<HostTensor> host_owned_;  // host tensors built at load that `held_` or `host_views_` point into
 };
 
 }  // namespace cai

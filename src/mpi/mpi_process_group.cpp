@@ -80,8 +80,9 @@ class MpiProcessGroup final : public cai::hal::ProcessGroup {
   bool broadcast(void* buf, size_t n, int root, double timeout_s) override {
     MPI_Request req;
     if (!started(MPI_Ibcast(buf, static_cast<int>(n), MPI_BYTE, root, MPI_COMM_WORLD, &req), "broadcast")) return false;
-    return finish(req, timeout_s, [&] { return "a broadcast from rank " + std::to_string(root); },
-                  [&] { return rank_list(cai::hal::every_rank(*this), rank_); });
+    return finish(
+        req, timeout_s, [&] { return "a broadcast from rank " + std::to_string(root); },
+        [&] { return rank_list(cai::hal::every_rank(*this), rank_); });
   }
 
   // Pairwise: each member sends its bytes to every other member and receives theirs (point-to-point requests can be
@@ -98,16 +99,16 @@ class MpiProcessGroup final : public cai::hal::ProcessGroup {
       for (bool receive : {true, false}) {
         reqs.emplace_back();
         peers.push_back(ranks[i]);
-        const int rc = receive ? MPI_Irecv(slot, static_cast<int>(n), MPI_BYTE, ranks[i], kGatherTag, transfers_,
-                                           &reqs.back())
-                               : MPI_Isend(mine, static_cast<int>(n), MPI_BYTE, ranks[i], kGatherTag, transfers_,
-                                           &reqs.back());
+        const int rc =
+            receive ? MPI_Irecv(slot, static_cast<int>(n), MPI_BYTE, ranks[i], kGatherTag, transfers_, &reqs.back())
+                    : MPI_Isend(mine, static_cast<int>(n), MPI_BYTE, ranks[i], kGatherTag, transfers_, &reqs.back());
         if (!started(rc, "all-gather")) return false;
       }
     }
     for (size_t i = 0; i < reqs.size(); ++i)
-      if (!finish(reqs[i], timeout_s, [&] { return "an all-gather over ranks " + rank_list(ranks, -1); },
-                  [&] { return std::to_string(peers[i]); }))
+      if (!finish(
+              reqs[i], timeout_s, [&] { return "an all-gather over ranks " + rank_list(ranks, -1); },
+              [&] { return std::to_string(peers[i]); }))
         return false;
     return true;
   }
@@ -115,16 +116,17 @@ class MpiProcessGroup final : public cai::hal::ProcessGroup {
   bool send(const void* buf, size_t n, int to, double timeout_s) override {
     MPI_Request req;
     if (!started(MPI_Isend(buf, static_cast<int>(n), MPI_BYTE, to, kSendTag, transfers_, &req), "send")) return false;
-    return finish(req, timeout_s, [&] { return "a send to rank " + std::to_string(to); },
-                  [&] { return std::to_string(to); });
+    return finish(
+        req, timeout_s, [&] { return "a send to rank " + std::to_string(to); }, [&] { return std::to_string(to); });
   }
 
   bool recv(void* buf, size_t n, int from, double timeout_s) override {
     MPI_Request req;
     if (!started(MPI_Irecv(buf, static_cast<int>(n), MPI_BYTE, from, kSendTag, transfers_, &req), "receive"))
       return false;
-    return finish(req, timeout_s, [&] { return "a receive from rank " + std::to_string(from); },
-                  [&] { return std::to_string(from); });
+    return finish(
+        req, timeout_s, [&] { return "a receive from rank " + std::to_string(from); },
+        [&] { return std::to_string(from); });
   }
 
   [[noreturn]] void abort(int code) override {
@@ -195,7 +197,7 @@ class MpiProcessGroup final : public cai::hal::ProcessGroup {
 
 // The library's one entry point (looked up by join_process_group). null with a message in err on failure.
 extern "C" __attribute__((visibility("default"))) cai::hal::ProcessGroup* cai_mpi_join(int* argc, char*** argv,
-                                                                                    char* err, size_t err_len) {
+                                                                                       char* err, size_t err_len) {
   // Open MPI's own components are loaded by libmpi and need its symbols global, which a library opened RTLD_LOCAL
   // (as this one is) does not give them.
   if (!dlopen("libmpi.so.40", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD))

@@ -17,7 +17,8 @@ Status dispatch(hal::Device& d, Fn hal::OpTable::*member, hal::OpId id, Args&&..
 
 Status embed(hal::Device& d, const TensorView& table, const TensorView& ids, const TensorView& out) {
   if (ids.dtype != DType::kI32 || ids.n_elements() != out.rows())
-    return invalid_argument("embed: ids {} must be I32 with one id per output row ({})", ids.shape_string(), out.rows());
+    return invalid_argument("embed: ids {} must be I32 with one id per output row ({})", ids.shape_string(),
+                            out.rows());
   return dispatch(d, &hal::OpTable::embed, hal::OpId::kEmbed, table, ids, out);
 }
 Status rms_norm(hal::Device& d, const TensorView& x, const TensorView& w, float eps, const TensorView& out) {
@@ -31,7 +32,8 @@ Status rope(hal::Device& d, const TensorView& x, const TensorView& pos, const Te
     return invalid_argument("rope: {} inverse frequencies for {} rotated dims", inv_freq.n_elements(), p.n_rot);
   return dispatch(d, &hal::OpTable::rope, hal::OpId::kRope, x, pos, inv_freq, p);
 }
-Status dense_gemm(hal::Device& d, const TensorView& w, const TensorView& x, const TensorView* bias, const TensorView& y) {
+Status dense_gemm(hal::Device& d, const TensorView& w, const TensorView& x, const TensorView* bias,
+                  const TensorView& y) {
   return dispatch(d, &hal::OpTable::dense_gemm, hal::OpId::kDenseGemm, w, x, bias, y);
 }
 Status add(hal::Device& d, const TensorView& a, const TensorView& b, const TensorView& out) {
@@ -40,7 +42,9 @@ Status add(hal::Device& d, const TensorView& a, const TensorView& b, const Tenso
 Status swiglu(hal::Device& d, const TensorView& gate, const TensorView& up, const TensorView& out) {
   return dispatch(d, &hal::OpTable::swiglu, hal::OpId::kSwiglu, gate, up, out);
 }
-Status softmax(hal::Device& d, const TensorView& x) { return dispatch(d, &hal::OpTable::softmax, hal::OpId::kSoftmax, x); }
+Status softmax(hal::Device& d, const TensorView& x) {
+  return dispatch(d, &hal::OpTable::softmax, hal::OpId::kSoftmax, x);
+}
 Status copy_cols(hal::Device& d, const TensorView& src, int64_t src_col, const TensorView& dst, int64_t dst_col,
                  int64_t n_cols) {
   return dispatch(d, &hal::OpTable::copy_cols, hal::OpId::kCopyCols, src, src_col, dst, dst_col, n_cols);
@@ -78,8 +82,9 @@ Status sparse_moe(hal::Device& d, const hal::ExpertWeights& w, const TensorView&
   if (w.gate.n_dims != 3 || w.up.n_dims != 3 || w.down.n_dims != 3 || w.up.dim(0) != w.gate.dim(0) ||
       w.down.dim(0) != w.gate.dim(0) || w.gate.dim(2) != x.cols() || w.down.dim(1) != x.cols() ||
       w.down.dim(2) != w.gate.dim(1) || ids.dtype != DType::kI32)
-    return invalid_argument("sparse_moe: experts gate {} up {} down {} must be stacked [E, ffn, {}] / [E, {}, ffn]; ids I32",
-                            w.gate.shape_string(), w.up.shape_string(), w.down.shape_string(), x.cols(), x.cols());
+    return invalid_argument(
+        "sparse_moe: experts gate {} up {} down {} must be stacked [E, ffn, {}] / [E, {}, ffn]; ids I32",
+        w.gate.shape_string(), w.up.shape_string(), w.down.shape_string(), x.cols(), x.cols());
   return dispatch(d, &hal::OpTable::sparse_moe, hal::OpId::kSparseMoe, w, x, ids, weights, out);
 }
 Status attention_mla(hal::Device& d, const hal::MlaParams& p, const hal::AttnBatch& batch, const TensorView& q,

@@ -63,9 +63,10 @@ Status validate(const GenerationRequest& r, int n_vocab, int ctx_size, const Spe
   if (r.spec_tokens < -1) return invalid_argument("speculative tokens must be -1 (the server's), 0 (off) or more");
   if (r.spec_method == SpecMethod::kDraft || r.spec_method == SpecMethod::kMtp) {
     if (!server_spec || *r.spec_method != server_spec->method)
-      return invalid_argument("speculative method '{}' is not loaded on this server (it runs '{}'; 'ngram' and 'off' "
-                              "work everywhere)", spec_method_name(*r.spec_method),
-                              spec_method_name(server_spec ? server_spec->method : SpecMethod::kOff));
+      return invalid_argument(
+          "speculative method '{}' is not loaded on this server (it runs '{}'; 'ngram' and 'off' "
+          "work everywhere)",
+          spec_method_name(*r.spec_method), spec_method_name(server_spec ? server_spec->method : SpecMethod::kOff));
   }
   if (r.n < 1 || r.n > GenerationRequest::kMaxChoices)
     return invalid_argument("n must be between 1 and {}, got {}", GenerationRequest::kMaxChoices, r.n);
@@ -191,7 +192,7 @@ class EngineImpl final : public Engine {
   std::atomic<int> n_waiting_{0};
 
   std::unordered_map<uint64_t, RequestState> live_;  // engine thread only
-  grammar::MaskerCache maskers_;  // structured output: one token masker per grammar in use
+  grammar::MaskerCache maskers_;                     // structured output: one token masker per grammar in use
   ThreadPool host_pool_{0};  // host-side work between forward passes (sampling), one thread per core
   mutable std::mutex stats_mu_;
   EngineStats stats_;
@@ -247,8 +248,8 @@ void EngineImpl::add_choices(Pending& p) {
     Status st = sched_.add(id, r.prompt, r.max_tokens, i == 0 ? 0 : p.id);
     prompt_tokens_ += i == 0 ? r.prompt.size() : 0;
     const bool starts_in_reasoning = r.prompt_opens_think;
-    RequestState& rs = live_.emplace(id, RequestState(std::move(r), p.on_event, lm_.tokenizer.get(), p.id, i))
-                           .first->second;
+    RequestState& rs =
+        live_.emplace(id, RequestState(std::move(r), p.on_event, lm_.tokenizer.get(), p.id, i)).first->second;
     if (masker) rs.set_grammar(std::make_unique<grammar::SequenceGrammar>(masker, starts_in_reasoning));
     if (st.ok() && masker && !masker->can_start())
       st = invalid_argument("the model's vocabulary cannot write the text the output format requires");
@@ -286,7 +287,8 @@ void EngineImpl::end_request(uint64_t id, FinishReason reason, const Status& err
   if (it == live_.end()) return;
   StreamEvent ev = base_event(id);
   if (sched_.request(id))  // still queued or running: free its blocks now
-    (void)sched_.finish(id, reason == FinishReason::kCancelled ? RequestStatus::kFinishedCancelled : RequestStatus::kFinishedError);
+    (void)sched_.finish(
+        id, reason == FinishReason::kCancelled ? RequestStatus::kFinishedCancelled : RequestStatus::kFinishedError);
   publish_stats();
   ev.finish = reason;
   ev.error = error.message();
@@ -489,7 +491,8 @@ Result<std::unique_ptr<Engine>> Engine::create(LoadedModel lm, const EngineOptio
   const int model_ctx = m.config().max_position_embeddings;
   CAI_ASSIGN_OR_RETURN(const int host_layers, host_layers_for(m, o));
   const size_t kv_bytes = o.kv_memory_bytes > 0 ? o.kv_memory_bytes : default_kv_bytes(m, o, block_bytes, host_layers);
-  const int n_blocks = o.n_kv_blocks > 0 ? o.n_kv_blocks : static_cast<int>(kv_bytes / std::max<size_t>(1, block_bytes));
+  const int n_blocks =
+      o.n_kv_blocks > 0 ? o.n_kv_blocks : static_cast<int>(kv_bytes / std::max<size_t>(1, block_bytes));
   if (n_blocks < 1) return invalid_argument("KV memory {} bytes holds no block of {} bytes", kv_bytes, block_bytes);
   const int want_ctx = o.ctx_size > 0 ? o.ctx_size : model_ctx;
   CAI_TRY(check_context_fits(o, want_ctx, n_blocks, block_bytes, kv_bytes));
@@ -504,15 +507,16 @@ Result<std::unique_ptr<Engine>> Engine::create(LoadedModel lm, const EngineOptio
                o.block_size, static_cast<double>(kv.total_bytes()) / (1 << 20), dtype_name(spec.dtype), ctx,
                o.max_batch, o.max_tokens_per_step);
   if (const KvHostTier* host = kv.host_tier())
-    CAI_LOG_INFO("engine: KV offload: layers {}..{} ({} of {}) in host memory ({:.1f} MiB), streamed to a device "
-                 "staging layer each step", host->first_layer(), spec.n_layers - 1, host->n_layers(), spec.n_layers,
-                 static_cast<double>(host->host_bytes()) / (1 << 20));
+    CAI_LOG_INFO(
+        "engine: KV offload: layers {}..{} ({} of {}) in host memory ({:.1f} MiB), streamed to a device "
+        "staging layer each step",
+        host->first_layer(), spec.n_layers - 1, host->n_layers(), spec.n_layers,
+        static_cast<double>(host->host_bytes()) / (1 << 20));
   if (drafter)
     CAI_LOG_INFO("engine: speculative decoding with {}, {} draft tokens per step", spec_method_name(o.spec.method),
                  o.spec.tokens);
-  return std::unique_ptr<Engine>(
-      std::make_unique<EngineImpl>(std::move(lm), o, std::move(kv), std::move(sched), ctx, std::move(draft),
-                                   std::move(drafter)));
+  return std::unique_ptr<Engine>(std::make_unique<EngineImpl>(std::move(lm), o, std::move(kv), std::move(sched), ctx,
+                                                              std::move(draft), std::move(drafter)));
 }
 
 }  // namespace cai

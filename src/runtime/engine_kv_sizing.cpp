@@ -49,8 +49,9 @@ Result<KvCache> create_kv_cache(const Model& m, const EngineOptions& o, int n_bl
                                static_cast<uint64_t>(n_blocks) * static_cast<uint64_t>(o.block_size);
   return Status(kv.status().code(),
                 fmt::format("KV cache of {} blocks with {} of {} layers in host memory needs {} bytes of device memory "
-                            "({} layers and one staging layer of {} bytes each): {}", n_blocks, host_layers,
-                            spec.n_layers, layer_bytes * static_cast<uint64_t>(spec.n_layers - host_layers + 1),
+                            "({} layers and one staging layer of {} bytes each): {}",
+                            n_blocks, host_layers, spec.n_layers,
+                            layer_bytes * static_cast<uint64_t>(spec.n_layers - host_layers + 1),
                             spec.n_layers - host_layers, layer_bytes, kv.status().message()));
 }
 
@@ -59,18 +60,24 @@ Status check_context_fits(const EngineOptions& o, int ctx, int n_blocks, size_t 
   if (o.ctx_size <= 0 || ctx <= fit) return {};
   const int64_t need_blocks = (int64_t{ctx} + o.block_size - 1) / o.block_size;
   const uint64_t need_bytes = static_cast<uint64_t>(need_blocks) * block_bytes;
-  const std::string need = fmt::format("-c {} needs {} bytes of KV cache for one sequence ({} blocks of {} tokens, {} "
-                                       "bytes each)", ctx, need_bytes, need_blocks, o.block_size, block_bytes);
+  const std::string need = fmt::format(
+      "-c {} needs {} bytes of KV cache for one sequence ({} blocks of {} tokens, {} "
+      "bytes each)",
+      ctx, need_bytes, need_blocks, o.block_size, block_bytes);
   if (o.n_kv_blocks > 0)
-    return invalid_argument("{}, but --kv-blocks {} holds {} tokens: raise --kv-blocks to at least {} or lower -c to "
-                            "at most {}", need, o.n_kv_blocks, fit, need_blocks, fit);
+    return invalid_argument(
+        "{}, but --kv-blocks {} holds {} tokens: raise --kv-blocks to at least {} or lower -c to "
+        "at most {}",
+        need, o.n_kv_blocks, fit, need_blocks, fit);
   if (o.kv_memory_bytes > 0)
-    return invalid_argument("{}, but --kv-memory {} bytes holds {} blocks ({} tokens): raise --kv-memory to at least "
-                            "{} bytes or lower -c to at most {}", need, o.kv_memory_bytes, n_blocks, fit, need_bytes,
-                            fit);
-  CAI_LOG_WARN("{}, but the automatic KV cache size ({} bytes) holds {} blocks ({} tokens): serving a context of {} "
-               "tokens; raise --kv-memory to at least {} bytes or lower -c to at most {}", need, kv_bytes, n_blocks,
-               fit, fit, need_bytes, fit);
+    return invalid_argument(
+        "{}, but --kv-memory {} bytes holds {} blocks ({} tokens): raise --kv-memory to at least "
+        "{} bytes or lower -c to at most {}",
+        need, o.kv_memory_bytes, n_blocks, fit, need_bytes, fit);
+  CAI_LOG_WARN(
+      "{}, but the automatic KV cache size ({} bytes) holds {} blocks ({} tokens): serving a context of {} "
+      "tokens; raise --kv-memory to at least {} bytes or lower -c to at most {}",
+      need, kv_bytes, n_blocks, fit, fit, need_bytes, fit);
   return {};
 }
 

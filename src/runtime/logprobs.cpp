@@ -21,9 +21,11 @@ TokenLogprob token_logprobs(std::span<const float> logits, int32_t token, int n_
   std::iota(idx.begin(), idx.end(), 0);
   const size_t k = std::min(static_cast<size_t>(std::max(0, n_top)), idx.size());
   std::partial_sort(idx.begin(), idx.begin() + static_cast<ptrdiff_t>(k), idx.end(), [&](int32_t a, int32_t b) {
-    return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)] || (logits[static_cast<size_t>(a)] == logits[static_cast<size_t>(b)] && a < b);
+    return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)] ||
+           (logits[static_cast<size_t>(a)] == logits[static_cast<size_t>(b)] && a < b);
   });
-  for (size_t i = 0; i < k; ++i) out.top.push_back({tok.token_text(idx[i]), logits[static_cast<size_t>(idx[i])] - log_z});
+  for (size_t i = 0; i < k; ++i)
+    out.top.push_back({tok.token_text(idx[i]), logits[static_cast<size_t>(idx[i])] - log_z});
   return out;
 }
 

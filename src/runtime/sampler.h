@@ -11,10 +11,10 @@
 namespace cai {
 
 struct SamplingParams {
-  float temperature = 1.0f;  // 0 = greedy (argmax, ties → lowest id)
-  int top_k = 0;             // 0 = off
-  float top_p = 1.0f;        // 1 = off
-  float min_p = 0.0f;        // 0 = off; keep tokens with p >= min_p * p_max
+  float temperature = 1.0f;         // 0 = greedy (argmax, ties → lowest id)
+  int top_k = 0;                    // 0 = off
+  float top_p = 1.0f;               // 1 = off
+  float min_p = 0.0f;               // 0 = off; keep tokens with p >= min_p * p_max
   float repetition_penalty = 1.0f;  // >1 discourages tokens already seen (CTRL-style: divide positive logits)
   float presence_penalty = 0.0f;    // subtract once per seen token (OpenAI)
   float frequency_penalty = 0.0f;   // subtract per occurrence (OpenAI)

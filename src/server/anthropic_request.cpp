@@ -45,8 +45,7 @@ class Checker {
   // obj[key] as a string (required or not); false when present with another type.
   bool string(const ordered_json& obj, const char* key, std::string& out, const std::string& param, bool required) {
     auto it = obj.find(key);
-    if (it == obj.end() || it->is_null())
-      return required ? fail(fmt::format("'{}' is required", param), param) : true;
+    if (it == obj.end() || it->is_null()) return required ? fail(fmt::format("'{}' is required", param), param) : true;
     if (!it->is_string()) return fail(fmt::format("'{}' must be a string", param), param);
     out = it->get<std::string>();
     return true;
@@ -60,9 +59,11 @@ class Checker {
     const double d = it->is_number() ? it->get<double>() : NAN;
     if (!it->is_number() || (it->is_number_float() && (std::floor(d) != d || std::fabs(d) > 9.0e18)))
       return fail(fmt::format("'{}' must be an integer", param), param);
-    const bool too_big = it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max());
+    const bool too_big =
+        it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max());
     out = too_big ? hi : it->is_number_float() ? static_cast<int64_t>(d) : it->get<int64_t>();
-    if (too_big || out < lo || out > hi) return fail(fmt::format("'{}' must be between {} and {}", param, lo, hi), param);
+    if (too_big || out < lo || out > hi)
+      return fail(fmt::format("'{}' must be between {} and {}", param, lo, hi), param);
     return true;
   }
   // A number in [lo, hi] ((lo, hi] with lo_open).
@@ -117,7 +118,8 @@ class MessageTranslator {
     const std::string where = fmt::format("messages[{}]", index);
     if (!m.is_object()) return c_.fail(fmt::format("'{}' must be an object", where), where);
     std::string role;
-    if (!c_.only_keys(m, {"role", "content"}, where) || !c_.string(m, "role", role, where + ".role", true)) return false;
+    if (!c_.only_keys(m, {"role", "content"}, where) || !c_.string(m, "role", role, where + ".role", true))
+      return false;
     if (role != "user" && role != "assistant")
       return c_.fail(fmt::format("'{}.role' must be \"user\" or \"assistant\", not \"{}\"", where, role),
                      where + ".role");
@@ -266,8 +268,10 @@ bool read_messages(Checker& c, const ordered_json& doc, ordered_json& out) {
   for (size_t i = 0; i < msgs->size(); ++i)
     if (!t.message((*msgs)[i], i)) return false;
   if (msgs->back().value("role", ordered_json()) == "assistant")
-    return c.fail("the last message must come from the user: continuing an assistant message (prefill) is not "
-                  "supported", fmt::format("messages[{}]", msgs->size() - 1));
+    return c.fail(
+        "the last message must come from the user: continuing an assistant message (prefill) is not "
+        "supported",
+        fmt::format("messages[{}]", msgs->size() - 1));
   return true;
 }
 
@@ -284,7 +288,8 @@ bool read_tools(Checker& c, const ordered_json& doc, ApiRequest& req) {
     if (!c.string(t, "type", type, where + ".type", false)) return false;
     if (type != "custom")
       return c.fail(fmt::format("'{}': tools of type '{}' are not supported (custom tools with an input_schema only)",
-                                where, type), where + ".type");
+                                where, type),
+                    where + ".type");
     if (!c.only_keys(t, {"type", "name", "description", "input_schema", "cache_control"}, where) ||
         !c.string(t, "name", name, where + ".name", true) ||
         !c.string(t, "description", description, where + ".description", false))
@@ -317,21 +322,22 @@ bool read_tool_choice(Checker& c, const ordered_json& doc, ApiRequest& req) {
   auto no_parallel = tc->find("disable_parallel_tool_use");
   if (no_parallel != tc->end() && !no_parallel->is_null()) {
     if (!no_parallel->is_boolean())
-      return c.fail("'tool_choice.disable_parallel_tool_use' must be a boolean", "tool_choice.disable_parallel_tool_use");
+      return c.fail("'tool_choice.disable_parallel_tool_use' must be a boolean",
+                    "tool_choice.disable_parallel_tool_use");
     req.parallel_tool_calls = !no_parallel->get<bool>();
   }
   if (type == "auto" || type == "none") {
     req.tool_choice = type == "auto" ? ToolChoice::kAuto : ToolChoice::kNone;
   } else if (type == "any" || type == "tool") {
-    if (req.tools.empty())
-      return c.fail(fmt::format("tool_choice \"{}\" needs 'tools'", type), "tool_choice");
+    if (req.tools.empty()) return c.fail(fmt::format("tool_choice \"{}\" needs 'tools'", type), "tool_choice");
     if (type == "any") {
       req.tool_choice = ToolChoice::kRequired;
     } else {
       if (!c.string(*tc, "name", name, "tool_choice.name", true)) return false;
       const bool known = std::any_of(req.tools.begin(), req.tools.end(),
                                      [&](const ordered_json& t) { return t["function"]["name"] == name; });
-      if (!known) return c.fail(fmt::format("tool_choice names \"{}\", which is not in 'tools'", name), "tool_choice.name");
+      if (!known)
+        return c.fail(fmt::format("tool_choice names \"{}\", which is not in 'tools'", name), "tool_choice.name");
       req.tool_choice = ToolChoice::kFunction;
       req.tool_choice_name = name;
     }
@@ -358,15 +364,18 @@ bool read_thinking(Checker& c, const ordered_json& doc, ApiRequest& req) {
     return true;
   }
   if (type != "enabled")
-    return c.fail(fmt::format("'thinking.type' must be \"enabled\" or \"disabled\", not \"{}\"", type), "thinking.type");
+    return c.fail(fmt::format("'thinking.type' must be \"enabled\" or \"disabled\", not \"{}\"", type),
+                  "thinking.type");
   int64_t budget = 0;
   bool given = false;
-  if (!c.integer(*th, "budget_tokens", "thinking.budget_tokens", budget, kMinThinkingBudget, std::numeric_limits<int32_t>::max(), given))
+  if (!c.integer(*th, "budget_tokens", "thinking.budget_tokens", budget, kMinThinkingBudget,
+                 std::numeric_limits<int32_t>::max(), given))
     return false;
   if (!given) return c.fail("'thinking.budget_tokens' is required with type \"enabled\"", "thinking.budget_tokens");
   if (req.max_tokens && budget >= *req.max_tokens)
-    return c.fail(fmt::format("'thinking.budget_tokens' ({}) must be less than 'max_tokens' ({})", budget,
-                              *req.max_tokens), "thinking.budget_tokens");
+    return c.fail(
+        fmt::format("'thinking.budget_tokens' ({}) must be less than 'max_tokens' ({})", budget, *req.max_tokens),
+        "thinking.budget_tokens");
   req.max_reasoning_tokens = static_cast<int>(budget);
   return true;
 }
@@ -390,8 +399,10 @@ bool read_scalars(Checker& c, const ordered_json& doc, AnthropicRoute route, Api
   int64_t v = 0;
   bool given = false;
   if (!c.integer(doc, "max_tokens", "max_tokens", v, 1, std::numeric_limits<int32_t>::max(), given)) return false;
-  if (given) api.max_tokens = static_cast<int>(v);
-  else if (route == AnthropicRoute::kMessages) return c.fail("'max_tokens' is required", "max_tokens");
+  if (given)
+    api.max_tokens = static_cast<int>(v);
+  else if (route == AnthropicRoute::kMessages)
+    return c.fail("'max_tokens' is required", "max_tokens");
   SamplingParams& s = api.sampling;
   if (!c.number(doc, "temperature", s.temperature, 0.0, kAnthropicMaxTemperature) ||
       !c.number(doc, "top_p", s.top_p, 0.0, 1.0, /*lo_open=*/true) ||
@@ -417,16 +428,18 @@ std::optional<ApiRequest> parse_anthropic_request(AnthropicRoute route, std::str
   }
   const ordered_json doc = ordered_json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) {
-    error = bad_request(doc.is_discarded() ? "the request body is not valid JSON" : "the request body must be a JSON "
-                                                                                    "object");
+    error = bad_request(doc.is_discarded() ? "the request body is not valid JSON"
+                                           : "the request body must be a JSON "
+                                             "object");
     return std::nullopt;
   }
   ApiRequest req;
   req.kind = ApiKind::kChat;
   Checker c(error);
-  const bool ok = c.only_keys(doc, {"model", "messages", "system", "max_tokens", "stop_sequences", "temperature",
-                                    "top_p", "top_k", "tools", "tool_choice", "thinking", "metadata", "stream",
-                                    "service_tier"}, "") &&
+  const bool ok = c.only_keys(doc,
+                              {"model", "messages", "system", "max_tokens", "stop_sequences", "temperature", "top_p",
+                               "top_k", "tools", "tool_choice", "thinking", "metadata", "stream", "service_tier"},
+                              "") &&
                   read_scalars(c, doc, route, req) && read_messages(c, doc, req.messages) &&
                   read_stop_sequences(c, doc, req) && read_tools(c, doc, req) && read_tool_choice(c, doc, req) &&
                   read_thinking(c, doc, req);

@@ -49,8 +49,10 @@ void AnthropicWriter::open(std::vector<BlockEvent>& out, Block kind, json block)
 
 void AnthropicWriter::delta(std::vector<BlockEvent>& out, Block kind, json delta) {
   if (open_ != kind) {
-    if (kind == Block::kThinking) open(out, kind, {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}});
-    else open(out, kind, {{"type", "text"}, {"text", ""}});
+    if (kind == Block::kThinking)
+      open(out, kind, {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}});
+    else
+      open(out, kind, {{"type", "text"}, {"text", ""}});
   }
   out.push_back({"content_block_delta",
                  {{"type", "content_block_delta"}, {"index", n_blocks_ - 1}, {"delta", std::move(delta)}}});
@@ -59,9 +61,10 @@ void AnthropicWriter::delta(std::vector<BlockEvent>& out, Block kind, json delta
 void AnthropicWriter::close(std::vector<BlockEvent>& out) {
   if (open_ == Block::kNone) return;
   if (open_ == Block::kThinking) {
-    out.push_back({"content_block_delta", {{"type", "content_block_delta"}, {"index", n_blocks_ - 1},
-                                           {"delta", {{"type", "signature_delta"},
-                                                      {"signature", thinking_signature(thinking_)}}}}});
+    out.push_back({"content_block_delta",
+                   {{"type", "content_block_delta"},
+                    {"index", n_blocks_ - 1},
+                    {"delta", {{"type", "signature_delta"}, {"signature", thinking_signature(thinking_)}}}}});
     thinking_.clear();
   }
   out.push_back({"content_block_stop", {{"type", "content_block_stop"}, {"index", n_blocks_ - 1}}});
@@ -72,8 +75,8 @@ void AnthropicWriter::add_content(std::vector<BlockEvent>& out, const ToolCallSt
   if (!d.content.empty()) delta(out, Block::kText, {{"type", "text_delta"}, {"text", d.content}});
   for (const ToolCallDelta& call : d.calls) {
     if (open_ != Block::kToolUse || call.index != tool_index_) {
-      open(out, Block::kToolUse, {{"type", "tool_use"}, {"id", new_response_id("toolu_")}, {"name", call.name},
-                                  {"input", json::object()}});
+      open(out, Block::kToolUse,
+           {{"type", "tool_use"}, {"id", new_response_id("toolu_")}, {"name", call.name}, {"input", json::object()}});
       tool_index_ = call.index;
       used_tool_ = true;
     }
@@ -140,8 +143,8 @@ std::string AnthropicWriter::stream(const StreamEvent& ev, const Usage& usage) {
   if (failed(&error)) return out + sse_event("error", error_body(error, ErrorShape::kAnthropic));
   json delta = {{"stop_reason", stop_reason(finish_, used_tool_, stop_sequence_)},
                 {"stop_sequence", nullable(stop_sequence_)}};
-  out += sse_event("message_delta", {{"type", "message_delta"}, {"delta", std::move(delta)},
-                                     {"usage", anthropic_usage_json(usage)}});
+  out += sse_event("message_delta",
+                   {{"type", "message_delta"}, {"delta", std::move(delta)}, {"usage", anthropic_usage_json(usage)}});
   return out + sse_event("message_stop", {{"type", "message_stop"}});
 }
 
@@ -162,10 +165,14 @@ void AnthropicWriter::apply(const BlockEvent& be) {
   }
   const json& d = body["delta"];
   const std::string& type = d["type"].get_ref<const std::string&>();
-  if (type == "text_delta") block["text"] = block["text"].get<std::string>() + d["text"].get<std::string>();
-  else if (type == "thinking_delta") block["thinking"] = block["thinking"].get<std::string>() + d["thinking"].get<std::string>();
-  else if (type == "signature_delta") block["signature"] = d["signature"];
-  else if (type == "input_json_delta") partial_json_[i] += d["partial_json"].get<std::string>();
+  if (type == "text_delta")
+    block["text"] = block["text"].get<std::string>() + d["text"].get<std::string>();
+  else if (type == "thinking_delta")
+    block["thinking"] = block["thinking"].get<std::string>() + d["thinking"].get<std::string>();
+  else if (type == "signature_delta")
+    block["signature"] = d["signature"];
+  else if (type == "input_json_delta")
+    partial_json_[i] += d["partial_json"].get<std::string>();
 }
 
 void AnthropicWriter::collect(const StreamEvent& ev) {

@@ -62,18 +62,18 @@ class AnthropicWriter : public EventWriter {
   ReasoningParser parser_;
   std::unique_ptr<ToolCallStream> tools_;
   Block open_ = Block::kNone;
-  int n_blocks_ = 0;             // blocks started so far (the open one's index is n_blocks_ - 1)
-  int tool_index_ = -1;          // the ToolCallStream index of the open tool_use block
+  int n_blocks_ = 0;     // blocks started so far (the open one's index is n_blocks_ - 1)
+  int tool_index_ = -1;  // the ToolCallStream index of the open tool_use block
   bool used_tool_ = false;
-  std::string thinking_;         // the open thinking block's text (for its signature)
-  bool started_ = false;         // streaming: message_start was written
+  std::string thinking_;  // the open thinking block's text (for its signature)
+  bool started_ = false;  // streaming: message_start was written
   bool done_ = false;
   FinishReason finish_ = FinishReason::kNone;
   std::string stop_sequence_;
   std::string error_;
   StatusCode error_code_ = StatusCode::kOk;
   nlohmann::json content_ = nlohmann::json::array();  // non-streaming: the blocks collected
-  std::vector<std::string> partial_json_;              // non-streaming: tool_use input text per block
+  std::vector<std::string> partial_json_;             // non-streaming: tool_use input text per block
 };
 
 }  // namespace cai::server

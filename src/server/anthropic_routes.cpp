@@ -22,8 +22,7 @@ constexpr ErrorShape kShape = ErrorShape::kAnthropic;
 
 }  // namespace
 
-void HttpServer::handle_anthropic(AnthropicRoute route, const httplib::ContentReader& reader,
-                                  httplib::Response& res) {
+void HttpServer::handle_anthropic(AnthropicRoute route, const httplib::ContentReader& reader, httplib::Response& res) {
   BodyBudget budget(body_bytes_in_flight_, body_bytes_in_flight_limit(options_));
   std::string body;
   if (std::optional<ApiError> e = read_body(reader, options_.max_body_bytes, budget, body))

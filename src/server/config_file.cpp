@@ -58,11 +58,16 @@ Result<size_t> parse_byte_size(std::string_view text) {
   std::string unit(p, end);
   for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   int shift = -1;
-  if (unit.empty() || unit == "b") shift = 0;
-  else if (unit == "k" || unit == "kib" || unit == "kb") shift = 10;
-  else if (unit == "m" || unit == "mib" || unit == "mb") shift = 20;
-  else if (unit == "g" || unit == "gib" || unit == "gb") shift = 30;
-  else if (unit == "t" || unit == "tib" || unit == "tb") shift = 40;
+  if (unit.empty() || unit == "b")
+    shift = 0;
+  else if (unit == "k" || unit == "kib" || unit == "kb")
+    shift = 10;
+  else if (unit == "m" || unit == "mib" || unit == "mb")
+    shift = 20;
+  else if (unit == "g" || unit == "gib" || unit == "gb")
+    shift = 30;
+  else if (unit == "t" || unit == "tib" || unit == "tb")
+    shift = 40;
   if (shift < 0) return invalid_argument("'{}': unknown size unit '{}' (use B, KiB, MiB, GiB or TiB)", text, unit);
   if (n > (std::numeric_limits<size_t>::max() >> shift)) return invalid_argument("'{}' is too large", text);
   return static_cast<size_t>(n) << shift;

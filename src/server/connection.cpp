@@ -47,7 +47,8 @@ CurrentConnectionScope::CurrentConnectionScope(Connection* c) : previous_(t_curr
 CurrentConnectionScope::~CurrentConnectionScope() { t_current = previous_; }
 
 Connection::Connection(int fd, const ConnectionLimits& limits, ConnectionCounters& counters, int wake_fd)
-    : fd_(fd), limits_(limits), counters_(counters), wake_fd_(wake_fd), head_deadline_(SteadyClock::now() + limits.header_timeout) {
+    : fd_(fd), limits_(limits), counters_(counters), wake_fd_(wake_fd),
+      head_deadline_(SteadyClock::now() + limits.header_timeout) {
   const int flags = fcntl(fd_, F_GETFL, 0);
   if (flags >= 0) fcntl(fd_, F_SETFL, flags | O_NONBLOCK);
 }
@@ -110,22 +111,20 @@ bool Connection::fill_buffer() {
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
     switch (wait_for(POLLIN, read_deadline())) {
-      case Wait::kReady:
-        continue;
+      case Wait::kReady: continue;
       case Wait::kTimeout:
         // A client that started a head and did not finish it in time is told so; an idle one is just closed.
         if (in_head_ && head_started_) {
           ++counters_.head_timeouts;
-          ApiError e = bad_request(fmt::format("the request head did not arrive within {} ms",
-                                               limits_.header_timeout.count()));
+          ApiError e =
+              bad_request(fmt::format("the request head did not arrive within {} ms", limits_.header_timeout.count()));
           e.http_status = 408;
           e.code = "request_timeout";
           refuse(e, "Request Timeout");
         }
         return false;
       case Wait::kStopping:
-      case Wait::kError:
-        return false;
+      case Wait::kError: return false;
     }
   }
 }
@@ -134,8 +133,10 @@ bool Connection::account_head(const char* data, size_t n) {
   for (size_t i = 0; i < n && in_head_; ++i) {
     ++head_bytes_;
     if (data[i] == '\n') {
-      if (line_length_ == 0 && head_lines_ > 0) in_head_ = false;  // the blank line that ends the head
-      else if (line_length_ > 0) ++head_lines_;
+      if (line_length_ == 0 && head_lines_ > 0)
+        in_head_ = false;  // the blank line that ends the head
+      else if (line_length_ > 0)
+        ++head_lines_;
       line_length_ = 0;
     } else if (data[i] != '\r') {
       ++line_length_;
@@ -211,10 +212,10 @@ bool Connection::peer_done_sending() const {
 void Connection::refuse(const ApiError& error, const char* reason) {
   if (failed_) return;
   const std::string body = json_text(error_json(error));
-  const std::string response = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n"
-                                           "Connection: close\r\n{}\r\n{}",
-                                           error.http_status, reason, body.size(),
-                                           retry_later(error) ? "Retry-After: 1\r\n" : "", body);
+  const std::string response = fmt::format(
+      "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n"
+      "Connection: close\r\n{}\r\n{}",
+      error.http_status, reason, body.size(), retry_later(error) ? "Retry-After: 1\r\n" : "", body);
   write(response.data(), response.size());
   failed_ = true;
 }

@@ -17,7 +17,7 @@ namespace cai::server {
 using SteadyClock = std::chrono::steady_clock;
 
 struct ConnectionLimits {
-  int max_connections = 512;                       // open at once; more are answered 503 and closed
+  int max_connections = 512;                        // open at once; more are answered 503 and closed
   std::chrono::milliseconds header_timeout{10000};  // from connection (or request) start to the end of its head: 408
   std::chrono::milliseconds idle_timeout{5000};     // keep-alive wait for the next request
   std::chrono::milliseconds io_timeout{30000};      // longest wait for one read (body) or write
@@ -29,9 +29,9 @@ struct ConnectionLimits {
 // What the front door refused, for /metrics (shared by every connection of a server).
 struct ConnectionCounters {
   std::atomic<int> open{0};
-  std::atomic<uint64_t> refused_full{0};     // 503: over max_connections
-  std::atomic<uint64_t> head_timeouts{0};    // 408
-  std::atomic<uint64_t> head_too_large{0};   // 431
+  std::atomic<uint64_t> refused_full{0};    // 503: over max_connections
+  std::atomic<uint64_t> head_timeouts{0};   // 408
+  std::atomic<uint64_t> head_too_large{0};  // 431
 };
 
 class Connection : public httplib::Stream {

@@ -22,8 +22,7 @@ ApiError submit_error(const Status& st) {
   ApiError e;
   e.message = st.message();
   switch (st.code()) {
-    case StatusCode::kInvalidArgument:
-      break;
+    case StatusCode::kInvalidArgument: break;
     case StatusCode::kResourceExhausted:
       e.http_status = 429;
       e.type = "rate_limit_error";
@@ -67,8 +66,10 @@ bool HttpServer::build_prompt(const ApiRequest& api, BuiltPrompt& prompt, ApiErr
   const char* param = api.kind == ApiKind::kChat ? "messages" : "prompt";
   if (api.prompt_is_tokens) {
     Result<BuiltPrompt> built = prompts_->completion_tokens(api.prompt_tokens);
-    if (!built.ok()) error = bad_request(built.status().message(), param);
-    else prompt = std::move(built).value();
+    if (!built.ok())
+      error = bad_request(built.status().message(), param);
+    else
+      prompt = std::move(built).value();
     return built.ok();
   }
   std::string rendered;
@@ -85,8 +86,9 @@ bool HttpServer::build_prompt(const ApiRequest& api, BuiltPrompt& prompt, ApiErr
   const size_t max_bytes = size_t(engine_->ctx_size()) * prompts_->longest_token_bytes();
   if (text.size() > max_bytes) {
     error = context_error(fmt::format("the prompt text has {} bytes but the model's context of {} tokens holds at most "
-                                      "{} (no token spans more than {} bytes)", text.size(), engine_->ctx_size(),
-                                      max_bytes, prompts_->longest_token_bytes()), api.kind);
+                                      "{} (no token spans more than {} bytes)",
+                                      text.size(), engine_->ctx_size(), max_bytes, prompts_->longest_token_bytes()),
+                          api.kind);
     return false;
   }
   // Past a megabyte, a sliced count refuses a text over the context before the whole of it is encoded at once.
@@ -95,7 +97,9 @@ bool HttpServer::build_prompt(const ApiRequest& api, BuiltPrompt& prompt, ApiErr
     const size_t at_least = prompts_->tokens_at_least(text, size_t(engine_->ctx_size()));
     if (at_least >= size_t(engine_->ctx_size())) {
       error = context_error(fmt::format("the prompt has more than {} tokens but the model's context holds {}: nothing "
-                                        "is left to generate", at_least, engine_->ctx_size()), api.kind);
+                                        "is left to generate",
+                                        at_least, engine_->ctx_size()),
+                            api.kind);
       return false;
     }
   }
@@ -113,7 +117,9 @@ bool HttpServer::prepare(const ApiRequest& api, BuiltPrompt& prompt, GenerationR
   }
   if (n_prompt >= n_ctx) {
     error = context_error(fmt::format("the prompt has {} tokens but the model's context holds {}: nothing is left to "
-                                      "generate", n_prompt, n_ctx), api.kind);
+                                      "generate",
+                                      n_prompt, n_ctx),
+                          api.kind);
     return false;
   }
   const int room = n_ctx - n_prompt;
@@ -121,13 +127,15 @@ bool HttpServer::prepare(const ApiRequest& api, BuiltPrompt& prompt, GenerationR
   for (const auto& [token, bias] : api.sampling.logit_bias) {
     if (token < n_vocab) continue;
     error = bad_request(fmt::format("logit_bias key '{}' is not a token id: the vocabulary has {} tokens (0..{})",
-                                    token, n_vocab, n_vocab - 1), "logit_bias");
+                                    token, n_vocab, n_vocab - 1),
+                        "logit_bias");
     return false;
   }
   if (api.max_tokens && *api.max_tokens > room) {
     error = context_error(fmt::format("this model's maximum context length is {} tokens; the request asks for {} "
-                                      "({} in the prompt, {} to generate)", n_ctx, n_prompt + *api.max_tokens,
-                                      n_prompt, *api.max_tokens), api.kind);
+                                      "({} in the prompt, {} to generate)",
+                                      n_ctx, n_prompt + *api.max_tokens, n_prompt, *api.max_tokens),
+                          api.kind);
     return false;
   }
   // Defaults: completions stop after 16 tokens as OpenAI's; chat after --default-max-tokens (0: the context left).
@@ -177,8 +185,8 @@ void HttpServer::handle_generate(ApiKind kind, const httplib::ContentReader& rea
   if (!gen.ok()) return send_error(res, submit_error(gen.status()));
   ResponseMeta meta{new_response_id(kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-"),
                     static_cast<int64_t>(std::time(nullptr)), api->model.empty() ? served.front() : api->model};
-  auto writer = std::make_shared<ResponseWriter>(*api, std::move(meta), prompt.opens_think,
-                                                 prompts_->tool_style().syntax);
+  auto writer =
+      std::make_shared<ResponseWriter>(*api, std::move(meta), prompt.opens_think, prompts_->tool_style().syntax);
   if (api->stream) return respond_stream(std::move(gen).value(), std::move(writer), res);
   respond_full(std::move(gen).value(), std::move(writer), res);
 }

@@ -26,9 +26,8 @@ Result<std::shared_ptr<Generation>> Generation::submit(Engine& engine, ServerMet
   std::shared_ptr<Generation> gen(new Generation(engine, metrics, arrival, request.n));
   // The callback holds the channel, not the Generation: events after the HTTP side is gone are simply dropped.
   std::shared_ptr<EventChannel> channel = gen->channel_;
-  CAI_ASSIGN_OR_RETURN(gen->id_, engine.submit(std::move(request), [channel](const StreamEvent& ev) {
-    channel->push(ev);
-  }));
+  CAI_ASSIGN_OR_RETURN(gen->id_,
+                       engine.submit(std::move(request), [channel](const StreamEvent& ev) { channel->push(ev); }));
   return gen;
 }
 

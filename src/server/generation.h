@@ -59,10 +59,10 @@ class Generation {
   uint64_t id_ = 0;
   Clock::time_point arrival_;
   Clock::time_point last_token_time_{};
-  int n_generated_seen_ = 0;     // all choices together
-  std::vector<int> generated_;   // per choice: tokens generated so far
+  int n_generated_seen_ = 0;                 // all choices together
+  std::vector<int> generated_;               // per choice: tokens generated so far
   std::vector<std::pair<int, int>> drafts_;  // per choice: draft tokens verified, accepted
-  int n_finished_ = 0;           // choices that had their final event
+  int n_finished_ = 0;                       // choices that had their final event
   bool cancelled_ = false;
   int prompt_tokens_ = 0;
   int cached_tokens_ = 0;

@@ -180,8 +180,9 @@ Status HttpServer::attach(std::unique_ptr<Engine> engine) {
   const std::string& source = options_.chat_template.empty() ? tok->chat_template() : options_.chat_template;
   CAI_ASSIGN_OR_RETURN(PromptBuilder prompts, PromptBuilder::create(*tok, source));
   if (!prompts.has_template())
-    CAI_LOG_WARN("the model has no chat template: chat messages are joined as plain text (contents separated by a "
-                 "blank line)");
+    CAI_LOG_WARN(
+        "the model has no chat template: chat messages are joined as plain text (contents separated by a "
+        "blank line)");
   prompts_.emplace(std::move(prompts));
   engine_ = std::move(engine);
   ready_.store(true, std::memory_order_release);
@@ -217,8 +218,8 @@ void HttpServer::install_routes() {
     res.set_header("WWW-Authenticate", "Bearer");
     return httplib::Server::HandlerResponse::Handled;
   });
-  http_->set_error_handler(httplib::Server::HandlerWithResponse(
-      [this](const httplib::Request& req, httplib::Response& res) {
+  http_->set_error_handler(
+      httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Unhandled;
         send_error(res, transport_error(req, res.status, options_.max_body_bytes), error_shape_for(req.path));
         return httplib::Server::HandlerResponse::Handled;
@@ -229,8 +230,7 @@ void HttpServer::install_routes() {
       if (ep) std::rethrow_exception(ep);
     } catch (const std::exception& e) {
       what = e.what();
-    } catch (...) {
-    }
+    } catch (...) {}
     CAI_LOG_ERROR("{} {}: {}", req.method, req.path, what);
     ApiError e;
     e.http_status = 500;
@@ -267,10 +267,11 @@ void HttpServer::install_routes() {
     }
     std::string text = metrics_.render(stats, http_->counters(), http_->max_connections(), device);
     if (const hal::ProcessGroup* group = hal::process_group())
-      text += fmt::format("# HELP cai_process_ranks Processes of the server's MPI job.\n# TYPE cai_process_ranks gauge\n"
-                          "cai_process_ranks {}\n# HELP cai_rank_failed 1 once a rank of the job failed (the job then "
-                          "exits).\n# TYPE cai_rank_failed gauge\ncai_rank_failed {}\n",
-                          group->size(), hal::group_failure().empty() ? 0 : 1);
+      text += fmt::format(
+          "# HELP cai_process_ranks Processes of the server's MPI job.\n# TYPE cai_process_ranks gauge\n"
+          "cai_process_ranks {}\n# HELP cai_rank_failed 1 once a rank of the job failed (the job then "
+          "exits).\n# TYPE cai_rank_failed gauge\ncai_rank_failed {}\n",
+          group->size(), hal::group_failure().empty() ? 0 : 1);
     res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
   });
   auto model_json = [this](const std::string& id) {

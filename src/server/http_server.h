@@ -31,16 +31,16 @@ class HttpTransport;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8000;                      // 0 = any free port (see HttpServer::port())
-  std::string api_key;                  // non-empty: /v1/* needs "Authorization: Bearer <api_key>" or "x-api-key"
+  int port = 8000;      // 0 = any free port (see HttpServer::port())
+  std::string api_key;  // non-empty: /v1/* needs "Authorization: Bearer <api_key>" or "x-api-key"
   // Model ids clients may use (--served-model-name a,b,...): /v1/models lists each; a request naming another gets 404;
   // a response names the id its request used, or the first.
   std::vector<std::string> model_names = {"cai"};
-  int default_max_tokens = 8192;        // chat max_tokens when the request gives none (0: all the context left)
-  std::string chat_template;            // template source replacing the model's ("" = the model's own)
+  int default_max_tokens = 8192;            // chat max_tokens when the request gives none (0: all the context left)
+  std::string chat_template;                // template source replacing the model's ("" = the model's own)
   size_t max_body_bytes = size_t(8) << 20;  // larger bodies → 413
   size_t max_body_bytes_in_flight = 0;      // all bodies being read or served at once (0 = 16 × max_body_bytes): 429
-  ConnectionLimits connections;         // open connections, head deadline and size, keep-alive and I/O waits
+  ConnectionLimits connections;             // open connections, head deadline and size, keep-alive and I/O waits
   std::chrono::milliseconds keep_alive{1000};  // SSE comment interval while a request produces nothing
 };
 
@@ -77,8 +77,7 @@ class HttpServer {
   // respond_full's answer to a client that finished sending before its answer was ready (see the definition).
   void respond_full_to_quiet_client(std::shared_ptr<Generation> gen, std::shared_ptr<EventWriter> writer,
                                     httplib::Response& res);
-  void respond_stream(std::shared_ptr<Generation> gen, std::shared_ptr<EventWriter> writer,
-                      httplib::Response& res);
+  void respond_stream(std::shared_ptr<Generation> gen, std::shared_ptr<EventWriter> writer, httplib::Response& res);
   Engine* engine() const { return ready_.load(std::memory_order_acquire) ? engine_.get() : nullptr; }
 
   ServerOptions options_;

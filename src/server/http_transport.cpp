@@ -14,7 +14,8 @@ HttpTransport::HttpTransport(ConnectionLimits limits) : limits_(limits), wake_fd
   new_task_queue = [max_threads] { return new ElasticTaskQueue(max_threads, std::chrono::seconds(30)); };
   // What httplib announces in its Keep-Alive header.
   set_keep_alive_max_count(static_cast<size_t>(std::max(1, limits_.max_requests)));
-  set_keep_alive_timeout(std::max<time_t>(1, std::chrono::duration_cast<std::chrono::seconds>(limits_.idle_timeout).count()));
+  set_keep_alive_timeout(
+      std::max<time_t>(1, std::chrono::duration_cast<std::chrono::seconds>(limits_.idle_timeout).count()));
 }
 
 HttpTransport::~HttpTransport() {

@@ -62,20 +62,22 @@ void engine_metrics(std::string& out, const EngineStats& s) {
   scalar(out, "cai_kv_blocks_total", "gauge", "KV cache blocks in the pool.", s.kv_blocks_total);
   scalar(out, "cai_kv_blocks_used", "gauge", "KV cache blocks in use.", s.kv_blocks_used);
   scalar(out, "cai_kv_blocks_free", "gauge", "KV cache blocks free.", s.kv_blocks_total - s.kv_blocks_used);
-  out += fmt::format("# HELP cai_kv_cache_info KV cache element type (label dtype).\n# TYPE cai_kv_cache_info gauge\n"
-                     "cai_kv_cache_info{{dtype=\"{}\"}} 1\n",
-                     s.kv_dtype);
+  out += fmt::format(
+      "# HELP cai_kv_cache_info KV cache element type (label dtype).\n# TYPE cai_kv_cache_info gauge\n"
+      "cai_kv_cache_info{{dtype=\"{}\"}} 1\n",
+      s.kv_dtype);
   scalar(out, "cai_kv_cache_bytes_per_token", "gauge", "KV cache bytes per token, all layers.",
          double(s.kv_bytes_per_token));
   scalar(out, "cai_kv_offload_layers", "gauge", "Layers whose KV cache lives in host memory (host KV tier).",
          s.kv_offload_layers);
   scalar(out, "cai_kv_offload_host_bytes", "gauge", "Host memory the offloaded KV layers take.",
          double(s.kv_host_bytes));
-  out += fmt::format("# HELP cai_kv_offload_bytes_total KV bytes the host tier moved, by direction.\n"
-                     "# TYPE cai_kv_offload_bytes_total counter\n"
-                     "cai_kv_offload_bytes_total{{direction=\"to_device\"}} {}\n"
-                     "cai_kv_offload_bytes_total{{direction=\"to_host\"}} {}\n",
-                     s.kv_offload_uploaded_bytes, s.kv_offload_downloaded_bytes);
+  out += fmt::format(
+      "# HELP cai_kv_offload_bytes_total KV bytes the host tier moved, by direction.\n"
+      "# TYPE cai_kv_offload_bytes_total counter\n"
+      "cai_kv_offload_bytes_total{{direction=\"to_device\"}} {}\n"
+      "cai_kv_offload_bytes_total{{direction=\"to_host\"}} {}\n",
+      s.kv_offload_uploaded_bytes, s.kv_offload_downloaded_bytes);
   scalar(out, "cai_device_transfer_bytes_total", "counter",
          "Activation bytes moved between the model's devices (pipeline stage boundaries, experts on another device).",
          double(s.device_transfer_bytes));
@@ -87,19 +89,20 @@ void engine_metrics(std::string& out, const EngineStats& s) {
          double(s.computed_prompt_tokens));
   scalar(out, "cai_preemptions_total", "counter", "Requests preempted for lack of KV blocks.", double(s.preemptions));
   scalar(out, "cai_engine_steps_total", "counter", "Engine steps run.", double(s.steps));
-  out += fmt::format("# HELP cai_spec_info Speculative decoding: the server's method (label method); the value is "
-                     "its draft tokens per step.\n# TYPE cai_spec_info gauge\ncai_spec_info{{method=\"{}\"}} {}\n",
-                     s.spec_method, s.spec_tokens);
+  out += fmt::format(
+      "# HELP cai_spec_info Speculative decoding: the server's method (label method); the value is "
+      "its draft tokens per step.\n# TYPE cai_spec_info gauge\ncai_spec_info{{method=\"{}\"}} {}\n",
+      s.spec_method, s.spec_tokens);
   scalar(out, "cai_spec_draft_tokens_total", "counter", "Draft tokens verified.", double(s.spec_draft_tokens));
   scalar(out, "cai_spec_accepted_tokens_total", "counter", "Draft tokens accepted.", double(s.spec_accepted_tokens));
   scalar(out, "cai_spec_verify_steps_total", "counter", "Sequence steps that verified a draft.",
          double(s.spec_verify_steps));
   scalar(out, "cai_spec_acceptance_ratio", "gauge", "Accepted over verified draft tokens so far (0 before any).",
          s.spec_draft_tokens ? double(s.spec_accepted_tokens) / double(s.spec_draft_tokens) : 0.0);
-  scalar(out, "cai_spec_tokens_per_verify_step", "gauge",
-         "Tokens a verifying sequence step produced on average: accepted drafts plus its own (0 before any).",
-         s.spec_verify_steps ? double(s.spec_accepted_tokens + s.spec_verify_steps) / double(s.spec_verify_steps)
-                             : 0.0);
+  scalar(
+      out, "cai_spec_tokens_per_verify_step", "gauge",
+      "Tokens a verifying sequence step produced on average: accepted drafts plus its own (0 before any).",
+      s.spec_verify_steps ? double(s.spec_accepted_tokens + s.spec_verify_steps) / double(s.spec_verify_steps) : 0.0);
   scalar(out, "cai_engine_step_token_budget", "gauge",
          "Tokens one engine step may take now (lowered while the device is at its thermal limit).", s.token_budget);
 }
@@ -116,10 +119,11 @@ std::string label_value(const std::string& s) {
 
 void device_metrics(std::string& out, const DeviceReadings& d) {
   const std::string device = label_value(d.device);
-  out += fmt::format("# HELP cai_device_info The serving device and the sensor its temperature is read from "
-                     "(sensor=\"none\": no temperature).\n# TYPE cai_device_info gauge\n"
-                     "cai_device_info{{device=\"{}\",sensor=\"{}\"}} 1\n",
-                     device, d.sensor.empty() ? "none" : label_value(d.sensor));
+  out += fmt::format(
+      "# HELP cai_device_info The serving device and the sensor its temperature is read from "
+      "(sensor=\"none\": no temperature).\n# TYPE cai_device_info gauge\n"
+      "cai_device_info{{device=\"{}\",sensor=\"{}\"}} 1\n",
+      device, d.sensor.empty() ? "none" : label_value(d.sensor));
   auto reading = [&](const char* name, const char* help, const std::optional<float>& v, double scale) {
     if (!v) return;
     out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{}{{device=\"{}\"}} {}\n", name, help, name, name, device,
@@ -148,8 +152,9 @@ std::string ServerMetrics::render(const std::optional<EngineStats>& stats, const
          double(connections.head_too_large.load()));
   {
     std::lock_guard lock(mu_);
-    out += "# HELP cai_http_requests_total HTTP requests by endpoint and status code.\n"
-           "# TYPE cai_http_requests_total counter\n";
+    out +=
+        "# HELP cai_http_requests_total HTTP requests by endpoint and status code.\n"
+        "# TYPE cai_http_requests_total counter\n";
     for (const auto& [key, n] : requests_)
       out += fmt::format("cai_http_requests_total{{endpoint=\"{}\",status=\"{}\"}} {}\n", key.first, key.second, n);
     ttft_.render(out, "cai_time_to_first_token_seconds", "Time from request arrival to the first generated token.");

@@ -42,11 +42,11 @@ namespace {
 
 // Parameters of either endpoint that change nothing here and are accepted whatever their value.
 constexpr std::array<std::string_view, 9> kIgnored = {
-    "user", "metadata", "store", "service_tier", "parallel_tool_calls", "prompt_cache_key", "safety_identifier",
+    "user",      "metadata",  "store", "service_tier", "parallel_tool_calls", "prompt_cache_key", "safety_identifier",
     "verbosity", "modalities"};
 // OpenAI parameters this server cannot honour: accepted only when null or empty.
-constexpr std::array<std::string_view, 8> kUnsupported = {
-    "tools", "tool_choice", "functions", "function_call", "audio", "prediction", "web_search_options", "suffix"};
+constexpr std::array<std::string_view, 8> kUnsupported = {"tools", "tool_choice", "functions",          "function_call",
+                                                          "audio", "prediction",  "web_search_options", "suffix"};
 
 template <size_t N>
 bool contains(const std::array<std::string_view, N>& names, std::string_view key) {
@@ -125,11 +125,11 @@ bool content_text(const json& content, std::string& out, FieldReader& r, const s
   for (const json& part : content) {
     if (!part.is_object()) return r.fail("each content part must be an object", param), false;
     auto type = part.find("type");
-    if (type == part.end() || !type->is_string())
-      return r.fail("each content part needs a 'type'", param), false;
+    if (type == part.end() || !type->is_string()) return r.fail("each content part needs a 'type'", param), false;
     if (*type != "text")
       return r.fail(fmt::format("content parts of type '{}' are not supported (text only)", type->get<std::string>()),
-                    param), false;
+                    param),
+             false;
     auto text = part.find("text");
     if (text == part.end() || !text->is_string())
       return r.fail("a text content part needs a string 'text'", param), false;
@@ -318,11 +318,31 @@ bool is_empty_value(const json& v) { return v.is_null() || ((v.is_array() || v.i
 
 // Rejects parameters that are neither known, ignorable, nor harmlessly empty.
 void check_keys(FieldReader& r, const json& body, ApiKind kind) {
-  static constexpr std::array<std::string_view, 25> kCommon = {
-      "model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty",
-      "repetition_penalty", "seed", "stop", "stream", "stream_options", "logprobs", "n", "ignore_eos", "best_of",
-      "echo", "response_format", "max_completion_tokens", "logit_bias", "reasoning_effort", "max_reasoning_tokens",
-      "speculative_method", "num_speculative_tokens"};
+  static constexpr std::array<std::string_view, 25> kCommon = {"model",
+                                                               "max_tokens",
+                                                               "temperature",
+                                                               "top_p",
+                                                               "top_k",
+                                                               "min_p",
+                                                               "presence_penalty",
+                                                               "frequency_penalty",
+                                                               "repetition_penalty",
+                                                               "seed",
+                                                               "stop",
+                                                               "stream",
+                                                               "stream_options",
+                                                               "logprobs",
+                                                               "n",
+                                                               "ignore_eos",
+                                                               "best_of",
+                                                               "echo",
+                                                               "response_format",
+                                                               "max_completion_tokens",
+                                                               "logit_bias",
+                                                               "reasoning_effort",
+                                                               "max_reasoning_tokens",
+                                                               "speculative_method",
+                                                               "num_speculative_tokens"};
   for (auto it = body.begin(); it != body.end(); ++it) {
     const std::string& key = it.key();
     if (contains(kCommon, key) || contains(kIgnored, key)) continue;

@@ -24,7 +24,7 @@ struct ApiError {
   std::string message;
   std::string param;  // "" → null
   std::string type = "invalid_request_error";
-  std::string code;   // "" → null
+  std::string code;  // "" → null
 };
 
 ApiError bad_request(std::string message, std::string param = {});
@@ -39,22 +39,22 @@ enum class ToolChoice { kAuto, kNone, kRequired, kFunction };
 
 struct ApiRequest {
   ApiKind kind = ApiKind::kChat;
-  std::string model;                    // "" when not given
+  std::string model;  // "" when not given
   // chat: [{"role", "content": string (null for an assistant message with only tool_calls), ["name"], ["tool_calls"],
   //         ["tool_call_id"]}, ...]
   nlohmann::ordered_json messages;
-  std::string prompt_text;              // completion: the prompt as text ...
-  std::vector<int32_t> prompt_tokens;   // ... or as token ids (prompt_is_tokens)
+  std::string prompt_text;             // completion: the prompt as text ...
+  std::vector<int32_t> prompt_tokens;  // ... or as token ids (prompt_is_tokens)
   bool prompt_is_tokens = false;
-  std::optional<int> max_tokens;        // max_tokens / max_completion_tokens
-  SamplingParams sampling;              // OpenAI defaults: temperature 1, top_p 1
+  std::optional<int> max_tokens;  // max_tokens / max_completion_tokens
+  SamplingParams sampling;        // OpenAI defaults: temperature 1, top_p 1
   bool seed_given = false;
   std::vector<std::string> stop;
   bool stream = false;
-  bool include_usage = false;           // stream_options.include_usage
-  int top_logprobs = -1;                // -1: no logprobs
-  bool ignore_eos = false;              // extension (vLLM): keep generating past EOS
-  int n = 1;                            // choices, 1..kMaxChoices
+  bool include_usage = false;  // stream_options.include_usage
+  int top_logprobs = -1;       // -1: no logprobs
+  bool ignore_eos = false;     // extension (vLLM): keep generating past EOS
+  int n = 1;                   // choices, 1..kMaxChoices
   // Reasoning budget in tokens (-1: none), from max_reasoning_tokens or reasoning_effort (see reasoning_budget_for).
   int max_reasoning_tokens = -1;
   // Extensions: this request's speculative decoding (GenerationRequest::spec_method / spec_tokens).
@@ -65,7 +65,7 @@ struct ApiRequest {
   // Tool calling (chat; see tool_request.h): the validated tool definitions as sent ([] when none) and the choice.
   nlohmann::ordered_json tools = nlohmann::ordered_json::array();
   ToolChoice tool_choice = ToolChoice::kAuto;
-  std::string tool_choice_name;         // kFunction: the function to call
+  std::string tool_choice_name;  // kFunction: the function to call
   bool parallel_tool_calls = true;
 };
 

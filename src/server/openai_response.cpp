@@ -99,43 +99,56 @@ json chat_completion_json(const ResponseMeta& meta, const std::vector<ChoiceResu
       if (c.text.empty()) message["content"] = nullptr;
       message["tool_calls"] = tool_calls_json(c.tool_calls);
     }
-    out.push_back({{"index", i}, {"message", std::move(message)}, {"logprobs", c.logprobs},
+    out.push_back({{"index", i},
+                   {"message", std::move(message)},
+                   {"logprobs", c.logprobs},
                    {"finish_reason", chat_finish_reason_json(c.finish, !c.tool_calls.empty())}});
   }
-  return {{"id", meta.id},           {"object", "chat.completion"},
-          {"created", meta.created}, {"model", meta.model},
-          {"choices", std::move(out)}, {"usage", usage_json(usage)}};
+  return {{"id", meta.id},       {"object", "chat.completion"}, {"created", meta.created},
+          {"model", meta.model}, {"choices", std::move(out)},   {"usage", usage_json(usage)}};
 }
 
 json chat_chunk_json(const ResponseMeta& meta, int index, json delta, FinishReason finish, const json& logprobs) {
-  json choice = {{"index", index}, {"delta", std::move(delta)}, {"logprobs", logprobs},
+  json choice = {{"index", index},
+                 {"delta", std::move(delta)},
+                 {"logprobs", logprobs},
                  {"finish_reason", finish_reason_json(finish)}};
-  return {{"id", meta.id}, {"object", "chat.completion.chunk"}, {"created", meta.created}, {"model", meta.model},
+  return {{"id", meta.id},
+          {"object", "chat.completion.chunk"},
+          {"created", meta.created},
+          {"model", meta.model},
           {"choices", json::array({std::move(choice)})}};
 }
 
 json completion_json(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices, const Usage& usage) {
   json out = json::array();
   for (size_t i = 0; i < choices.size(); ++i)
-    out.push_back({{"index", i}, {"text", choices[i].text}, {"logprobs", choices[i].logprobs},
+    out.push_back({{"index", i},
+                   {"text", choices[i].text},
+                   {"logprobs", choices[i].logprobs},
                    {"finish_reason", finish_reason_json(choices[i].finish)}});
-  return {{"id", meta.id},           {"object", "text_completion"},
-          {"created", meta.created}, {"model", meta.model},
-          {"choices", std::move(out)}, {"usage", usage_json(usage)}};
+  return {{"id", meta.id},       {"object", "text_completion"}, {"created", meta.created},
+          {"model", meta.model}, {"choices", std::move(out)},   {"usage", usage_json(usage)}};
 }
 
 json completion_chunk_json(const ResponseMeta& meta, int index, const std::string& text, FinishReason finish,
                            const json& logprobs) {
-  json choice = {{"index", index}, {"text", text}, {"logprobs", logprobs},
-                 {"finish_reason", finish_reason_json(finish)}};
-  return {{"id", meta.id}, {"object", "text_completion"}, {"created", meta.created}, {"model", meta.model},
+  json choice = {
+      {"index", index}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish_reason_json(finish)}};
+  return {{"id", meta.id},
+          {"object", "text_completion"},
+          {"created", meta.created},
+          {"model", meta.model},
           {"choices", json::array({std::move(choice)})}};
 }
 
 json usage_chunk_json(const ResponseMeta& meta, bool chat, const Usage& usage) {
-  return {{"id", meta.id},           {"object", chat ? "chat.completion.chunk" : "text_completion"},
-          {"created", meta.created}, {"model", meta.model},
-          {"choices", json::array()}, {"usage", usage_json(usage)}};
+  return {{"id", meta.id},
+          {"object", chat ? "chat.completion.chunk" : "text_completion"},
+          {"created", meta.created},
+          {"model", meta.model},
+          {"choices", json::array()},
+          {"usage", usage_json(usage)}};
 }
 
 }  // namespace cai::server

@@ -14,8 +14,8 @@ namespace cai::server {
 
 // What every response object of one request shares.
 struct ResponseMeta {
-  std::string id;      // "chatcmpl-…" / "cmpl-…"
-  int64_t created = 0; // unix seconds
+  std::string id;       // "chatcmpl-…" / "cmpl-…"
+  int64_t created = 0;  // unix seconds
   std::string model;
 };
 
@@ -43,7 +43,7 @@ struct ChoiceResult {
   std::string reasoning;  // chat only; empty → no reasoning_content field
   std::string text;       // chat: message content; completions: text
   FinishReason finish = FinishReason::kNone;
-  nlohmann::json logprobs;  // null when not requested
+  nlohmann::json logprobs;           // null when not requested
   std::vector<ToolCall> tool_calls;  // chat: the calls parsed from the answer (text holds the rest)
 };
 

@@ -61,8 +61,7 @@ bool null_contents_emptied(nlohmann::ordered_json& messages) {
 
 }  // namespace
 
-Result<std::string> PromptBuilder::chat_text(const nlohmann::ordered_json& original,
-                                             const ToolOffer& tools) const {
+Result<std::string> PromptBuilder::chat_text(const nlohmann::ordered_json& original, const ToolOffer& tools) const {
   nlohmann::ordered_json messages = messages_for_template(tool_style_, original, tools);
   if (tpl_) {
     nlohmann::ordered_json ctx = {{"messages", messages},

@@ -32,8 +32,10 @@ std::optional<ApiError> read_body(const httplib::ContentReader& reader, size_t l
   });
   if (too_large) return body_too_large_error(limit);
   if (over_budget) return bodies_in_flight_error(budget.limit());
-  if (!complete) return bad_request("the request body could not be read (malformed chunked encoding, or the client "
-                                    "stopped sending)");
+  if (!complete)
+    return bad_request(
+        "the request body could not be read (malformed chunked encoding, or the client "
+        "stopped sending)");
   return std::nullopt;
 }
 

@@ -42,12 +42,8 @@ ApiError engine_end_error(FinishReason finish, const std::string& message, Statu
 }
 
 ResponseWriter::ResponseWriter(const ApiRequest& request, ResponseMeta meta, bool opens_think, ToolSyntax tool_syntax)
-    : kind_(request.kind),
-      want_logprobs_(request.top_logprobs >= 0),
-      include_usage_(request.include_usage),
-      tool_syntax_(tool_syntax),
-      parallel_tool_calls_(request.parallel_tool_calls),
-      meta_(std::move(meta)),
+    : kind_(request.kind), want_logprobs_(request.top_logprobs >= 0), include_usage_(request.include_usage),
+      tool_syntax_(tool_syntax), parallel_tool_calls_(request.parallel_tool_calls), meta_(std::move(meta)),
       choices_(static_cast<size_t>(request.n), Choice(opens_think)) {
   if (request.kind == ApiKind::kChat && !tool_offer(request).tools.empty())
     for (Choice& c : choices_) c.tools.emplace(tool_syntax);
@@ -76,8 +72,8 @@ bool ResponseWriter::end_choice(Choice& c, const StreamEvent& ev) {
 std::string ResponseWriter::stream_chat(int index, Choice& c, const StreamEvent& ev) {
   std::string out;
   if (!c.sent_role) {
-    out += sse_data(chat_chunk_json(meta_, index, {{"role", "assistant"}, {"content", ""}}, FinishReason::kNone,
-                                    nullptr));
+    out +=
+        sse_data(chat_chunk_json(meta_, index, {{"role", "assistant"}, {"content", ""}}, FinishReason::kNone, nullptr));
     c.sent_role = true;
   }
   ReasoningDelta d = c.parser.push(ev.text);

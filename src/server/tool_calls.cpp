@@ -77,9 +77,12 @@ size_t json_value_end(std::string_view s, size_t pos) {
   for (size_t i = pos; i < s.size(); ++i) {
     const char c = s[i];
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '{' || c == '[') {
@@ -230,9 +233,7 @@ ToolSyntax detect_tool_syntax(std::string_view chat_template) {
 }
 
 bool template_uses_tools(std::string_view chat_template) { return has_identifier(chat_template, "tools"); }
-bool template_renders_tool_calls(std::string_view chat_template) {
-  return has_identifier(chat_template, "tool_calls");
-}
+bool template_renders_tool_calls(std::string_view chat_template) { return has_identifier(chat_template, "tool_calls"); }
 
 std::string new_tool_call_id() {
   static constexpr std::string_view kChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
@@ -274,8 +275,8 @@ size_t ToolCallStream::call_start() const {
   static constexpr std::array<std::string_view, 3> kDeepSeek = {kDsCallsBegin, kDsCallBegin, kDsCallsEnd};
   static constexpr std::array<std::string_view, 1> kHermes = {kHermesOpen};
   const std::string_view* begin = syntax_ == ToolSyntax::kDeepSeek ? kDeepSeek.data() : kHermes.data();
-  const std::string_view* end = syntax_ == ToolSyntax::kDeepSeek ? kDeepSeek.data() + kDeepSeek.size()
-                                                                  : kHermes.data() + kHermes.size();
+  const std::string_view* end =
+      syntax_ == ToolSyntax::kDeepSeek ? kDeepSeek.data() + kDeepSeek.size() : kHermes.data() + kHermes.size();
   size_t best = std::string::npos;
   for (const std::string_view* m = begin; m != end; ++m) {
     best = std::min(best, pending_.find(*m));

@@ -77,8 +77,8 @@ class ToolCallStream {
   Delta drain(bool at_end);
 
   ToolSyntax syntax_;
-  std::string pending_;     // text not decided yet
-  std::string held_space_;  // white space after the last content
+  std::string pending_;       // text not decided yet
+  std::string held_space_;    // white space after the last content
   bool json_allowed_ = true;  // Llama 3 / generic: a call may start here (answer start, or right after a call)
   std::vector<ToolCall> calls_;
 };

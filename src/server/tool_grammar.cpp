@@ -28,11 +28,10 @@ Grammar call_grammar(ToolSyntax syntax, const nlohmann::ordered_json& function) 
     case ToolSyntax::kLlama3:
       return Grammar::sequence(
           {Grammar::literal("{\"name\": \"" + name + "\", \"parameters\": "), args, Grammar::literal("}")});
-    case ToolSyntax::kGeneric:
-      break;
+    case ToolSyntax::kGeneric: break;
   }
-  return Grammar::sequence({Grammar::literal("{\"name\": \"" + name + "\", \"arguments\": "), args,
-                            Grammar::literal("}")});
+  return Grammar::sequence(
+      {Grammar::literal("{\"name\": \"" + name + "\", \"arguments\": "), args, Grammar::literal("}")});
 }
 
 }  // namespace
@@ -49,8 +48,8 @@ std::shared_ptr<const Grammar> forced_tool_grammar(ToolSyntax syntax, const Tool
   Grammar call = Grammar::alternatives(std::move(options));
   Grammar calls = parallel ? Grammar::one_or_more(std::move(call), Grammar::literal("\n")) : std::move(call);
   if (syntax == ToolSyntax::kDeepSeek)
-    calls = Grammar::sequence({Grammar::literal("<｜tool▁calls▁begin｜>"), std::move(calls),
-                               Grammar::literal("<｜tool▁calls▁end｜>")});
+    calls = Grammar::sequence(
+        {Grammar::literal("<｜tool▁calls▁begin｜>"), std::move(calls), Grammar::literal("<｜tool▁calls▁end｜>")});
   return std::make_shared<const Grammar>(std::move(calls));
 }
 

@@ -38,10 +38,8 @@ std::string call_text(ToolSyntax syntax, const std::string& name, const std::str
     case ToolSyntax::kHermes:
       return "<tool_call>\n" + ordered_json{{"name", name}, {"arguments", arguments_value(arguments)}}.dump() +
              "\n</tool_call>";
-    case ToolSyntax::kLlama3:
-      return ordered_json{{"name", name}, {"parameters", arguments_value(arguments)}}.dump();
-    case ToolSyntax::kGeneric:
-      break;
+    case ToolSyntax::kLlama3: return ordered_json{{"name", name}, {"parameters", arguments_value(arguments)}}.dump();
+    case ToolSyntax::kGeneric: break;
   }
   return ordered_json{{"name", name}, {"arguments", arguments_value(arguments)}}.dump();
 }
@@ -54,10 +52,8 @@ std::string_view reply_format(ToolSyntax syntax) {
              "<arguments-json-object>\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
     case ToolSyntax::kHermes:
       return "<tool_call>\n{\"name\": <function-name>, \"arguments\": <arguments-json-object>}\n</tool_call>";
-    case ToolSyntax::kLlama3:
-      return "{\"name\": <function-name>, \"parameters\": <arguments-json-object>}";
-    case ToolSyntax::kGeneric:
-      break;
+    case ToolSyntax::kLlama3: return "{\"name\": <function-name>, \"parameters\": <arguments-json-object>}";
+    case ToolSyntax::kGeneric: break;
   }
   return "{\"name\": <function-name>, \"arguments\": <arguments-json-object>}";
 }
@@ -68,9 +64,12 @@ std::string describe_tools(ToolSyntax syntax, const ToolOffer& offer) {
   std::string text = "You can call these functions:\n";
   for (const ordered_json& t : offer.tools) text += t["function"].dump() + "\n";
   text += fmt::format("\nTo call a function, reply with nothing but the call, written as:\n{}\n", reply_format(syntax));
-  if (offer.choice == ToolChoice::kRequired) text += "\nYou must call at least one function now.";
-  else if (offer.choice == ToolChoice::kFunction) text += fmt::format("\nYou must call the function {} now.", offer.function);
-  else text += "\nIf no function is needed, answer normally.";
+  if (offer.choice == ToolChoice::kRequired)
+    text += "\nYou must call at least one function now.";
+  else if (offer.choice == ToolChoice::kFunction)
+    text += fmt::format("\nYou must call the function {} now.", offer.function);
+  else
+    text += "\nIf no function is needed, answer normally.";
   return text;
 }
 
@@ -97,8 +96,8 @@ ordered_json messages_for_template(const ToolTemplateStyle& style, const ordered
       out.push_back(m);
     } else if (is_tool_result(m)) {
       out.push_back({{"role", "user"},
-                     {"content", fmt::format("Result of the function call {}:\n{}", m["tool_call_id"].get<std::string>(),
-                                             m["content"].get<std::string>())}});
+                     {"content", fmt::format("Result of the function call {}:\n{}",
+                                             m["tool_call_id"].get<std::string>(), m["content"].get<std::string>())}});
     } else if (m.contains("tool_calls")) {
       std::string content = m["content"].is_string() ? m["content"].get<std::string>() : "";
       if (!content.empty()) content += "\n";

@@ -40,7 +40,8 @@ std::optional<ApiError> read_tool(const json& t, const std::string& param, std::
   if (parameters) {
     const json* schema_type = parameters->is_object() ? field(*parameters, "type") : nullptr;
     if (!parameters->is_object() || (schema_type && *schema_type != "object"))
-      return bad_request("function parameters must be a JSON schema of type \"object\"", param + ".function.parameters");
+      return bad_request("function parameters must be a JSON schema of type \"object\"",
+                         param + ".function.parameters");
   }
   const json* strict = field(*fn, "strict");
   if (strict && !strict->is_boolean()) return bad_request("'strict' must be a boolean", param + ".function.strict");
@@ -51,21 +52,28 @@ std::optional<ApiError> read_tool(const json& t, const std::string& param, std::
 std::optional<ApiError> read_tool_choice(const json& choice, const std::set<std::string>& names, ApiRequest& req) {
   if (choice.is_string()) {
     const std::string& s = choice.get_ref<const std::string&>();
-    if (s == "auto") req.tool_choice = ToolChoice::kAuto;
-    else if (s == "none") req.tool_choice = ToolChoice::kNone;
-    else if (s == "required") req.tool_choice = ToolChoice::kRequired;
-    else return bad_request(fmt::format("'tool_choice' must be auto, none, required or a function; got '{}'", s),
-                            "tool_choice");
+    if (s == "auto")
+      req.tool_choice = ToolChoice::kAuto;
+    else if (s == "none")
+      req.tool_choice = ToolChoice::kNone;
+    else if (s == "required")
+      req.tool_choice = ToolChoice::kRequired;
+    else
+      return bad_request(fmt::format("'tool_choice' must be auto, none, required or a function; got '{}'", s),
+                         "tool_choice");
   } else {
     const json* type = choice.is_object() ? field(choice, "type") : nullptr;
     const json* fn = choice.is_object() ? field(choice, "function") : nullptr;
     const json* name = fn && fn->is_object() ? field(*fn, "name") : nullptr;
     if (!type || *type != "function" || !name || !name->is_string())
-      return bad_request("'tool_choice' must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", "
-                         "\"function\": {\"name\": ...}}", "tool_choice");
+      return bad_request(
+          "'tool_choice' must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", "
+          "\"function\": {\"name\": ...}}",
+          "tool_choice");
     if (!names.count(name->get<std::string>()))
-      return bad_request(fmt::format("'tool_choice' names the function '{}', which is not among the tools",
-                                     name->get<std::string>()), "tool_choice");
+      return bad_request(
+          fmt::format("'tool_choice' names the function '{}', which is not among the tools", name->get<std::string>()),
+          "tool_choice");
     req.tool_choice = ToolChoice::kFunction;
     req.tool_choice_name = name->get<std::string>();
   }
@@ -87,9 +95,7 @@ std::optional<ApiError> read_tool_call(const json& c, const std::string& param, 
   const json* args = field(*fn, "arguments");
   if (!args || !args->is_string())
     return bad_request("a tool call's arguments must be a string (JSON text)", param + ".function.arguments");
-  out.push_back({{"id", *id},
-                 {"type", "function"},
-                 {"function", {{"name", *name}, {"arguments", *args}}}});
+  out.push_back({{"id", *id}, {"type", "function"}, {"function", {{"name", *name}, {"arguments", *args}}}});
   return std::nullopt;
 }
 

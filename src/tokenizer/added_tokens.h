@@ -12,11 +12,11 @@ namespace cai::tok {
 struct AddedToken {
   std::string content;
   int32_t id = -1;
-  bool special = false;     // matched only when special tokens are parsed
-  bool normalized = false;  // HF: matched in normalized text (after the normalizer), not in the raw text
-  bool lstrip = false;      // white space just before the match is absorbed into it
-  bool rstrip = false;      // white space just after the match is absorbed into it
-  bool single_word = false; // matches only when not inside a word
+  bool special = false;      // matched only when special tokens are parsed
+  bool normalized = false;   // HF: matched in normalized text (after the normalizer), not in the raw text
+  bool lstrip = false;       // white space just before the match is absorbed into it
+  bool rstrip = false;       // white space just after the match is absorbed into it
+  bool single_word = false;  // matches only when not inside a word
 };
 
 // A piece of input: either text for the model or an added token's id.

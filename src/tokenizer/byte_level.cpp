@@ -9,10 +9,12 @@ namespace cai::tok {
 namespace {
 
 // Bytes that keep their own code point: 0x21–0x7E, 0xA1–0xAC, 0xAE–0xFF. The other 68 take U+0100 onwards in order.
-bool maps_to_itself(uint32_t b) { return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF); }
+bool maps_to_itself(uint32_t b) {
+  return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+}
 
 struct ByteMap {
-  std::array<std::string, 256> text;  // byte → UTF-8 of its code point
+  std::array<std::string, 256> text;     // byte → UTF-8 of its code point
   std::array<int16_t, 0x144> byte_of{};  // code point (< U+0144) → byte, -1 if unmapped
 
   ByteMap() {

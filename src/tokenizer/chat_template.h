@@ -37,7 +37,8 @@ class ChatTemplate {
   // Dict keys iterate (and `tojson` prints them) in the json's order: sorted for nlohmann::json.
   Result<std::string> render(const nlohmann::json& context, const ChatRenderOptions& options = {}) const;
   // Same, keeping the keys in the order the caller inserted them (what Python does with a request's JSON).
-  Result<std::string> render_ordered(const nlohmann::ordered_json& context, const ChatRenderOptions& options = {}) const;
+  Result<std::string> render_ordered(const nlohmann::ordered_json& context,
+                                     const ChatRenderOptions& options = {}) const;
 
  private:
   explicit ChatTemplate(std::shared_ptr<const jinja::Template> tpl) : tpl_(std::move(tpl)) {}

@@ -16,10 +16,14 @@ int parse_byte_token(std::string_view text) {
   int value = 0;
   for (char c : text.substr(3, 2)) {
     value <<= 4;
-    if (c >= '0' && c <= '9') value |= c - '0';
-    else if (c >= 'A' && c <= 'F') value |= c - 'A' + 10;
-    else if (c >= 'a' && c <= 'f') value |= c - 'a' + 10;
-    else return -1;
+    if (c >= '0' && c <= '9')
+      value |= c - '0';
+    else if (c >= 'A' && c <= 'F')
+      value |= c - 'A' + 10;
+    else if (c >= 'a' && c <= 'f')
+      value |= c - 'a' + 10;
+    else
+      return -1;
   }
   return value;
 }
@@ -102,9 +106,7 @@ void Decoder::decode_token(std::string_view text, bool first, std::string& out) 
         if (byte_level_decode(cur, bytes)) cur = std::move(bytes);  // else: not byte-level text, kept as is
         break;
       }
-      case StepKind::kReplace:
-        cur = step.pattern.replace_all(cur, step.content);
-        break;
+      case StepKind::kReplace: cur = step.pattern.replace_all(cur, step.content); break;
       case StepKind::kByteFallback:
         if (const int b = parse_byte_token(cur); b >= 0) cur.assign(1, static_cast<char>(b));
         break;

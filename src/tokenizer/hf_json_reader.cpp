@@ -39,7 +39,8 @@ class Handler final : public nlohmann::json_sax<json> {
   }
 
   bool start_object(std::size_t) override {
-    if (mode_ != Mode::kDom) return fail(mode_ == Mode::kVocab ? "a vocab id is not a number" : "a merge is not a string");
+    if (mode_ != Mode::kDom)
+      return fail(mode_ == Mode::kVocab ? "a vocab id is not a number" : "a merge is not a string");
     if (in_model() && key_ == "vocab") {
       mode_ = Mode::kVocab;
       doc_.has_vocab_object = true;

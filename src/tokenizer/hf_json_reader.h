@@ -14,7 +14,7 @@
 namespace cai::tok {
 
 struct HfJsonDocument {
-  nlohmann::json dom;  // everything except the streamed parts below
+  nlohmann::json dom;             // everything except the streamed parts below
   bool has_vocab_object = false;  // model.vocab was a {text: id} object (BPE), streamed into `vocab`
   std::vector<std::pair<std::string, int64_t>> vocab;
   bool has_merges = false;  // model.merges was an array, streamed into `merges`

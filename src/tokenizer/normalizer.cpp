@@ -18,9 +18,9 @@ class UnicodeNormalizer final : public Normalizer {
   explicit UnicodeNormalizer(int options) : options_(options) {}
   void apply(std::string& text) const override {
     utf8proc_uint8_t* out = nullptr;
-    const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
-                                            static_cast<utf8proc_ssize_t>(text.size()), &out,
-                                            static_cast<utf8proc_option_t>(options_));
+    const utf8proc_ssize_t n =
+        utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()), static_cast<utf8proc_ssize_t>(text.size()),
+                     &out, static_cast<utf8proc_option_t>(options_));
     if (n >= 0) text.assign(reinterpret_cast<const char*>(out), static_cast<size_t>(n));
     std::free(out);  // on error (only for invalid UTF-8, which callers never pass) the text is left as it was
   }
@@ -56,7 +56,8 @@ class PrependNormalizer final : public Normalizer {
 
 class ReplaceNormalizer final : public Normalizer {
  public:
-  ReplaceNormalizer(Pattern pattern, std::string content) : pattern_(std::move(pattern)), content_(std::move(content)) {}
+  ReplaceNormalizer(Pattern pattern, std::string content)
+      : pattern_(std::move(pattern)), content_(std::move(content)) {}
   void apply(std::string& text) const override { text = pattern_.replace_all(text, content_); }
 
  private:
@@ -117,7 +118,8 @@ Result<std::unique_ptr<Normalizer>> normalizer_from_json(const nlohmann::json& j
     return std::unique_ptr<Normalizer>(new UnicodeNormalizer(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT));
   if (type == "Lowercase") return std::unique_ptr<Normalizer>(new LowercaseNormalizer());
   if (type == "Prepend") return make_prepend_normalizer(j.at("prepend").get<std::string>());
-  if (type == "Strip") return std::unique_ptr<Normalizer>(new StripNormalizer(j.value("left", true), j.value("right", true)));
+  if (type == "Strip")
+    return std::unique_ptr<Normalizer>(new StripNormalizer(j.value("left", true), j.value("right", true)));
   if (type == "Replace") {
     CAI_ASSIGN_OR_RETURN(Pattern pattern, pattern_from_json(j.at("pattern")));
     return std::unique_ptr<Normalizer>(new ReplaceNormalizer(std::move(pattern), j.at("content").get<std::string>()));

@@ -87,7 +87,8 @@ std::string Pattern::replace_all(std::string_view text, std::string_view content
 Result<Pattern> pattern_from_json(const nlohmann::json& j) {
   if (j.is_object() && j.contains("String") && j["String"].is_string())
     return Pattern::literal(j["String"].get<std::string>());
-  if (j.is_object() && j.contains("Regex") && j["Regex"].is_string()) return Pattern::regex(j["Regex"].get<std::string>());
+  if (j.is_object() && j.contains("Regex") && j["Regex"].is_string())
+    return Pattern::regex(j["Regex"].get<std::string>());
   return corrupt("tokenizer.json: a pattern must be {{\"String\": ...}} or {{\"Regex\": ...}}");
 }
 

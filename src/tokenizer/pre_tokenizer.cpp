@@ -1,4 +1,5 @@
-// Pre-tokenizers: cut normalized text into pieces before the model (HF Split/ByteLevel/Metaspace/Digits/... and Sequence).
+// Pre-tokenizers: cut normalized text into pieces before the model (HF Split/ByteLevel/Metaspace/Digits/... and
+// Sequence).
 #include "tokenizer/pre_tokenizer.h"
 
 #include <algorithm>
@@ -44,23 +45,29 @@ std::vector<Span> apply_behavior(const std::vector<Segment>& segs, SplitBehavior
       break;
     case SplitBehavior::kMergedWithPrevious:
       for (const Segment& s : segs) {
-        if (s.is_match && !previous_match && !out.empty()) out.back().end = s.end;
-        else out.push_back({s.begin, s.end});
+        if (s.is_match && !previous_match && !out.empty())
+          out.back().end = s.end;
+        else
+          out.push_back({s.begin, s.end});
         previous_match = s.is_match;
       }
       break;
     case SplitBehavior::kMergedWithNext:
       for (auto it = segs.rbegin(); it != segs.rend(); ++it) {
-        if (it->is_match && !previous_match && !out.empty()) out.back().begin = it->begin;
-        else out.push_back({it->begin, it->end});
+        if (it->is_match && !previous_match && !out.empty())
+          out.back().begin = it->begin;
+        else
+          out.push_back({it->begin, it->end});
         previous_match = it->is_match;
       }
       std::reverse(out.begin(), out.end());
       break;
     case SplitBehavior::kContiguous:
       for (const Segment& s : segs) {
-        if (s.is_match == previous_match && !out.empty()) out.back().end = s.end;
-        else out.push_back({s.begin, s.end});
+        if (s.is_match == previous_match && !out.empty())
+          out.back().end = s.end;
+        else
+          out.push_back({s.begin, s.end});
         previous_match = s.is_match;
       }
       break;
@@ -92,7 +99,8 @@ class SplitPreTokenizer final : public PreTokenizer {
 class ByteLevelPreTokenizer final : public PreTokenizer {
  public:
   ByteLevelPreTokenizer(bool add_prefix_space, bool use_regex) : add_prefix_space_(add_prefix_space) {
-    if (use_regex) gpt2_ = make_split_pre_tokenizer(Pattern::regex(kGpt2Regex).value(), SplitBehavior::kIsolated, false);
+    if (use_regex)
+      gpt2_ = make_split_pre_tokenizer(Pattern::regex(kGpt2Regex).value(), SplitBehavior::kIsolated, false);
   }
 
   void split(std::vector<std::string>& pieces, bool first_segment) const override {
@@ -113,7 +121,8 @@ class MetaspacePreTokenizer final : public PreTokenizer {
   enum class Prepend { kAlways, kFirst, kNever };
   MetaspacePreTokenizer(std::string replacement, Prepend prepend, bool split)
       : replacement_(std::move(replacement)), prepend_(prepend) {
-    if (split) splitter_ = make_split_pre_tokenizer(Pattern::literal(replacement_), SplitBehavior::kMergedWithNext, false);
+    if (split)
+      splitter_ = make_split_pre_tokenizer(Pattern::literal(replacement_), SplitBehavior::kMergedWithNext, false);
   }
 
   void split(std::vector<std::string>& pieces, bool first_segment) const override {
@@ -163,10 +172,14 @@ Result<std::unique_ptr<PreTokenizer>> metaspace_from_json(const nlohmann::json& 
   Prepend prepend = j.value("add_prefix_space", true) ? Prepend::kAlways : Prepend::kNever;  // older files
   if (j.contains("prepend_scheme") && j["prepend_scheme"].is_string()) {
     const std::string scheme = j["prepend_scheme"].get<std::string>();
-    if (scheme == "first") prepend = Prepend::kFirst;
-    else if (scheme == "never") prepend = Prepend::kNever;
-    else if (scheme == "always") prepend = Prepend::kAlways;
-    else return corrupt("tokenizer.json: unknown Metaspace prepend_scheme '{}'", scheme);
+    if (scheme == "first")
+      prepend = Prepend::kFirst;
+    else if (scheme == "never")
+      prepend = Prepend::kNever;
+    else if (scheme == "always")
+      prepend = Prepend::kAlways;
+    else
+      return corrupt("tokenizer.json: unknown Metaspace prepend_scheme '{}'", scheme);
   }
   return std::unique_ptr<PreTokenizer>(
       new MetaspacePreTokenizer(j.value("replacement", std::string("\xE2\x96\x81")), prepend, j.value("split", true)));
@@ -200,8 +213,8 @@ Result<std::unique_ptr<PreTokenizer>> pre_tokenizer_from_json(const nlohmann::js
     return make_byte_level_pre_tokenizer(j.value("add_prefix_space", false), j.value("use_regex", true));
   if (type == "Metaspace") return metaspace_from_json(j);
   if (type == "Digits")
-    return regex_split("\\p{N}", j.value("individual_digits", false) ? SplitBehavior::kIsolated : SplitBehavior::kContiguous,
-                       false);
+    return regex_split(
+        "\\p{N}", j.value("individual_digits", false) ? SplitBehavior::kIsolated : SplitBehavior::kContiguous, false);
   if (type == "Whitespace") return regex_split("\\w+|[^\\w\\s]+", SplitBehavior::kRemoved, true);
   if (type == "WhitespaceSplit") return regex_split("\\s+", SplitBehavior::kRemoved, false);
   if (type == "Punctuation") {

@@ -1,4 +1,5 @@
-// Pre-tokenizers: cut normalized text into pieces before the model (HF Split/ByteLevel/Metaspace/Digits/... and Sequence).
+// Pre-tokenizers: cut normalized text into pieces before the model (HF Split/ByteLevel/Metaspace/Digits/... and
+// Sequence).
 #pragma once
 
 #include <memory>

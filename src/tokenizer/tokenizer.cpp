@@ -26,8 +26,10 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool
   }
   bool first_segment = true;
   for (const tok::TextOrToken& part : added_.split(text, parse_special, /*normalized_stage=*/false)) {
-    if (part.id >= 0) out.push_back(part.id);
-    else encode_segment(part.text, first_segment, parse_special, out);
+    if (part.id >= 0)
+      out.push_back(part.id);
+    else
+      encode_segment(part.text, first_segment, parse_special, out);
     first_segment = false;
   }
   return out;
@@ -90,9 +92,17 @@ std::string Tokenizer::token_text(int32_t id) const {
 bool Tokenizer::is_eog(int32_t id) const { return std::binary_search(eog_ids_.begin(), eog_ids_.end(), id); }
 
 void Tokenizer::collect_eog(std::initializer_list<int32_t> extra_ids) {
-  static const char* const kEndTexts[] = {
-      "<|eot_id|>", "<|eom_id|>",    "<|im_end|>", "<|end_of_text|>", "<|endoftext|>", "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
-      "<|end|>",    "<end_of_turn>", "<|EOT|>",    "</s>"};
+  static const char* const kEndTexts[] = {"<|eot_id|>",
+                                          "<|eom_id|>",
+                                          "<|im_end|>",
+                                          "<|end_of_text|>",
+                                          "<|endoftext|>",
+                                          "<\xEF\xBD\x9C"
+                                          "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+                                          "<|end|>",
+                                          "<end_of_turn>",
+                                          "<|EOT|>",
+                                          "</s>"};
   eog_ids_.clear();
   if (eos_id_ >= 0) eog_ids_.push_back(eos_id_);
   for (int32_t id : extra_ids)

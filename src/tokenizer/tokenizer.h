@@ -93,7 +93,7 @@ class Tokenizer {
 
   std::shared_ptr<tok::Vocab> vocab_;
   tok::AddedTokenMatcher added_;
-  std::unique_ptr<tok::Normalizer> normalizer_;      // null: identity
+  std::unique_ptr<tok::Normalizer> normalizer_;       // null: identity
   std::unique_ptr<tok::PreTokenizer> pre_tokenizer_;  // null: one piece per segment
   std::unique_ptr<tok::TokenModel> model_;
   tok::Decoder decoder_ = tok::Decoder::join_with_space();

@@ -140,7 +140,8 @@ std::string config_chat_template(const json& config) {
   std::string chosen;
   for (const json& entry : t) {
     if (!entry.is_object() || !entry.contains("template") || !entry["template"].is_string()) continue;
-    if (chosen.empty() || entry.value("name", std::string()) == "default") chosen = entry["template"].get<std::string>();
+    if (chosen.empty() || entry.value("name", std::string()) == "default")
+      chosen = entry["template"].get<std::string>();
   }
   return chosen;
 }
@@ -159,7 +160,8 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_hf_json(const std::string& to
   return result;
 }
 
-Result<std::unique_ptr<Tokenizer>> Tokenizer::from_hf_json_text(std::string_view json_text, std::string_view config_text) {
+Result<std::unique_ptr<Tokenizer>> Tokenizer::from_hf_json_text(std::string_view json_text,
+                                                                std::string_view config_text) {
   json config = json::object();
   if (!config_text.empty()) {
     config = json::parse(config_text, nullptr, /*allow_exceptions=*/false);
@@ -199,7 +201,8 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::build_from_hf(tok::HfJsonDocument&
     int32_t unk_id = -1;
     if (model.contains("unk_id") && model["unk_id"].is_number_integer()) unk_id = model["unk_id"].get<int32_t>();
     if (unk_id >= t->vocab_->size()) return corrupt("tokenizer.json: Unigram unk_id {} is out of range", unk_id);
-    t->model_ = std::make_unique<tok::UnigramModel>(t->vocab_, std::move(scores), unk_id, model.value("byte_fallback", false));
+    t->model_ =
+        std::make_unique<tok::UnigramModel>(t->vocab_, std::move(scores), unk_id, model.value("byte_fallback", false));
   }
   CAI_ASSIGN_OR_RETURN(t->normalizer_, tok::normalizer_from_json(j.value("normalizer", json())));
   CAI_ASSIGN_OR_RETURN(t->pre_tokenizer_, tok::pre_tokenizer_from_json(j.value("pre_tokenizer", json())));
@@ -211,8 +214,10 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::build_from_hf(tok::HfJsonDocument&
   const std::string eos = config_token_text(config, "eos_token");
   t->bos_id_ = bos.empty() ? -1 : t->vocab_->find(bos).value_or(-1);
   t->eos_id_ = eos.empty() ? -1 : t->vocab_->find(eos).value_or(-1);
-  if (config.contains("add_bos_token") && config["add_bos_token"].is_boolean()) t->add_bos_ = config["add_bos_token"].get<bool>();
-  else t->add_bos_ = !leading.empty() && leading == bos;
+  if (config.contains("add_bos_token") && config["add_bos_token"].is_boolean())
+    t->add_bos_ = config["add_bos_token"].get<bool>();
+  else
+    t->add_bos_ = !leading.empty() && leading == bos;
   t->chat_template_ = config_chat_template(config);
   t->collect_eog({});
   return t;

@@ -13,8 +13,8 @@ constexpr float kUnkPenalty = 10.0f;
 
 struct Node {
   double score = -std::numeric_limits<double>::infinity();
-  size_t from = 0;   // start byte of the last token of the best path ending here
-  int32_t id = -1;   // that token; -1 for an unknown character
+  size_t from = 0;  // start byte of the last token of the best path ending here
+  int32_t id = -1;  // that token; -1 for an unknown character
 };
 
 }  // namespace

@@ -47,7 +47,8 @@ class FakeDevice : public hal::Device {
 class FakeBackend : public hal::Backend {
  public:
   FakeBackend(std::string name, std::vector<size_t> sizes) : name_(std::move(name)) {
-    for (size_t i = 0; i < sizes.size(); ++i) devs_.push_back(std::make_unique<FakeDevice>(name_ + ":" + std::to_string(i), sizes[i]));
+    for (size_t i = 0; i < sizes.size(); ++i)
+      devs_.push_back(std::make_unique<FakeDevice>(name_ + ":" + std::to_string(i), sizes[i]));
   }
   std::string name() const override { return name_; }
   std::vector<hal::Device*> devices() override {
@@ -153,7 +154,8 @@ TEST(Detect, AutoDeviceIsCpuWithoutAccelerators) {
   EXPECT_EQ(c.reason, "no accelerator recognised on PCI");
   const AutoDevice m = choose_auto_device(detect(shipped_profiles(), reg, fixture("sysfs-mixed", "proc-x86")));
   EXPECT_EQ(m.device, "cpu");
-  EXPECT_NE(m.reason.find("0000:81:00.0 (ascend-910b2): CAI has no backend for this chip yet"), std::string::npos) << m.reason;
+  EXPECT_NE(m.reason.find("0000:81:00.0 (ascend-910b2): CAI has no backend for this chip yet"), std::string::npos)
+      << m.reason;
   EXPECT_NE(m.reason.find("backend 'cuda' not loaded"), std::string::npos) << m.reason;
 }
 

@@ -45,12 +45,12 @@ TEST(DeviceProfiles, GatheredFactsAreKept) {
     double memory_gib, bandwidth_gbs;
   };
   const Fact facts[] = {
-      {"ascend-910b2", 64, 0},       {"ascend-910b3", 64, 0},         {"ascend-910b4", 32, 0},
-      {"ascend-910-93", 64, 0},      {"ascend-310p3", 48, 0},         {"cambricon-mlu370-x8", 48, 614.4},
-      {"cambricon-mlu590", 0, 0},    {"biren-br100", 64, 1640},       {"biren-br104", 32, 819},
-      {"iluvatar-bi-v150", 64, 0},   {"iluvatar-bi-v100", 32, 1200},  {"enflame-i20", 0, 0},
-      {"mthreads-s4000", 48, 768},   {"hygon-z100", 32, 1000},        {"hygon-k100-ai", 64, 0},
-      {"kunlunxin-r200", 32, 512},   {"kunlunxin-p800", 0, 0},        {"metax-c500", 64, 0},
+      {"ascend-910b2", 64, 0},        {"ascend-910b3", 64, 0},        {"ascend-910b4", 32, 0},
+      {"ascend-910-93", 64, 0},       {"ascend-310p3", 48, 0},        {"cambricon-mlu370-x8", 48, 614.4},
+      {"cambricon-mlu590", 0, 0},     {"biren-br100", 64, 1640},      {"biren-br104", 32, 819},
+      {"iluvatar-bi-v150", 64, 0},    {"iluvatar-bi-v100", 32, 1200}, {"enflame-i20", 0, 0},
+      {"mthreads-s4000", 48, 768},    {"hygon-z100", 32, 1000},       {"hygon-k100-ai", 64, 0},
+      {"kunlunxin-r200", 32, 512},    {"kunlunxin-p800", 0, 0},       {"metax-c500", 64, 0},
       {"nvidia-h100-sxm5", 80, 3350}, {"nvidia-h200-sxm", 141, 4800}, {"amd-mi300x", 192, 5300},
   };
   const auto profiles = shipped();
@@ -94,14 +94,18 @@ TEST(DeviceProfiles, AgreeWithTheDesignFileWherePresent) {
       EXPECT_NE(std::find(p->pci_device_ids.begin(), p->pci_device_ids.end(), want), p->pci_device_ids.end()) << id;
     }
     for (const auto& s : e["sources"])
-      EXPECT_NE(std::find(p->sources.begin(), p->sources.end(), s.get<std::string>()), p->sources.end()) << id << ": " << s;
+      EXPECT_NE(std::find(p->sources.begin(), p->sources.end(), s.get<std::string>()), p->sources.end())
+          << id << ": " << s;
   }
 }
 
 TEST(DeviceProfiles, PoliciesNameTheBackendAndEveryPciChipItsRuntime) {
   for (const DeviceProfile& p : shipped()) {
     const bool cpu = p.id.rfind("cpu-", 0) == 0;
-    const std::string want = p.vendor == "NVIDIA" ? "cuda" : p.vendor == "AMD" || p.vendor == "Hygon" ? "hip" : cpu ? "cpu" : "";
+    const std::string want = p.vendor == "NVIDIA"                       ? "cuda"
+                             : p.vendor == "AMD" || p.vendor == "Hygon" ? "hip"
+                             : cpu                                      ? "cpu"
+                                                                        : "";
     EXPECT_EQ(p.policies.backend, want) << p.id;
     EXPECT_EQ(p.runtime_libraries.empty(), cpu) << p.id;
     EXPECT_LE(p.policies.host_offload_below.value_or(0), 1.0) << p.id;
@@ -119,10 +123,13 @@ TEST(DeviceProfiles, PoliciesNameTheBackendAndEveryPciChipItsRuntime) {
 
 // A minimal valid profile with `key` (a top-level field, or "policies.<field>") set to `value`.
 std::string profile_with(const std::string& key, const nlohmann::json& value) {
-  nlohmann::json j = {{"id", "x"}, {"vendor", "V"}, {"name", "X"}, {"pci_vendor_id", "0x1234"},
+  nlohmann::json j = {{"id", "x"},        {"vendor", "V"},
+                      {"name", "X"},      {"pci_vendor_id", "0x1234"},
                       {"memory_gib", 16}, {"policies", {{"backend", "cuda"}}}};
-  if (key.rfind("policies.", 0) == 0) j["policies"][key.substr(9)] = value;
-  else j[key] = value;
+  if (key.rfind("policies.", 0) == 0)
+    j["policies"][key.substr(9)] = value;
+  else
+    j[key] = value;
   return j.dump();
 }
 
@@ -158,7 +165,8 @@ TEST(DeviceProfiles, MalformedFieldsNameTheFileAndTheField) {
     ASSERT_FALSE(bad.ok()) << key << " = " << value.dump();
     EXPECT_EQ(bad.status().message().rfind(file + ": " + key, 0), 0u) << bad.status().message();
   }
-  for (const std::string& text : {std::string("{"), std::string("[1]"), std::string(R"({"vendor": "V", "name": "X"})")}) {
+  for (const std::string& text :
+       {std::string("{"), std::string("[1]"), std::string(R"({"vendor": "V", "name": "X"})")}) {
     auto bad = parse_profile(text, file);
     ASSERT_FALSE(bad.ok()) << text;
     EXPECT_EQ(bad.status().message().rfind(file + ":", 0), 0u) << bad.status().message();

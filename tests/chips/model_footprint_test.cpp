@@ -23,10 +23,18 @@ uint64_t gguf_tensor_bytes(const std::string& path) {
     EXPECT_LE(pos, f.size());
     return at;
   };
-  auto u32 = [&] { uint32_t v; std::memcpy(&v, f.data() + take(4), 4); return v; };
-  auto u64 = [&] { uint64_t v; std::memcpy(&v, f.data() + take(8), 8); return v; };
-  const std::map<uint32_t, size_t> scalar = {{0, 1}, {1, 1}, {2, 2}, {3, 2}, {4, 4}, {5, 4}, {6, 4},
-                                             {7, 1}, {10, 8}, {11, 8}, {12, 8}};
+  auto u32 = [&] {
+    uint32_t v;
+    std::memcpy(&v, f.data() + take(4), 4);
+    return v;
+  };
+  auto u64 = [&] {
+    uint64_t v;
+    std::memcpy(&v, f.data() + take(8), 8);
+    return v;
+  };
+  const std::map<uint32_t, size_t> scalar = {{0, 1}, {1, 1}, {2, 2},  {3, 2},  {4, 4}, {5, 4},
+                                             {6, 4}, {7, 1}, {10, 8}, {11, 8}, {12, 8}};
   std::function<void(uint32_t)> skip = [&](uint32_t type) {
     if (type == 8) {
       take(u64());
@@ -44,7 +52,8 @@ uint64_t gguf_tensor_bytes(const std::string& path) {
     take(u64());
     skip(u32());
   }
-  const std::map<uint32_t, std::pair<uint64_t, uint64_t>> blocks = {  // ggml id → (elements, bytes) per block
+  const std::map<uint32_t, std::pair<uint64_t, uint64_t>> blocks = {
+      // ggml id → (elements, bytes) per block
       {0, {1, 4}}, {1, {1, 2}}, {30, {1, 2}}, {8, {32, 34}}, {2, {32, 18}}, {12, {256, 144}}, {14, {256, 210}}};
   uint64_t total = 0;
   for (uint64_t i = 0; i < n_tensors; ++i) {

@@ -48,7 +48,8 @@ Plan plan(const ModelFootprint& m, const DeviceProfile& c, int cards, int64_t ct
 }
 
 bool has_warning(const Plan& p, const std::string& part) {
-  return std::any_of(p.warnings.begin(), p.warnings.end(), [&](const std::string& w) { return w.find(part) != std::string::npos; });
+  return std::any_of(p.warnings.begin(), p.warnings.end(),
+                     [&](const std::string& w) { return w.find(part) != std::string::npos; });
 }
 
 const DeviceProfile kH200 = chip(141, 4800, 989, true);

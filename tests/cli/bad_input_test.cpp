@@ -21,15 +21,13 @@ void expect_clean_error(const std::string& args, const std::string& needle) {
   EXPECT_NE(r.err.find(needle), std::string::npos) << "wanted '" << needle << "' in: " << r.err;
 }
 
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
+void write_bytes(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 
 TEST(BadInput, TruncatedGgufAtManyOffsets) {
   const std::string full = test::read_file(test::data_path("models/TinyStories-656K-Q8_0.gguf"));
   const std::string dir = test::make_temp_dir("trunc");
-  for (size_t cut : {size_t(0), size_t(3), size_t(4), size_t(17), size_t(100), size_t(5000), size_t(50840), size_t(60000),
-                     full.size() - 1}) {
+  for (size_t cut : {size_t(0), size_t(3), size_t(4), size_t(17), size_t(100), size_t(5000), size_t(50840),
+                     size_t(60000), full.size() - 1}) {
     const std::string path = dir + "/m.gguf";
     write_bytes(path, full.substr(0, cut));
     test::CommandResult r = test::run_command(cai_bin() + " run -m " + path + " -p hi -n 1");

@@ -17,7 +17,7 @@ TEST(BenchCli, JsonReportWithBatch) {
   EXPECT_GT(j.at("pp_tokens_per_s").get<double>(), 0);
   EXPECT_GT(j.at("tg_tokens_per_s").get<double>(), 0);
   EXPECT_GT(j.at("tg_roofline_ratio").get<double>(), 0);
-  EXPECT_EQ(j.at("depth").get<int>(), 0);  // generation from an empty context, as llama-bench's tgN
+  EXPECT_EQ(j.at("depth").get<int>(), 0);                   // generation from an empty context, as llama-bench's tgN
   EXPECT_EQ(j.at("precision").get<std::string>(), "fast");  // run, serve and bench default to the fast path
   EXPECT_EQ(j.at("batch").get<int>(), 3);
   const double batch = j.at("tg_batch_tokens_per_s").get<double>(), single = j.at("tg_tokens_per_s").get<double>();
@@ -41,17 +41,18 @@ TEST(BenchCli, TextReportStartsWithLoadTimeAndRssAndNamesTheDepth) {
   EXPECT_NE(r.out.find(" s, RSS after load "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("tg2 @ d40: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("tg2 @ d40 x 2 sequences: "), std::string::npos) << r.out;
-  EXPECT_NE(test::run_command(test::binary_path("cai") + " bench -m " + test::data_path("models/stories260K.gguf") +
-                              " -d -1").exit_code,
-            0);
+  EXPECT_NE(
+      test::run_command(test::binary_path("cai") + " bench -m " + test::data_path("models/stories260K.gguf") + " -d -1")
+          .exit_code,
+      0);
 }
 
 // On a device with its own memory the phase shares come from a pass of their own (fenced at phase boundaries): every
 // phase of a dense decoder step is there and the shares add up to one.
 TEST(BenchCli, DevicePhaseSharesCoverTheStep) {
-  test::CommandResult r = test::run_command(test::binary_path("cai") + " bench -m " +
-                                            test::data_path("models/stories260K.gguf") +
-                                            " --device simt:0 -p 4 -n 3 -r 1 --json");
+  test::CommandResult r =
+      test::run_command(test::binary_path("cai") + " bench -m " + test::data_path("models/stories260K.gguf") +
+                        " --device simt:0 -p 4 -n 3 -r 1 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json shares = nlohmann::json::parse(r.out).at("tg_time_share");
   double total = 0;
@@ -64,8 +65,8 @@ TEST(BenchCli, DevicePhaseSharesCoverTheStep) {
 }
 
 TEST(BenchCli, RejectsABatchOutOfRange) {
-  test::CommandResult r = test::run_command(test::binary_path("cai") + " bench -m " +
-                                            test::data_path("models/stories260K.gguf") + " -b 0");
+  test::CommandResult r =
+      test::run_command(test::binary_path("cai") + " bench -m " + test::data_path("models/stories260K.gguf") + " -b 0");
   EXPECT_NE(r.exit_code, 0);
 }
 
@@ -85,9 +86,9 @@ TEST(BenchCli, ReportsTheBytesEachCollectiveMovesPerToken) {
        {std::tuple{"--device simt:0,simt:1", row, int64_t{0}},
         std::tuple{"--device simt:0,simt:1 --tp 2", row, 4 * 2 * 2 * row}}) {
     SCOPED_TRACE(layout);
-    test::CommandResult r = test::run_command("CAI_SIMT_DEVICES=2 " + test::binary_path("cai") + " bench -m " +
-                                              test::data_path("oracle/deepseek_v3_tiny") + " " + layout +
-                                              " -p 4 -n 4 -r 1 --json");
+    test::CommandResult r =
+        test::run_command("CAI_SIMT_DEVICES=2 " + test::binary_path("cai") + " bench -m " +
+                          test::data_path("oracle/deepseek_v3_tiny") + " " + layout + " -p 4 -n 4 -r 1 --json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const nlohmann::json j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j.at("tg_collective_bytes_per_token").at("send_recv").get<double>(), send_recv);

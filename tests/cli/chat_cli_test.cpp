@@ -51,8 +51,8 @@ std::string squeeze(const std::string& s) {
 class TmuxChat {
  public:
   explicit TmuxChat(const std::string& args) : socket_(test::make_temp_dir("chat_cli") + "/tmux.sock") {
-    const std::string program = test::binary_path("cai") + " chat " + args +
-                                "; echo \"[chat exited with status $?]\"; sleep 3600";
+    const std::string program =
+        test::binary_path("cai") + " chat " + args + "; echo \"[chat exited with status $?]\"; sleep 3600";
     const test::CommandResult r = tmux("new-session -d -s chat -x 150 -y 50 " + shell_quote(program));
     started_ = r.exit_code == 0;
     EXPECT_TRUE(started_) << "tmux new-session failed (scripts/setup.sh installs tmux): " << r.err;
@@ -179,8 +179,7 @@ TEST(ChatCli, HistorySystemAndResetShapeTheNextPrompt) {
   ASSERT_TRUE(chat.wait_for_text("[system message set; history cleared]")) << chat.screen();
   chat.line("/history");
   ASSERT_TRUE(chat.wait_for_text("[1 message,")) << chat.screen();
-  EXPECT_NE(chat.screen().find("/history\nsystem: Lily liked cats.\n[1 message,"), std::string::npos)
-      << chat.screen();
+  EXPECT_NE(chat.screen().find("/history\nsystem: Lily liked cats.\n[1 message,"), std::string::npos) << chat.screen();
   chat.line("Tom");
   ASSERT_TRUE(chat.wait_for_prompt(7)) << chat.screen();
   n = notes(chat.screen());
@@ -230,7 +229,8 @@ TEST(ChatCli, CtrlCStopsALongReplyAndTheNextMessageWorks) {
   const std::string slow = test::make_temp_dir("chat_cli_model") + "/slow.gguf";
   test::CommandResult mk = test::run_command(test::binary_path("cai-mkmodel") +
                                              " --arch llama --hidden 512 --layers 8 --heads 8 --kv-heads 4 --ffn 1536"
-                                             " --vocab 1000 --ctx 8192 --dtype q8_0 --threads 1 -o " + slow);
+                                             " --vocab 1000 --ctx 8192 --dtype q8_0 --threads 1 -o " +
+                                             slow);
   ASSERT_EQ(mk.exit_code, 0) << mk.err;
   constexpr int kMaxReply = 6000;
   TmuxChat chat("-m " + slow + " -t 1 --temp 0 -n " + std::to_string(kMaxReply));
@@ -284,7 +284,8 @@ TEST(ChatCli, ReasoningIsDimOnATerminalAndPlainInAPipe) {
   chat.line("/history");
   ASSERT_TRUE(chat.wait_for_text("[2 messages")) << chat.screen();
   EXPECT_NE(chat.screen().find("assistant: \n[2 messages"), std::string::npos)
-      << "the reasoning is not part of the answer kept in the history\n" << chat.screen();
+      << "the reasoning is not part of the answer kept in the history\n"
+      << chat.screen();
 
   test::CommandResult piped = test::run_command("printf 'Once upon a time\\n' | " + cai() + " chat " + args);
   ASSERT_EQ(piped.exit_code, 0) << piped.err;

@@ -19,9 +19,9 @@ struct EvalResult {
 // `cai eval` of `tokens` (comma-separated ids) on a model; 8 greedy steps.
 EvalResult eval(const std::string& model, const std::string& tokens, const std::string& tmp, const std::string& tag) {
   const std::string logits = tmp + "/" + tag + "_logits.f32", gen = tmp + "/" + tag + "_gen.f32";
-  const test::CommandResult r = test::run_command(test::binary_path("cai") + " eval -m '" + model + "' --tokens " +
-                                                  tokens + " --greedy 8 --logits " + logits + " --gen-logits " + gen +
-                                                  " --json");
+  const test::CommandResult r =
+      test::run_command(test::binary_path("cai") + " eval -m '" + model + "' --tokens " + tokens +
+                        " --greedy 8 --logits " + logits + " --gen-logits " + gen + " --json");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   if (r.exit_code != 0) return {};
   return {json::parse(test::last_line(r.out))["greedy"], test::read_f32(logits), test::read_f32(gen)};
@@ -77,7 +77,8 @@ INSTANTIATE_TEST_SUITE_P(Oracles, ConvertOracle,
                                            "deepseek_v3_tiny_mtp", "qwen2_tiny"),
                          [](const auto& info) {
                            std::string n = info.param;
-                           for (char& c : n) if (c == '/') c = '_';
+                           for (char& c : n)
+                             if (c == '/') c = '_';
                            return n;
                          });
 

@@ -46,8 +46,8 @@ TEST(DetectCli, MixedHostJsonHasTheKeysAndTheRightProfiles) {
 
 TEST(DetectCli, OrdinaryHostHasNoAcceleratorsAndSaysSo) {
   EXPECT_TRUE(parse(detect_on(test::data_path("chips/sysfs-plain")))["accelerators"].empty());
-  test::CommandResult table = test::run_command("CAI_SYSFS_ROOT=" + test::data_path("chips/sysfs-plain") + " " +
-                                                cai_bin() + " detect");
+  test::CommandResult table =
+      test::run_command("CAI_SYSFS_ROOT=" + test::data_path("chips/sysfs-plain") + " " + cai_bin() + " detect");
   EXPECT_EQ(table.exit_code, 0) << table.err;
   EXPECT_NE(table.out.find("Accelerators: none recognised on PCI"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("cpu:0"), std::string::npos) << table.out;
@@ -62,11 +62,16 @@ TEST(DetectCli, OneTreePerVendor) {
     const char* profile;
   };
   const Host hosts[] = {
-      {"0x10de", "0x2335", "0x030200", "nvidia-h200-sxm"}, {"0x1002", "0x74a1", "0x120000", "amd-mi300x"},
-      {"0x19e5", "0xd803", "0x120000", "ascend-910-93"},   {"0xcabc", "0x0370", "0x120000", "cambricon-mlu370-x8"},
-      {"0x1e3e", "0x0001", "0x030200", "iluvatar-bi-v100"}, {"0x1e36", "0x8001", "0x120000", "enflame-i20"},
-      {"0x1ed5", "0x0323", "0x030000", "mthreads-s4000"},  {"0x1d94", "0x6211", "0x0b4000", "hygon-k100-ai"},
-      {"0x1d22", "0x3686", "0x120000", "kunlunxin-p800"},  {"0x9999", "0x0a01", "0x030200", "metax-c500"},
+      {"0x10de", "0x2335", "0x030200", "nvidia-h200-sxm"},
+      {"0x1002", "0x74a1", "0x120000", "amd-mi300x"},
+      {"0x19e5", "0xd803", "0x120000", "ascend-910-93"},
+      {"0xcabc", "0x0370", "0x120000", "cambricon-mlu370-x8"},
+      {"0x1e3e", "0x0001", "0x030200", "iluvatar-bi-v100"},
+      {"0x1e36", "0x8001", "0x120000", "enflame-i20"},
+      {"0x1ed5", "0x0323", "0x030000", "mthreads-s4000"},
+      {"0x1d94", "0x6211", "0x0b4000", "hygon-k100-ai"},
+      {"0x1d22", "0x3686", "0x120000", "kunlunxin-p800"},
+      {"0x9999", "0x0a01", "0x030200", "metax-c500"},
       // Biren publishes no device ids (the id here is a stand-in): its two profiles match by vendor and class.
       {"0x1ee0", "0x0001", "0x120000", "biren-br100"},
   };

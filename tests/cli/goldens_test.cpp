@@ -17,8 +17,8 @@ using test::cai_bin;
 std::string model(const std::string& name) { return test::data_path("models/" + name); }
 
 std::string run_greedy(const std::string& model_path, const std::string& prompt, int n) {
-  test::CommandResult r =
-      test::run_command(cai_bin() + " run -m '" + model_path + "' -p '" + prompt + "' -n " + std::to_string(n) + " --temp 0");
+  test::CommandResult r = test::run_command(cai_bin() + " run -m '" + model_path + "' -p '" + prompt + "' -n " +
+                                            std::to_string(n) + " --temp 0");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return r.out;
 }
@@ -31,10 +31,11 @@ TEST(Goldens, Stories260K) {
 }
 
 TEST(Goldens, TinyStoriesQ8_0) {
-  EXPECT_EQ(run_greedy(model("TinyStories-656K-Q8_0.gguf"), "Once upon a time", 32),
-            ", a little girl named Lily lived in a small house. She loved to eat yummy food. One day, she saw a small "
-            "bird on the ground. The bird was sad because it could not eat it.\nLily wanted to help the bird. She tried "
-            "to eat the food and ");
+  EXPECT_EQ(
+      run_greedy(model("TinyStories-656K-Q8_0.gguf"), "Once upon a time", 32),
+      ", a little girl named Lily lived in a small house. She loved to eat yummy food. One day, she saw a small "
+      "bird on the ground. The bird was sad because it could not eat it.\nLily wanted to help the bird. She tried "
+      "to eat the food and ");
   EXPECT_EQ(run_greedy(model("TinyStories-656K-Q8_0.gguf"), "Hello", 16),
             " and a girl were walking in the park. One day she saw a small bird flying in the sk");
 }
@@ -85,7 +86,8 @@ std::string device_param_name(const ::testing::TestParamInfo<std::tuple<std::str
   return param_name(std::get<0>(info.param)) + "_warp" + std::to_string(std::get<1>(info.param));
 }
 
-INSTANTIATE_TEST_SUITE_P(Oracles, OracleEvalDevice, ::testing::Combine(::testing::ValuesIn(kOracles), ::testing::Values(32, 64)),
+INSTANTIATE_TEST_SUITE_P(Oracles, OracleEvalDevice,
+                         ::testing::Combine(::testing::ValuesIn(kOracles), ::testing::Values(32, 64)),
                          device_param_name);
 // The rebuilt attn_kv_b takes the device upload path; one warp width is enough for that.
 INSTANTIATE_TEST_SUITE_P(Mainline, OracleEvalDevice,
@@ -122,8 +124,8 @@ INSTANTIATE_TEST_SUITE_P(Oracles, OracleEvalKvDtype,
 
 // kv_bytes_per_token and kv_dtype of `cai eval --json` on `model` with `args`.
 std::pair<int64_t, std::string> kv_of(const std::string& model, const std::string& args) {
-  test::CommandResult r = test::run_command(cai_bin() + " eval -m " + test::data_path("oracle/" + model) +
-                                            " --tokens 0 --json " + args);
+  test::CommandResult r =
+      test::run_command(cai_bin() + " eval -m " + test::data_path("oracle/" + model) + " --tokens 0 --json " + args);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json out = nlohmann::json::parse(test::last_line(r.out));
   return {out["kv_bytes_per_token"].get<int64_t>(), out["kv_dtype"].get<std::string>()};
@@ -158,8 +160,8 @@ TEST(Goldens, KvBytesPerTokenFollowsConfig) {
   EXPECT_EQ(kv_of("qwen2_tiny", "--kv-dtype f16").first, q_elems * 2);
   EXPECT_EQ(kv_of("qwen2_tiny", "--kv-dtype q8_0"), std::pair(q_elems / 32 * 34, std::string("q8_0")));
   const nlohmann::json d = oracle_config("deepseek_v3_tiny");
-  const int64_t d_elems = d["num_hidden_layers"].get<int64_t>() *
-                          (d["kv_lora_rank"].get<int64_t>() + d["qk_rope_head_dim"].get<int64_t>());
+  const int64_t d_elems =
+      d["num_hidden_layers"].get<int64_t>() * (d["kv_lora_rank"].get<int64_t>() + d["qk_rope_head_dim"].get<int64_t>());
   EXPECT_EQ(d_elems, 4 * (32 + 8));
   EXPECT_EQ(kv_of("deepseek_v3_tiny", "").first, d_elems * 4);
   EXPECT_EQ(kv_of("deepseek_v3_tiny", "--kv-dtype bf16").first, d_elems * 2);
@@ -174,7 +176,8 @@ TEST(Goldens, MlaQ8_0KvTracksF32Kv) {
   const std::string model = dir + "/m.gguf";
   test::CommandResult mk = test::run_command(test::binary_path("cai-mkmodel") +
                                              " --arch deepseek2 --preset deepseek-v2-lite --layers 1 --hidden 256 "
-                                             "--heads 2 --ffn 256 --vocab 300 --ctx 512 --seed 5 -o " + model);
+                                             "--heads 2 --ffn 256 --vocab 300 --ctx 512 --seed 5 -o " +
+                                             model);
   ASSERT_EQ(mk.exit_code, 0) << mk.err;
   auto eval = [&](const std::string& kv, const std::string& logits) {
     test::CommandResult r = test::run_command(cai_bin() + " eval -m " + model + " --kv-dtype " + kv +

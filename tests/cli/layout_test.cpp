@@ -52,8 +52,8 @@ std::vector<LayoutCase> layout_cases() {
     cases.push_back({o, "", "--device cpu,simt:0 --tp 2"});
     cases.push_back({o, "CAI_SIMT_DEVICES=4", "--device simt:0-3 --tp 2 --pp 2"});
     // Three stages of uneven size (qwen2_tiny has 3 layers, the others 4).
-    cases.push_back({o, "CAI_SIMT_DEVICES=3",
-                     o == "qwen2_tiny" ? "--device simt:0-2" : "--device simt:0-2 --layer-split 2,1,1"});
+    cases.push_back(
+        {o, "CAI_SIMT_DEVICES=3", o == "qwen2_tiny" ? "--device simt:0-2" : "--device simt:0-2 --layer-split 2,1,1"});
     if (o.starts_with("deepseek")) {
       // On the device under test where one is named (scripts/device-check.sh: cuda:0), else simt:0.
       const char* device = std::getenv("CAI_TEST_DEVICE");
@@ -163,9 +163,9 @@ TEST(Layout, PlanFileRunsThePlannersLayout) {
   for (const char* model : {"deepseek_v3_tiny", "qwen2_tiny"}) {
     SCOPED_TRACE(model);
     const std::string plan = dir + "/" + model + ".json";
-    test::CommandResult r = test::run_command(cai_bin() + " plan -m " +
-                                              test::data_path(std::string("oracle/") + model) +
-                                              " --chip h200 --cards 2 --json > " + plan);
+    test::CommandResult r =
+        test::run_command(cai_bin() + " plan -m " + test::data_path(std::string("oracle/") + model) +
+                          " --chip h200 --cards 2 --json > " + plan);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const nlohmann::json layout = nlohmann::json::parse(test::read_file(plan))["layout"];
     ASSERT_EQ(layout["tensor_parallel"], 2);
@@ -193,7 +193,8 @@ TEST(Layout, ADeviceListAloneGetsThePlannersLayout) {
   ASSERT_EQ(planned.exit_code, 0) << planned.err;
   ASSERT_EQ(staged.exit_code, 0) << staged.err;
   EXPECT_NE(planned.err.find("layout from `cai plan -m " + model + " --chip nvidia-h200-sxm --cards 2"),
-            std::string::npos) << planned.err;
+            std::string::npos)
+      << planned.err;
   EXPECT_NE(planned.err.find("TP 2 x EP 2"), std::string::npos) << planned.err;
   EXPECT_NE(staged.err.find("no device profile to plan with"), std::string::npos) << staged.err;
   EXPECT_NE(staged.err.find("layers 0..1 on simt:0; layers 2..3 on simt:1"), std::string::npos) << staged.err;
@@ -212,18 +213,21 @@ test::CommandResult eval_fails(const std::string& env, const std::string& args) 
 TEST(Layout, RefusedLayoutsNameTheNumbers) {
   EXPECT_NE(eval_fails("CAI_SIMT_DEVICES=2", "--device simt:0,simt:1 --pp 3").err.find("--pp 3 needs 3 devices"),
             std::string::npos);
-  EXPECT_NE(eval_fails("CAI_SIMT_DEVICES=3", "--device simt:0-2 --tp 2").err.find("--tp 2 x --pp 1 needs 2 devices, "
-                                                                                  "but --device simt:0-2 lists 3"),
+  EXPECT_NE(eval_fails("CAI_SIMT_DEVICES=3", "--device simt:0-2 --tp 2")
+                .err.find("--tp 2 x --pp 1 needs 2 devices, "
+                          "but --device simt:0-2 lists 3"),
             std::string::npos);
-  EXPECT_NE(eval_fails("CAI_SIMT_DEVICES=3", "--device simt:0-2 --tp 3").err.find("4 attention heads do not split "
-                                                                                  "over 3 ranks"),
+  EXPECT_NE(eval_fails("CAI_SIMT_DEVICES=3", "--device simt:0-2 --tp 3")
+                .err.find("4 attention heads do not split "
+                          "over 3 ranks"),
             std::string::npos);
   EXPECT_NE(eval_fails("CAI_SIMT_DEVICES=2", "--device simt:0,simt:1 --tp 2 --moe-device cpu").err.find("--moe-device"),
             std::string::npos);
   EXPECT_NE(eval_fails("CAI_SIMT_DEVICES=4", "--device simt:0-3 --tp 2 --ep 4").err.find("--ep 4 with --tp 2"),
             std::string::npos);
-  EXPECT_NE(eval_fails("CAI_SIMT_DEVICES=3", "--device simt:0-2 --ep 3").err.find("16 routed experts do not split over "
-                                                                                  "3 ranks"),
+  EXPECT_NE(eval_fails("CAI_SIMT_DEVICES=3", "--device simt:0-2 --ep 3")
+                .err.find("16 routed experts do not split over "
+                          "3 ranks"),
             std::string::npos);
   EXPECT_NE(eval_fails("CAI_SIMT_DEVICES=2", "--device simt:0,simt:1 --layer-split 3,2")
                 .err.find("covers 5 layers, but the model has 4"),

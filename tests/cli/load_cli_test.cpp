@@ -66,10 +66,12 @@ TEST(LoadCli, MlockFailureNamesRlimitMemlock) {
 // --no-repack under --precision exact (eval's default) is accepted with a warning that it changes nothing; under fast
 // it sets the model up in the file's layout.
 TEST(LoadCli, NoRepackSaysWhatItChanges) {
-  test::CommandResult exact = test::run_command(cai_bin() + " eval --no-repack -m " + q8_model() + " --tokens 1 --json");
+  test::CommandResult exact =
+      test::run_command(cai_bin() + " eval --no-repack -m " + q8_model() + " --tokens 1 --json");
   EXPECT_EQ(exact.exit_code, 0) << exact.err;
   EXPECT_NE(exact.err.find("--no-repack changes nothing under --precision exact"), std::string::npos) << exact.err;
-  test::CommandResult fast = test::run_command(cai_bin() + " run --no-repack -m " + q8_model() + " -p hi -n 1 --temp 0");
+  test::CommandResult fast =
+      test::run_command(cai_bin() + " run --no-repack -m " + q8_model() + " -p hi -n 1 --temp 0");
   EXPECT_EQ(fast.exit_code, 0) << fast.err;
   EXPECT_EQ(fast.err.find("changes nothing"), std::string::npos) << fast.err;
   EXPECT_NE(fast.err.find("set up the model's weights on cpu:0 (--no-repack: as in the file)"), std::string::npos)
@@ -79,13 +81,19 @@ TEST(LoadCli, NoRepackSaysWhatItChanges) {
 // `cai serve -m <first part>` loads every part and answers a completion.
 TEST(LoadCli, ServeTakesTheFirstPartOfASplitModel) {
   const std::string log = test::make_temp_dir("serve-split") + "/log";
-  test::CommandResult r = test::run_command(
-      "bash -c '" + cai_bin() + " serve -m " + test::data_path("quants/split/Q8_0-00001-of-00003.gguf") +
-      " --port 0 -t 1 2>" + log + " & pid=$!; "
-      "for i in $(seq 300); do grep -q \"engine ready\" " + log + " && break; sleep 0.1; done; "
-      "port=$(sed -n \"s|.*chat page: http://[^:]*:\\([0-9]*\\)/.*|\\1|p\" " + log + "); "
-      "curl -s -X POST http://127.0.0.1:$port/v1/completions -H \"Content-Type: application/json\" "
-      "-d \"{\\\"prompt\\\": \\\"hi\\\", \\\"max_tokens\\\": 2, \\\"ignore_eos\\\": true}\"; kill $pid; wait $pid || true'");
+  test::CommandResult r =
+      test::run_command("bash -c '" + cai_bin() + " serve -m " +
+                        test::data_path("quants/split/Q8_0-00001-of-00003.gguf") + " --port 0 -t 1 2>" + log +
+                        " & pid=$!; "
+                        "for i in $(seq 300); do grep -q \"engine ready\" " +
+                        log +
+                        " && break; sleep 0.1; done; "
+                        "port=$(sed -n \"s|.*chat page: http://[^:]*:\\([0-9]*\\)/.*|\\1|p\" " +
+                        log +
+                        "); "
+                        "curl -s -X POST http://127.0.0.1:$port/v1/completions -H \"Content-Type: application/json\" "
+                        "-d \"{\\\"prompt\\\": \\\"hi\\\", \\\"max_tokens\\\": 2, \\\"ignore_eos\\\": true}\"; kill "
+                        "$pid; wait $pid || true'");
   ASSERT_EQ(r.exit_code, 0) << test::read_file(log);
   const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << r.out << test::read_file(log);
@@ -96,10 +104,13 @@ TEST(LoadCli, ServeTakesTheFirstPartOfASplitModel) {
 // a clean exit). Returns serve's exit status and its stderr.
 std::pair<int, std::string> serve_until_ready(const std::string& args) {
   const std::string log = test::make_temp_dir("serve-kv") + "/log";
-  test::CommandResult r = test::run_command(
-      "bash -c '" + cai_bin() + " serve -m " + q8_model() + " --port 0 -t 1 " + args + " 2>" + log + " & pid=$!; "
-      "for i in $(seq 300); do grep -q \"engine ready\" " + log + " && break; kill -0 $pid 2>/dev/null || break; "
-      "sleep 0.1; done; kill $pid 2>/dev/null; wait $pid'");
+  test::CommandResult r =
+      test::run_command("bash -c '" + cai_bin() + " serve -m " + q8_model() + " --port 0 -t 1 " + args + " 2>" + log +
+                        " & pid=$!; "
+                        "for i in $(seq 300); do grep -q \"engine ready\" " +
+                        log +
+                        " && break; kill -0 $pid 2>/dev/null || break; "
+                        "sleep 0.1; done; kill $pid 2>/dev/null; wait $pid'");
   return {r.exit_code, test::read_file(log)};
 }
 

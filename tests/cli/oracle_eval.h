@@ -61,7 +61,8 @@ inline void expect_oracle(const std::string& name, const std::string& env, const
 }
 
 inline std::string param_name(std::string n) {
-  for (char& c : n) if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  for (char& c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   return n;
 }
 

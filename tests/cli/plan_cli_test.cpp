@@ -7,14 +7,17 @@
 namespace cai {
 namespace {
 
-test::CommandResult plan(const std::string& args) { return test::run_command(test::binary_path("cai") + " plan " + args); }
+test::CommandResult plan(const std::string& args) {
+  return test::run_command(test::binary_path("cai") + " plan " + args);
+}
 
 TEST(PlanCli, R1OnEightH200Json) {
   const test::CommandResult r = plan("-m preset:deepseek-r1 --chip h200 --cards 8 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
-  for (const char* key : {"fits", "weights_bytes", "weights_bytes_per_card", "kv_bytes_per_token", "max_context",
-                          "max_batch", "decode_tok_s", "prefill", "layout", "kv_offload_layers", "warnings", "assumptions"})
+  for (const char* key :
+       {"fits", "weights_bytes", "weights_bytes_per_card", "kv_bytes_per_token", "max_context", "max_batch",
+        "decode_tok_s", "prefill", "layout", "kv_offload_layers", "warnings", "assumptions"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["chip"]["id"], "nvidia-h200-sxm");
   EXPECT_TRUE(j["fits"].get<bool>());
@@ -32,7 +35,8 @@ TEST(PlanCli, TableAndAscendWithoutBandwidth) {
   EXPECT_NE(r.out.find("NO"), std::string::npos);
   EXPECT_NE(r.out.find("at least 16 cards"), std::string::npos);
   EXPECT_NE(r.out.find("FP8 weights"), std::string::npos);
-  const nlohmann::json j = nlohmann::json::parse(plan("-m preset:deepseek-r1 --chip ascend-910b2 --cards 8 --json").out);
+  const nlohmann::json j =
+      nlohmann::json::parse(plan("-m preset:deepseek-r1 --chip ascend-910b2 --cards 8 --json").out);
   EXPECT_TRUE(j["decode_tok_s"].is_null());
 }
 

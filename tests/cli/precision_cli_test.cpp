@@ -99,7 +99,9 @@ TEST_P(FastPrecisionQuality, AgreesWithExactOnTeacherForcedText) {
 
 INSTANTIATE_TEST_SUITE_P(TinyStories, FastPrecisionQuality,
                          ::testing::Values("TinyStories-656K-Q8_0.gguf", "TinyStories-656K.f16.gguf"),
-                         [](const auto& info) { return info.param.find("Q8_0") != std::string::npos ? "Q8_0" : "F16"; });
+                         [](const auto& info) {
+                           return info.param.find("Q8_0") != std::string::npos ? "Q8_0" : "F16";
+                         });
 
 }  // namespace
 }  // namespace cai

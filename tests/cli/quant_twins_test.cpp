@@ -17,9 +17,9 @@
 namespace cai {
 namespace {
 
-const std::vector<std::string> kTypes = {"Q4_0",    "Q4_1",   "Q5_0",  "Q5_1",  "Q8_0",  "Q2_K",   "Q3_K",
-                                        "Q4_K",    "Q5_K",   "Q6_K",  "IQ4_NL", "IQ4_XS", "IQ3_XXS", "IQ3_S",
-                                        "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ1_S", "IQ1_M", "BF16"};
+const std::vector<std::string> kTypes = {"Q4_0",    "Q4_1",   "Q5_0",  "Q5_1",   "Q8_0",   "Q2_K",    "Q3_K",
+                                         "Q4_K",    "Q5_K",   "Q6_K",  "IQ4_NL", "IQ4_XS", "IQ3_XXS", "IQ3_S",
+                                         "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ1_S",  "IQ1_M",  "BF16"};
 
 // The types with integer kernels under --precision fast (the others are computed exactly there too; IQ4_NL and IQ4_XS
 // have them for packed rows only, so --no-repack computes those exactly).
@@ -37,9 +37,9 @@ class QuantTwins : public ::testing::TestWithParam<std::tuple<std::string, std::
 void expect_near_twin(const std::string& type, const std::string& isa, const std::string& flags, float tolerance) {
   const std::string logits = test::make_temp_dir("quant-twin") + "/logits.f32";
   const std::string env = isa.empty() ? "" : "CAI_CPU_ISA=" + isa + " ";
-  const test::CommandResult r = test::run_command(env + test::binary_path("cai") + " eval -m " +
-                                                  test::data_path("quants/" + type + ".gguf") + flags +
-                                                  " --tokens 1,2,3,4,5,6,7,8 --logits " + logits + " --json");
+  const test::CommandResult r =
+      test::run_command(env + test::binary_path("cai") + " eval -m " + test::data_path("quants/" + type + ".gguf") +
+                        flags + " --tokens 1,2,3,4,5,6,7,8 --logits " + logits + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::vector<float> q = test::read_f32(logits);
   const std::vector<float> t = test::read_f32(test::data_path("quants/" + type + ".twin_logits.f32"));

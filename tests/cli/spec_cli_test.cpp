@@ -82,8 +82,8 @@ INSTANTIATE_TEST_SUITE_P(Oracles, SpecOracle,
 // model's own.
 TEST(SpecRealModels, PromptLookupKeepsTheGreedyContinuation) {
   std::map<std::string, Counts> counts;
-  for (const char* m : {"models/TinyStories-656K-Q8_0.gguf", "models/TinyStories-656K.f16.gguf",
-                        "models/stories260K.gguf"}) {
+  for (const char* m :
+       {"models/TinyStories-656K-Q8_0.gguf", "models/TinyStories-656K.f16.gguf", "models/stories260K.gguf"}) {
     const std::string model = test::data_path(m);
     const test::CommandResult tok = test::run_command(
         cai_bin() + " tokenize -m '" + model + "' -p 'Once upon a time there was a girl. Once upon a time' --bos");
@@ -138,8 +138,8 @@ TEST(MtpModels, CaiMkmodelWritesAModuleThatDrafts) {
     expect_same_greedy(out, "1,5,9,5,9", 16, {"--spec mtp --spec-tokens 2"}, counts);
   }
   EXPECT_GT(counts.begin()->second.drafted, 0);
-  const test::CommandResult llama = test::run_command(test::binary_path("cai-mkmodel") + " --arch qwen2 --mtp -o " +
-                                                      tmp + "/q.gguf");
+  const test::CommandResult llama =
+      test::run_command(test::binary_path("cai-mkmodel") + " --arch qwen2 --mtp -o " + tmp + "/q.gguf");
   EXPECT_NE(llama.err.find("--mtp: only DeepSeek models"), std::string::npos) << llama.err;
 }
 
@@ -158,9 +158,13 @@ TEST(SpecCli, BadCombinationsFailCleanly) {
       {"eval -m " + plain + " --tokens 0,5 --greedy 4 --spec ngram --gen-logits /tmp/g.f32", "--gen-logits"},
       {"eval -m " + plain + " --tokens 0,5 --greedy 4 --spec draft", "--spec draft needs --draft-model"},
       {"eval -m " + plain + " --tokens 0,5 --greedy 4 --spec draft --draft-model " +
-           test::data_path("models/TinyStories-656K-Q8_0.gguf"), "a draft model must share the vocabulary"},
-      {"eval -m " + test::data_path("models/TinyStories-656K-Q8_0.gguf") + " --tokens 1,5 --greedy 4 --spec draft "
-           "--draft-model " + test::data_path("models/stories260K.gguf"), "its tokenizer has 512 tokens"},
+           test::data_path("models/TinyStories-656K-Q8_0.gguf"),
+       "a draft model must share the vocabulary"},
+      {"eval -m " + test::data_path("models/TinyStories-656K-Q8_0.gguf") +
+           " --tokens 1,5 --greedy 4 --spec draft "
+           "--draft-model " +
+           test::data_path("models/stories260K.gguf"),
+       "its tokenizer has 512 tokens"},
   };
   for (const Case& c : cases) {
     const test::CommandResult r = test::run_command(cai_bin() + " " + c.args);

@@ -25,12 +25,14 @@ struct ServeRun {
 // Starts `env cai serve -m MODEL --port 0 ARGS`, reads /metrics once the engine is ready, then stops it.
 ServeRun serve_metrics(const std::string& env, const std::string& args) {
   const std::string log = test::make_temp_dir("serve-thermal") + "/log";
-  test::CommandResult r = test::run_command(
-      "bash -c '" + env + " " + cai_bin() + " serve -m " + model() + " --port 0 -t 1 " + args + " 2>" + log +
-      " & pid=$!; for i in $(seq 300); do grep -q \"engine ready\" " + log +
-      " && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done; "
-      "port=$(sed -n \"s|.*chat page: http://[^:]*:\\([0-9]*\\)/.*|\\1|p\" " + log + "); "
-      "curl -s http://127.0.0.1:$port/metrics; kill $pid 2>/dev/null; wait $pid || true'");
+  test::CommandResult r =
+      test::run_command("bash -c '" + env + " " + cai_bin() + " serve -m " + model() + " --port 0 -t 1 " + args +
+                        " 2>" + log + " & pid=$!; for i in $(seq 300); do grep -q \"engine ready\" " + log +
+                        " && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done; "
+                        "port=$(sed -n \"s|.*chat page: http://[^:]*:\\([0-9]*\\)/.*|\\1|p\" " +
+                        log +
+                        "); "
+                        "curl -s http://127.0.0.1:$port/metrics; kill $pid 2>/dev/null; wait $pid || true'");
   return {test::read_file(log), r.out};
 }
 
@@ -49,7 +51,8 @@ std::string k10temp_tree() {
 TEST(ThermalCli, ServeReadsTheHwmonPackageSensorAndExportsIt) {
   const std::string root = k10temp_tree();
   const ServeRun s = serve_metrics("CAI_SYSFS_ROOT=" + root, "--thermal-limit 80");
-  EXPECT_NE(s.log.find("cpu:0: temperature sensor hwmon k10temp Tctl (" + root + "/class/hwmon/hwmon2/temp1_input): "
+  EXPECT_NE(s.log.find("cpu:0: temperature sensor hwmon k10temp Tctl (" + root +
+                       "/class/hwmon/hwmon2/temp1_input): "
                        "63.5 °C"),
             std::string::npos)
       << s.log;
@@ -68,8 +71,7 @@ TEST(ThermalCli, ServeWithoutASensorSaysSoAndTheLimitHasNoEffect) {
   std::ofstream(root + "/class/thermal/thermal_zone0/temp") << "99000\n";  // not a CPU package sensor
   const ServeRun s = serve_metrics("CAI_SYSFS_ROOT=" + root, "--thermal-limit 80");
   EXPECT_NE(s.log.find("cpu:0: no temperature sensor"), std::string::npos) << s.log;
-  EXPECT_NE(s.log.find("[warning] thermal limit 80 °C has no effect: cpu:0 reports no temperature"),
-            std::string::npos)
+  EXPECT_NE(s.log.find("[warning] thermal limit 80 °C has no effect: cpu:0 reports no temperature"), std::string::npos)
       << s.log;
   EXPECT_NE(s.metrics.find("cai_device_info{device=\"cpu:0\",sensor=\"none\"} 1"), std::string::npos) << s.metrics;
   EXPECT_EQ(s.metrics.find("cai_device_temperature_celsius"), std::string::npos) << s.metrics;

@@ -28,23 +28,40 @@ TEST(DType, TableMatchesGgml) {
     int elems, bytes, ggml;
   };
   const Row rows[] = {
-      {DType::kF32, "f32", 1, 4, 0},        {DType::kF16, "f16", 1, 2, 1},
-      {DType::kBF16, "bf16", 1, 2, 30},     {DType::kQ8_0, "q8_0", 32, 34, 8},
-      {DType::kQ4_0, "q4_0", 32, 18, 2},    {DType::kQ4_K, "q4_K", 256, 144, 12},
-      {DType::kQ5_K, "q5_K", 256, 176, 13}, {DType::kQ6_K, "q6_K", 256, 210, 14},
-      {DType::kF8_E4M3, "f8_e4m3", 1, 1, -1}, {DType::kI32, "i32", 1, 4, 26},
-      {DType::kI8, "i8", 1, 1, 24},         {DType::kQ4_1, "q4_1", 32, 20, 3},
-      {DType::kQ5_0, "q5_0", 32, 22, 6},    {DType::kQ5_1, "q5_1", 32, 24, 7},
-      {DType::kQ2_K, "q2_K", 256, 84, 10},  {DType::kQ3_K, "q3_K", 256, 110, 11},
-      {DType::kIQ4_NL, "iq4_nl", 32, 18, 20}, {DType::kIQ4_XS, "iq4_xs", 256, 136, 23},
-      {DType::kIQ3_XXS, "iq3_xxs", 256, 98, 18}, {DType::kIQ3_S, "iq3_s", 256, 110, 21},
-      {DType::kIQ2_XXS, "iq2_xxs", 256, 66, 16}, {DType::kIQ2_XS, "iq2_xs", 256, 74, 17},
-      {DType::kIQ2_S, "iq2_s", 256, 82, 22}, {DType::kIQ1_S, "iq1_s", 256, 50, 19},
-      {DType::kIQ1_M, "iq1_m", 256, 56, 29}, {DType::kQ8_0_R16, "q8_0_r16", 32, 34, -1},
-      {DType::kQ4_0_R16, "q4_0_r16", 32, 18, -1}, {DType::kQ4_K_R16, "q4_k_r16", 256, 144, -1},
-      {DType::kQ6_K_R16, "q6_k_r16", 256, 210, -1}, {DType::kQ5_K_R16, "q5_k_r16", 256, 176, -1},
-      {DType::kQ2_K_R16, "q2_k_r16", 256, 84, -1},  {DType::kQ3_K_R16, "q3_k_r16", 256, 110, -1},
-      {DType::kIQ4_NL_R16, "iq4_nl_r16", 32, 18, -1}, {DType::kIQ4_XS_R16, "iq4_xs_r16", 256, 136, -1},
+      {DType::kF32, "f32", 1, 4, 0},
+      {DType::kF16, "f16", 1, 2, 1},
+      {DType::kBF16, "bf16", 1, 2, 30},
+      {DType::kQ8_0, "q8_0", 32, 34, 8},
+      {DType::kQ4_0, "q4_0", 32, 18, 2},
+      {DType::kQ4_K, "q4_K", 256, 144, 12},
+      {DType::kQ5_K, "q5_K", 256, 176, 13},
+      {DType::kQ6_K, "q6_K", 256, 210, 14},
+      {DType::kF8_E4M3, "f8_e4m3", 1, 1, -1},
+      {DType::kI32, "i32", 1, 4, 26},
+      {DType::kI8, "i8", 1, 1, 24},
+      {DType::kQ4_1, "q4_1", 32, 20, 3},
+      {DType::kQ5_0, "q5_0", 32, 22, 6},
+      {DType::kQ5_1, "q5_1", 32, 24, 7},
+      {DType::kQ2_K, "q2_K", 256, 84, 10},
+      {DType::kQ3_K, "q3_K", 256, 110, 11},
+      {DType::kIQ4_NL, "iq4_nl", 32, 18, 20},
+      {DType::kIQ4_XS, "iq4_xs", 256, 136, 23},
+      {DType::kIQ3_XXS, "iq3_xxs", 256, 98, 18},
+      {DType::kIQ3_S, "iq3_s", 256, 110, 21},
+      {DType::kIQ2_XXS, "iq2_xxs", 256, 66, 16},
+      {DType::kIQ2_XS, "iq2_xs", 256, 74, 17},
+      {DType::kIQ2_S, "iq2_s", 256, 82, 22},
+      {DType::kIQ1_S, "iq1_s", 256, 50, 19},
+      {DType::kIQ1_M, "iq1_m", 256, 56, 29},
+      {DType::kQ8_0_R16, "q8_0_r16", 32, 34, -1},
+      {DType::kQ4_0_R16, "q4_0_r16", 32, 18, -1},
+      {DType::kQ4_K_R16, "q4_k_r16", 256, 144, -1},
+      {DType::kQ6_K_R16, "q6_k_r16", 256, 210, -1},
+      {DType::kQ5_K_R16, "q5_k_r16", 256, 176, -1},
+      {DType::kQ2_K_R16, "q2_k_r16", 256, 84, -1},
+      {DType::kQ3_K_R16, "q3_k_r16", 256, 110, -1},
+      {DType::kIQ4_NL_R16, "iq4_nl_r16", 32, 18, -1},
+      {DType::kIQ4_XS_R16, "iq4_xs_r16", 256, 136, -1},
       {DType::kQ8_0_R16_I8, "q8_0_r16_i8", 32, 34, -1},
   };
   ASSERT_EQ(std::size(rows), static_cast<size_t>(DType::kCount));
@@ -68,8 +85,8 @@ TEST(DType, Lookups) {
   EXPECT_EQ(dtype_from_name("IQ2_xxs"), DType::kIQ2_XXS);
   EXPECT_FALSE(dtype_from_name("q8_K").has_value());
   EXPECT_FALSE(dtype_from_name("").has_value());
-  EXPECT_FALSE(dtype_from_ggml(15).has_value());   // Q8_K: a real ggml type (activations only) we do not carry
-  EXPECT_FALSE(dtype_from_ggml(34).has_value());   // TQ1_0 in mainline, other meanings in forks
+  EXPECT_FALSE(dtype_from_ggml(15).has_value());  // Q8_K: a real ggml type (activations only) we do not carry
+  EXPECT_FALSE(dtype_from_ggml(34).has_value());  // TQ1_0 in mainline, other meanings in forks
   EXPECT_FALSE(dtype_from_ggml(0xFFFFFFFFu).has_value());
   EXPECT_TRUE(is_quantized(DType::kQ6_K));
   EXPECT_FALSE(is_quantized(DType::kF8_E4M3));
@@ -103,15 +120,15 @@ TEST(F16, EncodeRoundsToNearestEven) {
   EXPECT_EQ(f32_to_f16(65520.0f), 0x7C00);  // tie between 65504 (odd) and 65536 → inf
   EXPECT_EQ(f32_to_f16(1e6f), 0x7C00);
   EXPECT_EQ(f32_to_f16(-INFINITY), 0xFC00);
-  EXPECT_EQ(f32_to_f16(1.0f + 0x1p-11f), 0x3C00);       // tie → even mantissa 0
-  EXPECT_EQ(f32_to_f16(1.0f + 3 * 0x1p-11f), 0x3C02);   // tie → even mantissa 2
+  EXPECT_EQ(f32_to_f16(1.0f + 0x1p-11f), 0x3C00);      // tie → even mantissa 0
+  EXPECT_EQ(f32_to_f16(1.0f + 3 * 0x1p-11f), 0x3C02);  // tie → even mantissa 2
   EXPECT_EQ(f32_to_f16(1.0f + 0x1p-11f + 0x1p-20f), 0x3C01);
   EXPECT_EQ(f32_to_f16(0x1p-24f), 0x0001);
-  EXPECT_EQ(f32_to_f16(0x1p-25f), 0x0000);              // tie between 0 and 2^-24 → 0
+  EXPECT_EQ(f32_to_f16(0x1p-25f), 0x0000);  // tie between 0 and 2^-24 → 0
   EXPECT_EQ(f32_to_f16(0x1.8p-25f), 0x0001);
-  EXPECT_EQ(f32_to_f16(0x1.8p-24f), 0x0002);            // 1.5 · 2^-24: tie → 2
-  EXPECT_EQ(f32_to_f16(0x1.ff8p-15f), 0x03FF);          // 1023 · 2^-24, largest subnormal
-  EXPECT_EQ(f32_to_f16(0x1.ffcp-15f), 0x0400);          // 1023.5 · 2^-24: tie → 1024, the smallest normal
+  EXPECT_EQ(f32_to_f16(0x1.8p-24f), 0x0002);    // 1.5 · 2^-24: tie → 2
+  EXPECT_EQ(f32_to_f16(0x1.ff8p-15f), 0x03FF);  // 1023 · 2^-24, largest subnormal
+  EXPECT_EQ(f32_to_f16(0x1.ffcp-15f), 0x0400);  // 1023.5 · 2^-24: tie → 1024, the smallest normal
   EXPECT_EQ(f32_to_f16(0x1p-30f), 0x0000);
   uint16_t nan = f32_to_f16(NAN);
   EXPECT_EQ(nan & 0x7C00, 0x7C00);

@@ -88,11 +88,11 @@ TEST(Dequant, Q4_K) {
       EXPECT_EQ(x[64 * c + 32 + l], 1.0f * kSc[s1] * ((l + c) & 15) - 0.5f * kMin[s1]) << c << " " << l;
     }
   }
-  EXPECT_EQ(x[3], 0.5f);       // 1·3 − 2.5
-  EXPECT_EQ(x[37], 7.0f);      // 2·5 − 3
-  EXPECT_EQ(x[131], 90.5f);    // sub-block 4: 33·3 − 8.5
-  EXPECT_EQ(x[224], 158.0f);   // sub-block 7: 63·3 − 31
-  EXPECT_EQ(x[255], 95.0f);    // 63·2 − 31
+  EXPECT_EQ(x[3], 0.5f);      // 1·3 − 2.5
+  EXPECT_EQ(x[37], 7.0f);     // 2·5 − 3
+  EXPECT_EQ(x[131], 90.5f);   // sub-block 4: 33·3 − 8.5
+  EXPECT_EQ(x[224], 158.0f);  // sub-block 7: 63·3 − 31
+  EXPECT_EQ(x[255], 95.0f);   // 63·2 − 31
 }
 
 TEST(Dequant, Q5_K) {
@@ -108,9 +108,9 @@ TEST(Dequant, Q5_K) {
       EXPECT_EQ(x[64 * c + 32 + l], 1.0f * kSc[s1] * q1 - 0.5f * kMin[s1]) << c << " " << l;
     }
   }
-  EXPECT_EQ(x[3], 16.5f);      // qh[3] = 111 has bit 0: q = 19 → 19 − 2.5
-  EXPECT_EQ(x[133], 684.5f);   // qh[5] = 185 has bit 4: q = 21 → 33·21 − 8.5
-  EXPECT_EQ(x[255], 95.0f);    // qh[31] = 123 lacks bit 7
+  EXPECT_EQ(x[3], 16.5f);     // qh[3] = 111 has bit 0: q = 19 → 19 − 2.5
+  EXPECT_EQ(x[133], 684.5f);  // qh[5] = 185 has bit 4: q = 21 → 33·21 − 8.5
+  EXPECT_EQ(x[255], 95.0f);   // qh[31] = 123 lacks bit 7
 }
 
 TEST(Dequant, Q6_K) {
@@ -146,10 +146,10 @@ TEST(Dequant, NewGgufTypesReachableByGgmlId) {
     uint32_t ggml;
     int elems, bytes;
   };
-  const Row rows[] = {{DType::kQ4_1, 3, 32, 20},      {DType::kQ5_0, 6, 32, 22},       {DType::kQ5_1, 7, 32, 24},
-                      {DType::kQ2_K, 10, 256, 84},    {DType::kQ3_K, 11, 256, 110},    {DType::kIQ2_XXS, 16, 256, 66},
-                      {DType::kIQ2_XS, 17, 256, 74},  {DType::kIQ3_XXS, 18, 256, 98},  {DType::kIQ1_S, 19, 256, 50},
-                      {DType::kIQ4_NL, 20, 32, 18},   {DType::kIQ3_S, 21, 256, 110},   {DType::kIQ2_S, 22, 256, 82},
+  const Row rows[] = {{DType::kQ4_1, 3, 32, 20},      {DType::kQ5_0, 6, 32, 22},      {DType::kQ5_1, 7, 32, 24},
+                      {DType::kQ2_K, 10, 256, 84},    {DType::kQ3_K, 11, 256, 110},   {DType::kIQ2_XXS, 16, 256, 66},
+                      {DType::kIQ2_XS, 17, 256, 74},  {DType::kIQ3_XXS, 18, 256, 98}, {DType::kIQ1_S, 19, 256, 50},
+                      {DType::kIQ4_NL, 20, 32, 18},   {DType::kIQ3_S, 21, 256, 110},  {DType::kIQ2_S, 22, 256, 82},
                       {DType::kIQ4_XS, 23, 256, 136}, {DType::kIQ1_M, 29, 256, 56}};
   for (const Row& r : rows) {
     EXPECT_EQ(dtype_from_ggml(r.ggml), r.t) << r.ggml;
@@ -233,11 +233,11 @@ TEST(Dequant, Q4_1Q5_0Q5_1) {
       },
       [&](int b, int k) { return d_of(b) * static_cast<float>(q5(b, k)) + m_of(b); });
   // qs[1] = 10 (0x0A): element 1 nibble 10, element 17 nibble 0; qh bit 1 set, bit 17 clear (0xA5A5F00F).
-  EXPECT_EQ(x41[1], 19.0f);   // 2·10 − 1
-  EXPECT_EQ(x41[17], -1.0f);  // 2·0 − 1
-  EXPECT_EQ(x50[1], 20.0f);   // 2·(26 − 16)
-  EXPECT_EQ(x50[17], -32.0f); // 2·(0 − 16)
-  EXPECT_EQ(x51[1], 51.0f);   // 2·26 − 1
+  EXPECT_EQ(x41[1], 19.0f);    // 2·10 − 1
+  EXPECT_EQ(x41[17], -1.0f);   // 2·0 − 1
+  EXPECT_EQ(x50[1], 20.0f);    // 2·(26 − 16)
+  EXPECT_EQ(x50[17], -32.0f);  // 2·(0 − 16)
+  EXPECT_EQ(x51[1], 51.0f);    // 2·26 − 1
 }
 
 // Q2_K / Q3_K element n: h = n/128, r = n%128, j = r/32, p = (r%32)/16, l = r%16; 2 bits at qs[32h+16p+l] >> 2j.
@@ -272,7 +272,7 @@ TEST(Dequant, Q3_K) {
   // of byte k − 8, high 2 bits at bit 2·(k/4) of byte 8 + k%4. Signed scale = v_k − 32.
   auto v = [](int b, int k) { return (k * 4 + 3 * b) & 63; };
   auto fill = [&](uint8_t* p, int b) {
-    for (int i = 0; i < 32; ++i) p[i] = pat(b, i, 29, 3);       // hmask
+    for (int i = 0; i < 32; ++i) p[i] = pat(b, i, 29, 3);        // hmask
     for (int i = 0; i < 64; ++i) p[32 + i] = pat(b, i, 37, 11);  // qs
     uint8_t* sc = p + 96;
     std::memset(sc, 0, 12);
@@ -390,10 +390,10 @@ TEST(Dequant, IQ2_XS) {
 TEST(Dequant, IQ2_S) {
   auto fill = [](uint8_t* p, int b) {
     put_u16(p, b ? kF16Half : kF16One);
-    for (int g = 0; g < 32; ++g) p[2 + g] = pat(b, g, 37, 0);    // index bits 0..7
-    for (int g = 0; g < 32; ++g) p[34 + g] = pat(b, g, 53, 0);   // sign bytes
-    for (int s = 0; s < 8; ++s) p[66 + s] = pat(b, s, 29, 0);    // index bits 8..9
-    for (int s = 0; s < 8; ++s) p[74 + s] = pat(b, s, 23, 7);    // scales
+    for (int g = 0; g < 32; ++g) p[2 + g] = pat(b, g, 37, 0);   // index bits 0..7
+    for (int g = 0; g < 32; ++g) p[34 + g] = pat(b, g, 53, 0);  // sign bytes
+    for (int s = 0; s < 8; ++s) p[66 + s] = pat(b, s, 29, 0);   // index bits 8..9
+    for (int s = 0; s < 8; ++s) p[74 + s] = pat(b, s, 23, 7);   // scales
   };
   auto want = [](int b, int n) {
     int g = n / 8, s = g / 4, l = g % 4, j = n % 8, sc = pat(b, s, 23, 7);
@@ -430,10 +430,10 @@ TEST(Dequant, IQ3_XXS) {
 TEST(Dequant, IQ3_S) {
   auto fill = [](uint8_t* p, int b) {
     put_u16(p, b ? kF16Half : kF16One);
-    for (int i = 0; i < 64; ++i) p[2 + i] = pat(b, i, 37, 0);    // index bits 0..7
-    for (int s = 0; s < 8; ++s) p[66 + s] = pat(b, s, 29, 0);    // index bit 8
-    for (int g = 0; g < 32; ++g) p[74 + g] = pat(b, g, 53, 0);   // sign bytes
-    for (int k = 0; k < 4; ++k) p[106 + k] = pat(b, k, 23, 7);   // scale nibbles
+    for (int i = 0; i < 64; ++i) p[2 + i] = pat(b, i, 37, 0);   // index bits 0..7
+    for (int s = 0; s < 8; ++s) p[66 + s] = pat(b, s, 29, 0);   // index bit 8
+    for (int g = 0; g < 32; ++g) p[74 + g] = pat(b, g, 53, 0);  // sign bytes
+    for (int k = 0; k < 4; ++k) p[106 + k] = pat(b, k, 23, 7);  // scale nibbles
   };
   auto want = [](int b, int n) {
     int s = n / 32, g = n / 8, j = n % 8, e = 8 * s + 2 * (g % 4) + j / 4;  // e: grid entry within the block
@@ -527,9 +527,8 @@ TEST(Quantize, RoundTripErrorBounds) {
     double max_rel_rms;
   };
   // Uniform-quantizer noise on gaussian data: ~range/levels/sqrt(12) per block, plus 6-bit scale rounding.
-  const Case cases[] = {{DType::kF16, 3e-4}, {DType::kBF16, 2.5e-3}, {DType::kF8_E4M3, 0.04},
-                        {DType::kQ8_0, 0.008}, {DType::kQ4_0, 0.11},  {DType::kQ4_K, 0.1},
-                        {DType::kQ5_K, 0.05}, {DType::kQ6_K, 0.025}};
+  const Case cases[] = {{DType::kF16, 3e-4},  {DType::kBF16, 2.5e-3}, {DType::kF8_E4M3, 0.04}, {DType::kQ8_0, 0.008},
+                        {DType::kQ4_0, 0.11}, {DType::kQ4_K, 0.1},    {DType::kQ5_K, 0.05},    {DType::kQ6_K, 0.025}};
   auto src = gaussian(4096, 7);
   std::vector<float> out;
   for (const Case& c : cases) {

@@ -21,8 +21,7 @@ void expect_each_index_once(ThreadPool& pool, int64_t n, int64_t grain) {
     ASSERT_LT(b, e);
     chunks.fetch_add(1);
     int64_t len = e - b, cur = smallest_chunk.load();
-    while (len < cur && !smallest_chunk.compare_exchange_weak(cur, len)) {
-    }
+    while (len < cur && !smallest_chunk.compare_exchange_weak(cur, len)) {}
     for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
   });
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "index " << i << " of " << n;
@@ -43,8 +42,7 @@ TEST(ThreadPool, EveryIndexExactlyOnce) {
 TEST(ThreadPool, ManyBackToBackJobsAndJobsAfterSleeping) {
   ThreadPool pool(3);
   std::atomic<int64_t> sum{0};
-  for (int rep = 0; rep < 20000; ++rep)
-    pool.parallel_for(10, 1, [&](int64_t b, int64_t e) { sum.fetch_add(e - b); });
+  for (int rep = 0; rep < 20000; ++rep) pool.parallel_for(10, 1, [&](int64_t b, int64_t e) { sum.fetch_add(e - b); });
   EXPECT_EQ(sum.load(), 200000);
   for (int rep = 0; rep < 3; ++rep) {  // idle long enough for the workers to fall asleep
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

@@ -102,9 +102,9 @@ void check_gqa(const CaiAttentionParams& p, const std::vector<SeqSpec>& specs, D
   HostWeights k = make_weights(kv_cache, {n_slots, p.n_kv_head, p.head_dim}, false, rng);
   HostWeights v = make_weights(kv_cache, {n_slots, p.n_kv_head, p.head_dim_v}, false, rng);
   std::vector<float> want(static_cast<size_t>(b.n_tok) * p.n_head * p.head_dim_v);
-  const Status st = ops::ref::op_table().attention_gqa({}, p, b.host(), host_f32(q, {b.n_tok, p.n_head, p.head_dim}),
-                                                       k.view(), v.view(),
-                                                       host_f32(want, {b.n_tok, p.n_head, p.head_dim_v}));
+  const Status st =
+      ops::ref::op_table().attention_gqa({}, p, b.host(), host_f32(q, {b.n_tok, p.n_head, p.head_dim}), k.view(),
+                                         v.view(), host_f32(want, {b.n_tok, p.n_head, p.head_dim_v}));
   ASSERT_TRUE(st.ok()) << st.to_string();
   const int64_t q_width = static_cast<int64_t>(p.n_head) * p.head_dim, o_width = int64_t{p.n_head} * p.head_dim_v;
   for_each_warp([&](SimtDevice& dev) {

@@ -91,8 +91,8 @@ TEST(CudaElementwise, KvWriteRoundsIntoHalfCaches) {
   std::mt19937 rng(6);
   const int64_t rows = 5, width = 70, n_slots = 12;
   auto kv = gaussian(static_cast<size_t>(rows * width), rng, 3.0f);
-  kv[3] = 3e-6f;      // an f16 subnormal
-  kv[4] = 70000.0f;   // past f16's range: inf
+  kv[3] = 3e-6f;     // an f16 subnormal
+  kv[4] = 70000.0f;  // past f16's range: inf
   kv[5] = NAN;
   kv[6] = 1.00390625f;  // 1 + 2^-8: a bf16 tie, rounds to even
   std::vector<int32_t> slots = {4, 0, 11, 7, 2};

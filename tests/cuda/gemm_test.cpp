@@ -62,8 +62,8 @@ TEST(CudaWeightDecode, WeightAtAndDecodeChunkAreBitExactPerDtypeAndExpert) {
         for (int64_t e = 0; e < n_exp; ++e) {
           const CaiTensor out = dev.zeros_f32({rows, cols});
           GPU_LAUNCH(dim3(static_cast<unsigned>(rows)), dim3(64), 0, dev.ctx().stream,
-                     chunked ? decode_chunk_kernel : weight_at_kernel)(weight_view(w, e),
-                                                                       static_cast<float*>(out.data));
+                     chunked ? decode_chunk_kernel : weight_at_kernel)
+          (weight_view(w, e), static_cast<float*>(out.data));
           const auto got = dev.download<float>(out.data, static_cast<size_t>(rows * cols));
           const TensorView expert = hw.view().slice(e);
           std::vector<float> want(static_cast<size_t>(cols));
@@ -81,8 +81,8 @@ TEST(CudaWeightDecode, WeightAtAndDecodeChunkAreBitExactPerDtypeAndExpert) {
 
 // y = x · w^T (+ bias) on simt vs the reference; tol = 1e-5 · Σ|w·x| per element (+ a floor), as tests/ops do.
 void check_gemm(DType t, int64_t out_rows, int64_t in, int64_t n, bool with_bias, bool scaled, uint32_t seed) {
-  SCOPED_TRACE(std::string(dtype_name(t)) + " out " + std::to_string(out_rows) + " in " + std::to_string(in) +
-               " n " + std::to_string(n) + (with_bias ? " bias" : ""));
+  SCOPED_TRACE(std::string(dtype_name(t)) + " out " + std::to_string(out_rows) + " in " + std::to_string(in) + " n " +
+               std::to_string(n) + (with_bias ? " bias" : ""));
   std::mt19937 rng(seed);
   HostWeights hw = make_weights(t, {out_rows, in}, scaled, rng);
   auto x = gaussian(static_cast<size_t>(n * in), rng);
@@ -168,8 +168,7 @@ void check_batch_invariant(DType t, int64_t in, std::mt19937& rng) {
       ASSERT_EQ(dense_gemm(dev.ctx(), w, xb, nullptr, yb, &err), CAI_OK) << err.message;
       const auto got = dev.download<float>(yb.data, static_cast<size_t>(n * out_rows));
       for (size_t i = 0; i < got.size(); ++i)
-        ASSERT_EQ(bits(got[i]), bits(solo[static_cast<size_t>(first * out_rows) + i]))
-            << "batch " << n << " at " << i;
+        ASSERT_EQ(bits(got[i]), bits(solo[static_cast<size_t>(first * out_rows) + i])) << "batch " << n << " at " << i;
     }
   });
 }

@@ -32,8 +32,7 @@ GateResult host_gate(decltype(hal::OpTable::moe_gate) gate, const CaiMoeGatePara
 void check_gate(const CaiMoeGateParams& p, bool with_bias, bool ties) {
   SCOPED_TRACE(std::to_string(p.n_experts) + " experts, top-" + std::to_string(p.top_k) + ", groups " +
                std::to_string(p.n_group) + "/" + std::to_string(p.topk_group) +
-               (p.sigmoid ? ", sigmoid" : ", softmax") +
-               (with_bias ? ", bias" : "") + (ties ? ", ties" : ""));
+               (p.sigmoid ? ", sigmoid" : ", softmax") + (with_bias ? ", bias" : "") + (ties ? ", ties" : ""));
   std::mt19937 rng(21);
   const int64_t n = 33;
   auto logits = gaussian(static_cast<size_t>(n * p.n_experts), rng, 2.0f);
@@ -60,11 +59,11 @@ void check_gate(const CaiMoeGateParams& p, bool with_bias, bool ties) {
 
 TEST(CudaMoeGate, MatchesCpuKernel) {
   for (bool ties : {false, true}) {
-    check_gate({64, 6, 1, 1, 0, 0, 1.0f}, false, ties);  // V2-Lite: softmax, no groups
+    check_gate({64, 6, 1, 1, 0, 0, 1.0f}, false, ties);    // V2-Lite: softmax, no groups
     check_gate({160, 6, 8, 3, 0, 0, 16.0f}, false, ties);  // V2: softmax, group max, routed scaling
-    check_gate({256, 8, 8, 4, 1, 1, 2.5f}, true, ties);  // V3/R1: sigmoid + bias, top-2 group sums
-    check_gate({72, 5, 4, 2, 1, 1, 1.0f}, true, ties);  // experts not a multiple of the warp
-    check_gate({12, 3, 12, 3, 1, 0, 1.0f}, true, ties);  // one expert per group: group score = its score
+    check_gate({256, 8, 8, 4, 1, 1, 2.5f}, true, ties);    // V3/R1: sigmoid + bias, top-2 group sums
+    check_gate({72, 5, 4, 2, 1, 1, 1.0f}, true, ties);     // experts not a multiple of the warp
+    check_gate({12, 3, 12, 3, 1, 0, 1.0f}, true, ties);    // one expert per group: group score = its score
   }
 }
 

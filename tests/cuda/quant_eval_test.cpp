@@ -21,8 +21,8 @@ class QuantModelOnSimt : public ::testing::TestWithParam<std::tuple<std::string,
 TEST_P(QuantModelOnSimt, LogitsMatchTheF32Twin) {
   const auto& [type, warp] = GetParam();
   const std::string logits = make_temp_dir("quant_eval") + "/logits.f32";
-  const CommandResult r = run_command("CAI_SIMT_WARP=" + std::to_string(warp) + " " + binary_path("cai") +
-                                      " eval -m " + data_path("quants/" + type + ".gguf") +
+  const CommandResult r = run_command("CAI_SIMT_WARP=" + std::to_string(warp) + " " + binary_path("cai") + " eval -m " +
+                                      data_path("quants/" + type + ".gguf") +
                                       " --device simt:0 --kv-dtype f32 --tokens 1,2,3,4,5,6,7,8 --logits " + logits);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::vector<float> got = read_f32(logits), want = read_f32(data_path("quants/" + type + ".twin_logits.f32"));
@@ -38,8 +38,7 @@ TEST_P(QuantModelOnSimt, LogitsMatchTheF32Twin) {
 
 INSTANTIATE_TEST_SUITE_P(AddedTypes, QuantModelOnSimt,
                          ::testing::Values(std::tuple{"Q5_1", 32}, std::tuple{"Q3_K", 64}, std::tuple{"IQ4_XS", 32},
-                                           std::tuple{"IQ3_S", 64}, std::tuple{"IQ2_XS", 32},
-                                           std::tuple{"IQ1_M", 64}),
+                                           std::tuple{"IQ3_S", 64}, std::tuple{"IQ2_XS", 32}, std::tuple{"IQ1_M", 64}),
                          [](const auto& info) {
                            return std::get<0>(info.param) + "_warp" + std::to_string(std::get<1>(info.param));
                          });

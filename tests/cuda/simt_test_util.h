@@ -148,13 +148,13 @@ inline std::vector<float> gaussian(size_t n, std::mt19937& rng, float sd = 1.0f)
 }
 
 // The weight types of plugin ABI 2.0 (quantized by the reference quantizers in tests).
-inline constexpr DType kBaseWeightTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,    DType::kQ4_0,
+inline constexpr DType kBaseWeightTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,   DType::kQ4_0,
                                              DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kF8_E4M3};
 
 // The GGUF types added in plugin ABI 2.1. Most have no reference quantizer, so tests fill them with random blocks.
 inline constexpr DType kAddedWeightTypes[] = {
-    DType::kQ4_1,    DType::kQ5_0,   DType::kQ5_1,    DType::kQ2_K,   DType::kQ3_K,  DType::kIQ4_NL, DType::kIQ4_XS,
-    DType::kIQ3_XXS, DType::kIQ3_S,  DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S, DType::kIQ1_S,  DType::kIQ1_M};
+    DType::kQ4_1,    DType::kQ5_0,  DType::kQ5_1,    DType::kQ2_K,   DType::kQ3_K,  DType::kIQ4_NL, DType::kIQ4_XS,
+    DType::kIQ3_XXS, DType::kIQ3_S, DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S, DType::kIQ1_S,  DType::kIQ1_M};
 
 inline bool is_added_type(DType t) { return t >= DType::kQ4_1 && t <= DType::kIQ1_M; }
 

@@ -9,7 +9,8 @@ namespace cai::test {
 
 inline std::string mpirun(int ranks) {
   return "OMPI_MCA_btl_vader_single_copy_mechanism=none mpirun --allow-run-as-root --oversubscribe --bind-to none "
-         "-np " + std::to_string(ranks);
+         "-np " +
+         std::to_string(ranks);
 }
 
 }  // namespace cai::test

@@ -54,9 +54,9 @@ INSTANTIATE_TEST_SUITE_P(Oracles, OracleEvalMpi, ::testing::ValuesIn(mpi_cases()
 
 // Only the leader writes results: the workers' stdout goes to stderr, each log line names its rank.
 TEST(Mpi, OnlyTheLeaderWritesToStdout) {
-  const test::CommandResult r = test::run_command(
-      test::mpirun(2) + " " + test::cai_bin() + " eval -m " + test::data_path("oracle/qwen2_tiny") +
-      " --device cpu -t 1 --tp 2 --tokens 1,2,3 --greedy 2 --json");
+  const test::CommandResult r =
+      test::run_command(test::mpirun(2) + " " + test::cai_bin() + " eval -m " + test::data_path("oracle/qwen2_tiny") +
+                        " --device cpu -t 1 --tp 2 --tokens 1,2,3 --greedy 2 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;  // one JSON line, from rank 0
   EXPECT_NE(r.err.find("[rank 1]"), std::string::npos) << r.err;
@@ -74,8 +74,8 @@ TEST(Mpi, SpeculativeGreedyIsTheOneProcessGreedy) {
   const auto greedy = [](const std::string& out) { return nlohmann::json::parse(test::last_line(out))["greedy"]; };
   const std::vector<std::string> specs = {"--spec ngram --spec-tokens 3", "--spec draft --draft-model " + model};
   for (const std::string& spec : specs) {
-    const test::CommandResult r = test::run_command(test::mpirun(2) + " " + test::cai_bin() + eval +
-                                                    " --device cpu -t 1 --pp 2 " + spec);
+    const test::CommandResult r =
+        test::run_command(test::mpirun(2) + " " + test::cai_bin() + eval + " --device cpu -t 1 --pp 2 " + spec);
     ASSERT_EQ(r.exit_code, 0) << spec << "\n" << r.err;
     EXPECT_EQ(greedy(r.out), greedy(one.out)) << spec;
   }
@@ -87,17 +87,17 @@ TEST(Mpi, SpeculativeGreedyIsTheOneProcessGreedy) {
 }
 
 TEST(Mpi, RanksMustDivideTheLayout) {
-  const test::CommandResult r = test::run_command(test::mpirun(2) + " " + test::cai_bin() + " eval -m " +
-                                                  test::data_path("oracle/qwen2_tiny") +
-                                                  " --device cpu -t 1 --tp 4 --tokens 1,2");
+  const test::CommandResult r =
+      test::run_command(test::mpirun(2) + " " + test::cai_bin() + " eval -m " + test::data_path("oracle/qwen2_tiny") +
+                        " --device cpu -t 1 --tp 4 --tokens 1,2");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("--tp 4 x --pp 1 needs 4 devices, but the MPI job has 2 ranks"), std::string::npos) << r.err;
 }
 
 TEST(Mpi, ALocalRankPastTheDeviceListIsNamed) {
-  const test::CommandResult r = test::run_command("CAI_SIMT_DEVICES=1 " + test::mpirun(2) + " " + test::cai_bin() +
-                                                  " eval -m " + test::data_path("oracle/qwen2_tiny") +
-                                                  " --device simt --tp 2 --tokens 1,2");
+  const test::CommandResult r =
+      test::run_command("CAI_SIMT_DEVICES=1 " + test::mpirun(2) + " " + test::cai_bin() + " eval -m " +
+                        test::data_path("oracle/qwen2_tiny") + " --device simt --tp 2 --tokens 1,2");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("rank 1 is local rank 1"), std::string::npos) << r.err;
 }
@@ -105,9 +105,11 @@ TEST(Mpi, ALocalRankPastTheDeviceListIsNamed) {
 TEST(Mpi, RanksWithDifferentModelsAreRefused) {
   // Rank 1 gets another KV dtype through its own environment (CAI_KV_DTYPE is not an option: use an MPMD launch).
   const std::string model = test::data_path("oracle/qwen2_tiny");
-  const test::CommandResult r = test::run_command(
-      test::mpirun(1) + " " + test::cai_bin() + " eval -m " + model + " --device cpu --tp 2 --tokens 1,2 --kv-dtype "
-      "f32 : -np 1 " + test::cai_bin() + " eval -m " + model + " --device cpu --tp 2 --tokens 1,2 --kv-dtype bf16");
+  const test::CommandResult r =
+      test::run_command(test::mpirun(1) + " " + test::cai_bin() + " eval -m " + model +
+                        " --device cpu --tp 2 --tokens 1,2 --kv-dtype "
+                        "f32 : -np 1 " +
+                        test::cai_bin() + " eval -m " + model + " --device cpu --tp 2 --tokens 1,2 --kv-dtype bf16");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("rank 1 loaded a different model or layout than rank 0: KV dtype"), std::string::npos) << r.err;
 }

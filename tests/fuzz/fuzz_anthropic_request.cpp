@@ -23,11 +23,12 @@ void check(AnthropicRoute route, std::string_view body) {
   }
   const ApiRequest& api = *req;
   const auto& s = api.sampling;
-  const bool sane = api.kind == ApiKind::kChat && api.n == 1 && !api.messages.empty() && s.temperature >= 0 &&
-                    s.temperature <= 1 && s.top_p > 0 && s.top_p <= 1 && s.top_k >= 0 &&
-                    (route == AnthropicRoute::kCountTokens || (api.max_tokens && *api.max_tokens >= 1)) &&
-                    api.max_reasoning_tokens >= -1 &&
-                    (api.tool_choice == ToolChoice::kAuto || api.tool_choice == ToolChoice::kNone || !api.tools.empty());
+  const bool sane =
+      api.kind == ApiKind::kChat && api.n == 1 && !api.messages.empty() && s.temperature >= 0 && s.temperature <= 1 &&
+      s.top_p > 0 && s.top_p <= 1 && s.top_k >= 0 &&
+      (route == AnthropicRoute::kCountTokens || (api.max_tokens && *api.max_tokens >= 1)) &&
+      api.max_reasoning_tokens >= -1 &&
+      (api.tool_choice == ToolChoice::kAuto || api.tool_choice == ToolChoice::kNone || !api.tools.empty());
   if (!sane) __builtin_trap();
   for (const auto& m : api.messages) {
     const std::string& role = m["role"].get_ref<const std::string&>();

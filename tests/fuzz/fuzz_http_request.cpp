@@ -43,8 +43,8 @@ class ScriptedEngine : public Engine {
         ev.n_generated_tokens = i + 1;
         ev.logprobs.clear();
         if (request.top_logprobs >= 0) ev.logprobs.push_back({i, ev.text, -0.5f, {{"alt", -1.0f}}});
-        ev.finish = i + 1 == n ? (n == request.max_tokens ? FinishReason::kLength : FinishReason::kStop)
-                               : FinishReason::kNone;
+        ev.finish =
+            i + 1 == n ? (n == request.max_tokens ? FinishReason::kLength : FinishReason::kStop) : FinishReason::kNone;
         on_event(ev);
       }
     }

@@ -16,7 +16,8 @@ namespace {
 std::shared_ptr<const cai::grammar::TokenVocabulary> vocabulary() {
   std::vector<std::string> tokens{""};  // token 0: the end token
   for (int b = 1; b < 256; ++b) tokens.emplace_back(1, static_cast<char>(b));
-  for (const char* w : {"\": ", "\", \"", "true", "null", "{\"", "\"}", "[1, ", "]}", "abc", "\xC3\xA9"}) tokens.emplace_back(w);
+  for (const char* w : {"\": ", "\", \"", "true", "null", "{\"", "\"}", "[1, ", "]}", "abc", "\xC3\xA9"})
+    tokens.emplace_back(w);
   return std::make_shared<const cai::grammar::TokenVocabulary>(tokens, std::vector<int32_t>{0});
 }
 

@@ -21,11 +21,11 @@ void check_request(ApiKind kind, std::string_view body) {
     return;
   }
   const auto& s = req->sampling;
-  const bool sane = s.temperature >= 0 && s.temperature <= 2 && s.top_p > 0 && s.top_p <= 1 && s.top_k >= 0 &&
-                    s.min_p >= 0 && s.min_p <= 1 && req->top_logprobs >= -1 && req->top_logprobs <= 20 &&
-                    (!req->max_tokens || *req->max_tokens >= 1) && (!req->include_usage || req->stream) &&
-                    (kind == ApiKind::kChat ? !req->messages.empty()
-                                            : (!req->prompt_is_tokens || !req->prompt_tokens.empty()));
+  const bool sane =
+      s.temperature >= 0 && s.temperature <= 2 && s.top_p > 0 && s.top_p <= 1 && s.top_k >= 0 && s.min_p >= 0 &&
+      s.min_p <= 1 && req->top_logprobs >= -1 && req->top_logprobs <= 20 &&
+      (!req->max_tokens || *req->max_tokens >= 1) && (!req->include_usage || req->stream) &&
+      (kind == ApiKind::kChat ? !req->messages.empty() : (!req->prompt_is_tokens || !req->prompt_tokens.empty()));
   if (!sane) __builtin_trap();
 }
 

@@ -18,8 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!step.ok()) return 0;
   for (const cai::hal::AttnSeq& s : step->batch.seqs) {
     const int64_t used = (int64_t{s.pos0} + s.n_q + block_size - 1) / block_size;
-    if (used > 0 && (s.block_table < step->tables.data() ||
-                     s.block_table + used > step->tables.data() + step->tables.size()))
+    if (used > 0 &&
+        (s.block_table < step->tables.data() || s.block_table + used > step->tables.data() + step->tables.size()))
       std::abort();
   }
   if (cai::dist::encode_step(step->batch, block_size) != ints) std::abort();

@@ -26,8 +26,10 @@ void check(ToolSyntax syntax, std::string_view text, uint8_t step) {
   auto take = [&](const ToolCallStream::Delta& d) {
     content += d.content;
     for (const ToolCallDelta& piece : d.calls) {
-      if (!piece.id.empty()) calls.push_back({piece.id, piece.name, ""});
-      else if (piece.index < 0 || static_cast<size_t>(piece.index) >= calls.size()) __builtin_trap();
+      if (!piece.id.empty())
+        calls.push_back({piece.id, piece.name, ""});
+      else if (piece.index < 0 || static_cast<size_t>(piece.index) >= calls.size())
+        __builtin_trap();
       calls[static_cast<size_t>(piece.index)].arguments += piece.arguments;
     }
   };

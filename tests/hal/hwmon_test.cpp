@@ -32,9 +32,7 @@ class SysfsFixture {
 
  private:
   static std::string dir(int n) { return "class/hwmon/hwmon" + std::to_string(n); }
-  static std::string fmt(int n, int k, const char* what) {
-    return dir(n) + "/temp" + std::to_string(k) + "_" + what;
-  }
+  static std::string fmt(int n, int k, const char* what) { return dir(n) + "/temp" + std::to_string(k) + "_" + what; }
   std::string root_;
 };
 

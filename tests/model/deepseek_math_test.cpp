@@ -14,14 +14,27 @@ namespace cai {
 namespace {
 
 ModelConfig deepseek_config(int rope_dim, float factor, int orig_ctx, int nope, float mscale_all_dim) {
-  nlohmann::json cfg = {{"architectures", {"DeepseekV3ForCausalLM"}}, {"model_type", "deepseek_v3"},
-                        {"hidden_size", 128}, {"num_hidden_layers", 1}, {"num_attention_heads", 4},
-                        {"vocab_size", 512}, {"intermediate_size", 64}, {"kv_lora_rank", 32},
-                        {"qk_nope_head_dim", nope}, {"qk_rope_head_dim", rope_dim}, {"v_head_dim", 16},
-                        {"max_position_embeddings", 163840}, {"rope_theta", 10000.0},
-                        {"rope_scaling", {{"type", "yarn"}, {"factor", factor}, {"original_max_position_embeddings", orig_ctx},
-                                          {"beta_fast", 32}, {"beta_slow", 1}, {"mscale", mscale_all_dim},
-                                          {"mscale_all_dim", mscale_all_dim}}}};
+  nlohmann::json cfg = {{"architectures", {"DeepseekV3ForCausalLM"}},
+                        {"model_type", "deepseek_v3"},
+                        {"hidden_size", 128},
+                        {"num_hidden_layers", 1},
+                        {"num_attention_heads", 4},
+                        {"vocab_size", 512},
+                        {"intermediate_size", 64},
+                        {"kv_lora_rank", 32},
+                        {"qk_nope_head_dim", nope},
+                        {"qk_rope_head_dim", rope_dim},
+                        {"v_head_dim", 16},
+                        {"max_position_embeddings", 163840},
+                        {"rope_theta", 10000.0},
+                        {"rope_scaling",
+                         {{"type", "yarn"},
+                          {"factor", factor},
+                          {"original_max_position_embeddings", orig_ctx},
+                          {"beta_fast", 32},
+                          {"beta_slow", 1},
+                          {"mscale", mscale_all_dim},
+                          {"mscale_all_dim", mscale_all_dim}}}};
   Result<ModelConfig> c = config_from_hf(cfg);
   EXPECT_TRUE(c.ok()) << c.status().to_string();
   return c.value();
@@ -110,7 +123,8 @@ TEST(DeepSeekGate, InconsistentParamsAreErrors) {
   std::vector<int32_t> ids(2);
   hal::MoeGateParams p{6, 2, 4, 2, true, false, 1.0f};  // 6 experts do not split into 4 groups
   EXPECT_FALSE(ops::moe_gate(*cpu, p, TensorView::make(l.data(), DType::kF32, {1, 6}), nullptr,
-                             TensorView::make(ids.data(), DType::kI32, {1, 2}), TensorView::make(w.data(), DType::kF32, {1, 2}))
+                             TensorView::make(ids.data(), DType::kI32, {1, 2}),
+                             TensorView::make(w.data(), DType::kF32, {1, 2}))
                    .ok());
 }
 

@@ -52,8 +52,7 @@ TEST(GgufSplit, FirstPartOpensAllPartsAsOneFile) {
     ASSERT_EQ(s->n_bytes, w.n_bytes) << w.name;
     EXPECT_EQ(std::memcmp(s->data, w.data, w.n_bytes), 0) << w.name;
   }
-  for (const auto& [key, value] : (*whole)->metadata().items())
-    EXPECT_EQ((*split)->metadata().at(key), value) << key;
+  for (const auto& [key, value] : (*whole)->metadata().items()) EXPECT_EQ((*split)->metadata().at(key), value) << key;
 }
 
 // `cai eval` on the first part: bit-identical logits to the unsplit file (tokens 1..8, as in quants/README.md).

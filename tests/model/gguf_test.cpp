@@ -18,7 +18,9 @@ using test::load_bytes;
 
 using test::Bytes;
 
-Result<std::unique_ptr<GgufFile>> parse_bytes(const Bytes& b) { return GgufFile::parse(b.data(), b.size(), "test.gguf"); }
+Result<std::unique_ptr<GgufFile>> parse_bytes(const Bytes& b) {
+  return GgufFile::parse(b.data(), b.size(), "test.gguf");
+}
 
 template <class T>
 void put(Bytes& b, size_t off, T v) {

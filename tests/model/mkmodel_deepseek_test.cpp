@@ -27,9 +27,9 @@
 namespace cai {
 namespace {
 
-using test::TempDir;
 using test::rel_rms_error;
 using test::row_f32;
+using test::TempDir;
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -134,8 +134,10 @@ TEST(MkmodelDeepseek, TinyPresetLoadsAndRunsInEveryFormat) {
 // logits of the same checkpoint converted to F32 (whose split is F32).
 TEST(MkmodelDeepseek, Fp8KvBAtR1SizesRunsAsItsF32Conversion) {
   TempDir dir;
-  make_model("--arch deepseek2 --preset tiny --seed 12 --kv-lora 128 --qk-nope 128 --v-head 128 --format hf "
-             "--dtype fp8 -o " + dir / "fp8");
+  make_model(
+      "--arch deepseek2 --preset tiny --seed 12 --kv-lora 128 --qk-nope 128 --v-head 128 --format hf "
+      "--dtype fp8 -o " +
+      dir / "fp8");
   make_model("--from " + dir / "fp8" + " --dtype f32 -o " + dir / "f32.gguf");
   auto ckpt = SafetensorsCheckpoint::open_dir(dir / "fp8");
   ASSERT_TRUE(ckpt.ok()) << ckpt.status().to_string();
@@ -222,10 +224,10 @@ TEST(MkmodelDeepseek, GgufHasDeepseek2KeysAndStackedExperts) {
   EXPECT_EQ(md["deepseek2.attention.kv_lora_rank"], 64);
   EXPECT_EQ(md["deepseek2.attention.head_count"], 4);
   EXPECT_EQ(md["deepseek2.attention.head_count_kv"], 1);
-  EXPECT_EQ(md["deepseek2.attention.key_length"], 64 + 16);        // kv_lora + rope
-  EXPECT_EQ(md["deepseek2.attention.value_length"], 64);           // kv_lora
-  EXPECT_EQ(md["deepseek2.attention.key_length_mla"], 32 + 16);    // qk_nope + qk_rope
-  EXPECT_EQ(md["deepseek2.attention.value_length_mla"], 32);       // v_head_dim
+  EXPECT_EQ(md["deepseek2.attention.key_length"], 64 + 16);      // kv_lora + rope
+  EXPECT_EQ(md["deepseek2.attention.value_length"], 64);         // kv_lora
+  EXPECT_EQ(md["deepseek2.attention.key_length_mla"], 32 + 16);  // qk_nope + qk_rope
+  EXPECT_EQ(md["deepseek2.attention.value_length_mla"], 32);     // v_head_dim
   EXPECT_EQ(md["deepseek2.rope.dimension_count"], 16);
   EXPECT_NEAR(md["deepseek2.rope.scaling.yarn_log_multiplier"].get<double>(), 0.1, 1e-7);
   EXPECT_EQ(md["deepseek2.expert_weights_norm"], true);

@@ -23,17 +23,18 @@
 namespace cai {
 namespace {
 
-using test::TempDir;
 using test::rel_rms_error;
+using test::TempDir;
 
 namespace fs = std::filesystem;
-using test::Bytes;
 using nlohmann::json;
+using test::Bytes;
 
 // Deterministic test floats with a spread of magnitudes and signs.
 std::vector<float> test_floats(size_t n, float scale) {
   std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = scale * std::sin(0.37f * static_cast<float>(i) + 0.1f) * (1.0f + (i % 7) * 0.1f);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = scale * std::sin(0.37f * static_cast<float>(i) + 0.1f) * (1.0f + (i % 7) * 0.1f);
   return v;
 }
 
@@ -65,11 +66,10 @@ TEST(GgufWriter, EncodesMetadataByteForByte) {
   w.set_strings("c", {"x", "yz"});
   ASSERT_TRUE(w.write(dir / "m.gguf").ok());
   // Hand-assembled: magic, version 3, 0 tensors, 3 kvs, then each key (u64 len + bytes), type, value. No padding.
-  const Bytes expect = {'G', 'G', 'U', 'F', 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0,
-                        1, 0, 0, 0, 0, 0, 0, 0, 'a', 4, 0, 0, 0, 7, 0, 0, 0,
-                        1, 0, 0, 0, 0, 0, 0, 0, 'b', 7, 0, 0, 0, 1,
-                        1, 0, 0, 0, 0, 0, 0, 0, 'c', 9, 0, 0, 0, 8, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0,
-                        1, 0, 0, 0, 0, 0, 0, 0, 'x', 2, 0, 0, 0, 0, 0, 0, 0, 'y', 'z'};
+  const Bytes expect = {'G', 'G', 'U', 'F', 3, 0, 0, 0,   0, 0, 0, 0, 0, 0,   0, 0, 3, 0, 0, 0, 0, 0, 0,   0,  1,
+                        0,   0,   0,   0,   0, 0, 0, 'a', 4, 0, 0, 0, 7, 0,   0, 0, 1, 0, 0, 0, 0, 0, 0,   0,  'b',
+                        7,   0,   0,   0,   1, 1, 0, 0,   0, 0, 0, 0, 0, 'c', 9, 0, 0, 0, 8, 0, 0, 0, 2,   0,  0,
+                        0,   0,   0,   0,   0, 1, 0, 0,   0, 0, 0, 0, 0, 'x', 2, 0, 0, 0, 0, 0, 0, 0, 'y', 'z'};
   const std::string got = test::read_file(dir / "m.gguf");
   EXPECT_EQ(Bytes(got.begin(), got.end()), expect);
 }
@@ -97,9 +97,9 @@ TEST(GgufWriter, RoundTripsMetadataAndEveryTensorType) {
     Bytes bytes;
   };
   std::vector<Src> srcs = {
-      {"f32.weight", DType::kF32, {5}, {}, {}},         {"f16.weight", DType::kF16, {3, 40}, {}, {}},
-      {"bf16.weight", DType::kBF16, {2, 8}, {}, {}},    {"q8_0.weight", DType::kQ8_0, {3, 64}, {}, {}},
-      {"q4_0.weight", DType::kQ4_0, {2, 32}, {}, {}},   {"q4_K.weight", DType::kQ4_K, {2, 512}, {}, {}},
+      {"f32.weight", DType::kF32, {5}, {}, {}},           {"f16.weight", DType::kF16, {3, 40}, {}, {}},
+      {"bf16.weight", DType::kBF16, {2, 8}, {}, {}},      {"q8_0.weight", DType::kQ8_0, {3, 64}, {}, {}},
+      {"q4_0.weight", DType::kQ4_0, {2, 32}, {}, {}},     {"q4_K.weight", DType::kQ4_K, {2, 512}, {}, {}},
       {"q5_K.weight", DType::kQ5_K, {2, 1, 256}, {}, {}}, {"q6_K.weight", DType::kQ6_K, {3, 256}, {}, {}},
   };
   for (Src& s : srcs) {
@@ -211,8 +211,10 @@ struct StSrc {
 };
 
 std::vector<StSrc> st_sources() {
-  std::vector<StSrc> v = {{"w.f32", DType::kF32, {3, 5}, {}},   {"w.f16", DType::kF16, {7}, {}},
-                          {"w.bf16", DType::kBF16, {2, 3}, {}}, {"w.f8", DType::kF8_E4M3, {4, 4}, {}},
+  std::vector<StSrc> v = {{"w.f32", DType::kF32, {3, 5}, {}},
+                          {"w.f16", DType::kF16, {7}, {}},
+                          {"w.bf16", DType::kBF16, {2, 3}, {}},
+                          {"w.f8", DType::kF8_E4M3, {4, 4}, {}},
                           {"w.i32", DType::kI32, {3}, {}}};
   uint8_t k = 1;
   for (StSrc& s : v) {
@@ -264,9 +266,9 @@ TEST(SafetensorsWriter, WritesShardsAndIndex) {
   auto names = w.write_sharded(dir / "", 30);
   ASSERT_TRUE(names.ok()) << names.status().to_string();
   // Greedy in order: [w.f32] (over the limit alone), [w.f16 w.bf16], [w.f8 w.i32].
-  EXPECT_EQ(names.value(), (std::vector<std::string>{"model-00001-of-00003.safetensors",
-                                                     "model-00002-of-00003.safetensors",
-                                                     "model-00003-of-00003.safetensors"}));
+  EXPECT_EQ(names.value(),
+            (std::vector<std::string>{"model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors",
+                                      "model-00003-of-00003.safetensors"}));
   const json index = json::parse(test::read_file(dir / "model.safetensors.index.json"));
   EXPECT_EQ(index["metadata"]["total_size"], 114);
   EXPECT_EQ(index["weight_map"]["w.bf16"], "model-00002-of-00003.safetensors");
@@ -313,8 +315,8 @@ std::string gguf_name(const std::string& hf) {
   const size_t dot = hf.find('.', prefix.size());
   const std::string rest = hf.substr(dot + 1);
   for (const auto& [from, to] : kLayer) {
-    if (rest.rfind(from, 0) == 0) return "blk." + hf.substr(prefix.size(), dot - prefix.size()) + "." + to +
-                                          rest.substr(from.size());
+    if (rest.rfind(from, 0) == 0)
+      return "blk." + hf.substr(prefix.size(), dot - prefix.size()) + "." + to + rest.substr(from.size());
   }
   return "?" + hf;
 }
@@ -355,8 +357,8 @@ std::map<std::string, DType> compare_weights(const std::string& gguf_path, const
     types[gt->name] = gt->dtype;
     EXPECT_EQ(gt->ne, std::vector<int64_t>(t.shape.rbegin(), t.shape.rend()));
     std::vector<float> want = tensor_floats(t);
-    const bool permuted = llama && (gt->name.find("attn_q.") != std::string::npos ||
-                                    gt->name.find("attn_k.") != std::string::npos);
+    const bool permuted =
+        llama && (gt->name.find("attn_q.") != std::string::npos || gt->name.find("attn_k.") != std::string::npos);
     if (permuted) want = llama_permute(want, t.shape[0], t.shape[1], 64);
     const auto got = decode(gt->dtype, gt->data, static_cast<int64_t>(want.size()));
     if (gt->dtype == DType::kF32) {
@@ -500,9 +502,9 @@ TEST(Mkmodel, SameSeedSameFileOtherSeedOtherWeights) {
 
 TEST(Mkmodel, RejectsBadArguments) {
   TempDir dir;
-  EXPECT_FALSE(mkmodel("--preset tiny --vocab 100 -o " + dir / "x.gguf"));      // no room for the byte tokens
+  EXPECT_FALSE(mkmodel("--preset tiny --vocab 100 -o " + dir / "x.gguf"));          // no room for the byte tokens
   EXPECT_FALSE(mkmodel("--preset tiny --format hf --dtype q4_K -o " + dir / "h"));  // HF holds plain floats
-  EXPECT_FALSE(mkmodel("--preset tiny --heads 3 -o " + dir / "x.gguf"));       // 256 not divisible by 3
+  EXPECT_FALSE(mkmodel("--preset tiny --heads 3 -o " + dir / "x.gguf"));            // 256 not divisible by 3
   EXPECT_FALSE(mkmodel("--arch gpt9 -o " + dir / "x.gguf"));
   EXPECT_FALSE(mkmodel("--preset huge -o " + dir / "x.gguf"));
   EXPECT_FALSE(fs::exists(dir / "x.gguf"));

@@ -112,7 +112,8 @@ void expect_split(DType kv_dtype, DType want_k, DType want_v) {
   if (want_v == kv_dtype) {  // the v rows are the same bytes
     for (int64_t r = 0; r < 4; ++r)
       EXPECT_EQ(std::memcmp(v2.row<const uint8_t>(r), kv_b.row<const uint8_t>(r / 2 * 5 + 3 + r % 2),
-                            row_bytes(kv_dtype, 32)), 0);
+                            row_bytes(kv_dtype, 32)),
+                0);
   }
 }
 
@@ -159,7 +160,8 @@ void expect_fp8_split(const MlaDims& d, int64_t lora, DType want) {
       ASSERT_EQ(row_f32(v2, h * d.v_head_dim + i), row_f32(kv_b, h * per_head + d.qk_nope + i)) << h << "," << i;
       if (want == DType::kF8_E4M3) {
         ASSERT_EQ(std::memcmp(v2.row<const uint8_t>(h * d.v_head_dim + i),
-                              kv_b.row<const uint8_t>(h * per_head + d.qk_nope + i), static_cast<size_t>(lora)), 0);
+                              kv_b.row<const uint8_t>(h * per_head + d.qk_nope + i), static_cast<size_t>(lora)),
+                  0);
       }
     }
   }

@@ -97,17 +97,17 @@ TEST_P(PackedWeights, FastPrecisionWithoutRepackLeavesWeightsRowMajor) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, PackedWeights,
-                         ::testing::Values(
-                             PackedCase{"models/TinyStories-656K-Q8_0.gguf", DType::kQ8_0, DType::kQ8_0_R16},
-                             PackedCase{"models/TinyStories-656K-Q8_0.gguf", DType::kQ8_0, DType::kQ8_0_R16_I8,
-                                        hal::ActivationGrain::k8Bit},
-                             PackedCase{"quants/Q2_K.gguf", DType::kQ2_K, DType::kQ2_K_R16},
-                             PackedCase{"quants/Q3_K.gguf", DType::kQ3_K, DType::kQ3_K_R16},
-                             PackedCase{"quants/Q4_K.gguf", DType::kQ4_K, DType::kQ4_K_R16},
-                             PackedCase{"quants/Q5_K.gguf", DType::kQ5_K, DType::kQ5_K_R16},
-                             PackedCase{"quants/Q6_K.gguf", DType::kQ6_K, DType::kQ6_K_R16},
-                             PackedCase{"quants/IQ4_NL.gguf", DType::kIQ4_NL, DType::kIQ4_NL_R16},
-                             PackedCase{"quants/IQ4_XS.gguf", DType::kIQ4_XS, DType::kIQ4_XS_R16}),
+                         ::testing::Values(PackedCase{"models/TinyStories-656K-Q8_0.gguf", DType::kQ8_0,
+                                                      DType::kQ8_0_R16},
+                                           PackedCase{"models/TinyStories-656K-Q8_0.gguf", DType::kQ8_0,
+                                                      DType::kQ8_0_R16_I8, hal::ActivationGrain::k8Bit},
+                                           PackedCase{"quants/Q2_K.gguf", DType::kQ2_K, DType::kQ2_K_R16},
+                                           PackedCase{"quants/Q3_K.gguf", DType::kQ3_K, DType::kQ3_K_R16},
+                                           PackedCase{"quants/Q4_K.gguf", DType::kQ4_K, DType::kQ4_K_R16},
+                                           PackedCase{"quants/Q5_K.gguf", DType::kQ5_K, DType::kQ5_K_R16},
+                                           PackedCase{"quants/Q6_K.gguf", DType::kQ6_K, DType::kQ6_K_R16},
+                                           PackedCase{"quants/IQ4_NL.gguf", DType::kIQ4_NL, DType::kIQ4_NL_R16},
+                                           PackedCase{"quants/IQ4_XS.gguf", DType::kIQ4_XS, DType::kIQ4_XS_R16}),
                          [](const auto& info) { return std::string(dtype_name(info.param.packed)); });
 
 // A model loaded under --precision fast asks for 8-bit activations in its MLP's gate and up only: on the real
@@ -137,9 +137,9 @@ TEST(PackedWeightsModel, Q8_0GateAndUpArePackedForInt8ActivationsTheRestForInt16
 // projections as q4_0_r16 (the Q8_0 file's head stays q8_0_r16: the test above).
 TEST(PackedWeightsModel, Q8_0HeadBesideQ4_0LayersIsPackedForInt8Activations) {
   const std::string file = test::make_temp_dir("head-grain") + "/q4_0.gguf";
-  const test::CommandResult mk = test::run_command(test::binary_path("cai-mkmodel") + " --from " +
-                                                   test::data_path("models/TinyStories-656K-hf") + " --dtype q4_0 -o " +
-                                                   file);
+  const test::CommandResult mk =
+      test::run_command(test::binary_path("cai-mkmodel") + " --from " + test::data_path("models/TinyStories-656K-hf") +
+                        " --dtype q4_0 -o " + file);
   ASSERT_EQ(mk.exit_code, 0) << mk.err;
   hal::Device* cpu = hal::Registry::global().find_device("cpu").value();
   cpu->set_precision(hal::Precision::kFast);

@@ -22,8 +22,8 @@ namespace {
 using test::load_bytes;
 
 namespace fs = std::filesystem;
-using test::Bytes;
 using nlohmann::json;
+using test::Bytes;
 
 const char* kTinyStories = "models/TinyStories-656K-hf/model.safetensors";
 
@@ -44,13 +44,13 @@ void write_shard(const fs::path& path, const std::vector<const SafetensorsTensor
   if (!metadata.empty()) header["__metadata__"] = metadata;
   Bytes buffer;
   for (const SafetensorsTensor* t : tensors) {
-    header[t->name] = {{"dtype", t->dtype_name}, {"shape", t->shape},
-                       {"data_offsets", {buffer.size(), buffer.size() + t->n_bytes}}};
+    header[t->name] = {
+        {"dtype", t->dtype_name}, {"shape", t->shape}, {"data_offsets", {buffer.size(), buffer.size() + t->n_bytes}}};
     buffer.insert(buffer.end(), t->data, t->data + t->n_bytes);
   }
   Bytes file = st_file(header.dump(), buffer);
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(file.data()),
-                                               static_cast<std::streamsize>(file.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));
 }
 
 void write_text(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
@@ -186,9 +186,8 @@ TEST(SafetensorsTest, DeepseekTinyFp8WithScales) {
 class ShardedTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("cai_st_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("cai_st_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     auto r = SafetensorsFile::open(test::data_path(kTinyStories));
@@ -312,7 +311,9 @@ TEST(SafetensorsTest, BadHeaders) {
   const Bytes four(4, 0);
   const std::string ok_entry = R"("a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]})";
   auto bad = [&](const std::string& header, const Bytes& buf, std::string_view needle,
-                 StatusCode code = StatusCode::kCorrupt) { expect_safetensors_error(st_file(header, buf), code, needle); };
+                 StatusCode code = StatusCode::kCorrupt) {
+    expect_safetensors_error(st_file(header, buf), code, needle);
+  };
   bad("[1, 2]", four, "does not start with '{'");
   bad(" {" + ok_entry + "}", four, "does not start with '{'");
   bad("{" + ok_entry, four, "not valid JSON");
@@ -329,7 +330,8 @@ TEST(SafetensorsTest, BadHeaders) {
   bad(R"({"a": {"dtype": "F32", "shape": [4611686018427387904, 8], "data_offsets": [0, 4]}})", four, "overflows");
   bad(R"({"a": {"dtype": "F4", "shape": [3], "data_offsets": [0, 4]}})", four, "whole bytes");
   bad(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
-          "b": {"dtype": "U8", "shape": [2], "data_offsets": [2, 4]}})", four, "overlaps");
+          "b": {"dtype": "U8", "shape": [2], "data_offsets": [2, 4]}})",
+      four, "overlaps");
   bad(R"({"b": {"dtype": "U8", "shape": [2], "data_offsets": [2, 4]}})", four, "2 unused bytes before tensor 'b'");
   bad("{" + ok_entry + ", " + ok_entry + "}", four, "duplicate key 'a'");
   bad(R"({"__metadata__": {"k": 1}})", {}, "'k' is not a string");
@@ -340,10 +342,9 @@ TEST(SafetensorsTest, BadHeaders) {
 TEST(SafetensorsTest, OddButValidFiles) {
   // Header of 13 bytes (not padded): tensor data starts at byte 21, misaligned for F32, which we accept.
   Bytes buf = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
-  const std::string header =
-      R"({"__metadata__": {}, "s": {"dtype": "F32", "shape": [], "data_offsets": [0, 4]},)"
-      R"( "z": {"dtype": "BF16", "shape": [0, 7], "data_offsets": [4, 4]},)"
-      R"( "i": {"dtype": "I64", "shape": [1], "data_offsets": [4, 12]}})";
+  const std::string header = R"({"__metadata__": {}, "s": {"dtype": "F32", "shape": [], "data_offsets": [0, 4]},)"
+                             R"( "z": {"dtype": "BF16", "shape": [0, 7], "data_offsets": [4, 4]},)"
+                             R"( "i": {"dtype": "I64", "shape": [1], "data_offsets": [4, 12]}})";
   Bytes file = st_file(header, buf, /*pad=*/false);
   auto r = SafetensorsFile::parse(file.data(), file.size());
   ASSERT_TRUE(r.ok()) << r.status().to_string();

@@ -22,9 +22,9 @@ TEST(ShardAxis, FollowsTheProjections) {
   EXPECT_EQ(shard_axis("blk.0.attn_output.weight"), ShardAxis::kCols);
   EXPECT_EQ(shard_axis("blk.3.ffn_down_exps.weight"), ShardAxis::kCols);
   EXPECT_EQ(shard_axis("blk.3.ffn_down_shexp.weight"), ShardAxis::kCols);
-  for (const char* whole : {"blk.0.attn_norm.weight", "blk.3.attn_q_a.weight", "blk.3.attn_kv_a_mqa.weight",
-                            "blk.3.ffn_gate_inp.weight", "blk.3.exp_probs_b.bias", "token_embd.weight",
-                            "output_norm.weight"})
+  for (const char* whole :
+       {"blk.0.attn_norm.weight", "blk.3.attn_q_a.weight", "blk.3.attn_kv_a_mqa.weight", "blk.3.ffn_gate_inp.weight",
+        "blk.3.exp_probs_b.bias", "token_embd.weight", "output_norm.weight"})
     EXPECT_EQ(shard_axis(whole), ShardAxis::kNone) << whole;
 }
 
@@ -122,8 +122,8 @@ TEST(ShardTensor, ExpertsAndBiases) {
   second.view = t->view.slice(1);
   expect_slice(b, second, ShardAxis::kRows, 1, 2);
   std::vector<float> bias = {1, 2, 3, 4, 5, 6};
-  Result<HostTensor> half = shard_tensor("blk.0.attn_q.bias", {TensorView::make(bias.data(), DType::kF32, {6})},
-                                         ShardAxis::kRows, 1, 2);
+  Result<HostTensor> half =
+      shard_tensor("blk.0.attn_q.bias", {TensorView::make(bias.data(), DType::kF32, {6})}, ShardAxis::kRows, 1, 2);
   ASSERT_TRUE(half.ok());
   ASSERT_EQ(half->view.n_dims, 1);
   EXPECT_EQ(std::vector<float>(half->view.as<float>(), half->view.as<float>() + 3), (std::vector<float>{4, 5, 6}));

@@ -48,14 +48,20 @@ class Env {
     if (scale) v.scale = static_cast<const float*>(upload(scale, n_scales * sizeof(float)));
     return v;
   }
-  TensorView f32(std::vector<float>& host, std::initializer_list<int64_t> shape) { return put(host, DType::kF32, shape); }
-  TensorView i32(std::vector<int32_t>& host, std::initializer_list<int64_t> shape) { return put(host, DType::kI32, shape); }
+  TensorView f32(std::vector<float>& host, std::initializer_list<int64_t> shape) {
+    return put(host, DType::kF32, shape);
+  }
+  TensorView i32(std::vector<int32_t>& host, std::initializer_list<int64_t> shape) {
+    return put(host, DType::kI32, shape);
+  }
   // The tensor's bytes back on the host as floats (I32, F16 and BF16 values converted).
   std::vector<float> get(const TensorView& v) {
     std::vector<float> out(static_cast<size_t>(v.n_elements()));
     std::vector<uint8_t> raw(v.n_bytes());
-    if (!device_ || device_->host_visible()) std::memcpy(raw.data(), v.data, raw.size());
-    else EXPECT_TRUE(device_->default_stream().copy_to_host(raw.data(), v.data, raw.size()).ok());
+    if (!device_ || device_->host_visible())
+      std::memcpy(raw.data(), v.data, raw.size());
+    else
+      EXPECT_TRUE(device_->default_stream().copy_to_host(raw.data(), v.data, raw.size()).ok());
     dequantize_row(v.dtype, raw.data(), out.data(), v.n_elements());
     return out;
   }
@@ -77,8 +83,10 @@ class Env {
 std::vector<uint8_t> random_weight(DType dt, int64_t rows, int64_t cols, uint32_t seed, float scale = 1.0f) {
   std::vector<float> f = random_floats(static_cast<size_t>(rows * cols), seed, scale);
   std::vector<uint8_t> w(row_bytes(dt, cols) * static_cast<size_t>(rows));
-  if (dt == DType::kF32) std::memcpy(w.data(), f.data(), w.size());
-  else EXPECT_TRUE(quantize_row(dt, f.data(), w.data(), rows * cols).ok()) << dtype_name(dt);
+  if (dt == DType::kF32)
+    std::memcpy(w.data(), f.data(), w.size());
+  else
+    EXPECT_TRUE(quantize_row(dt, f.data(), w.data(), rows * cols).ok()) << dtype_name(dt);
   return w;
 }
 
@@ -104,7 +112,7 @@ std::vector<float> fp8_scales(int64_t rows, int64_t cols) {
   return s;
 }
 
-constexpr DType kWeightTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0,
+constexpr DType kWeightTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,   DType::kQ4_0,
                                   DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kF8_E4M3};
 
 void add_weight_cases(std::vector<OpCase>& cases) {
@@ -126,12 +134,14 @@ void add_weight_cases(std::vector<OpCase>& cases) {
                          const int64_t out = 300, in = 512;
                          std::vector<uint8_t> w = random_weight(dt, out, in, 5, 0.5f);
                          std::vector<float> sc = fp8_scales(out, in);
-                         std::vector<float> x = random_floats(static_cast<size_t>(n * in), 6), b = random_floats(out, 7);
+                         std::vector<float> x = random_floats(static_cast<size_t>(n * in), 6),
+                                            b = random_floats(out, 7);
                          std::vector<float> y(static_cast<size_t>(n * out));
                          const TensorView bias = env.f32(b, {out}), yv = env.f32(y, {n, out});
                          const bool fp8 = dt == DType::kF8_E4M3;
                          EXPECT_TRUE(t.dense_gemm(c, env.put(w, dt, {out, in}, fp8 ? sc.data() : nullptr, sc.size()),
-                                                  env.f32(x, {n, in}), &bias, yv).ok());
+                                                  env.f32(x, {n, in}), &bias, yv)
+                                         .ok());
                          return env.get(yv);
                        }});
     }
@@ -150,8 +160,8 @@ ExpertSet random_experts(DType dt, int n_e, int hidden, int ffn) {
   s.up = random_weight(dt, n_e * ffn, hidden, 101, 0.2f);
   s.down = random_weight(dt, n_e * hidden, ffn, 102, 0.2f);
   for (int e = 0; e < n_e; ++e) {
-    for (auto [dst, rows, cols] : {std::tuple{&s.gate_s, ffn, hidden}, std::tuple{&s.up_s, ffn, hidden},
-                                   std::tuple{&s.down_s, hidden, ffn}}) {
+    for (auto [dst, rows, cols] :
+         {std::tuple{&s.gate_s, ffn, hidden}, std::tuple{&s.up_s, ffn, hidden}, std::tuple{&s.down_s, hidden, ffn}}) {
       std::vector<float> one = fp8_scales(rows, cols);
       dst->insert(dst->end(), one.begin(), one.end());
     }
@@ -164,7 +174,8 @@ void add_moe_cases(std::vector<OpCase>& cases) {
     cases.push_back({sigmoid ? "moe_gate_sigmoid_groups_bias" : "moe_gate_softmax", 1e-6f,
                      [sigmoid](const hal::OpTable& t, const hal::OpContext& c, Env& env) {
                        const int n = 6, n_e = 16, k = 4;
-                       std::vector<float> logits = random_floats(n * n_e, 14, 2.0f), bias = random_floats(n_e, 15, 0.3f);
+                       std::vector<float> logits = random_floats(n * n_e, 14, 2.0f),
+                                          bias = random_floats(n_e, 15, 0.3f);
                        std::vector<int32_t> ids(n * k);
                        std::vector<float> w(n * k);
                        hal::MoeGateParams p{n_e, k, sigmoid ? 4 : 1, sigmoid ? 2 : 1, sigmoid, true, 2.5f};
@@ -176,46 +187,47 @@ void add_moe_cases(std::vector<OpCase>& cases) {
                      }});
   }
   for (DType dt : {DType::kQ8_0, DType::kQ4_K, DType::kF8_E4M3}) {
-    cases.push_back({"sparse_moe_" + std::string(dtype_name(dt)), 5e-5f,
-                     [dt](const hal::OpTable& t, const hal::OpContext& c, Env& env) {
-                       const int n_e = 5, hidden = 256, ffn = 256, n = 7, k = 2;
-                       ExpertSet s = random_experts(dt, n_e, hidden, ffn);
-                       const bool fp8 = dt == DType::kF8_E4M3;
-                       hal::ExpertWeights ew;
-                       ew.gate = env.put(s.gate, dt, {n_e, ffn, hidden}, fp8 ? s.gate_s.data() : nullptr, s.gate_s.size());
-                       ew.up = env.put(s.up, dt, {n_e, ffn, hidden}, fp8 ? s.up_s.data() : nullptr, s.up_s.size());
-                       ew.down = env.put(s.down, dt, {n_e, hidden, ffn}, fp8 ? s.down_s.data() : nullptr, s.down_s.size());
-                       std::vector<float> x = random_floats(n * hidden, 16), w = random_floats(n * k, 17), out(n * hidden);
-                       std::vector<int32_t> ids = {0, 3, 3, 1, 4, 0, 2, 3, 1, 4, 0, 1, 3, 2};
-                       const TensorView ov = env.f32(out, {n, hidden});
-                       EXPECT_TRUE(t.sparse_moe(c, ew, env.f32(x, {n, hidden}), env.i32(ids, {n, k}), env.f32(w, {n, k}), ov).ok());
-                       return env.get(ov);
-                     }});
+    cases.push_back(
+        {"sparse_moe_" + std::string(dtype_name(dt)), 5e-5f,
+         [dt](const hal::OpTable& t, const hal::OpContext& c, Env& env) {
+           const int n_e = 5, hidden = 256, ffn = 256, n = 7, k = 2;
+           ExpertSet s = random_experts(dt, n_e, hidden, ffn);
+           const bool fp8 = dt == DType::kF8_E4M3;
+           hal::ExpertWeights ew;
+           ew.gate = env.put(s.gate, dt, {n_e, ffn, hidden}, fp8 ? s.gate_s.data() : nullptr, s.gate_s.size());
+           ew.up = env.put(s.up, dt, {n_e, ffn, hidden}, fp8 ? s.up_s.data() : nullptr, s.up_s.size());
+           ew.down = env.put(s.down, dt, {n_e, hidden, ffn}, fp8 ? s.down_s.data() : nullptr, s.down_s.size());
+           std::vector<float> x = random_floats(n * hidden, 16), w = random_floats(n * k, 17), out(n * hidden);
+           std::vector<int32_t> ids = {0, 3, 3, 1, 4, 0, 2, 3, 1, 4, 0, 1, 3, 2};
+           const TensorView ov = env.f32(out, {n, hidden});
+           EXPECT_TRUE(t.sparse_moe(c, ew, env.f32(x, {n, hidden}), env.i32(ids, {n, k}), env.f32(w, {n, k}), ov).ok());
+           return env.get(ov);
+         }});
   }
 }
 
 // Expert parallelism: a stack of experts 2..4 of the layer's 5 (expert_begin 2) computes the choices of those ids only.
 // Every backend against the reference; ExpertRangesAddUpToTheWholeLayer checks the reference's meaning of it.
 void add_expert_range_case(std::vector<OpCase>& cases) {
-  cases.push_back({"sparse_moe_expert_range_q8_0", 5e-5f, [](const hal::OpTable& t, const hal::OpContext& c, Env& env) {
-                     const int n_e = 5, first = 2, hidden = 256, ffn = 256, n = 7, k = 2;
-                     ExpertSet s = random_experts(DType::kQ8_0, n_e, hidden, ffn);
-                     const size_t slab = row_bytes(DType::kQ8_0, hidden) * ffn;  // gate / up / down: 256 x 256 each
-                     auto tail = [&](std::vector<uint8_t>& v) { v.erase(v.begin(), v.begin() + first * slab); };
-                     tail(s.gate), tail(s.up), tail(s.down);
-                     hal::ExpertWeights ew;
-                     ew.gate = env.put(s.gate, DType::kQ8_0, {n_e - first, ffn, hidden});
-                     ew.up = env.put(s.up, DType::kQ8_0, {n_e - first, ffn, hidden});
-                     ew.down = env.put(s.down, DType::kQ8_0, {n_e - first, hidden, ffn});
-                     ew.expert_begin = first;
-                     std::vector<float> x = random_floats(n * hidden, 16), w = random_floats(n * k, 17);
-                     std::vector<float> out(n * hidden);
-                     std::vector<int32_t> ids = {0, 3, 3, 1, 4, 0, 2, 3, 1, 4, 0, 1, 3, 2};
-                     const TensorView ov = env.f32(out, {n, hidden});
-                     EXPECT_TRUE(t.sparse_moe(c, ew, env.f32(x, {n, hidden}), env.i32(ids, {n, k}), env.f32(w, {n, k}),
-                                              ov).ok());
-                     return env.get(ov);
-                   }});
+  cases.push_back(
+      {"sparse_moe_expert_range_q8_0", 5e-5f, [](const hal::OpTable& t, const hal::OpContext& c, Env& env) {
+         const int n_e = 5, first = 2, hidden = 256, ffn = 256, n = 7, k = 2;
+         ExpertSet s = random_experts(DType::kQ8_0, n_e, hidden, ffn);
+         const size_t slab = row_bytes(DType::kQ8_0, hidden) * ffn;  // gate / up / down: 256 x 256 each
+         auto tail = [&](std::vector<uint8_t>& v) { v.erase(v.begin(), v.begin() + first * slab); };
+         tail(s.gate), tail(s.up), tail(s.down);
+         hal::ExpertWeights ew;
+         ew.gate = env.put(s.gate, DType::kQ8_0, {n_e - first, ffn, hidden});
+         ew.up = env.put(s.up, DType::kQ8_0, {n_e - first, ffn, hidden});
+         ew.down = env.put(s.down, DType::kQ8_0, {n_e - first, hidden, ffn});
+         ew.expert_begin = first;
+         std::vector<float> x = random_floats(n * hidden, 16), w = random_floats(n * k, 17);
+         std::vector<float> out(n * hidden);
+         std::vector<int32_t> ids = {0, 3, 3, 1, 4, 0, 2, 3, 1, 4, 0, 1, 3, 2};
+         const TensorView ov = env.f32(out, {n, hidden});
+         EXPECT_TRUE(t.sparse_moe(c, ew, env.f32(x, {n, hidden}), env.i32(ids, {n, k}), env.f32(w, {n, k}), ov).ok());
+         return env.get(ov);
+       }});
 }
 
 // Sequences for the attention cases: rows [q_begin, +n_q) at pos0, with their block tables (I32 [n_seqs, width]).
@@ -244,32 +256,36 @@ void add_attention_cases(std::vector<OpCase>& cases) {
   for (DType kv : kKvTypes) {
     cases.push_back({"kv_write_attention_gqa_" + std::string(dtype_name(kv)), 2e-5f,
                      [kv](const hal::OpTable& t, const hal::OpContext& c, Env& env) {
-                     // Two sequences over a paged cache of 6 blocks × 4 slots with scrambled block tables.
-                     const int nh = 4, nkv = 2, hd = kv == DType::kQ8_0 ? 64 : 8, bs = 4, n_slots = 24;
-                     std::vector<uint8_t> kc = zero_cache(kv, n_slots, nkv * hd), vc = kc;
-                     std::vector<int32_t> tables = {5, 1, 3, 0, 4, 0};
-                     // seq0: 9 tokens already cached + 2 new; seq1: 5 new (prefill).
-                     std::vector<float> knew = random_floats(16 * nkv * hd, 11), vnew = random_floats(16 * nkv * hd, 12);
-                     std::vector<int32_t> slots;
-                     for (int p = 0; p < 11; ++p) slots.push_back(tables[static_cast<size_t>(p / bs)] * bs + p % bs);
-                     for (int p = 0; p < 5; ++p) slots.push_back(tables[static_cast<size_t>(3 + p / bs)] * bs + p % bs);
-                     const TensorView kcv = env.put(kc, kv, {n_slots, nkv * hd});
-                     const TensorView vcv = env.put(vc, kv, {n_slots, nkv * hd});
-                     const TensorView sv = env.i32(slots, {16});
-                     EXPECT_TRUE(t.kv_write(c, env.f32(knew, {16, nkv * hd}), sv, kcv).ok());
-                     EXPECT_TRUE(t.kv_write(c, env.f32(vnew, {16, nkv * hd}), sv, vcv).ok());
-                     std::vector<float> q = random_floats(7 * nh * hd, 13), out(7 * nh * hd);
-                     std::vector<int32_t> seqs = {0, 2, 9, 2, 5, 0};
-                     const hal::AttnBatch b = attn_batch(env, seqs, tables, 3);
-                     hal::AttentionParams p{nh, nkv, hd, hd, 0.35f, bs};
-                     const TensorView ov = env.f32(out, {7, nh, hd});
-                     EXPECT_TRUE(t.attention_gqa(c, p, b, env.f32(q, {7, nh, hd}), kcv.reshaped({n_slots, nkv, hd}),
-                                                 vcv.reshaped({n_slots, nkv, hd}), ov).ok());
-                     std::vector<float> got = env.get(ov), k_rows = env.get(kcv), v_rows = env.get(vcv);
-                     got.insert(got.end(), k_rows.begin(), k_rows.end());
-                     got.insert(got.end(), v_rows.begin(), v_rows.end());
-                     return got;
-                   }, kv});
+                       // Two sequences over a paged cache of 6 blocks × 4 slots with scrambled block tables.
+                       const int nh = 4, nkv = 2, hd = kv == DType::kQ8_0 ? 64 : 8, bs = 4, n_slots = 24;
+                       std::vector<uint8_t> kc = zero_cache(kv, n_slots, nkv * hd), vc = kc;
+                       std::vector<int32_t> tables = {5, 1, 3, 0, 4, 0};
+                       // seq0: 9 tokens already cached + 2 new; seq1: 5 new (prefill).
+                       std::vector<float> knew = random_floats(16 * nkv * hd, 11),
+                                          vnew = random_floats(16 * nkv * hd, 12);
+                       std::vector<int32_t> slots;
+                       for (int p = 0; p < 11; ++p) slots.push_back(tables[static_cast<size_t>(p / bs)] * bs + p % bs);
+                       for (int p = 0; p < 5; ++p)
+                         slots.push_back(tables[static_cast<size_t>(3 + p / bs)] * bs + p % bs);
+                       const TensorView kcv = env.put(kc, kv, {n_slots, nkv * hd});
+                       const TensorView vcv = env.put(vc, kv, {n_slots, nkv * hd});
+                       const TensorView sv = env.i32(slots, {16});
+                       EXPECT_TRUE(t.kv_write(c, env.f32(knew, {16, nkv * hd}), sv, kcv).ok());
+                       EXPECT_TRUE(t.kv_write(c, env.f32(vnew, {16, nkv * hd}), sv, vcv).ok());
+                       std::vector<float> q = random_floats(7 * nh * hd, 13), out(7 * nh * hd);
+                       std::vector<int32_t> seqs = {0, 2, 9, 2, 5, 0};
+                       const hal::AttnBatch b = attn_batch(env, seqs, tables, 3);
+                       hal::AttentionParams p{nh, nkv, hd, hd, 0.35f, bs};
+                       const TensorView ov = env.f32(out, {7, nh, hd});
+                       EXPECT_TRUE(t.attention_gqa(c, p, b, env.f32(q, {7, nh, hd}), kcv.reshaped({n_slots, nkv, hd}),
+                                                   vcv.reshaped({n_slots, nkv, hd}), ov)
+                                       .ok());
+                       std::vector<float> got = env.get(ov), k_rows = env.get(kcv), v_rows = env.get(vcv);
+                       got.insert(got.end(), k_rows.begin(), k_rows.end());
+                       got.insert(got.end(), v_rows.begin(), v_rows.end());
+                       return got;
+                     },
+                     kv});
   }
   // The latent cache in every KV dtype (F32 weights), FP8 (block-scaled) and Q4_0 W_UK / W_UV over an F32 latent. A
   // Q8_0 latent's c_kv and k_rope are whole blocks (R1: 512 + 64), as are Q4_0 rows (nope 32, kv_lora 64).
@@ -278,44 +294,45 @@ void add_attention_cases(std::vector<OpCase>& cases) {
                              std::pair{DType::kF32, DType::kF8_E4M3}, std::pair{DType::kF32, DType::kQ4_0}}) {
     const DType kv = dtypes.first, wt = dtypes.second;  // (latent, weights); clang 14 lambdas capture no bindings
     const std::string weights = wt == DType::kF32 ? "" : "_" + std::string(dtype_name(wt)) + "_weights";
-    cases.push_back({"attention_mla_" + std::string(dtype_name(kv)) + weights, 5e-5f,
-                     [kv, wt](const hal::OpTable& t, const hal::OpContext& c, Env& env) {
-                       // The reference is the naive (expanded) form; backends use the absorbed one.
-                       const bool q8 = kv == DType::kQ8_0, blocks = wt == DType::kQ4_0;
-                       const int nh = 3, nope = blocks ? 32 : 8, rope = q8 ? 32 : 4, vd = 6,
-                                 lora = q8 || blocks ? 64 : 16, bs = 4, n_slots = 16;
-                       std::vector<float> uk_f = random_floats(nh * lora * nope, 18, 0.5f),
-                                          uv_f = random_floats(nh * vd * lora, 17, 0.5f);
-                       std::vector<uint8_t> uk_codes, uv_codes;
-                       std::vector<float> scale = {0.02f};
-                       // W as wt: F32 as drawn; FP8 codes of W / scale with that one block scale; Q4_0 blocks.
-                       const auto weight = [&](std::vector<float>& w, std::vector<uint8_t>& codes, int64_t rows,
-                                               int64_t cols) {
-                         if (wt == DType::kF32) return env.f32(w, {rows, cols});
-                         std::vector<float> src = w;
-                         if (wt == DType::kF8_E4M3)
-                           for (float& x : src) x /= scale[0];
-                         codes.resize(row_bytes(wt, cols) * static_cast<size_t>(rows));
-                         for (int64_t r = 0; r < rows; ++r)
-                           EXPECT_TRUE(quantize_row(wt, src.data() + r * cols, codes.data() + row_bytes(wt, cols) * r,
-                                                    cols).ok());
-                         return wt == DType::kF8_E4M3 ? env.put(codes, wt, {rows, cols}, scale.data(), 1)
-                                                      : env.put(codes, wt, {rows, cols});
-                       };
-                       const TensorView w_uk = weight(uk_f, uk_codes, nh * lora, nope);
-                       const TensorView w_uv = weight(uv_f, uv_codes, nh * vd, lora);
-                       const std::vector<float> lat_f = random_floats(n_slots * (lora + rope), 19);
-                       std::vector<uint8_t> lat = zero_cache(kv, n_slots, lora + rope);
-                       EXPECT_TRUE(quantize_row(kv, lat_f.data(), lat.data(), static_cast<int64_t>(lat_f.size())).ok());
-                       std::vector<int32_t> tables = {2, 0, 3, 0}, seqs = {0, 1, 6, 1, 3, 0};
-                       std::vector<float> q = random_floats(4 * nh * (nope + rope), 20), out(4 * nh * vd);
-                       const hal::AttnBatch b = attn_batch(env, seqs, tables, 2);
-                       hal::MlaParams p{nh, nope, rope, vd, lora, 0.3f, bs};
-                       const TensorView ov = env.f32(out, {4, nh * vd});
-                       EXPECT_TRUE(t.attention_mla(c, p, b, env.f32(q, {4, nh, nope + rope}), w_uk, w_uv,
-                                                   env.put(lat, kv, {n_slots, lora + rope}), ov).ok());
-                       return env.get(ov);
-                     }, kv});
+    cases.push_back(
+        {"attention_mla_" + std::string(dtype_name(kv)) + weights, 5e-5f,
+         [kv, wt](const hal::OpTable& t, const hal::OpContext& c, Env& env) {
+           // The reference is the naive (expanded) form; backends use the absorbed one.
+           const bool q8 = kv == DType::kQ8_0, blocks = wt == DType::kQ4_0;
+           const int nh = 3, nope = blocks ? 32 : 8, rope = q8 ? 32 : 4, vd = 6, lora = q8 || blocks ? 64 : 16, bs = 4,
+                     n_slots = 16;
+           std::vector<float> uk_f = random_floats(nh * lora * nope, 18, 0.5f),
+                              uv_f = random_floats(nh * vd * lora, 17, 0.5f);
+           std::vector<uint8_t> uk_codes, uv_codes;
+           std::vector<float> scale = {0.02f};
+           // W as wt: F32 as drawn; FP8 codes of W / scale with that one block scale; Q4_0 blocks.
+           const auto weight = [&](std::vector<float>& w, std::vector<uint8_t>& codes, int64_t rows, int64_t cols) {
+             if (wt == DType::kF32) return env.f32(w, {rows, cols});
+             std::vector<float> src = w;
+             if (wt == DType::kF8_E4M3)
+               for (float& x : src) x /= scale[0];
+             codes.resize(row_bytes(wt, cols) * static_cast<size_t>(rows));
+             for (int64_t r = 0; r < rows; ++r)
+               EXPECT_TRUE(quantize_row(wt, src.data() + r * cols, codes.data() + row_bytes(wt, cols) * r, cols).ok());
+             return wt == DType::kF8_E4M3 ? env.put(codes, wt, {rows, cols}, scale.data(), 1)
+                                          : env.put(codes, wt, {rows, cols});
+           };
+           const TensorView w_uk = weight(uk_f, uk_codes, nh * lora, nope);
+           const TensorView w_uv = weight(uv_f, uv_codes, nh * vd, lora);
+           const std::vector<float> lat_f = random_floats(n_slots * (lora + rope), 19);
+           std::vector<uint8_t> lat = zero_cache(kv, n_slots, lora + rope);
+           EXPECT_TRUE(quantize_row(kv, lat_f.data(), lat.data(), static_cast<int64_t>(lat_f.size())).ok());
+           std::vector<int32_t> tables = {2, 0, 3, 0}, seqs = {0, 1, 6, 1, 3, 0};
+           std::vector<float> q = random_floats(4 * nh * (nope + rope), 20), out(4 * nh * vd);
+           const hal::AttnBatch b = attn_batch(env, seqs, tables, 2);
+           hal::MlaParams p{nh, nope, rope, vd, lora, 0.3f, bs};
+           const TensorView ov = env.f32(out, {4, nh * vd});
+           EXPECT_TRUE(t.attention_mla(c, p, b, env.f32(q, {4, nh, nope + rope}), w_uk, w_uv,
+                                       env.put(lat, kv, {n_slots, lora + rope}), ov)
+                           .ok());
+           return env.get(ov);
+         },
+         kv});
   }
 }
 
@@ -329,7 +346,8 @@ std::vector<OpCase> op_cases() {
                    }});
   for (int32_t style : {hal::RopeStyle::kNorm, hal::RopeStyle::kNeox}) {
     for (float yarn : {1.0f, 4.0f}) {
-      std::string name = std::string("rope_") + (style == hal::RopeStyle::kNorm ? "norm" : "neox") + (yarn > 1 ? "_yarn" : "");
+      std::string name =
+          std::string("rope_") + (style == hal::RopeStyle::kNorm ? "norm" : "neox") + (yarn > 1 ? "_yarn" : "");
       cases.push_back({name, 2e-5f, [style, yarn](const hal::OpTable& t, const hal::OpContext& c, Env& env) {
                          std::vector<float> x = random_floats(3 * 4 * 16, 4);
                          std::vector<int32_t> pos = {0, 7, 300};
@@ -387,9 +405,12 @@ std::vector<hal::Device*> all_devices() {
     for (const auto& backend : reg.backends())
       for (hal::Device* dev : backend->devices()) {
         bool complete = true;
-        for (int op = 0; op < static_cast<int>(hal::OpId::kCount); ++op) complete &= dev->supports(static_cast<hal::OpId>(op));
-        if (complete) out.push_back(dev);
-        else std::printf("skipping %s: it leaves ops out (a partial test backend)\n", dev->name().c_str());
+        for (int op = 0; op < static_cast<int>(hal::OpId::kCount); ++op)
+          complete &= dev->supports(static_cast<hal::OpId>(op));
+        if (complete)
+          out.push_back(dev);
+        else
+          std::printf("skipping %s: it leaves ops out (a partial test backend)\n", dev->name().c_str());
       }
     return out;
   }();
@@ -441,7 +462,8 @@ TEST(BackendOps, ExpertRangesAddUpToTheWholeLayer) {
     ew.expert_begin = first;
     std::vector<float> out(n * hidden);
     EXPECT_TRUE(ref.sparse_moe({}, ew, env.f32(x, {n, hidden}), env.i32(ids, {n, k}), env.f32(w, {n, k}),
-                               env.f32(out, {n, hidden})).ok());
+                               env.f32(out, {n, hidden}))
+                    .ok());
     return out;
   };
   const std::vector<float> whole = run(0, n_e), low = run(0, 2), high = run(2, 3);

@@ -73,13 +73,13 @@ TEST_P(GemmAllTypes, MatchesDequantizedReference) {
   ASSERT_TRUE(set_active_cpu_isa(GetParam()).ok());
   ThreadPool pool(2);
   std::mt19937 rng(1234);
-  const DType types[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,    DType::kQ4_0,
+  const DType types[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,   DType::kQ4_0,
                          DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kF8_E4M3};
   struct Shape {
     int64_t n, in, out;
   };
   // n = 1..8 take the fused path (groups of 4 rows + remainder), larger n the packed-panel path.
-  const Shape shapes[] = {{1, 256, 33}, {3, 512, 33}, {5, 256, 7}, {8, 768, 40},
+  const Shape shapes[] = {{1, 256, 33},  {3, 512, 33},  {5, 256, 7},  {8, 768, 40},
                           {17, 256, 33}, {64, 512, 65}, {9, 1280, 70}};
   int case_no = 0;
   for (DType t : types) {
@@ -105,9 +105,8 @@ TEST_P(GemmAllTypes, BlockOnlyTypesMatchDequantizedReference) {
     int64_t n, in, out;
     bool invariant;
   };
-  const Shape shapes[] = {{1, 256, 17, false}, {4, 512, 9, false},  {7, 768, 13, false},
-                          {8, 256, 20, false}, {9, 512, 13, true},  {16, 1024, 19, true},
-                          {12, 256, 11, true}, {40, 512, 35, false}};
+  const Shape shapes[] = {{1, 256, 17, false}, {4, 512, 9, false},   {7, 768, 13, false}, {8, 256, 20, false},
+                          {9, 512, 13, true},  {16, 1024, 19, true}, {12, 256, 11, true}, {40, 512, 35, false}};
   for (DType t : kBlockOnlyTypes) {
     for (const Shape& s : shapes) {
       Weights w = make_weights(t, s.out, s.in, false, rng);
@@ -156,8 +155,8 @@ TEST_P(GemmAllTypes, BatchInvariantRowsEqualSoloRows) {
   ASSERT_TRUE(set_active_cpu_isa(GetParam()).ok());
   ThreadPool pool(2);
   std::mt19937 rng(77);
-  std::vector<DType> types = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K,
-                              DType::kQ6_K};
+  std::vector<DType> types = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,
+                              DType::kQ4_0, DType::kQ4_K, DType::kQ6_K};
   types.insert(types.end(), std::begin(kBlockOnlyTypes), std::end(kBlockOnlyTypes));
   for (DType t : types)
     for (auto [n, in] : {std::pair<int64_t, int64_t>{6, 256}, {16, 512}, {37, 1280}}) {
@@ -292,7 +291,8 @@ TEST_P(GemmAllTypes, RowsDotAndAxpyMatchReferenceWhateverTheBlock) {
         }
         EXPECT_NEAR(y[i * ld + d], want, 1e-6 * kT * mag) << "n=" << n;
         for (int ny = i + 1; ny <= kQ; ++ny)
-          EXPECT_EQ(y_of[ny][i * ld + d], one_by_one[d]) << "n=" << n << " of " << ny << " output " << i << " column " << d;
+          EXPECT_EQ(y_of[ny][i * ld + d], one_by_one[d])
+              << "n=" << n << " of " << ny << " output " << i << " column " << d;
       }
     }
   }

@@ -35,9 +35,9 @@ inline std::vector<float> gaussian(int64_t n, std::mt19937& rng, float sd = 1.0f
 }
 
 // GGUF types without a quantizer here: their test weights are random blocks (random_blocks).
-inline constexpr DType kBlockOnlyTypes[] = {DType::kQ4_1,    DType::kQ5_0,   DType::kQ5_1,    DType::kQ2_K,  DType::kQ3_K,
-                                     DType::kIQ4_NL,  DType::kIQ4_XS, DType::kIQ3_XXS, DType::kIQ3_S, DType::kIQ2_XXS,
-                                     DType::kIQ2_XS,  DType::kIQ2_S,  DType::kIQ1_S,   DType::kIQ1_M};
+inline constexpr DType kBlockOnlyTypes[] = {
+    DType::kQ4_1,    DType::kQ5_0,  DType::kQ5_1,    DType::kQ2_K,   DType::kQ3_K,  DType::kIQ4_NL, DType::kIQ4_XS,
+    DType::kIQ3_XXS, DType::kIQ3_S, DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S, DType::kIQ1_S,  DType::kIQ1_M};
 
 inline bool block_only(DType t) {
   return std::find(std::begin(kBlockOnlyTypes), std::end(kBlockOnlyTypes), t) != std::end(kBlockOnlyTypes);

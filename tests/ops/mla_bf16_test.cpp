@@ -87,12 +87,12 @@ struct Mla {
     std::vector<float> out(static_cast<size_t>(n_tok) * kHeads * kV);
     hal::OpContext ctx = cpu->op_context();
     ctx.precision = precision;
-    const Status st = cpu->ops().attention_mla(
-        ctx, params, batch, TensorView::make(q.data(), DType::kF32, {n_tok, kHeads, kNope + kRope}),
-        TensorView::make(uk.data(), DType::kF32, {kHeads * kLora, kNope}),
-        TensorView::make(uv.data(), DType::kF32, {kHeads * kV, kLora}),
-        TensorView::make(latent.data(), DType::kF32, {kSlots, kLora + kRope}),
-        TensorView::make(out.data(), DType::kF32, {n_tok, kHeads * kV}));
+    const Status st = cpu->ops().attention_mla(ctx, params, batch,
+                                               TensorView::make(q.data(), DType::kF32, {n_tok, kHeads, kNope + kRope}),
+                                               TensorView::make(uk.data(), DType::kF32, {kHeads * kLora, kNope}),
+                                               TensorView::make(uv.data(), DType::kF32, {kHeads * kV, kLora}),
+                                               TensorView::make(latent.data(), DType::kF32, {kSlots, kLora + kRope}),
+                                               TensorView::make(out.data(), DType::kF32, {n_tok, kHeads * kV}));
     EXPECT_TRUE(st.ok()) << st.to_string();
     return out;
   }

@@ -28,8 +28,8 @@ constexpr int kHeads = 2, kNope = 32, kRope = 16, kLora = 64, kBlock = 4, kSlots
 std::vector<uint8_t> q4_0(const std::vector<float>& v, int64_t rows, int64_t cols) {
   std::vector<uint8_t> out(row_bytes(DType::kQ4_0, cols) * static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r)
-    EXPECT_TRUE(quantize_row(DType::kQ4_0, v.data() + r * cols, out.data() + r * row_bytes(DType::kQ4_0, cols), cols)
-                    .ok());
+    EXPECT_TRUE(
+        quantize_row(DType::kQ4_0, v.data() + r * cols, out.data() + r * row_bytes(DType::kQ4_0, cols), cols).ok());
   return out;
 }
 
@@ -38,8 +38,8 @@ struct Mla {
   int v;
   hal::MlaParams params{kHeads, kNope, kRope, v, kLora, 0.2f, kBlock};
   std::mt19937 uk_rng{1}, uv_rng{2}, latent_rng{3};
-  std::vector<uint8_t> uk = q4_0(gaussian(kHeads * kLora * kNope, uk_rng, 0.3f), kHeads * kLora, kNope);
-  std::vector<uint8_t> uv = q4_0(gaussian(kHeads * v * kLora, uv_rng, 0.3f), kHeads * v, kLora);
+  std::vector<uint8_t> uk = q4_0(gaussian(kHeads * kLora * kNope, uk_rng, 0.3f), kHeads* kLora, kNope);
+  std::vector<uint8_t> uv = q4_0(gaussian(kHeads * v * kLora, uv_rng, 0.3f), kHeads* v, kLora);
   std::vector<uint8_t> uk_packed = std::vector<uint8_t>(uk.size()), uv_packed = std::vector<uint8_t>(uv.size());
   std::vector<float> latent = gaussian(kSlots * (kLora + kRope), latent_rng);
   explicit Mla(int v_head_dim = 32) : v(v_head_dim) {

@@ -23,7 +23,7 @@ namespace {
 TEST(QuantAct, BlocksHoldScaleCodesHalfSumsAndTheirTerms) {
   std::vector<float> x(64);
   for (int i = 0; i < 64; ++i) x[i] = (i % 7 - 3) * 0.25f;
-  x[5] = -2.0f;                         // block 0's absmax → q = -127
+  x[5] = -2.0f;                               // block 0's absmax → q = -127
   for (int i = 32; i < 64; ++i) x[i] = 0.0f;  // an all-zero block
   ActBlockQ8 b[2];
   quantize_act_row(x.data(), 64, b);
@@ -164,8 +164,8 @@ std::vector<uint8_t> packed_copy(const Weights& w, DType packed) {
 
 // The packed types for int8 activations (Q8_0's for the projections that take them among them), and all packed
 // ones (kQ8_0_R16 takes 16-bit activations).
-constexpr DType kInt8PackedTypes[] = {DType::kQ4_0_R16, DType::kQ2_K_R16,   DType::kQ3_K_R16,
-                                      DType::kQ4_K_R16, DType::kQ5_K_R16,   DType::kQ6_K_R16,
+constexpr DType kInt8PackedTypes[] = {DType::kQ4_0_R16,   DType::kQ2_K_R16,   DType::kQ3_K_R16,
+                                      DType::kQ4_K_R16,   DType::kQ5_K_R16,   DType::kQ6_K_R16,
                                       DType::kIQ4_NL_R16, DType::kIQ4_XS_R16, DType::kQ8_0_R16_I8};
 std::vector<DType> packed_types() {
   std::vector<DType> all = {DType::kQ8_0_R16};
@@ -174,9 +174,9 @@ std::vector<DType> packed_types() {
 }
 
 // The group kernels (packed Q8_0 with 16-bit activations; packed Q4_0, Q2_K..Q6_K, IQ4_NL, IQ4_XS and Q8_0's other
-// layout with int8) equal the exact dot of each row's dequantized weights with the quantized activations (1e-5 of Σ|w·x|), row j is
-// bit-identical whatever the row count, and every ISA gives the scalar table's bits (the same integer sums, then the
-// same multiplies and fused multiply-adds).
+// layout with int8) equal the exact dot of each row's dequantized weights with the quantized activations (1e-5 of
+// Σ|w·x|), row j is bit-identical whatever the row count, and every ISA gives the scalar table's bits (the same integer
+// sums, then the same multiplies and fused multiply-adds).
 template <class Acts, class Fn>
 void expect_group_kernel_matches(DType packed_type, Fn kernel, Fn scalar_kernel, std::mt19937& rng) {
   const DType t = row_major_dtype(packed_type);
@@ -297,7 +297,8 @@ TEST_P(QDotKernelsPerIsa, PairKernelsGiveEachGroupsBits) {
         acts.run(packed.data(), 0, nx, one);
         acts.run(second, 0, nx, two);
         for (int j = 0; j < nx; ++j) {
-          EXPECT_EQ(0, std::memcmp(both + 2 * j * kPackedGroupRows, one + j * kPackedGroupRows, sizeof(float) * kPackedGroupRows))
+          EXPECT_EQ(0, std::memcmp(both + 2 * j * kPackedGroupRows, one + j * kPackedGroupRows,
+                                   sizeof(float) * kPackedGroupRows))
               << dtype_name(t) << " in=" << in << " nx=" << nx << " act " << j << ": first group";
           EXPECT_EQ(0, std::memcmp(both + (2 * j + 1) * kPackedGroupRows, two + j * kPackedGroupRows,
                                    sizeof(float) * kPackedGroupRows))
@@ -386,8 +387,8 @@ GemmRun gemm(Weights& w, const std::vector<float>& x, int64_t n, const std::vect
 
 // Every output of `fast` within activation rounding of `exact` (a few 1e-3 of Σ|w·x| for int8, 1e-4 for Q8_0's int16;
 // identical for F16, which has no integer kernel); w: the row-major weights both were computed from.
-void expect_fast_close_to_exact(const Weights& w, const std::vector<float>& x, const std::vector<float>& bias, int64_t n,
-                                const GemmRun& fast, const GemmRun& exact, DType shown) {
+void expect_fast_close_to_exact(const Weights& w, const std::vector<float>& x, const std::vector<float>& bias,
+                                int64_t n, const GemmRun& fast, const GemmRun& exact, DType shown) {
   const DType t = w.dtype;
   const int64_t in = w.in;
   std::vector<float> row(static_cast<size_t>(in));
@@ -400,8 +401,7 @@ void expect_fast_close_to_exact(const Weights& w, const std::vector<float>& x, c
       if (t == DType::kF16)
         EXPECT_EQ(fast.y[at], exact.y[at]) << "f16 has no integer kernel: exact result";
       else  // Q8_0's 16-bit activations round at 1/65534 of each block's absmax, int8 ones at 1/254
-        EXPECT_NEAR(fast.y[at], exact.y[at],
-                    (shown == DType::kQ8_0 || shown == DType::kQ8_0_R16 ? 1e-4 : 4e-3) * mag)
+        EXPECT_NEAR(fast.y[at], exact.y[at], (shown == DType::kQ8_0 || shown == DType::kQ8_0_R16 ? 1e-4 : 4e-3) * mag)
             << dtype_name(shown) << " row " << r << " act " << i;
     }
   }
@@ -486,9 +486,9 @@ TEST(SparseMoe, ThreadsDoNotChangeTheBits) {
   struct Case {
     DType t, gate_up, down;  // kCount: row-major
   };
-  for (const Case& c : {Case{DType::kQ4_0, DType::kQ4_0_R16, DType::kQ4_0_R16},
-                        Case{DType::kQ8_0, DType::kCount, DType::kCount},
-                        Case{DType::kQ8_0, DType::kQ8_0_R16_I8, DType::kQ8_0_R16}}) {
+  for (const Case& c :
+       {Case{DType::kQ4_0, DType::kQ4_0_R16, DType::kQ4_0_R16}, Case{DType::kQ8_0, DType::kCount, DType::kCount},
+        Case{DType::kQ8_0, DType::kQ8_0_R16_I8, DType::kQ8_0_R16}}) {
     const DType t = c.t;
     Weights gate = make_weights(t, kExperts * kFfn, kHidden, false, rng),
             up = make_weights(t, kExperts * kFfn, kHidden, false, rng),

@@ -101,10 +101,10 @@ TEST(BlockHash, DependsOnParentTokensOrderAndSeed) {
   const Ids t = {1, 2, 3, 4};
   const BlockHash h = hash_block(kRootBlockHash, t, 42);
   EXPECT_EQ(h, hash_block(kRootBlockHash, t, 42));
-  EXPECT_NE(h, hash_block(h, t, 42));                         // same tokens, other parent
+  EXPECT_NE(h, hash_block(h, t, 42));                             // same tokens, other parent
   EXPECT_NE(h, hash_block(kRootBlockHash, Ids{1, 2, 3, 5}, 42));  // one token differs
   EXPECT_NE(h, hash_block(kRootBlockHash, Ids{2, 1, 3, 4}, 42));  // order matters
-  EXPECT_NE(h, hash_block(kRootBlockHash, t, 43));            // seeded
+  EXPECT_NE(h, hash_block(kRootBlockHash, t, 43));                // seeded
   EXPECT_NE(hash_block(kRootBlockHash, Ids{0}, 42), hash_block(kRootBlockHash, Ids{0, 0}, 42));
 }
 

@@ -39,9 +39,9 @@ TEST(EngineChoices, ShareThePromptsKvBlocks) {
   std::atomic<int> peak_blocks{0};
   EventCallback record = c.callback();
   ASSERT_TRUE(e.submit(sampled(prompt, 8, 4, 11), [&](const StreamEvent& ev) {
-    peak_blocks = std::max(peak_blocks.load(), e.stats().kv_blocks_used);
-    record(ev);
-  }).ok());
+                 peak_blocks = std::max(peak_blocks.load(), e.stats().kv_blocks_used);
+                 record(ev);
+               }).ok());
   c.wait();
   for (int i = 0; i < 4; ++i) {
     const Collector::Choice& ch = c.choices[static_cast<size_t>(i)];
@@ -115,10 +115,9 @@ TEST(EngineChoices, QueuedAllOrNoneAndCancelledTogether) {
   one.wait();
   EXPECT_EQ(one.last.finish, FinishReason::kLength);
   EXPECT_EQ(e.stats().kv_blocks_used, 0);
-  EXPECT_EQ(e.submit(sampled(prompt_for(5, 10), 8, GenerationRequest::kMaxChoices + 1, 1), one.callback())
-                .status()
-                .code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      e.submit(sampled(prompt_for(5, 10), 8, GenerationRequest::kMaxChoices + 1, 1), one.callback()).status().code(),
+      StatusCode::kInvalidArgument);
 }
 
 }  // namespace

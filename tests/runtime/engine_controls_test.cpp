@@ -25,9 +25,8 @@ TEST(EngineControls, LogitBiasBansAndForcesTokens) {
   const std::vector<int32_t> plain = run_alone(e, greedy(prompt, 32));
   std::map<int32_t, int> counts;
   for (int32_t t : plain) ++counts[t];
-  const int32_t common = std::max_element(counts.begin(), counts.end(), [](auto& a, auto& b) {
-                           return a.second < b.second;
-                         })->first;
+  const int32_t common =
+      std::max_element(counts.begin(), counts.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
   GenerationRequest banned = greedy(prompt, 32);
   banned.sampling.logit_bias = {{common, -100.0f}};
   const std::vector<int32_t> without = run_alone(e, banned);

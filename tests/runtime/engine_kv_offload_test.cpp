@@ -48,7 +48,8 @@ ServedRun serve(const char* model, int host_layers) {
   if (!engine.ok()) return run;
   Engine& e = **engine;
   std::vector<Collector> together(4);
-  for (int i = 0; i < 4; ++i) EXPECT_TRUE(e.submit(greedy(prompt(i), 6), together[static_cast<size_t>(i)].callback()).ok());
+  for (int i = 0; i < 4; ++i)
+    EXPECT_TRUE(e.submit(greedy(prompt(i), 6), together[static_cast<size_t>(i)].callback()).ok());
   for (Collector& c : together) {
     c.wait();
     run.tokens.push_back(c.tokens);
@@ -72,8 +73,8 @@ TEST_P(EngineKvOffload, HostLayersGiveTheTokensOfAnAllDeviceCache) {
     const EngineStats& s = offloaded.stats;
     EXPECT_EQ(s.kv_offload_layers, host_layers);
     // Each host layer holds every slot's K and V row: bytes_per_token / n_layers per slot.
-    EXPECT_EQ(s.kv_host_bytes, s.kv_bytes_per_token / static_cast<uint64_t>(c.n_layers) *
-                                   static_cast<uint64_t>(host_layers) * 40 * 16);
+    EXPECT_EQ(s.kv_host_bytes,
+              s.kv_bytes_per_token / static_cast<uint64_t>(c.n_layers) * static_cast<uint64_t>(host_layers) * 40 * 16);
     EXPECT_GT(s.kv_offload_uploaded_bytes, 0u);
     EXPECT_GT(s.kv_offload_downloaded_bytes, 0u);
     EXPECT_EQ(s.prefix_hit_tokens, device.stats.prefix_hit_tokens);

@@ -223,7 +223,8 @@ TEST(EngineSpec, SampledTokensKeepTheModelsDistribution) {
   LoadedModel ref = load("models/stories260K.gguf");
   const std::vector<int32_t> prompt = ref.tokenizer->encode(
       "Lily saw a big red ball in the park. She wanted to play with it. Lily saw a big red ball in the park. She "
-      "wanted to play with it. Lily saw a big red ball in the park. She wanted", true);
+      "wanted to play with it. Lily saw a big red ball in the park. She wanted",
+      true);
   const int vocab = ref.model->config().vocab_size;
   // Exact marginal of the second token: one sequence per first token, in one batch.
   Result<SequenceBatch> one = SequenceBatch::create(*ref.model, 1, static_cast<int>(prompt.size()) + 2);

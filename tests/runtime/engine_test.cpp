@@ -82,7 +82,8 @@ TEST(Engine, TinyKvCachePreemptsButLosesNoRequest) {
   std::vector<std::vector<int32_t>> solo;
   for (const auto& r : reqs) solo.push_back(run_alone(e, r));
   std::vector<Collector> together(6);
-  for (int i = 0; i < 6; ++i) ASSERT_TRUE(e.submit(reqs[static_cast<size_t>(i)], together[static_cast<size_t>(i)].callback()).ok());
+  for (int i = 0; i < 6; ++i)
+    ASSERT_TRUE(e.submit(reqs[static_cast<size_t>(i)], together[static_cast<size_t>(i)].callback()).ok());
   for (int i = 0; i < 6; ++i) {
     together[static_cast<size_t>(i)].wait();
     EXPECT_EQ(together[static_cast<size_t>(i)].tokens, solo[static_cast<size_t>(i)]) << "request " << i;
@@ -98,8 +99,8 @@ TEST(Engine, ContextLargerThanTheGivenKvCacheIsRefused) {
   const size_t block_bytes = load("models/TinyStories-656K-Q8_0.gguf").model->kv_spec().bytes_per_token() * 16;
   EngineOptions o;
   o.block_size = 16;
-  o.ctx_size = 200;                      // 13 blocks
-  o.kv_memory_bytes = 8 * block_bytes;   // 128 tokens
+  o.ctx_size = 200;                     // 13 blocks
+  o.kv_memory_bytes = 8 * block_bytes;  // 128 tokens
   auto small = Engine::create(load("models/TinyStories-656K-Q8_0.gguf"), o);
   ASSERT_FALSE(small.ok());
   EXPECT_EQ(small.status().code(), StatusCode::kInvalidArgument);

@@ -58,7 +58,8 @@ struct Collector {
   }
   void wait() {
     std::unique_lock<std::mutex> lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(120), [&] { return n_done == static_cast<int>(choices.size()); }));
+    ASSERT_TRUE(
+        cv.wait_for(lock, std::chrono::seconds(120), [&] { return n_done == static_cast<int>(choices.size()); }));
   }
 };
 

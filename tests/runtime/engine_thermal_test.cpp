@@ -45,11 +45,11 @@ TEST(EngineThermal, BudgetHalvesWhileHotAndDoublesBackOnceCool) {
   EXPECT_EQ(budget_after(85), 32);  // at or above 80 °C: halved at every reading
   EXPECT_EQ(budget_after(80), 16);
   EXPECT_EQ(budget_after(91), 8);
-  EXPECT_EQ(budget_after(91), 4);   // max_batch is the floor
+  EXPECT_EQ(budget_after(91), 4);  // max_batch is the floor
   EXPECT_EQ(budget_after(95), 4);
-  EXPECT_EQ(budget_after(79), 4);   // cooler than the limit but not by 5 °C: held
+  EXPECT_EQ(budget_after(79), 4);  // cooler than the limit but not by 5 °C: held
   EXPECT_EQ(budget_after(75.5f), 4);
-  EXPECT_EQ(budget_after(75), 8);   // limit − 5 °C: doubled back at every reading
+  EXPECT_EQ(budget_after(75), 8);  // limit − 5 °C: doubled back at every reading
   EXPECT_EQ(budget_after(70), 16);
   EXPECT_EQ(budget_after(78), 16);  // warming again, still under the limit: held
   EXPECT_EQ(budget_after(60), 32);

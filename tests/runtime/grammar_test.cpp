@@ -32,13 +32,13 @@ TEST(JsonSchemaGrammar, ObjectWithRequiredAndOptionalProperties) {
   expect_language(g,
                   {R"({"name":"Bo","age":7})", R"({"name": "Bo", "age": 7})", R"({"name":"","age":120,"tags":[]})",
                    R"({"name":"abcde","age":0,"tags":["a", "b","a"]})"},
-                  {R"({"age":7,"name":"Bo"})",           // schema order only
-                   R"({"name":"Bo"})",                   // age is required
-                   R"({"name":"abcdef","age":7})",       // longer than maxLength
+                  {R"({"age":7,"name":"Bo"})",      // schema order only
+                   R"({"name":"Bo"})",              // age is required
+                   R"({"name":"abcdef","age":7})",  // longer than maxLength
                    R"({"name":"Bo","age":121})", R"({"name":"Bo","age":-1})", R"({"name":"Bo","age":007})",
-                   R"({"name":"Bo","age":7,"x":1})",     // no additional properties
+                   R"({"name":"Bo","age":7,"x":1})",  // no additional properties
                    R"({"name":"Bo","age":7,"tags":["c"]})", R"({"name":"Bo","age":7} )", R"({"name":"Bo","age":7)",
-                   R"({"name":"Bo",  "age":7})",         // one space at most after a separator
+                   R"({"name":"Bo",  "age":7})",  // one space at most after a separator
                    R"({ "name":"Bo","age":7})"});
 }
 
@@ -51,8 +51,8 @@ TEST(JsonSchemaGrammar, AllOptionalPropertiesMayBeLeftOut) {
 TEST(JsonSchemaGrammar, StringsAreWellFormedJsonAndUtf8) {
   const Grammar g = schema(R"({"type": "string", "minLength": 1, "maxLength": 2})");
   expect_language(g, {R"("a")", R"("ab")", R"("\"\\")", R"("\n")", "\"\xC3\xA9\xE2\x82\xAC\"", "\"\xF0\x9F\x98\x80\""},
-                  {R"("")", R"("abc")", R"("\q")", "\"a\nb\"", "\"\xC0\x80\"", "\"\xED\xA0\x80\"",
-                   "\"\xC3\"", R"("\u0041")", R"(abc)", R"('a')"});
+                  {R"("")", R"("abc")", R"("\q")", "\"a\nb\"", "\"\xC0\x80\"", "\"\xED\xA0\x80\"", "\"\xC3\"",
+                   R"("\u0041")", R"(abc)", R"('a')"});
   expect_language(schema(R"({"type": "string"})"), {R"("")", R"("a long string, with \"quotes\"")"}, {R"("x)"});
 }
 
@@ -68,14 +68,13 @@ TEST(JsonSchemaGrammar, IntegerRangesMatchExactlyTheValuesInside) {
     const char* schema;
     int64_t lo, hi;  // inclusive; the window below covers what lies outside
   };
-  const std::vector<Range> ranges = {
-      {R"({"type": "integer", "minimum": 0, "maximum": 120})", 0, 120},
-      {R"({"type": "integer", "minimum": -35, "maximum": 7})", -35, 7},
-      {R"({"type": "integer", "minimum": -999, "maximum": -100})", -999, -100},
-      {R"({"type": "integer", "minimum": 17})", 17, INT64_MAX},
-      {R"({"type": "integer", "maximum": -3})", INT64_MIN, -3},
-      {R"({"type": "number", "minimum": 1.5, "maximum": 1099.9})", 2, 1099},
-      {R"({"type": "integer", "minimum": 95, "maximum": 1005})", 95, 1005}};
+  const std::vector<Range> ranges = {{R"({"type": "integer", "minimum": 0, "maximum": 120})", 0, 120},
+                                     {R"({"type": "integer", "minimum": -35, "maximum": 7})", -35, 7},
+                                     {R"({"type": "integer", "minimum": -999, "maximum": -100})", -999, -100},
+                                     {R"({"type": "integer", "minimum": 17})", 17, INT64_MAX},
+                                     {R"({"type": "integer", "maximum": -3})", INT64_MIN, -3},
+                                     {R"({"type": "number", "minimum": 1.5, "maximum": 1099.9})", 2, 1099},
+                                     {R"({"type": "integer", "minimum": 95, "maximum": 1005})", 95, 1005}};
   for (const Range& r : ranges) {
     const Grammar g = schema(r.schema);
     for (int64_t v = -1200; v <= 1200; ++v)
@@ -118,12 +117,14 @@ TEST(JsonSchemaGrammar, AnyJsonObjectAndValue) {
 }
 
 TEST(GrammarComposition, ToolCallsInQwenSyntax) {
-  const Grammar args = schema(R"({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})");
+  const Grammar args =
+      schema(R"({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})");
   const Grammar call = Grammar::sequence({Grammar::literal("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "),
                                           args, Grammar::literal("}\n</tool_call>")});
-  const Grammar other = Grammar::sequence({Grammar::literal("<tool_call>\n{\"name\": \"now\", \"arguments\": "),
-                                           schema(R"({"type": "object", "properties": {}, "additionalProperties": false})"),
-                                           Grammar::literal("}\n</tool_call>")});
+  const Grammar other =
+      Grammar::sequence({Grammar::literal("<tool_call>\n{\"name\": \"now\", \"arguments\": "),
+                         schema(R"({"type": "object", "properties": {}, "additionalProperties": false})"),
+                         Grammar::literal("}\n</tool_call>")});
   const Grammar calls = Grammar::one_or_more(Grammar::alternatives({call, other}), Grammar::literal("\n"));
   const std::string a = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\":\"Paris\"}}\n</tool_call>";
   const std::string b = "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>";

@@ -33,8 +33,8 @@ TEST(KvCacheManager, GrowsTablesAndMapsSlots) {
   ASSERT_TRUE(kv.allocate_slots(1, 9));
   EXPECT_EQ(table_of(kv, 1), (Ids{2, 3, 4}));
   EXPECT_EQ(kv.slot(1, 0), 8);
-  EXPECT_EQ(kv.slot(1, 5), 13);   // block 3, offset 1
-  EXPECT_EQ(kv.slot(1, 8), 16);   // block 4, offset 0
+  EXPECT_EQ(kv.slot(1, 5), 13);  // block 3, offset 1
+  EXPECT_EQ(kv.slot(1, 8), 16);  // block 4, offset 0
   EXPECT_EQ(kv_slot(table_of(kv, 1), 4, 7), 15);
   EXPECT_EQ(kv.n_cached_tokens(1), 0);
 }

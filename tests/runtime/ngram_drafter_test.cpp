@@ -11,11 +11,11 @@ using Ids = std::vector<int32_t>;
 TEST(NgramDraft, FollowsTheLatestMatchOfTheLongestSuffix) {
   //            0  1  2  3  4  5  6  7  8  9
   const Ids t = {5, 6, 7, 8, 1, 6, 7, 9, 2, 6, 7};
-  EXPECT_EQ(ngram_draft(t, 3, 1, 3), (Ids{9, 2, 6}));    // "6 7" last seen at 5..6, followed by 9 2 6
+  EXPECT_EQ(ngram_draft(t, 3, 1, 3), (Ids{9, 2, 6}));  // "6 7" last seen at 5..6, followed by 9 2 6
   EXPECT_EQ(ngram_draft(t, 1, 1, 3), Ids{9});
   const Ids u = {5, 6, 7, 8, 1, 9, 7, 9, 2, 6, 7};
-  EXPECT_EQ(ngram_draft(u, 2, 1, 3), (Ids{8, 1}));       // "6 7" only at 1..2; the 1-gram "7" at 6 is not tried first
-  EXPECT_EQ(ngram_draft(u, 2, 1, 1), (Ids{9, 2}));       // with n = 1 only: "7" last seen at 6
+  EXPECT_EQ(ngram_draft(u, 2, 1, 3), (Ids{8, 1}));  // "6 7" only at 1..2; the 1-gram "7" at 6 is not tried first
+  EXPECT_EQ(ngram_draft(u, 2, 1, 1), (Ids{9, 2}));  // with n = 1 only: "7" last seen at 6
 }
 
 TEST(NgramDraft, StopsAtTheSequenceEndAndFindsNothingWhereNothingRepeats) {

@@ -28,7 +28,8 @@ TEST(RequestState, StopStringSpanningTokensIsHeldBackAndCut) {
 
   GenerationRequest r;
   r.stop = {"girl", stop};  // the earliest match wins, whichever string it is
-  RequestState rs(r, [](const StreamEvent&) {}, tok.get());
+  RequestState rs(
+      r, [](const StreamEvent&) {}, tok.get());
   std::string released;
   bool stop_hit = false;
   for (size_t i = 0; i < ids.size() && !stop_hit; ++i) {
@@ -39,11 +40,12 @@ TEST(RequestState, StopStringSpanningTokensIsHeldBackAndCut) {
   EXPECT_EQ(released, full.substr(0, start));
   EXPECT_TRUE(rs.stopped());
   EXPECT_EQ(rs.stop_string(), stop);  // the one that matched, not the first listed
-  EXPECT_EQ(rs.finish_text(), "");  // nothing after a stop string
+  EXPECT_EQ(rs.finish_text(), "");    // nothing after a stop string
 
   GenerationRequest none;
   none.stop = {"zebra"};
-  RequestState plain(none, [](const StreamEvent&) {}, tok.get());
+  RequestState plain(
+      none, [](const StreamEvent&) {}, tok.get());
   released.clear();
   for (int32_t id : ids) released += plain.push_token(id, stop_hit);
   EXPECT_LT(released.size(), full.size());  // the last 4 bytes could still begin "zebra"

@@ -283,7 +283,7 @@ TEST(Scheduler, StopFinishesEarly) {
 }
 
 TEST(Scheduler, RejectsBadRequests) {
-  Scheduler s = make(4, 512, 4, 4);  // 16 KV positions in all
+  Scheduler s = make(4, 512, 4, 4);                // 16 KV positions in all
   EXPECT_TRUE(s.add(1, iota_tokens(10), 7).ok());  // 10 + 7 - 1 = 16 positions: fits alone
   Status st = s.add(2, iota_tokens(10), 8);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);

@@ -72,7 +72,8 @@ TEST_P(SequenceBatchOn, ForwardPassSyncsWithTheHostOnce) {
   const std::vector<int32_t> prompt = {1, 400, 22, 7};
   for (int step = 0; step < 3; ++step) {
     const uint64_t before = dev->default_stream().n_host_syncs();
-    ASSERT_TRUE(seq->step(step == 0 ? std::span<const int32_t>(prompt) : std::span<const int32_t>(&prompt[1], 1), false).ok());
+    ASSERT_TRUE(
+        seq->step(step == 0 ? std::span<const int32_t>(prompt) : std::span<const int32_t>(&prompt[1], 1), false).ok());
     if (!dev->host_visible()) {
       EXPECT_EQ(dev->default_stream().n_host_syncs() - before, 1u) << "step " << step;
     }

@@ -33,7 +33,8 @@ std::set<int32_t> allowed_set(TokenMasker& m, int32_t state) {
 }
 
 // The tokens whose bytes, after `done`, leave a prefix of one of `sentences`; plus the end tokens when `done` is one.
-std::set<int32_t> expected(const TokenVocabulary& v, const std::string& done, const std::vector<std::string>& sentences) {
+std::set<int32_t> expected(const TokenVocabulary& v, const std::string& done,
+                           const std::vector<std::string>& sentences) {
   std::set<int32_t> out;
   for (int32_t t = 0; t < v.size(); ++t) {
     if (v.is_end(t)) {
@@ -95,8 +96,8 @@ TEST(TokenMask, StringStateAllowsTextAndTheClosingQuote) {
   auto vocab = std::make_shared<const TokenVocabulary>(
       std::vector<std::string>{"", "\"", "a", "ab", "\"}", "\",", "\xC3", "\xA9", "\xC3\xA9", "\"a", "abc", "\\n"},
       std::vector<int32_t>{0});
-  auto m = masker_for(R"({"type": "object", "properties": {"s": {"type": "string", "maxLength": 2}}, "required": ["s"]})",
-                      vocab);
+  auto m = masker_for(
+      R"({"type": "object", "properties": {"s": {"type": "string", "maxLength": 2}}, "required": ["s"]})", vocab);
   const int32_t in = m->advance_bytes(m->start(), "{\"s\":\"");
   ASSERT_GE(in, 0);
   // '"' alone, '"}' closes the object, not '",' (no more properties); "abc" is too long; a lone \xA9 is not UTF-8.

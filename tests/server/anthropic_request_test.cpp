@@ -10,8 +10,7 @@ namespace {
 using nlohmann::json;
 using nlohmann::ordered_json;
 
-std::optional<ApiRequest> parse(const json& body, ApiError& err,
-                                      AnthropicRoute route = AnthropicRoute::kMessages) {
+std::optional<ApiRequest> parse(const json& body, ApiError& err, AnthropicRoute route = AnthropicRoute::kMessages) {
   return parse_anthropic_request(route, body.dump(), err);
 }
 
@@ -23,19 +22,21 @@ TEST(AnthropicRequest, TranslatesBlocksIntoOpenAiMessages) {
   json body = base();
   body["system"] = json::array({{{"type", "text"}, {"text", "Be brief."}}, {{"type", "text"}, {"text", "Be kind."}}});
   body["messages"] = json::array({
-      {{"role", "user"}, {"content", json::array({{{"type", "text"}, {"text", "Weather in Paris?"}},
-                                                   {{"type", "text"}, {"text", "And Rome?"},
-                                                    {"cache_control", {{"type", "ephemeral"}}}}})}},
+      {{"role", "user"},
+       {"content",
+        json::array({{{"type", "text"}, {"text", "Weather in Paris?"}},
+                     {{"type", "text"}, {"text", "And Rome?"}, {"cache_control", {{"type", "ephemeral"}}}}})}},
       {{"role", "assistant"},
-       {"content", json::array({{{"type", "thinking"}, {"thinking", "I should call the tool."}, {"signature", "s"}},
-                                {{"type", "text"}, {"text", "Checking."}},
-                                {{"type", "tool_use"}, {"id", "toolu_1"}, {"name", "weather"},
-                                 {"input", {{"city", "Paris"}}}},
-                                {{"type", "tool_use"}, {"id", "toolu_2"}, {"name", "weather"},
-                                 {"input", {{"city", "Rome"}}}}})}},
+       {"content",
+        json::array({{{"type", "thinking"}, {"thinking", "I should call the tool."}, {"signature", "s"}},
+                     {{"type", "text"}, {"text", "Checking."}},
+                     {{"type", "tool_use"}, {"id", "toolu_1"}, {"name", "weather"}, {"input", {{"city", "Paris"}}}},
+                     {{"type", "tool_use"}, {"id", "toolu_2"}, {"name", "weather"}, {"input", {{"city", "Rome"}}}}})}},
       {{"role", "user"},
        {"content", json::array({{{"type", "tool_result"}, {"tool_use_id", "toolu_1"}, {"content", "18 C"}},
-                                {{"type", "tool_result"}, {"tool_use_id", "toolu_2"}, {"is_error", true},
+                                {{"type", "tool_result"},
+                                 {"tool_use_id", "toolu_2"},
+                                 {"is_error", true},
                                  {"content", json::array({{{"type", "text"}, {"text", "timeout"}}})}},
                                 {{"type", "text"}, {"text", "Summarize."}}})}},
   });
@@ -62,11 +63,12 @@ TEST(AnthropicRequest, TranslatesBlocksIntoOpenAiMessages) {
 
 TEST(AnthropicRequest, AnAssistantTurnOfOnlyToolUseHasNullContent) {
   json body = base();
-  body["messages"] = json::array({
-      {{"role", "user"}, {"content", "go"}},
-      {{"role", "assistant"}, {"content", json::array({{{"type", "tool_use"}, {"id", "toolu_7"}, {"name", "t"},
-                                                        {"input", json::object()}}})}},
-      {{"role", "user"}, {"content", json::array({{{"type", "tool_result"}, {"tool_use_id", "toolu_7"}}})}}});
+  body["messages"] = json::array(
+      {{{"role", "user"}, {"content", "go"}},
+       {{"role", "assistant"},
+        {"content",
+         json::array({{{"type", "tool_use"}, {"id", "toolu_7"}, {"name", "t"}, {"input", json::object()}}})}},
+       {{"role", "user"}, {"content", json::array({{{"type", "tool_result"}, {"tool_use_id", "toolu_7"}}})}}});
   ApiError err;
   std::optional<ApiRequest> req = parse(body, err);
   ASSERT_TRUE(req) << err.message;
@@ -115,10 +117,12 @@ TEST(AnthropicRequest, MapsThinkingOntoTheReasoningBudget) {
 
 TEST(AnthropicRequest, MapsToolsAndToolChoiceOntoOpenAiForms) {
   json body = base();
-  body["tools"] = json::array({{{"name", "weather"}, {"description", "Current weather"},
-                                {"input_schema", {{"type", "object"}, {"properties", {{"city", {{"type", "string"}}}}},
-                                                  {"required", {"city"}}}}},
-                               {{"type", "custom"}, {"name", "time"}, {"input_schema", {{"type", "object"}}}}});
+  body["tools"] =
+      json::array({{{"name", "weather"},
+                    {"description", "Current weather"},
+                    {"input_schema",
+                     {{"type", "object"}, {"properties", {{"city", {{"type", "string"}}}}}, {"required", {"city"}}}}},
+                   {{"type", "custom"}, {"name", "time"}, {"input_schema", {{"type", "object"}}}}});
   ApiError err;
   std::optional<ApiRequest> req = parse(body, err);
   ASSERT_TRUE(req) << err.message;
@@ -182,9 +186,9 @@ struct BadCase {
 TEST(AnthropicRequest, RefusesBadFieldsNamingThem) {
   auto user = [](json content) { return json::array({{{"role", "user"}, {"content", std::move(content)}}}); };
   const json tool = {{"name", "t"}, {"input_schema", {{"type", "object"}}}};
-  const json prior_call = {{"role", "assistant"},
-                           {"content", json::array({{{"type", "tool_use"}, {"id", "toolu_1"}, {"name", "t"},
-                                                     {"input", json::object()}}})}};
+  const json prior_call = {
+      {"role", "assistant"},
+      {"content", json::array({{{"type", "tool_use"}, {"id", "toolu_1"}, {"name", "t"}, {"input", json::object()}}})}};
   const std::vector<BadCase> cases = {
       {"no max_tokens", {{"max_tokens", nullptr}}, "max_tokens"},
       {"max_tokens 0", {{"max_tokens", 0}}, "max_tokens"},
@@ -201,52 +205,67 @@ TEST(AnthropicRequest, RefusesBadFieldsNamingThem) {
       {"no messages", {{"messages", nullptr}}, "messages"},
       {"empty messages", {{"messages", json::array()}}, "messages"},
       {"system role", {{"messages", json::array({{{"role", "system"}, {"content", "x"}}})}}, "messages[0].role"},
-      {"unknown message field", {{"messages", json::array({{{"role", "user"}, {"content", "x"}, {"name", "n"}}})}},
+      {"unknown message field",
+       {{"messages", json::array({{{"role", "user"}, {"content", "x"}, {"name", "n"}}})}},
        "messages[0].name"},
-      {"image block", {{"messages", user(json::array({{{"type", "image"}, {"source", json::object()}}}))}},
+      {"image block",
+       {{"messages", user(json::array({{{"type", "image"}, {"source", json::object()}}}))}},
        "messages[0].content[0].type"},
-      {"text block without text", {{"messages", user(json::array({{{"type", "text"}}}))}},
+      {"text block without text",
+       {{"messages", user(json::array({{{"type", "text"}}}))}},
        "messages[0].content[0].text"},
       {"tool_use in a user message",
-       {{"messages", user(json::array({{{"type", "tool_use"}, {"id", "a"}, {"name", "t"}, {"input", json::object()}}}))}},
+       {{"messages",
+         user(json::array({{{"type", "tool_use"}, {"id", "a"}, {"name", "t"}, {"input", json::object()}}}))}},
        "messages[0].content[0].type"},
       {"tool_result for no tool_use",
        {{"messages", user(json::array({{{"type", "tool_result"}, {"tool_use_id", "toolu_9"}, {"content", "x"}}}))}},
        "messages[0].content[0].tool_use_id"},
       {"tool_result is_error text",
-       {{"messages", json::array({{{"role", "user"}, {"content", "go"}}, prior_call,
-                                  {{"role", "user"}, {"content", json::array({{{"type", "tool_result"},
-                                                                               {"tool_use_id", "toolu_1"},
-                                                                               {"is_error", "yes"}}})}}})}},
+       {{"messages",
+         json::array({{{"role", "user"}, {"content", "go"}},
+                      prior_call,
+                      {{"role", "user"},
+                       {"content",
+                        json::array({{{"type", "tool_result"}, {"tool_use_id", "toolu_1"}, {"is_error", "yes"}}})}}})}},
        "messages[2].content[0].is_error"},
       {"tool_use input not an object",
-       {{"messages", json::array({{{"role", "user"}, {"content", "go"}},
-                                  {{"role", "assistant"}, {"content", json::array({{{"type", "tool_use"}, {"id", "a"},
-                                                                                    {"name", "t"}, {"input", "x"}}})}},
-                                  {{"role", "user"}, {"content", "ok"}}})}},
+       {{"messages",
+         json::array({{{"role", "user"}, {"content", "go"}},
+                      {{"role", "assistant"},
+                       {"content", json::array({{{"type", "tool_use"}, {"id", "a"}, {"name", "t"}, {"input", "x"}}})}},
+                      {{"role", "user"}, {"content", "ok"}}})}},
        "messages[1].content[0].input"},
-      {"assistant prefill", {{"messages", json::array({{{"role", "user"}, {"content", "a"}},
-                                                      {{"role", "assistant"}, {"content", "b"}}})}}, "messages[1]"},
+      {"assistant prefill",
+       {{"messages", json::array({{{"role", "user"}, {"content", "a"}}, {{"role", "assistant"}, {"content", "b"}}})}},
+       "messages[1]"},
       {"system number", {{"system", 3}}, "system"},
       {"system image block", {{"system", json::array({{{"type", "image"}}})}}, "system[0]"},
       {"tools object", {{"tools", json::object()}}, "tools"},
-      {"tool name with a space", {{"tools", json::array({{{"name", "a b"}, {"input_schema", {{"type", "object"}}}}})}},
+      {"tool name with a space",
+       {{"tools", json::array({{{"name", "a b"}, {"input_schema", {{"type", "object"}}}}})}},
        "tools[0].name"},
       {"tool without input_schema", {{"tools", json::array({{{"name", "t"}}})}}, "tools[0].input_schema"},
       {"tool schema not an object type",
-       {{"tools", json::array({{{"name", "t"}, {"input_schema", {{"type", "string"}}}}})}}, "tools[0].input_schema"},
-      {"server tool", {{"tools", json::array({{{"type", "web_search_20250305"}, {"name", "web_search"}}})}},
+       {{"tools", json::array({{{"name", "t"}, {"input_schema", {{"type", "string"}}}}})}},
+       "tools[0].input_schema"},
+      {"server tool",
+       {{"tools", json::array({{{"type", "web_search_20250305"}, {"name", "web_search"}}})}},
        "tools[0].type"},
       {"tool names twice", {{"tools", json::array({tool, tool})}}, "tools[1].name"},
       {"tool_choice string", {{"tool_choice", "auto"}, {"tools", json::array({tool})}}, "tool_choice"},
       {"tool_choice any without tools", {{"tool_choice", {{"type", "any"}}}}, "tool_choice"},
-      {"tool_choice unknown tool", {{"tool_choice", {{"type", "tool"}, {"name", "u"}}}, {"tools", json::array({tool})}},
+      {"tool_choice unknown tool",
+       {{"tool_choice", {{"type", "tool"}, {"name", "u"}}}, {"tools", json::array({tool})}},
        "tool_choice.name"},
-      {"tool_choice bad type", {{"tool_choice", {{"type", "some"}}}, {"tools", json::array({tool})}},
+      {"tool_choice bad type",
+       {{"tool_choice", {{"type", "some"}}}, {"tools", json::array({tool})}},
        "tool_choice.type"},
-      {"thinking budget too small", {{"thinking", {{"type", "enabled"}, {"budget_tokens", 100}}}}, "thinking.budget_tokens"},
-      {"thinking budget over max_tokens", {{"max_tokens", 2000}, {"thinking", {{"type", "enabled"},
-                                                                               {"budget_tokens", 2000}}}},
+      {"thinking budget too small",
+       {{"thinking", {{"type", "enabled"}, {"budget_tokens", 100}}}},
+       "thinking.budget_tokens"},
+      {"thinking budget over max_tokens",
+       {{"max_tokens", 2000}, {"thinking", {{"type", "enabled"}, {"budget_tokens", 2000}}}},
        "thinking.budget_tokens"},
       {"thinking without budget", {{"thinking", {{"type", "enabled"}}}}, "thinking.budget_tokens"},
       {"thinking bad type", {{"thinking", {{"type", "adaptive"}}}}, "thinking.type"},
@@ -254,8 +273,10 @@ TEST(AnthropicRequest, RefusesBadFieldsNamingThem) {
   for (const BadCase& c : cases) {
     json body = base();
     for (auto it = c.patch.begin(); it != c.patch.end(); ++it) {
-      if (it->is_null()) body.erase(it.key());
-      else body[it.key()] = *it;
+      if (it->is_null())
+        body.erase(it.key());
+      else
+        body[it.key()] = *it;
     }
     ApiError err;
     EXPECT_FALSE(parse(body, err)) << c.name;

@@ -60,7 +60,9 @@ std::vector<StreamEvent> script(const std::vector<std::string>& pieces, FinishRe
   return out;
 }
 
-Usage usage_after(const StreamEvent& ev) { return {ev.n_prompt_tokens, ev.n_generated_tokens, ev.n_cached_prompt_tokens}; }
+Usage usage_after(const StreamEvent& ev) {
+  return {ev.n_prompt_tokens, ev.n_generated_tokens, ev.n_cached_prompt_tokens};
+}
 
 std::string run_stream(AnthropicWriter& w, const std::vector<StreamEvent>& events) {
   std::string out;
@@ -83,12 +85,19 @@ TEST(AnthropicWriter, StreamsThinkingThenTextInAnthropicsEventOrder) {
   const auto events = script({"Let me", " think.", "</think>", "Hello", " world"});
   AnthropicWriter w(meta(), /*opens_think=*/true, std::nullopt);
   const std::vector<SseEvent> got = parse_events(run_stream(w, events));
-  const std::vector<std::string> expected = {
-      "message_start", "ping",
-      "content_block_start:thinking", "content_block_delta:thinking_delta", "content_block_delta:thinking_delta",
-      "content_block_delta:signature_delta", "content_block_stop",
-      "content_block_start:text", "content_block_delta:text_delta", "content_block_delta:text_delta",
-      "content_block_stop", "message_delta", "message_stop"};
+  const std::vector<std::string> expected = {"message_start",
+                                             "ping",
+                                             "content_block_start:thinking",
+                                             "content_block_delta:thinking_delta",
+                                             "content_block_delta:thinking_delta",
+                                             "content_block_delta:signature_delta",
+                                             "content_block_stop",
+                                             "content_block_start:text",
+                                             "content_block_delta:text_delta",
+                                             "content_block_delta:text_delta",
+                                             "content_block_stop",
+                                             "message_delta",
+                                             "message_stop"};
   EXPECT_EQ(names(got), expected);
   std::string thinking, text;
   for (const SseEvent& e : got) {
@@ -123,9 +132,9 @@ TEST(AnthropicWriter, StreamsThinkingThenTextInAnthropicsEventOrder) {
   AnthropicWriter full(meta(), true, std::nullopt);
   const json message = run_full(full, events);
   EXPECT_EQ(message["type"], "message");
-  EXPECT_EQ(message["content"], json::parse(R"([{"type": "thinking", "thinking": "Let me think.", "signature": ")" +
-                                            thinking_signature("Let me think.") +
-                                            R"("}, {"type": "text", "text": "Hello world"}])"));
+  EXPECT_EQ(message["content"],
+            json::parse(R"([{"type": "thinking", "thinking": "Let me think.", "signature": ")" +
+                        thinking_signature("Let me think.") + R"("}, {"type": "text", "text": "Hello world"}])"));
   EXPECT_EQ(message["stop_reason"], "end_turn");
   EXPECT_EQ(message["usage"], json::parse(R"({"input_tokens": 6, "output_tokens": 5, "cache_creation_input_tokens": 0,
                                               "cache_read_input_tokens": 4})"));
@@ -226,10 +235,14 @@ TEST(ErrorShape, AnthropicTypesPerStatus) {
   EXPECT_EQ(error_shape_for("/v1/messages/count_tokens"), ErrorShape::kAnthropic);
   EXPECT_EQ(error_shape_for("/v1/chat/completions"), ErrorShape::kOpenAI);
   EXPECT_EQ(error_shape_for("/v1/messagesx"), ErrorShape::kOpenAI);
-  const std::vector<std::pair<int, std::string>> cases = {
-      {400, "invalid_request_error"}, {401, "authentication_error"}, {403, "permission_error"},
-      {404, "not_found_error"}, {413, "request_too_large"}, {429, "rate_limit_error"}, {500, "api_error"},
-      {503, "overloaded_error"}};
+  const std::vector<std::pair<int, std::string>> cases = {{400, "invalid_request_error"},
+                                                          {401, "authentication_error"},
+                                                          {403, "permission_error"},
+                                                          {404, "not_found_error"},
+                                                          {413, "request_too_large"},
+                                                          {429, "rate_limit_error"},
+                                                          {500, "api_error"},
+                                                          {503, "overloaded_error"}};
   for (const auto& [status, type] : cases) {
     ApiError e;
     e.http_status = status;

@@ -133,8 +133,8 @@ TEST_F(AnthropicRoutesTest, ErrorsComeInAnthropicsShape) {
   EXPECT_EQ(anthropic_error_of(r)["type"], "not_found_error");
 
   // A prompt past the context (64 tokens here).
-  r = post("/v1/messages", R"({"max_tokens": 10, "messages": [{"role": "user", "content": ")" +
-                               std::string(2000, 'x') + R"("}]})");
+  r = post("/v1/messages",
+           R"({"max_tokens": 10, "messages": [{"role": "user", "content": ")" + std::string(2000, 'x') + R"("}]})");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400);
   e = anthropic_error_of(r);

@@ -23,13 +23,13 @@ class FakeEngine : public Engine {
   struct Script {
     std::vector<std::string> pieces = {"Once", " upon", " a", " time"};  // one event per piece (one token each)
     FinishReason finish = FinishReason::kStop;
-    std::string error;                                // with finish == kError
-    StatusCode error_code = StatusCode::kInternal;    // with finish == kError
-    bool hold = false;                                // emit nothing until cancelled
-    Status submit_status;                             // non-OK: submit() fails with it
-    std::chrono::milliseconds delay{0};               // between events
+    std::string error;                              // with finish == kError
+    StatusCode error_code = StatusCode::kInternal;  // with finish == kError
+    bool hold = false;                              // emit nothing until cancelled
+    Status submit_status;                           // non-OK: submit() fails with it
+    std::chrono::milliseconds delay{0};             // between events
     int n_cached = 0;
-    int max_active = 0;                               // > 0: submit fails (queue full) while this many are unfinished
+    int max_active = 0;  // > 0: submit fails (queue full) while this many are unfinished
   };
 
   explicit FakeEngine(int ctx_size = 64) : ctx_size_(ctx_size) {
@@ -110,8 +110,7 @@ class FakeEngine : public Engine {
   }
 
  private:
-  void emit(uint64_t, GenerationRequest req, Script s, std::shared_ptr<std::atomic<bool>> cancelled,
-            EventCallback cb) {
+  void emit(uint64_t, GenerationRequest req, Script s, std::shared_ptr<std::atomic<bool>> cancelled, EventCallback cb) {
     StreamEvent ev;
     ev.n_prompt_tokens = static_cast<int>(req.prompt.size());
     ev.n_cached_prompt_tokens = s.n_cached;

@@ -32,19 +32,21 @@ TEST_F(ServerTest, ChunkedBodyOverTheLimitIs413) {
 TEST_F(ServerTest, ChunkedBodyUnderTheLimitIsServed) {
   start();
   const std::string body = kChat;
-  const std::string got = raw_exchange(server_->port(), chunked_post("/v1/chat/completions",
-                                                                     {body.substr(0, 10), body.substr(10)}));
+  const std::string got =
+      raw_exchange(server_->port(), chunked_post("/v1/chat/completions", {body.substr(0, 10), body.substr(10)}));
   ASSERT_TRUE(got.starts_with("HTTP/1.1 200")) << got;
   EXPECT_EQ(json::parse(body_of(got))["choices"][0]["message"]["content"], "Once upon a time");
 }
 
 TEST_F(ServerTest, BadOrOversizedContentLengthRefusedBeforeTheBody) {
   start();
-  for (const auto& [length, status] : {std::pair{"-1", 400}, {"12abc", 400}, {"99999999999999999999999", 400},
-                                       {"1000000000", 413}}) {
+  for (const auto& [length, status] :
+       {std::pair{"-1", 400}, {"12abc", 400}, {"99999999999999999999999", 400}, {"1000000000", 413}}) {
     const auto t0 = std::chrono::steady_clock::now();
-    const std::string got = raw_exchange(server_->port(), "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
-                                                          "Content-Length: " + std::string(length) + "\r\n\r\n{");
+    const std::string got = raw_exchange(server_->port(),
+                                         "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+                                         "Content-Length: " +
+                                             std::string(length) + "\r\n\r\n{");
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2)) << length;
     EXPECT_TRUE(got.starts_with("HTTP/1.1 " + std::to_string(status))) << length << ": " << got;
   }
@@ -120,7 +122,8 @@ TEST_F(ServerTest, BodiesInFlightAreBoundedServerWide) {
     c.set_read_timeout(20, 0);
     return c.Post("/v1/chat/completions", padded, "application/json");
   });
-  for (int i = 0; i < 500 && engine_->requests().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 500 && engine_->requests().empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_EQ(engine_->requests().size(), 1u);
   auto second = post("/v1/chat/completions", padded);
   ASSERT_TRUE(second);
@@ -129,7 +132,7 @@ TEST_F(ServerTest, BodiesInFlightAreBoundedServerWide) {
   EXPECT_EQ(error_of(second)["code"], "server_busy");
   engine_->script.hold = false;
   EXPECT_EQ(post("/v1/chat/completions", kChat)->status, 200);  // a small body still fits beside the first
-  server_->stop();  // ends the held request
+  server_->stop();                                              // ends the held request
   ASSERT_TRUE(first.get());
 }
 
@@ -249,8 +252,10 @@ TEST_F(ServerTest, IdleKeepAliveConnectionIsClosed) {
 // Sends `body` to `path` on a new raw connection, then half-closes it (shutdown SHUT_WR) and reads the answer.
 std::string half_closed_exchange(int port, const std::string& path, const std::string& body) {
   const int fd = connect_to(port);
-  const std::string req = "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string req = "POST " + path +
+                          " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                          "Content-Length: " +
+                          std::to_string(body.size()) + "\r\n\r\n" + body;
   EXPECT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
   shutdown(fd, SHUT_WR);
   std::string got = read_to_close(fd, std::chrono::seconds(10));
@@ -265,8 +270,7 @@ TEST_F(ServerTest, HalfClosedClientGetsItsAnswer) {
   ASSERT_TRUE(full.starts_with("HTTP/1.1 200")) << full;
   EXPECT_EQ(json::parse(dechunked_body(full))["choices"][0]["message"]["content"], "Once upon a time");
   const std::string streamed = half_closed_exchange(
-      server_->port(), "/v1/chat/completions",
-      R"({"messages": [{"role": "user", "content": "Hi"}], "stream": true})");
+      server_->port(), "/v1/chat/completions", R"({"messages": [{"role": "user", "content": "Hi"}], "stream": true})");
   ASSERT_TRUE(streamed.starts_with("HTTP/1.1 200")) << streamed;
   EXPECT_NE(dechunked_body(streamed).find("data: [DONE]"), std::string::npos) << streamed;
   EXPECT_TRUE(engine_->cancelled().empty());
@@ -280,8 +284,10 @@ TEST_F(ServerTest, HungUpNonStreamingRequestsStopWithinASecond) {
   for (int i = 0; i < kClients; ++i) {
     fds.push_back(connect_to(server_->port()));
     const std::string body = kChat;
-    const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                            "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    const std::string req =
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Content-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body;
     ASSERT_EQ(write(fds.back(), req.data(), req.size()), static_cast<ssize_t>(req.size()));
   }
   for (int i = 0; i < 500 && engine_->requests().size() < kClients; ++i)

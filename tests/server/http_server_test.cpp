@@ -57,7 +57,9 @@ TEST_F(ServerTest, ChatNonStreaming) {
   ASSERT_EQ(engine_->requests().size(), 1u);
   const GenerationRequest g = engine_->requests()[0];
   const int n_prompt = static_cast<int>(g.prompt.size());
-  EXPECT_EQ(j["usage"], json({{"prompt_tokens", n_prompt}, {"completion_tokens", 4}, {"total_tokens", n_prompt + 4},
+  EXPECT_EQ(j["usage"], json({{"prompt_tokens", n_prompt},
+                              {"completion_tokens", 4},
+                              {"total_tokens", n_prompt + 4},
                               {"prompt_tokens_details", {{"cached_tokens", 1}}}}));
   // TinyStories has no chat template: the fallback joins the contents with a blank line, after BOS.
   const Tokenizer& tok = *engine_->model().tokenizer;
@@ -307,17 +309,16 @@ TEST_F(ServerTest, MetricsText) {
   ASSERT_EQ(r->status, 200);
   EXPECT_NE(r->get_header_value("Content-Type").find("text/plain"), std::string::npos);
   const std::string& m = r->body;
-  for (const char* line : {
-           "cai_http_requests_total{endpoint=\"/v1/chat/completions\",status=\"200\"} 1\n",
-           "cai_http_requests_total{endpoint=\"/v1/chat/completions\",status=\"400\"} 1\n",
-           "cai_http_requests_total{endpoint=\"other\",status=\"404\"} 1\n",
-           "# TYPE cai_time_to_first_token_seconds histogram\n", "cai_time_to_first_token_seconds_count 1\n",
-           "cai_time_to_first_token_seconds_bucket{le=\"+Inf\"} 1\n", "cai_time_per_output_token_seconds_count 3\n",
-           "cai_e2e_request_latency_seconds_count 1\n", "cai_num_requests_running 2\n",
-           "cai_num_requests_waiting 1\n", "cai_kv_blocks_used 10\n", "cai_kv_blocks_free 30\n",
-           "cai_kv_cache_info{dtype=\"bf16\"} 1\n", "cai_kv_cache_bytes_per_token 73728\n",
-           "cai_prompt_tokens_total 123\n", "cai_generation_tokens_total 67\n",
-           "cai_prefix_cache_hit_tokens_total 45\n", "cai_preemptions_total 3\n", "cai_model_loaded 1\n"})
+  for (const char* line :
+       {"cai_http_requests_total{endpoint=\"/v1/chat/completions\",status=\"200\"} 1\n",
+        "cai_http_requests_total{endpoint=\"/v1/chat/completions\",status=\"400\"} 1\n",
+        "cai_http_requests_total{endpoint=\"other\",status=\"404\"} 1\n",
+        "# TYPE cai_time_to_first_token_seconds histogram\n", "cai_time_to_first_token_seconds_count 1\n",
+        "cai_time_to_first_token_seconds_bucket{le=\"+Inf\"} 1\n", "cai_time_per_output_token_seconds_count 3\n",
+        "cai_e2e_request_latency_seconds_count 1\n", "cai_num_requests_running 2\n", "cai_num_requests_waiting 1\n",
+        "cai_kv_blocks_used 10\n", "cai_kv_blocks_free 30\n", "cai_kv_cache_info{dtype=\"bf16\"} 1\n",
+        "cai_kv_cache_bytes_per_token 73728\n", "cai_prompt_tokens_total 123\n", "cai_generation_tokens_total 67\n",
+        "cai_prefix_cache_hit_tokens_total 45\n", "cai_preemptions_total 3\n", "cai_model_loaded 1\n"})
     EXPECT_NE(m.find(line), std::string::npos) << line << "\n" << m;
   // Every non-comment line is "name{labels} value".
   std::istringstream in(m);

@@ -113,9 +113,13 @@ TEST_F(ServerTest, ReasoningBudgetReachesTheEngine) {
   o.chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}{{ '<think>\\n' }}";
   start(o);
   ASSERT_EQ(post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}],
-                                             "reasoning_effort": "medium"})")->status, 200);
+                                             "reasoning_effort": "medium"})")
+                ->status,
+            200);
   ASSERT_EQ(post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}],
-                                             "max_reasoning_tokens": 9})")->status, 200);
+                                             "max_reasoning_tokens": 9})")
+                ->status,
+            200);
   ASSERT_EQ(post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}]})")->status, 200);
   const std::vector<GenerationRequest> g = engine_->requests();
   EXPECT_EQ(g[0].max_reasoning_tokens, 2048);
@@ -129,8 +133,9 @@ TEST_F(ServerTest, ChatDefaultMaxTokensIsBounded) {
   o.default_max_tokens = 10;
   start(o, true, /*ctx_size=*/64);
   ASSERT_EQ(post("/v1/chat/completions", kChat)->status, 200);
-  ASSERT_EQ(post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 30})")
-                ->status, 200);
+  ASSERT_EQ(
+      post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 30})")->status,
+      200);
   EXPECT_EQ(engine_->requests()[0].max_tokens, 10);
   EXPECT_EQ(engine_->requests()[1].max_tokens, 30);  // the client's own value is kept
   server_->stop();

@@ -24,31 +24,49 @@ struct BadCase {
 
 TEST(OpenAiRequest, RejectsBadFieldsNamingTheParameter) {
   const std::vector<BadCase> cases = {
-      {R"("temperature": "hot")", "temperature"},     {R"("temperature": 2.5)", "temperature"},
-      {R"("temperature": -0.1)", "temperature"},      {R"("top_p": 0)", "top_p"},
-      {R"("top_p": 1.5)", "top_p"},                   {R"("top_k": -2)", "top_k"},
-      {R"("top_k": 1.5)", "top_k"},                   {R"("min_p": 2)", "min_p"},
-      {R"("presence_penalty": 3)", "presence_penalty"}, {R"("frequency_penalty": -2.5)", "frequency_penalty"},
-      {R"("repetition_penalty": 0)", "repetition_penalty"}, {R"("seed": "x")", "seed"},
-      {R"("seed": 1.5)", "seed"},                     {R"("max_tokens": 0)", "max_tokens"},
-      {R"("max_tokens": "10")", "max_tokens"},        {R"("max_completion_tokens": -1)", "max_completion_tokens"},
-      {R"("stop": 5)", "stop"},                       {R"("stop": ["a", 1])", "stop"},
-      {R"("stop": [""])", "stop"},                    {R"("stream": "yes")", "stream"},
+      {R"("temperature": "hot")", "temperature"},
+      {R"("temperature": 2.5)", "temperature"},
+      {R"("temperature": -0.1)", "temperature"},
+      {R"("top_p": 0)", "top_p"},
+      {R"("top_p": 1.5)", "top_p"},
+      {R"("top_k": -2)", "top_k"},
+      {R"("top_k": 1.5)", "top_k"},
+      {R"("min_p": 2)", "min_p"},
+      {R"("presence_penalty": 3)", "presence_penalty"},
+      {R"("frequency_penalty": -2.5)", "frequency_penalty"},
+      {R"("repetition_penalty": 0)", "repetition_penalty"},
+      {R"("seed": "x")", "seed"},
+      {R"("seed": 1.5)", "seed"},
+      {R"("max_tokens": 0)", "max_tokens"},
+      {R"("max_tokens": "10")", "max_tokens"},
+      {R"("max_completion_tokens": -1)", "max_completion_tokens"},
+      {R"("stop": 5)", "stop"},
+      {R"("stop": ["a", 1])", "stop"},
+      {R"("stop": [""])", "stop"},
+      {R"("stream": "yes")", "stream"},
       {R"("stream_options": {"include_usage": true})", "stream_options"},  // without stream
       {R"("stream": true, "stream_options": {"include_usage": 1})", "stream_options.include_usage"},
       {R"("stream": true, "stream_options": {"x": 1})", "stream_options"},
-      {R"("logprobs": 1)", "logprobs"},               {R"("top_logprobs": 3)", "top_logprobs"},
+      {R"("logprobs": 1)", "logprobs"},
+      {R"("top_logprobs": 3)", "top_logprobs"},
       {R"("logprobs": true, "top_logprobs": 21)", "top_logprobs"},
-      {R"("n": 17)", "n"},                            {R"("n": "1")", "n"},
-      {R"("n": 0)", "n"},                             {R"("logit_bias": [1])", "logit_bias"},
-      {R"("logit_bias": {"abc": 1})", "logit_bias"},  {R"("logit_bias": {"-5": 1})", "logit_bias"},
-      {R"("logit_bias": {"5": 101})", "logit_bias"},  {R"("logit_bias": {"5": "x"})", "logit_bias"},
+      {R"("n": 17)", "n"},
+      {R"("n": "1")", "n"},
+      {R"("n": 0)", "n"},
+      {R"("logit_bias": [1])", "logit_bias"},
+      {R"("logit_bias": {"abc": 1})", "logit_bias"},
+      {R"("logit_bias": {"-5": 1})", "logit_bias"},
+      {R"("logit_bias": {"5": 101})", "logit_bias"},
+      {R"("logit_bias": {"5": "x"})", "logit_bias"},
       {R"("logit_bias": {"99999999999": 1})", "logit_bias"},
-      {R"("reasoning_effort": "extreme")", "reasoning_effort"}, {R"("reasoning_effort": 3)", "reasoning_effort"},
+      {R"("reasoning_effort": "extreme")", "reasoning_effort"},
+      {R"("reasoning_effort": 3)", "reasoning_effort"},
       {R"("max_reasoning_tokens": -1)", "max_reasoning_tokens"},
-      {R"("model": 7)", "model"},                     {R"("frobnicate": true)", "frobnicate"},
+      {R"("model": 7)", "model"},
+      {R"("frobnicate": true)", "frobnicate"},
       {R"("tools": [{"type": "function"}])", "tools[0].function"},
-      {R"("response_format": {"type": "xml"})", "response_format"}, {R"("ignore_eos": 1)", "ignore_eos"},
+      {R"("response_format": {"type": "xml"})", "response_format"},
+      {R"("ignore_eos": 1)", "ignore_eos"},
       {R"("prompt": "x")", "prompt"},  // a completions field on the chat route
   };
   for (const BadCase& c : cases) {
@@ -112,7 +130,8 @@ TEST(OpenAiRequest, ReadsEveryField) {
     "presence_penalty": 0.5, "frequency_penalty": -0.5, "repetition_penalty": 1.1, "seed": 42,
     "stop": ["\n\n", "END"], "stream": true, "stream_options": {"include_usage": true},
     "logprobs": true, "top_logprobs": 2, "n": 1, "user": "u1", "metadata": {"k": "v"},
-    "parallel_tool_calls": false, "tools": [], "ignore_eos": true})", err);
+    "parallel_tool_calls": false, "tools": [], "ignore_eos": true})",
+                        err);
   ASSERT_TRUE(req) << err.message;
   EXPECT_EQ(req->model, "m");
   ASSERT_EQ(req->messages.size(), 3u);
@@ -139,7 +158,8 @@ TEST(OpenAiRequest, ReadsEveryField) {
 
 TEST(OpenAiRequest, ChoicesLogitBiasAndReasoningBudget) {
   ApiError err;
-  auto req = parse_chat(chat_body(R"("n": 16, "logit_bias": {"5": -100, "0012": 2.5}, "reasoning_effort": "low")"), err);
+  auto req =
+      parse_chat(chat_body(R"("n": 16, "logit_bias": {"5": -100, "0012": 2.5}, "reasoning_effort": "low")"), err);
   ASSERT_TRUE(req) << err.message;
   EXPECT_EQ(req->n, 16);
   EXPECT_EQ(req->sampling.logit_bias, (std::vector<std::pair<int32_t, float>>{{5, -100.0f}, {12, 2.5f}}));
@@ -188,11 +208,11 @@ TEST(OpenAiRequest, CompletionPrompts) {
   ASSERT_TRUE(nested);
   EXPECT_EQ(nested->prompt_tokens, (std::vector<int32_t>{4, 5}));
 
-  for (const char* bad : {R"({"prompt": ["a", "b"]})", R"({"prompt": [1, -2]})", R"({"prompt": 5})",
-                          R"({"prompt": []})", R"({})", R"({"prompt": "x", "logprobs": 6})",
-                          R"({"prompt": "x", "echo": true})", R"({"prompt": "x", "best_of": 2})",
-                          R"({"prompt": "x", "suffix": "y"})", R"({"prompt": "x", "messages": []})",
-                          R"({"prompt": "x", "top_logprobs": 1})"}) {
+  for (const char* bad :
+       {R"({"prompt": ["a", "b"]})", R"({"prompt": [1, -2]})", R"({"prompt": 5})", R"({"prompt": []})", R"({})",
+        R"({"prompt": "x", "logprobs": 6})", R"({"prompt": "x", "echo": true})", R"({"prompt": "x", "best_of": 2})",
+        R"({"prompt": "x", "suffix": "y"})", R"({"prompt": "x", "messages": []})",
+        R"({"prompt": "x", "top_logprobs": 1})"}) {
     ApiError e;
     EXPECT_FALSE(parse_api_request(ApiKind::kCompletion, bad, e)) << bad;
     EXPECT_EQ(e.http_status, 400);

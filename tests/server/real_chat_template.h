@@ -10,7 +10,8 @@
 namespace cai::server::test_support {
 
 inline std::string real_chat_template(const std::string& family) {
-  auto config = nlohmann::json::parse(test::read_file(test::data_path("tokenizer/" + family + "/tokenizer_config.json")));
+  auto config =
+      nlohmann::json::parse(test::read_file(test::data_path("tokenizer/" + family + "/tokenizer_config.json")));
   return config.at("chat_template").get<std::string>();
 }
 

@@ -28,8 +28,8 @@ class RealEngineTest : public ServerTest {
     ASSERT_TRUE(server_->attach(std::move(engine).value()).ok());
   }
   json chat(const std::string& extra) {
-    auto r = post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "Once upon a time"}], )" + extra +
-                                              "}");
+    auto r = post("/v1/chat/completions",
+                  R"({"messages": [{"role": "user", "content": "Once upon a time"}], )" + extra + "}");
     EXPECT_EQ(r->status, 200) << r->body;
     return json::parse(r->body);
   }

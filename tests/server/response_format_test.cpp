@@ -24,7 +24,8 @@ TEST(ResponseFormat, TextJsonObjectAndJsonSchema) {
   ASSERT_TRUE(schema.ok()) << schema.status().to_string();
   EXPECT_TRUE(schema.value()->matches(R"({"z": 1, "a": true})"));
   EXPECT_FALSE(schema.value()->matches(R"({"a": true, "z": 1})"));
-  auto no_schema = parse_response_format(ordered_json::parse(R"({"type": "json_schema", "json_schema": {"name": "s"}})"));
+  auto no_schema =
+      parse_response_format(ordered_json::parse(R"({"type": "json_schema", "json_schema": {"name": "s"}})"));
   ASSERT_TRUE(no_schema.ok());
   EXPECT_TRUE(no_schema.value()->matches("\"any value\""));
 }
@@ -35,7 +36,8 @@ TEST(ResponseFormat, RefusalsNameTheFieldOrKeyword) {
       {R"({"type": "xml"})", "response_format.type"},
       {R"({"type": "json_schema"})", "response_format.json_schema"},
       {R"({"type": "json_schema", "json_schema": {"schema": {}}})", "response_format.json_schema.name"},
-      {R"({"type": "json_schema", "json_schema": {"name": "s", "strict": "yes"}})", "response_format.json_schema.strict"},
+      {R"({"type": "json_schema", "json_schema": {"name": "s", "strict": "yes"}})",
+       "response_format.json_schema.strict"},
       {R"({"type": "json_schema", "json_schema": {"name": "s", "schema": {"type": "string", "pattern": "a"}}})",
        "response_format.json_schema.schema: pattern:"}};
   for (const auto& [rf, expected] : cases) {

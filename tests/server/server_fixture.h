@@ -97,8 +97,10 @@ inline void stream_then_disconnect(
     int port, const std::string& path = "/v1/chat/completions",
     const std::string& body = R"({"messages": [{"role": "user", "content": "Hi"}], "stream": true})") {
   const int fd = connect_to(port);
-  const std::string req = "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string req = "POST " + path +
+                          " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                          "Content-Length: " +
+                          std::to_string(body.size()) + "\r\n\r\n" + body;
   ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
   std::string got;
   char buf[512];
@@ -136,13 +138,17 @@ inline std::string raw_exchange(int port, const std::string& request) {
     if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
       char buf[4096];
       const ssize_t n = read(fd, buf, sizeof buf);
-      if (n > 0) got.append(buf, static_cast<size_t>(n));
-      else if (n == 0 || errno != EAGAIN) break;
+      if (n > 0)
+        got.append(buf, static_cast<size_t>(n));
+      else if (n == 0 || errno != EAGAIN)
+        break;
     }
     if (sending && (p.revents & POLLOUT)) {
       const ssize_t n = send(fd, request.data() + sent, std::min<size_t>(request.size() - sent, 1 << 16), MSG_NOSIGNAL);
-      if (n > 0) sent += static_cast<size_t>(n);
-      else if (errno != EAGAIN) can_send = false;
+      if (n > 0)
+        sent += static_cast<size_t>(n);
+      else if (errno != EAGAIN)
+        can_send = false;
     }
   }
   close(fd);
@@ -151,7 +157,8 @@ inline std::string raw_exchange(int port, const std::string& request) {
 
 // A POST request whose body is sent with Transfer-Encoding: chunked, one chunk per piece.
 inline std::string chunked_post(const std::string& path, const std::vector<std::string>& pieces) {
-  std::string out = "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+  std::string out = "POST " + path +
+                    " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                     "Transfer-Encoding: chunked\r\n\r\n";
   for (const std::string& p : pieces) out += fmt::format("{:x}\r\n{}\r\n", p.size(), p);
   return out + "0\r\n\r\n";

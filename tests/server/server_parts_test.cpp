@@ -108,8 +108,9 @@ TEST(PromptBuilder, FallbackAndTemplate) {
   EXPECT_FALSE(p->opens_think);
 
   // The template writes BOS itself: no second BOS is added.
-  auto tpl = PromptBuilder::create(tok, "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}"
-                                        "{% endfor %}{% if add_generation_prompt %}<think>\n{% endif %}");
+  auto tpl = PromptBuilder::create(tok,
+                                   "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}"
+                                   "{% endfor %}{% if add_generation_prompt %}<think>\n{% endif %}");
   ASSERT_TRUE(tpl.ok()) << tpl.status().to_string();
   auto t = tpl->chat(msgs);
   ASSERT_TRUE(t.ok());
@@ -163,7 +164,7 @@ TEST(PromptBuilder, SlicedTokenCountIsALowerBound) {
     const size_t exact = (*tok)->encode(text, false).size();
     const size_t at_least = builder->tokens_at_least(text, exact + 1000);
     EXPECT_LE(at_least, exact);
-    const size_t sliced = at_least + kCuts * PromptBuilder::kCutSlack;  // what the slices counted
+    const size_t sliced = at_least + kCuts * PromptBuilder::kCutSlack;       // what the slices counted
     EXPECT_LE(sliced > exact ? sliced - exact : exact - sliced, 2 * kCuts);  // a cut changes a token or two
     const size_t early = builder->tokens_at_least(text, 100);
     EXPECT_GT(early, 100u);

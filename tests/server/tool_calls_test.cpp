@@ -92,10 +92,10 @@ TEST(ToolCalls, HermesParallelCallsHaveDistinctIds) {
 }
 
 TEST(ToolCalls, DeepSeekV3Block) {
-  ParsedAnswer a = parse_both_ways(
-      ToolSyntax::kDeepSeek,
-      "<｜tool▁calls▁begin｜>" + kDsCall + "get_weather\n```json\n{\"city\": \"Paris\", \"days\": 3}\n```" + kDsEnd +
-          "\n" + kDsCall + "get_time\n```json\n{}\n```" + kDsEnd + "<｜tool▁calls▁end｜>");
+  ParsedAnswer a = parse_both_ways(ToolSyntax::kDeepSeek,
+                                   "<｜tool▁calls▁begin｜>" + kDsCall +
+                                       "get_weather\n```json\n{\"city\": \"Paris\", \"days\": 3}\n```" + kDsEnd + "\n" +
+                                       kDsCall + "get_time\n```json\n{}\n```" + kDsEnd + "<｜tool▁calls▁end｜>");
   EXPECT_EQ(a.content, "");
   ASSERT_EQ(a.tool_calls.size(), 2u);
   EXPECT_EQ(a.tool_calls[0].name, "get_weather");
@@ -104,9 +104,9 @@ TEST(ToolCalls, DeepSeekV3Block) {
 }
 
 TEST(ToolCalls, DeepSeekV31WithoutFence) {
-  ParsedAnswer a = parse_both_ways(ToolSyntax::kDeepSeek,
-                                   "Sure. <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>lookup<｜tool▁sep｜>{\"q\": \"}{\"}" +
-                                       kDsEnd + "<｜tool▁calls▁end｜>");
+  ParsedAnswer a = parse_both_ways(
+      ToolSyntax::kDeepSeek, "Sure. <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>lookup<｜tool▁sep｜>{\"q\": \"}{\"}" +
+                                 kDsEnd + "<｜tool▁calls▁end｜>");
   EXPECT_EQ(a.content, "Sure.");
   ASSERT_EQ(a.tool_calls.size(), 1u);
   EXPECT_EQ(a.tool_calls[0].name, "lookup");
@@ -114,7 +114,8 @@ TEST(ToolCalls, DeepSeekV31WithoutFence) {
 }
 
 TEST(ToolCalls, Llama3AndGenericJson) {
-  ParsedAnswer l = parse_both_ways(ToolSyntax::kLlama3, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}");
+  ParsedAnswer l =
+      parse_both_ways(ToolSyntax::kLlama3, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}");
   ASSERT_EQ(l.tool_calls.size(), 1u);
   EXPECT_EQ(args(l.tool_calls[0]), nlohmann::json({{"city", "Oslo"}}));
   EXPECT_EQ(l.content, "");
@@ -129,9 +130,10 @@ TEST(ToolCalls, Llama3AndGenericJson) {
 
 TEST(ToolCalls, PlainTextStaysContent) {
   for (ToolSyntax s : {ToolSyntax::kDeepSeek, ToolSyntax::kHermes, ToolSyntax::kLlama3, ToolSyntax::kGeneric}) {
-    for (const std::string text : {"Once upon a time <b>x</b> {not json} <tool", "The call {\"name\": \"f\", "
-                                   "\"arguments\": {}} is only quoted here.", "", " \n",
-                                   "<｜tool▁calls▁begin｜>no call<｜tool▁calls▁end｜>"}) {
+    for (const std::string text : {"Once upon a time <b>x</b> {not json} <tool",
+                                   "The call {\"name\": \"f\", "
+                                   "\"arguments\": {}} is only quoted here.",
+                                   "", " \n", "<｜tool▁calls▁begin｜>no call<｜tool▁calls▁end｜>"}) {
       ParsedAnswer a = parse_both_ways(s, text);
       EXPECT_EQ(a.content, text);
       EXPECT_TRUE(a.tool_calls.empty());
@@ -141,13 +143,13 @@ TEST(ToolCalls, PlainTextStaysContent) {
 
 TEST(ToolCalls, MalformedCallsComeBackAsContent) {
   const std::vector<std::string> hermes = {
-      "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": }}\n</tool_call>",      // invalid JSON
-      "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}",                    // no closing tag
-      "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1",                      // cut off
-      "<tool_call>\n{\"name\": \"bad name\", \"arguments\": {}}\n</tool_call>",       // name not allowed
-      "<tool_call>\n{\"name\": \"f\", \"arguments\": [1]}\n</tool_call>",             // arguments not an object
-      "<tool_call>\n{\"name\": \"f\", \"arguments\": {}, \"x\": 1}\n</tool_call>",    // extra member
-      "<tool_call>\n{\"name\": \"f\", \"arguments\": {}} trailing </tool_call>",      // text before the tag
+      "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": }}\n</tool_call>",     // invalid JSON
+      "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}",                  // no closing tag
+      "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1",                    // cut off
+      "<tool_call>\n{\"name\": \"bad name\", \"arguments\": {}}\n</tool_call>",     // name not allowed
+      "<tool_call>\n{\"name\": \"f\", \"arguments\": [1]}\n</tool_call>",           // arguments not an object
+      "<tool_call>\n{\"name\": \"f\", \"arguments\": {}, \"x\": 1}\n</tool_call>",  // extra member
+      "<tool_call>\n{\"name\": \"f\", \"arguments\": {}} trailing </tool_call>",    // text before the tag
   };
   for (const std::string& text : hermes) {
     ParsedAnswer a = parse_both_ways(ToolSyntax::kHermes, text);
@@ -163,8 +165,8 @@ TEST(ToolCalls, MalformedCallsComeBackAsContent) {
 }
 
 TEST(ToolCalls, ValidCallAfterMalformedOne) {
-  ParsedAnswer a = parse_both_ways(ToolSyntax::kHermes,
-                                   "<tool_call>oops</tool_call> <tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>");
+  ParsedAnswer a = parse_both_ways(
+      ToolSyntax::kHermes, "<tool_call>oops</tool_call> <tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>");
   EXPECT_EQ(a.content, "<tool_call>oops</tool_call>");
   ASSERT_EQ(a.tool_calls.size(), 1u);
   EXPECT_EQ(a.tool_calls[0].name, "f");
@@ -219,7 +221,8 @@ TEST(ToolCalls, SyntaxFromRealTemplates) {
   EXPECT_EQ(detect_tool_syntax(real_chat_template("qwen2")), ToolSyntax::kHermes);
   EXPECT_EQ(detect_tool_syntax(real_chat_template("llama3")), ToolSyntax::kGeneric);  // Llama 3.0: no tools
   EXPECT_EQ(detect_tool_syntax(""), ToolSyntax::kGeneric);
-  EXPECT_EQ(detect_tool_syntax("<|start_header_id|>{% if tools %}{{ tools | tojson }}{% endif %}"), ToolSyntax::kLlama3);
+  EXPECT_EQ(detect_tool_syntax("<|start_header_id|>{% if tools %}{{ tools | tojson }}{% endif %}"),
+            ToolSyntax::kLlama3);
   EXPECT_FALSE(template_uses_tools(real_chat_template("deepseek-v3")));
   EXPECT_TRUE(template_renders_tool_calls(real_chat_template("deepseek-v3")));
   EXPECT_TRUE(template_uses_tools(real_chat_template("qwen2")));

@@ -55,7 +55,8 @@ TEST_F(ToolPrompt, QwenTemplateGetsToolsAndRendersHistory) {
   // call as <tool_call> with the arguments string verbatim, the result as a <tool_response> in a user turn.
   const std::string expected =
       "<|im_start|>system\nS\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
-      "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n" + std::string(kTool) +
+      "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n" +
+      std::string(kTool) +
       "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
       "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
       "</tool_call><|im_end|>\n"

@@ -14,21 +14,22 @@ const char* kTools = R"("tools": [
   {"type": "function", "function": {"name": "now"}}])";
 
 std::optional<ApiRequest> parse(const std::string& fields, ApiError& err) {
-  return parse_api_request(ApiKind::kChat,
-                           R"({"messages": [{"role": "user", "content": "hi"}], )" + fields + "}", err);
+  return parse_api_request(ApiKind::kChat, R"({"messages": [{"role": "user", "content": "hi"}], )" + fields + "}", err);
 }
 
 TEST(ToolRequest, ReadsToolsChoiceAndParallel) {
   ApiError err;
   auto req = parse(std::string(kTools) + R"(, "tool_choice": {"type": "function", "function": {"name": "now"}},
-                   "parallel_tool_calls": false)", err);
+                   "parallel_tool_calls": false)",
+                   err);
   ASSERT_TRUE(req) << err.message;
   ASSERT_EQ(req->tools.size(), 2u);
   EXPECT_EQ(req->tools[0]["function"]["name"], "get_weather");
   EXPECT_EQ(req->tool_choice, ToolChoice::kFunction);
   EXPECT_EQ(req->tool_choice_name, "now");
   EXPECT_FALSE(req->parallel_tool_calls);
-  for (auto [text, choice] : {std::pair{"\"auto\"", ToolChoice::kAuto}, {"\"none\"", ToolChoice::kNone},
+  for (auto [text, choice] : {std::pair{"\"auto\"", ToolChoice::kAuto},
+                              {"\"none\"", ToolChoice::kNone},
                               {"\"required\"", ToolChoice::kRequired}}) {
     auto r = parse(std::string(kTools) + ", \"tool_choice\": " + text, err);
     ASSERT_TRUE(r) << err.message;
@@ -75,7 +76,8 @@ TEST(ToolRequest, ToolHistoryMessages) {
       {"role": "user", "content": "Weather?"},
       {"role": "assistant", "content": "", "tool_calls": [{"id": "call_1", "type": "function",
         "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]},
-      {"role": "tool", "tool_call_id": "call_1", "content": [{"type": "text", "text": "-3C"}]}]})", err);
+      {"role": "tool", "tool_call_id": "call_1", "content": [{"type": "text", "text": "-3C"}]}]})",
+                               err);
   ASSERT_TRUE(req) << err.message;
   const auto& call_msg = req->messages[1];
   EXPECT_TRUE(call_msg["content"].is_null());  // empty content beside calls is none, as templates test for
@@ -86,14 +88,17 @@ TEST(ToolRequest, ToolHistoryMessages) {
   const std::vector<std::pair<std::string, std::string>> bad = {
       {R"({"role": "tool", "content": "x"})", "messages[1].tool_call_id"},
       {R"({"role": "assistant", "content": null, "tool_calls": [{"type": "function",
-          "function": {"name": "f", "arguments": "{}"}}]})", "messages[1].tool_calls[0].id"},
+          "function": {"name": "f", "arguments": "{}"}}]})",
+       "messages[1].tool_calls[0].id"},
       {R"({"role": "assistant", "tool_calls": [{"id": "c", "type": "function",
-          "function": {"name": "f", "arguments": {}}}]})", "messages[1].tool_calls[0].function.arguments"},
+          "function": {"name": "f", "arguments": {}}}]})",
+       "messages[1].tool_calls[0].function.arguments"},
       {R"({"role": "user", "content": "x", "tool_calls": []})", "messages[1].tool_calls"},
   };
   for (const auto& [msg, param] : bad) {
-    EXPECT_FALSE(parse_api_request(ApiKind::kChat,
-                                   R"({"messages": [{"role": "user", "content": "hi"}, )" + msg + "]}", err)) << msg;
+    EXPECT_FALSE(
+        parse_api_request(ApiKind::kChat, R"({"messages": [{"role": "user", "content": "hi"}, )" + msg + "]}", err))
+        << msg;
     EXPECT_EQ(err.param, param) << msg << " → " << err.message;
   }
 }
@@ -107,16 +112,18 @@ ToolOffer offer_of(const std::string& fields) {
 
 TEST(ToolGrammar, ForcesCallsInTheModelsSyntax) {
   EXPECT_EQ(forced_tool_grammar(ToolSyntax::kHermes, offer_of(kTools), true), nullptr);  // auto: free
-  EXPECT_EQ(forced_tool_grammar(ToolSyntax::kHermes, offer_of(std::string(kTools) + R"(, "tool_choice": "none")"),
-                                true), nullptr);
+  EXPECT_EQ(
+      forced_tool_grammar(ToolSyntax::kHermes, offer_of(std::string(kTools) + R"(, "tool_choice": "none")"), true),
+      nullptr);
 
-  auto required = forced_tool_grammar(ToolSyntax::kHermes,
-                                      offer_of(std::string(kTools) + R"(, "tool_choice": "required")"), true);
+  auto required =
+      forced_tool_grammar(ToolSyntax::kHermes, offer_of(std::string(kTools) + R"(, "tool_choice": "required")"), true);
   ASSERT_NE(required, nullptr);
-  const std::string weather = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>";
+  const std::string weather =
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>";
   const std::string now = "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>";
   EXPECT_TRUE(required->matches(weather));
-  EXPECT_TRUE(required->matches(weather + "\n" + now));             // parallel calls
+  EXPECT_TRUE(required->matches(weather + "\n" + now));  // parallel calls
   EXPECT_FALSE(required->matches("It is sunny."));
   EXPECT_FALSE(required->matches("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>"));  // city
   EXPECT_FALSE(required->matches("<tool_call>\n{\"name\": \"other\", \"arguments\": {}}\n</tool_call>"));
@@ -135,10 +142,11 @@ TEST(ToolGrammar, ForcesCallsInTheModelsSyntax) {
   EXPECT_FALSE(named->matches(R"({"name": "now", "arguments": {}})"));
   ASSERT_EQ(parse_tool_calls(ToolSyntax::kGeneric, call).tool_calls.size(), 1u);
 
-  auto ds = forced_tool_grammar(ToolSyntax::kDeepSeek,
-                                offer_of(std::string(kTools) + R"(, "tool_choice": "required")"), true);
-  const std::string ds_call = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>now\n```json\n{}\n```"
-                              "<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+  auto ds = forced_tool_grammar(ToolSyntax::kDeepSeek, offer_of(std::string(kTools) + R"(, "tool_choice": "required")"),
+                                true);
+  const std::string ds_call =
+      "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>now\n```json\n{}\n```"
+      "<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
   EXPECT_TRUE(ds->matches(ds_call));
   ASSERT_EQ(parse_tool_calls(ToolSyntax::kDeepSeek, ds_call).tool_calls.size(), 1u);
 }

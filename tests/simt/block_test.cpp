@@ -223,8 +223,8 @@ TEST_P(BlockTest, LaunchCost) {
   const double plain_ms = median_ms(5, [&] { GPU_LAUNCH(1024, 256, 0, nullptr, no_barrier)(out.get()); });
   ASSERT_EQ(gpuGetLastError(), gpuSuccess);
   const double tiny_ms = median_ms(101, [&] { GPU_LAUNCH(1, 32, 0, nullptr, no_barrier)(out.get()); });
-  std::printf("simt warp %d: 1024x256 with one __syncthreads %.2f ms, without %.2f ms; 1x32 launch %.1f us\n",
-              warp(), barrier_ms, plain_ms, tiny_ms * 1000);
+  std::printf("simt warp %d: 1024x256 with one __syncthreads %.2f ms, without %.2f ms; 1x32 launch %.1f us\n", warp(),
+              barrier_ms, plain_ms, tiny_ms * 1000);
   EXPECT_LT(barrier_ms, 5000.0);
 }
 

@@ -34,8 +34,7 @@ TEST_P(MemoryTest, CapPointerChecksAndRoundTrip) {
 
   // Device ranges must be device memory; host ranges may be anything.
   EXPECT_EQ(gpuMemcpyAsync(host.data(), host.data(), 4, gpuMemcpyHostToDevice, nullptr), gpuErrorInvalidValue);
-  EXPECT_EQ(gpuMemcpyAsync(p, host.data(), 1001 * sizeof(float), gpuMemcpyHostToDevice, nullptr),
-            gpuErrorInvalidValue);
+  EXPECT_EQ(gpuMemcpyAsync(p, host.data(), 1001 * sizeof(float), gpuMemcpyHostToDevice, nullptr), gpuErrorInvalidValue);
   ASSERT_EQ(gpuMemcpyAsync(p, host.data(), 1000 * sizeof(float), gpuMemcpyHostToDevice, nullptr), gpuSuccess);
   float* q = nullptr;
   ASSERT_EQ(gpuMalloc(&q, 1000 * sizeof(float)), gpuSuccess);

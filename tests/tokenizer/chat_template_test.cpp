@@ -34,7 +34,9 @@ ordered_json four_turns() {
 }
 
 ordered_json context(const ordered_json& messages, bool add_generation_prompt, const std::string& bos) {
-  return ordered_json{{"messages", messages}, {"add_generation_prompt", add_generation_prompt}, {"bos_token", bos},
+  return ordered_json{{"messages", messages},
+                      {"add_generation_prompt", add_generation_prompt},
+                      {"bos_token", bos},
                       {"eos_token", "<EOS>"}};
 }
 
@@ -88,7 +90,8 @@ TEST(ChatTemplateDeepSeekR1, StripsEarlierReasoningAndOpensThink) {
     {"role": "assistant", "content": "<think>\nreason\n</think>\n\nA1"},
     {"role": "user", "content": "Q2"}])");
   EXPECT_EQ(render(*tpl, context(messages, true, kDsBos)),
-            "<｜begin▁of▁sentence｜><｜User｜>Q1<｜Assistant｜>\n\nA1<｜end▁of▁sentence｜><｜User｜>Q2<｜Assistant｜><think>\n");
+            "<｜begin▁of▁sentence｜><｜User｜>Q1<｜Assistant｜>\n\nA1<｜end▁of▁sentence｜><｜User｜>Q2<｜Assistant｜><"
+            "think>\n");
   EXPECT_EQ(render(*tpl, context(messages, false, kDsBos)),
             "<｜begin▁of▁sentence｜><｜User｜>Q1<｜Assistant｜>\n\nA1<｜end▁of▁sentence｜><｜User｜>Q2");
 }
@@ -96,8 +99,8 @@ TEST(ChatTemplateDeepSeekR1, StripsEarlierReasoningAndOpensThink) {
 TEST(ChatTemplateDeepSeekR1, ContextWithoutGenerationPromptKeyDefaultsToFalse) {
   Result<ChatTemplate> tpl = ChatTemplate::parse(kR1Template);
   ASSERT_TRUE(tpl.ok());
-  auto ctx = ordered_json{{"messages", ordered_json::parse(R"([{"role": "user", "content": "Q"}])")},
-                          {"bos_token", kDsBos}};
+  auto ctx =
+      ordered_json{{"messages", ordered_json::parse(R"([{"role": "user", "content": "Q"}])")}, {"bos_token", kDsBos}};
   EXPECT_EQ(render(*tpl, ctx), "<｜begin▁of▁sentence｜><｜User｜>Q");
 }
 

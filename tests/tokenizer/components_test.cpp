@@ -18,17 +18,25 @@ using Ids = std::vector<int32_t>;
 using Pieces = std::vector<std::string>;
 
 TEST(Utf8, RepairReplacesEachIllFormedSequence) {
-  EXPECT_EQ(tok::to_valid_utf8("a\x80" "b"), "a\xEF\xBF\xBD" "b");
-  EXPECT_EQ(tok::to_valid_utf8("\xE4\xBD"), "\xEF\xBF\xBD");          // cut 3-byte sequence: one U+FFFD
-  EXPECT_EQ(tok::to_valid_utf8("\xE4\xBD" "a"), "\xEF\xBF\xBD" "a");
-  EXPECT_EQ(tok::to_valid_utf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong: two bad bytes
+  EXPECT_EQ(tok::to_valid_utf8("a\x80"
+                               "b"),
+            "a\xEF\xBF\xBD"
+            "b");
+  EXPECT_EQ(tok::to_valid_utf8("\xE4\xBD"), "\xEF\xBF\xBD");  // cut 3-byte sequence: one U+FFFD
+  EXPECT_EQ(tok::to_valid_utf8("\xE4\xBD"
+                               "a"),
+            "\xEF\xBF\xBD"
+            "a");
+  EXPECT_EQ(tok::to_valid_utf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");                  // overlong: two bad bytes
   EXPECT_EQ(tok::to_valid_utf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
   EXPECT_TRUE(tok::is_valid_utf8("h\xC3\xA9llo \xF0\x9F\x98\x80"));
   EXPECT_FALSE(tok::is_valid_utf8("\xF0\x9F\x98"));
 }
 
 TEST(Utf8, PartialCallsEqualOneFinalCall) {
-  const std::string bytes = "x\xF0\x9F\x98\x80\xE4\xBD\xA0\xC3\x80\xE4\xBD" "y\xFF\xF0\x9F";
+  const std::string bytes =
+      "x\xF0\x9F\x98\x80\xE4\xBD\xA0\xC3\x80\xE4\xBD"
+      "y\xFF\xF0\x9F";
   const std::string whole = tok::to_valid_utf8(bytes);
   for (size_t cut = 0; cut <= bytes.size(); ++cut) {
     std::string out, pending = bytes.substr(0, cut);
@@ -41,10 +49,10 @@ TEST(Utf8, PartialCallsEqualOneFinalCall) {
 }
 
 TEST(ByteLevel, MapMatchesGpt2) {
-  EXPECT_EQ(tok::byte_to_mapped(' '), "\xC4\xA0");     // Ġ U+0120
-  EXPECT_EQ(tok::byte_to_mapped('\n'), "\xC4\x8A");    // Ċ U+010A
-  EXPECT_EQ(tok::byte_to_mapped(0xAD), "\xC5\x83");    // U+0143, the last extra code point
-  EXPECT_EQ(tok::byte_to_mapped(0x00), "\xC4\x80");    // U+0100
+  EXPECT_EQ(tok::byte_to_mapped(' '), "\xC4\xA0");   // Ġ U+0120
+  EXPECT_EQ(tok::byte_to_mapped('\n'), "\xC4\x8A");  // Ċ U+010A
+  EXPECT_EQ(tok::byte_to_mapped(0xAD), "\xC5\x83");  // U+0143, the last extra code point
+  EXPECT_EQ(tok::byte_to_mapped(0x00), "\xC4\x80");  // U+0100
   EXPECT_EQ(tok::byte_to_mapped('a'), "a");
   std::string all;
   for (int b = 0; b < 256; ++b) all.push_back(static_cast<char>(b));
@@ -55,7 +63,8 @@ TEST(ByteLevel, MapMatchesGpt2) {
 }
 
 Pieces split_with(const char* behavior, bool invert, const std::string& text) {
-  const nlohmann::json j = {{"type", "Split"}, {"pattern", {{"String", "-"}}}, {"behavior", behavior}, {"invert", invert}};
+  const nlohmann::json j = {
+      {"type", "Split"}, {"pattern", {{"String", "-"}}}, {"behavior", behavior}, {"invert", invert}};
   auto pre = tok::pre_tokenizer_from_json(j);
   EXPECT_TRUE(pre.ok()) << pre.status().to_string();
   Pieces pieces{text};
@@ -159,7 +168,8 @@ TEST(StreamingDecoder, HoldsBackSplitCharactersAndMatchesDecode) {
     const Tokenizer* tok;
     bool add_bos;
   };
-  const Setup setups[] = {{&gguf_tokenizer("models/stories260K.gguf"), true}, {&hf_tokenizer("deepseek-v3"), false},
+  const Setup setups[] = {{&gguf_tokenizer("models/stories260K.gguf"), true},
+                          {&hf_tokenizer("deepseek-v3"), false},
                           {&hf_tokenizer("llama3"), false}};
   const std::string text = " Hi 🦙🐱 你好, 𝄞 ok\n";
   for (const Setup& s : setups) {
@@ -214,7 +224,7 @@ TEST(Metadata, SpecialTokensAndTemplates) {
   ASSERT_TRUE(im_end.has_value());
   EXPECT_EQ(*im_end, 151645);
   EXPECT_EQ(qwen.eos_id(), 151645);
-  EXPECT_TRUE(qwen.is_eog(151643));  // <|endoftext|>
+  EXPECT_TRUE(qwen.is_eog(151643));   // <|endoftext|>
   EXPECT_FALSE(qwen.is_eog(151644));  // <|im_start|>
   EXPECT_FALSE(qwen.chat_template().empty());
 
@@ -262,15 +272,16 @@ TEST(BadInput, TokenizerJsonErrorsAreStatuses) {
 TEST(BadInput, GgufMetadataErrorsAreStatuses) {
   using nlohmann::json;
   EXPECT_EQ(Tokenizer::from_gguf_metadata(json::object()).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(Tokenizer::from_gguf_metadata({{"tokenizer.ggml.model", "bert"}}).status().code(), StatusCode::kUnsupported);
+  EXPECT_EQ(Tokenizer::from_gguf_metadata({{"tokenizer.ggml.model", "bert"}}).status().code(),
+            StatusCode::kUnsupported);
   EXPECT_FALSE(Tokenizer::from_gguf_metadata({{"tokenizer.ggml.model", "llama"}, {"tokenizer.ggml.tokens", 3}}).ok());
   EXPECT_FALSE(Tokenizer::from_gguf_metadata(
                    {{"tokenizer.ggml.model", "gpt2"}, {"tokenizer.ggml.tokens", {"a", "b"}}})  // no merges
                    .ok());
-  EXPECT_FALSE(Tokenizer::from_gguf_metadata({{"tokenizer.ggml.model", "llama"},
-                                              {"tokenizer.ggml.tokens", {"a", "b"}},
-                                              {"tokenizer.ggml.scores", {0.0}}})
-                   .ok());
+  EXPECT_FALSE(
+      Tokenizer::from_gguf_metadata(
+          {{"tokenizer.ggml.model", "llama"}, {"tokenizer.ggml.tokens", {"a", "b"}}, {"tokenizer.ggml.scores", {0.0}}})
+          .ok());
   // An unknown pre-tokenizer name falls back to "default" with a warning.
   auto fallback = Tokenizer::from_gguf_metadata({{"tokenizer.ggml.model", "gpt2"},
                                                  {"tokenizer.ggml.pre", "no-such-pre"},
@@ -282,8 +293,13 @@ TEST(BadInput, GgufMetadataErrorsAreStatuses) {
 
 TEST(BadInput, InvalidUtf8TextIsRepairedNotRejected) {
   const Tokenizer& tok = hf_tokenizer("deepseek-v3");
-  const Ids ids = tok.encode("a\xFF" "b\xE4", false);
-  EXPECT_EQ(tok.decode(ids), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD");
+  const Ids ids = tok.encode(
+      "a\xFF"
+      "b\xE4",
+      false);
+  EXPECT_EQ(tok.decode(ids),
+            "a\xEF\xBF\xBD"
+            "b\xEF\xBF\xBD");
   EXPECT_TRUE(tok.decode(Ids{-1, 1 << 30}).empty());  // unknown ids decode to nothing
 }
 

@@ -80,10 +80,11 @@ TEST(JinjaExpressions, ArithmeticAndPythonPrinting) {
   EXPECT_EQ(render("{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 7 / 2 }} {{ 2 ** 8 }} {{ 'ab' ~ 1 ~ none }} "
                    "{{ 0.1 + 0.2 }} {{ 1e-5 }} {{ 1e16 }} {{ 2.0 }}"),
             "3 -4 1 2 3.5 256 ab1None 0.30000000000000004 1e-05 1e+16 2.0");
-  EXPECT_EQ(render("{{ 'x' if n > 1 else 'y' }}{{ 'q' if false }}|{{ none }}|{{ true }}|{{ [1, 'a'] }}|{{ {'k': none} }}"
-                   "|{{ (1, 2) }}",
-                   {{"n", 2}}),
-            "x|None|True|[1, 'a']|{'k': None}|(1, 2)");
+  EXPECT_EQ(
+      render("{{ 'x' if n > 1 else 'y' }}{{ 'q' if false }}|{{ none }}|{{ true }}|{{ [1, 'a'] }}|{{ {'k': none} }}"
+             "|{{ (1, 2) }}",
+             {{"n", 2}}),
+      "x|None|True|[1, 'a']|{'k': None}|(1, 2)");
   EXPECT_EQ(render("{{ 1 < 2 < 3 }}{{ 'a' in 'cat' }}{{ 3 not in [1] }}{{ not 1 }}{{ 1 == 1.0 }}{{ 'k' in {'k': 1} }}"),
             "TrueTrueTrueFalseTrueTrue");
 }
@@ -94,13 +95,15 @@ TEST(JinjaExpressions, StringsSlicesAndMethods) {
   EXPECT_EQ(render("{{ 'abc'.startswith('a') }}{{ 'abc'.endswith(('x', 'c')) }}{{ 'xxabxx'.strip('x') }}"
                    "{{ 'a-b-c'.replace('-', '+', 1) }}{{ 'a\\tb' | length }}{{ 'héllo' | length }}{{ 'ab'[-1] }}"),
             "TrueTrueaba+b-c35b");
-  EXPECT_EQ(render("{{ m.content.split('</think>')[-1].lstrip('\\n') }}", {{"m", {{"content", "<think>r</think>\n\nA"}}}}),
-            "A");
+  EXPECT_EQ(
+      render("{{ m.content.split('</think>')[-1].lstrip('\\n') }}", {{"m", {{"content", "<think>r</think>\n\nA"}}}}),
+      "A");
 }
 
 TEST(JinjaExpressions, UndefinedLikeJinja2) {
-  EXPECT_EQ(render("{{ x }}|{{ x is defined }}|{{ x | default('d') }}|{% for i in x %}never{% endfor %}|{{ x | length }}"),
-            "|False|d||0");
+  EXPECT_EQ(
+      render("{{ x }}|{{ x is defined }}|{{ x | default('d') }}|{% for i in x %}never{% endfor %}|{{ x | length }}"),
+      "|False|d||0");
   EXPECT_EQ(render("{{ msg.missing }}|{{ msg.missing is defined }}|{{ msg.a }}", {{"msg", {{"a", 1}}}}), "|False|1");
   EXPECT_NE(error_of("{{ undefined_var.attr }}").find("'undefined_var' is undefined"), std::string::npos);
   EXPECT_NE(error_of("{{ msg.missing.deeper }}", {{"msg", {{"a", 1}}}}).find("has no attribute 'missing'"),
@@ -109,10 +112,11 @@ TEST(JinjaExpressions, UndefinedLikeJinja2) {
 }
 
 TEST(JinjaFilters, CommonFilters) {
-  EXPECT_EQ(render("{{ '  x  ' | trim }}{{ 'Ab' | upper }}{{ 'Ab' | lower }}{{ [1, 2, 3] | first }}{{ [1, 2, 3] | last }}"
-                   "{{ [1, 2, 3] | join('-') }}{{ 3 | string }}{{ 'ab' | list }}{{ 'a-b' | replace('-', '') }}"
-                   "{{ [3, 1, 2] | sort }}{{ [1, 1, 2] | unique | list }}{{ ['x'] | safe }}"),
-            "xABab131-2-33['a', 'b']ab[1, 2, 3][1, 2]['x']");
+  EXPECT_EQ(
+      render("{{ '  x  ' | trim }}{{ 'Ab' | upper }}{{ 'Ab' | lower }}{{ [1, 2, 3] | first }}{{ [1, 2, 3] | last }}"
+             "{{ [1, 2, 3] | join('-') }}{{ 3 | string }}{{ 'ab' | list }}{{ 'a-b' | replace('-', '') }}"
+             "{{ [3, 1, 2] | sort }}{{ [1, 1, 2] | unique | list }}{{ ['x'] | safe }}"),
+      "xABab131-2-33['a', 'b']ab[1, 2, 3][1, 2]['x']");
   EXPECT_EQ(render("{{ xs | selectattr('role', 'equalto', 'user') | map(attribute='content') | join(', ') }}",
                    {{"xs", ordered_json::parse(R"([{"role": "user", "content": "a"}, {"role": "system", "content": "b"},
                                                    {"role": "user", "content": "c"}])")}}),
@@ -123,10 +127,12 @@ TEST(JinjaFilters, CommonFilters) {
 }
 
 TEST(JinjaFilters, TojsonKeepsNonAsciiAndOrder) {
-  EXPECT_EQ(render("{{ {'é': 'ü', 'k': [1, 2.5, none, true]} | tojson }}"), "{\"é\": \"ü\", \"k\": [1, 2.5, null, true]}");
+  EXPECT_EQ(render("{{ {'é': 'ü', 'k': [1, 2.5, none, true]} | tojson }}"),
+            "{\"é\": \"ü\", \"k\": [1, 2.5, null, true]}");
   EXPECT_EQ(render("{{ t | tojson(indent=2) }}", {{"t", ordered_json::parse(R"({"b": [1, {}], "a": "x\n"})")}}),
             "{\n  \"b\": [\n    1,\n    {}\n  ],\n  \"a\": \"x\\n\"\n}");
-  EXPECT_EQ(render("{{ {'b': 1, 'a': 2} | tojson(sort_keys=true) }}{{ '<&>' | tojson }}"), "{\"a\": 2, \"b\": 1}\"<&>\"");
+  EXPECT_EQ(render("{{ {'b': 1, 'a': 2} | tojson(sort_keys=true) }}{{ '<&>' | tojson }}"),
+            "{\"a\": 2, \"b\": 1}\"<&>\"");
 }
 
 TEST(JinjaGlobals, StrftimeNowIsInjectable) {
@@ -183,7 +189,8 @@ TEST(JinjaLimits, RunawayLoopsAndOutputAreBounded) {
             std::string::npos);
   EXPECT_NE(error_of("{{ 'x' * 100000 }}", ordered_json::object(), options).find("exceeds"), std::string::npos);
   EXPECT_NE(error_of("{{ range(1000000) | length }}").find("range too big"), std::string::npos);
-  EXPECT_NE(error_of("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}").find("nested deeper"), std::string::npos);
+  EXPECT_NE(error_of("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}").find("nested deeper"),
+            std::string::npos);
   EXPECT_NE(error_of("{% set ns = namespace(v=1) %}{% for i in range(500) %}{% set ns.v = [ns.v] %}{% endfor %}")
                 .find("nested deeper"),
             std::string::npos);

@@ -51,7 +51,8 @@ Result<double> batched_tg(Model& model, const std::vector<int32_t>& context, con
     if (!context.empty()) CAI_TRY(b.step(contexts, static_cast<int>(context.size()), false).status());
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < n_gen; ++i) {
-      for (int s = 0; s < n_seqs; ++s) step[static_cast<size_t>(s)] = prompt[static_cast<size_t>(i + s) % prompt.size()];
+      for (int s = 0; s < n_seqs; ++s)
+        step[static_cast<size_t>(s)] = prompt[static_cast<size_t>(i + s) % prompt.size()];
       CAI_TRY(b.step(step, 1, false).status());
     }
     best = std::max(best, n_gen > 0 ? n_seqs * n_gen / seconds_since(t0) : 0.0);
@@ -87,8 +88,7 @@ struct GenerationRate {
 // alone.
 Result<GenerationRate> generation_rate(Model& model, const std::vector<int32_t>& context,
                                        const std::vector<int32_t>& prompt, int n_gen, bool profiled) {
-  CAI_ASSIGN_OR_RETURN(SingleSequence seq,
-                       SingleSequence::create(model, static_cast<int>(context.size()) + n_gen + 1));
+  CAI_ASSIGN_OR_RETURN(SingleSequence seq, SingleSequence::create(model, static_cast<int>(context.size()) + n_gen + 1));
   if (!context.empty()) CAI_TRY(seq.step(context, false).status());
   profile::reset();
   profile::set_enabled(profiled);
@@ -121,12 +121,14 @@ Status bench(const BenchOptions& o) {
   CAI_ASSIGN_OR_RETURN(LoadedModel lm, open_model(o.common, int64_t{std::max(1, o.batch)} * per_seq));
   if (spec.method != SpecMethod::kOff) {
     CAI_ASSIGN_OR_RETURN(const LoadedModel draft, load_draft_model(o.common, lm));
-    return bench_spec(lm, draft, {spec, std::max(1, o.batch), o.n_gen, o.n_prompt, std::max(1, o.repeats), o.text,
-                                  o.common.precision, o.json});
+    return bench_spec(
+        lm, draft,
+        {spec, std::max(1, o.batch), o.n_gen, o.n_prompt, std::max(1, o.repeats), o.text, o.common.precision, o.json});
   }
   Model& model = *lm.model;
   const int vocab = model.config().vocab_size;
-  const std::vector<int32_t> prompt = bench_tokens(std::max(1, o.n_prompt), vocab), context = bench_tokens(o.depth, vocab);
+  const std::vector<int32_t> prompt = bench_tokens(std::max(1, o.n_prompt), vocab),
+                             context = bench_tokens(o.depth, vocab);
   double best_pp = 0, best_tg = 0;
   std::map<std::string, double> transfer_bytes_per_token;
   std::map<std::string, double> tg_phases;
@@ -211,12 +213,14 @@ Status bench(const BenchOptions& o) {
     const std::string tg = fmt::format("tg{}", o.n_gen) + (o.depth > 0 ? fmt::format(" @ d{}", o.depth) : "");
     std::cout << fmt::format("pp{}: {:.1f} tok/s   {}: {:.1f} tok/s   roofline {:.1f} tok/s at {:.1f} GB/s ({:.0f}%)\n",
                              prompt.size(), best_pp, tg, best_tg, roofline_tg, bw_gbps, 100 * best_tg / roofline_tg);
-    for (const auto& [phase, share] : shares.items()) std::cout << fmt::format("  {:<16} {:5.1f}%\n", phase, 100 * share.get<double>());
+    for (const auto& [phase, share] : shares.items())
+      std::cout << fmt::format("  {:<16} {:5.1f}%\n", phase, 100 * share.get<double>());
     if (model.communicator())
-      std::cout << fmt::format("devices {}: {:.0f} bytes moved between them per generated token ({:.0f} send_recv, "
-                               "{:.0f} all_reduce; time share: transfer)\n",
-                               hal::device_names(model.devices()), transfer_total(transfer_bytes_per_token),
-                               transfer_bytes_per_token["send_recv"], transfer_bytes_per_token["all_reduce"]);
+      std::cout << fmt::format(
+          "devices {}: {:.0f} bytes moved between them per generated token ({:.0f} send_recv, "
+          "{:.0f} all_reduce; time share: transfer)\n",
+          hal::device_names(model.devices()), transfer_total(transfer_bytes_per_token),
+          transfer_bytes_per_token["send_recv"], transfer_bytes_per_token["all_reduce"]);
     if (o.batch > 1)
       std::cout << fmt::format("{} x {} sequences: {:.1f} tok/s aggregate = {:.2f}x one sequence\n", tg, o.batch,
                                batch_tg, best_tg > 0 ? batch_tg / best_tg : 0.0);

@@ -19,8 +19,8 @@ constexpr int kTimedSteps = 16;  // verification steps timed per measurement
 constexpr int kContext = 64;     // tokens each sequence holds before the timed steps
 
 struct StepCost {
-  double seconds = 0;                     // the best of the repeats
-  std::map<std::string, double> phases;   // seconds per step by phase (core/profile.h), host-computing devices only
+  double seconds = 0;                    // the best of the repeats
+  std::map<std::string, double> phases;  // seconds per step by phase (core/profile.h), host-computing devices only
 };
 
 // One step computing `n` positions for each of `batch` sequences after kContext tokens, in the serving engine's
@@ -161,16 +161,18 @@ Status bench_spec(const LoadedModel& lm, const LoadedModel& draft, const SpecBen
       by_phase += fmt::format(" {} {:.2f}", phase, 1e3 * sec.get<double>());
     std::cout << fmt::format("  n={:<2} {:8.3f} ms  {:.2f}x  ms by phase:{}\n", n, 1e3 * s, s / cost.at(1), by_phase);
   }
-  std::cout << fmt::format("--spec {} K={}: {} of {} drafts accepted ({:.1f}%), {:.2f} tokens per step over {:.2f} "
-                           "positions, {:.3f} ms drafting per step\n", spec_method_name(o.spec.method), o.spec.tokens,
-                           r.accepted, r.drafted, 100 * acceptance, tokens_per_step, rows_per_step,
-                           1e3 * draft_per_step);
+  std::cout << fmt::format(
+      "--spec {} K={}: {} of {} drafts accepted ({:.1f}%), {:.2f} tokens per step over {:.2f} "
+      "positions, {:.3f} ms drafting per step\n",
+      spec_method_name(o.spec.method), o.spec.tokens, r.accepted, r.drafted, 100 * acceptance, tokens_per_step,
+      rows_per_step, 1e3 * draft_per_step);
   std::string positions;
   for (size_t j = 0; j < by_position.size(); ++j) positions += fmt::format(" {}: {:.0f}%", j + 1, 100 * by_position[j]);
   std::cout << "acceptance by draft position:" << positions << "\n";
-  std::cout << fmt::format("decode: {:.1f} tok/s without, {:.1f} tok/s with = {:.2f}x (predicted {:.2f}x from "
-                           "acceptance and cost; measured/predicted {:.2f})\n", base.tokens_per_s, spec.tokens_per_s,
-                           measured, predicted, measured / predicted);
+  std::cout << fmt::format(
+      "decode: {:.1f} tok/s without, {:.1f} tok/s with = {:.2f}x (predicted {:.2f}x from "
+      "acceptance and cost; measured/predicted {:.2f})\n",
+      base.tokens_per_s, spec.tokens_per_s, measured, predicted, measured / predicted);
   return {};
 }
 

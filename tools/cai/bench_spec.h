@@ -10,11 +10,11 @@ std::vector<int32_t> bench_tokens(int n, int vocab);
 
 struct SpecBenchOptions {
   SpecOptions spec;
-  int batch = 1;       // sequences decoded together
-  int n_gen = 64;      // generated tokens per sequence
-  int n_prompt = 128;  // synthetic prompt tokens (without --text)
-  int repeats = 3;     // the best of this many runs is reported
-  std::string text;    // a real prompt, tokenized with the model's tokenizer
+  int batch = 1;          // sequences decoded together
+  int n_gen = 64;         // generated tokens per sequence
+  int n_prompt = 128;     // synthetic prompt tokens (without --text)
+  int repeats = 3;        // the best of this many runs is reported
+  std::string text;       // a real prompt, tokenized with the model's tokenizer
   std::string precision;  // reported as given (--precision)
   bool json = false;
 };

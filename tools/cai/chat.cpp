@@ -45,8 +45,8 @@ constexpr const char* kHelp =
 class ChatSession {
  public:
   ChatSession(Engine& engine, const server::PromptBuilder& builder, const ChatOptions& o)
-      : engine_(engine), builder_(builder), o_(o), system_(o.system),
-        styled_out_(isatty(STDOUT_FILENO) == 1), styled_err_(isatty(STDERR_FILENO) == 1) {}
+      : engine_(engine), builder_(builder), o_(o), system_(o.system), styled_out_(isatty(STDOUT_FILENO) == 1),
+        styled_err_(isatty(STDERR_FILENO) == 1) {}
 
   // A line starting with '/'; false when it asks to leave.
   bool command(const std::string& line);

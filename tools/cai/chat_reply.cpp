@@ -75,9 +75,8 @@ Result<ReplyResult> stream_reply(Engine& engine, GenerationRequest request, bool
   const auto t0 = std::chrono::steady_clock::now();
   ReplyPrinter printer(request.prompt_opens_think, styled);
   auto channel = std::make_shared<server::EventChannel>();
-  CAI_ASSIGN_OR_RETURN(const uint64_t id, engine.submit(std::move(request), [channel](const StreamEvent& ev) {
-    channel->push(ev);
-  }));
+  CAI_ASSIGN_OR_RETURN(const uint64_t id,
+                       engine.submit(std::move(request), [channel](const StreamEvent& ev) { channel->push(ev); }));
   ReplyResult out;
   Status error;
   bool cancelled = false;

@@ -9,7 +9,7 @@
 namespace cai::cli {
 
 struct ReplyResult {
-  std::string content;  // the answer: the text outside <think>…</think>
+  std::string content;                        // the answer: the text outside <think>…</think>
   FinishReason finish = FinishReason::kNone;  // kCancelled when Ctrl-C stopped it
   int n_prompt_tokens = 0;
   int n_cached_prompt_tokens = 0;

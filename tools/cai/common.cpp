@@ -17,10 +17,11 @@ namespace cai::cli {
 
 void add_common_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("-m,--model", o.model, "a .gguf file or a Hugging Face model directory")->required();
-  cmd.add_option("--device", o.device,
-                 "device to run on: cpu, a plugin backend such as cuda:0, or auto (the usable accelerator with the most "
-                 "memory, else cpu; see `cai detect`); a list (simt:0,simt:1, cuda:0-3, cpu,simt:0) runs the model "
-                 "over several devices");
+  cmd.add_option(
+      "--device", o.device,
+      "device to run on: cpu, a plugin backend such as cuda:0, or auto (the usable accelerator with the most "
+      "memory, else cpu; see `cai detect`); a list (simt:0,simt:1, cuda:0-3, cpu,simt:0) runs the model "
+      "over several devices");
   add_layout_options(cmd, o);
   cmd.add_option("-t,--threads", o.threads, "CPU threads (0 = all)");
   cmd.add_flag_function(
@@ -40,7 +41,8 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_flag("--repack,!--no-repack", o.repack,
                "fast: pack Q8_0/Q4_0/Q2_K..Q6_K/IQ4_NL/IQ4_XS projections and MoE experts into 16-row groups at "
                "load (default), or keep the file's row-major layout (IQ4_NL / IQ4_XS then compute exactly)");
-  cmd.add_flag("--mlock", o.mlock, "lock the weights in RAM (CPU; needs RLIMIT_MEMLOCK, `ulimit -l`, above their size)");
+  cmd.add_flag("--mlock", o.mlock,
+               "lock the weights in RAM (CPU; needs RLIMIT_MEMLOCK, `ulimit -l`, above their size)");
 }
 
 void add_kv_offload_option(CLI::App& cmd, CommonOptions& o) {
@@ -90,7 +92,8 @@ HostChips scan_host(const hal::Registry& reg, bool probe_runtimes) {
   else
     CAI_LOG_WARN("{}; devices cannot be matched to profiles", profiles.status().to_string());
   chips::DetectOptions options = chips::DetectOptions::from_env();
-  if (!probe_runtimes) options.probe = [](const std::string& name) { return chips::LibraryProbe{name, false, "not probed"}; };
+  if (!probe_runtimes)
+    options.probe = [](const std::string& name) { return chips::LibraryProbe{name, false, "not probed"}; };
   h.report = chips::detect(h.profiles, reg, options);
   return h;
 }
@@ -155,10 +158,11 @@ Result<int> kv_offload_layers(const CommonOptions& o, const DevicePolicies& d, c
   request.memory_gib = static_cast<double>(dev.memory_info().total_bytes) / static_cast<double>(size_t{1} << 30);
   request.step_tokens = e.max_tokens_per_step;
   CAI_ASSIGN_OR_RETURN(const chips::Plan plan, chips::make_plan(model, *d.profile, request));
-  const std::string command = fmt::format("cai plan -m {} --chip {} --cards 1 --memory-gib {} --ctx {} --batch {} "
-                                          "--kv-dtype {} --step-tokens {}", o.model, d.profile->id,
-                                          *request.memory_gib, plan.request.ctx, request.batch, request.kv_dtype,
-                                          request.step_tokens);
+  const std::string command = fmt::format(
+      "cai plan -m {} --chip {} --cards 1 --memory-gib {} --ctx {} --batch {} "
+      "--kv-dtype {} --step-tokens {}",
+      o.model, d.profile->id, *request.memory_gib, plan.request.ctx, request.batch, request.kv_dtype,
+      request.step_tokens);
   if (!plan.fits) {
     CAI_LOG_WARN("KV offload: `{}` finds no fit even with host layers; every layer stays on {}", command, dev.name());
     return 0;
@@ -200,8 +204,10 @@ Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t
   CAI_ASSIGN_OR_RETURN(const DevicePolicies policies, device_policies(o, host, *dev, engine != nullptr));
   if (layout.devices.size() > 1 && !layout_flags_given(o)) {
     if (group)  // every rank must choose the same layout, and only this rank's device has its profile here
-      CAI_LOG_INFO("layout: the {} ranks of the MPI job run as pipeline stages (give --tp, --ep, --pp or --plan for "
-                   "another layout)", group->size());
+      CAI_LOG_INFO(
+          "layout: the {} ranks of the MPI job run as pipeline stages (give --tp, --ep, --pp or --plan for "
+          "another layout)",
+          group->size());
     else if (policies.profile)
       CAI_TRY(plan_default_layout(o, *policies.profile, kv_tokens, layout));
     else
@@ -218,23 +224,24 @@ Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t
   if (engine) {
     engine->thermal_limit_c = pol.thermal_limit_c.value_or(0.0f);
     log_sensor(*dev, engine->thermal_limit_c);
-    CAI_ASSIGN_OR_RETURN(engine->kv_offload_layers,
-                         kv_offload_layers(o, policies, *dev, *engine, load.kv_dtype.value_or(default_kv_dtype(*dev)),
-                                           layout));
+    CAI_ASSIGN_OR_RETURN(
+        engine->kv_offload_layers,
+        kv_offload_layers(o, policies, *dev, *engine, load.kv_dtype.value_or(default_kv_dtype(*dev)), layout));
   }
   std::vector<hal::Device*> used = layout.devices;
   if (layout.moe_device) used.push_back(layout.moe_device);
   for (hal::Device* d : used) d->set_precision(o.precision == "exact" ? hal::Precision::kExact : hal::Precision::kFast);
   load.repack = o.repack;
   if (o.precision == "fast")
-    CAI_LOG_INFO("--precision fast: integer dot products for Q8_0 (16-bit activations; int8 for the MLP's gate and up, "
-                 "and for a head beside coarser layers, where packed), Q4_0, Q2_K..Q6_K and packed IQ4_NL / IQ4_XS "
-                 "(int8) weights where {} has such kernels (the CPU does{}, and with AVX-512 BF16 multiplies MLA's "
-                 "latent cache in BF16; other devices compute exactly)",
-                 dev->name(),
-                 o.repack ? ", and packs Q8_0/Q4_0/Q2_K..Q6_K/IQ4_NL/IQ4_XS projections and MoE experts into 16-row "
-                            "groups at load"
-                          : "; --no-repack: the weights keep the file's layout");
+    CAI_LOG_INFO(
+        "--precision fast: integer dot products for Q8_0 (16-bit activations; int8 for the MLP's gate and up, "
+        "and for a head beside coarser layers, where packed), Q4_0, Q2_K..Q6_K and packed IQ4_NL / IQ4_XS "
+        "(int8) weights where {} has such kernels (the CPU does{}, and with AVX-512 BF16 multiplies MLA's "
+        "latent cache in BF16; other devices compute exactly)",
+        dev->name(),
+        o.repack ? ", and packs Q8_0/Q4_0/Q2_K..Q6_K/IQ4_NL/IQ4_XS projections and MoE experts into 16-row "
+                   "groups at load"
+                 : "; --no-repack: the weights keep the file's layout");
   else if (!o.repack)
     CAI_LOG_WARN("--no-repack changes nothing under --precision exact: only the fast path repacks weights");
   CAI_ASSIGN_OR_RETURN(LoadedModel lm, load_model(o.model, layout, load));

@@ -24,8 +24,9 @@ Status detect_verb(bool json) {
 void register_detect(CLI::App& app, int& exit_code) {
   auto json = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand(
-      "detect", "list this host's accelerators (PCI), their CAI profiles and backends, and the CPU; CAI_SYSFS_ROOT and "
-                "CAI_PROC_ROOT move /sys and /proc, CAI_CHIPS_DIR the profiles");
+      "detect",
+      "list this host's accelerators (PCI), their CAI profiles and backends, and the CPU; CAI_SYSFS_ROOT and "
+      "CAI_PROC_ROOT move /sys and /proc, CAI_CHIPS_DIR the profiles");
   cmd->add_flag("--json", *json, "machine-readable output");
   cmd->callback([json, &exit_code] {
     if (Status st = detect_verb(*json); !st.ok()) exit_code = fail(st);

@@ -104,14 +104,17 @@ Status eval(const EvalOptions& o) {
   std::vector<float> gen_logits;
   nlohmann::json spec_json;
   if (spec.method == SpecMethod::kOff) {
-    CAI_TRY(greedy_steps(seq, {logits.end() - static_cast<ptrdiff_t>(vocab), logits.end()}, o.greedy, greedy,
-                         gen_logits));
+    CAI_TRY(
+        greedy_steps(seq, {logits.end() - static_cast<ptrdiff_t>(vocab), logits.end()}, o.greedy, greedy, gen_logits));
   } else if (o.greedy > 0) {
     CAI_ASSIGN_OR_RETURN(const LoadedModel draft, load_draft_model(o.common, lm));
     CAI_ASSIGN_OR_RETURN(const SpecRun run, speculative_greedy(*lm.model, spec, {ids}, o.greedy, draft.model.get()));
     greedy = run.generated.front();
-    spec_json = {{"method", spec_method_name(spec.method)}, {"tokens", spec.tokens}, {"steps", run.steps},
-                 {"drafted", run.drafted}, {"accepted", run.accepted}};
+    spec_json = {{"method", spec_method_name(spec.method)},
+                 {"tokens", spec.tokens},
+                 {"steps", run.steps},
+                 {"drafted", run.drafted},
+                 {"accepted", run.accepted}};
   }
   if (!o.gen_logits_path.empty()) CAI_TRY(write_f32(o.gen_logits_path, gen_logits));
   // Each device's share while the sequence's KV cache is allocated: its weights, and the memory in use on it (devices

@@ -23,9 +23,10 @@ Result<hal::Device*> local_device(const hal::Registry& reg, const std::string& l
   if (devices.size() == 1 && names_only_cpu(list)) return devices.front();
   const int local = group.local_rank();
   if (local >= static_cast<int>(devices.size()))
-    return invalid_argument("rank {} is local rank {} on {}, but --device {} lists {} device(s) there: each process on "
-                            "a machine takes the device at its local rank", group.rank(), local, group.host(), list,
-                            devices.size());
+    return invalid_argument(
+        "rank {} is local rank {} on {}, but --device {} lists {} device(s) there: each process on "
+        "a machine takes the device at its local rank",
+        group.rank(), local, group.host(), list, devices.size());
   return devices[static_cast<size_t>(local)];
 }
 
@@ -34,7 +35,7 @@ Result<hal::Device*> local_device(const hal::Registry& reg, const std::string& l
 Result<std::vector<hal::Device*>> job_device_list(const hal::Registry& reg, const std::string& list) {
   hal::ProcessGroup* group = hal::process_group();
   if (!group) return reg.find_devices(list);
-  CAI_ASSIGN_OR_RETURN(hal::Device* mine, local_device(reg, list, *group));
+  CAI_ASSIGN_OR_RETURN(hal::Device * mine, local_device(reg, list, *group));
   CAI_LOG_INFO("rank {} of {} (pid {} on {}, {}): device {}", group->rank(), group->size(), getpid(), group->host(),
                group->library(), mine->name());
   return hal::job_devices(*group, *mine, hal::startup_timeout());

@@ -11,15 +11,18 @@
 namespace cai::cli {
 
 void add_layout_options(CLI::App& cmd, CommonOptions& o) {
-  cmd.add_option("--tp", o.tp, "tensor-parallel ranks per pipeline stage: attention heads, MLP and expert columns and "
-                               "the vocabulary split over that many devices, partial sums all-reduced")
+  cmd.add_option("--tp", o.tp,
+                 "tensor-parallel ranks per pipeline stage: attention heads, MLP and expert columns and "
+                 "the vocabulary split over that many devices, partial sums all-reduced")
       ->check(CLI::PositiveNumber);
-  cmd.add_option("--ep", o.ep, "expert-parallel ranks: each MoE layer's routed experts split whole over the ranks of a "
-                               "stage; attention and the rest run tensor parallel over the same devices (--ep alone "
-                               "sets --tp to it)")
+  cmd.add_option("--ep", o.ep,
+                 "expert-parallel ranks: each MoE layer's routed experts split whole over the ranks of a "
+                 "stage; attention and the rest run tensor parallel over the same devices (--ep alone "
+                 "sets --tp to it)")
       ->check(CLI::PositiveNumber);
-  cmd.add_option("--pp", o.pp, "pipeline stages: the layers split over the listed devices in order, --tp devices a "
-                               "stage (default: devices / tp)")
+  cmd.add_option("--pp", o.pp,
+                 "pipeline stages: the layers split over the listed devices in order, --tp devices a "
+                 "stage (default: devices / tp)")
       ->check(CLI::PositiveNumber);
   cmd.add_option("--collective-timeout", o.collective_timeout_s,
                  "seconds a transfer between the processes of an MPI job may wait for the other ranks; then the group "
@@ -56,8 +59,10 @@ struct PlannedLayout {
 // device count other than tp x pp, expert parallel over other ranks than the tensor-parallel ones.
 Status apply_planned(const std::string& source, const PlannedLayout& plan, Layout& layout) {
   if (plan.dp > 1)
-    return invalid_argument("{}: {} replicas (data_parallel); one process runs one: start {} processes, each with {} "
-                            "devices", source, plan.dp, plan.dp, plan.tp * plan.pp);
+    return invalid_argument(
+        "{}: {} replicas (data_parallel); one process runs one: start {} processes, each with {} "
+        "devices",
+        source, plan.dp, plan.dp, plan.tp * plan.pp);
   const int n = static_cast<int>(layout.devices.size());
   if (plan.tp * plan.pp != n)
     return invalid_argument("{}: tensor_parallel {} x pipeline_parallel {} needs {} devices, but --device lists {}",
@@ -65,8 +70,10 @@ Status apply_planned(const std::string& source, const PlannedLayout& plan, Layou
   if (static_cast<int>(plan.layers_per_stage.size()) != plan.pp)
     return invalid_argument("{}: layout.stages must list {} stages", source, plan.pp);
   if (plan.ep > 1 && plan.ep != plan.tp)
-    return invalid_argument("{}: expert_parallel {} differs from tensor_parallel {}; CAI runs experts over the "
-                            "tensor-parallel ranks of a stage", source, plan.ep, plan.tp);
+    return invalid_argument(
+        "{}: expert_parallel {} differs from tensor_parallel {}; CAI runs experts over the "
+        "tensor-parallel ranks of a stage",
+        source, plan.ep, plan.tp);
   layout.tp = plan.tp;
   layout.expert_parallel = plan.ep > 1;
   layout.layer_split = plan.layers_per_stage;
@@ -114,8 +121,8 @@ Status plan_default_layout(const CommonOptions& o, const chips::DeviceProfile& p
   if (*request.memory_gib <= 0) request.memory_gib.reset();
   CAI_ASSIGN_OR_RETURN(const chips::Plan plan, chips::make_plan(model, profile, request));
   const chips::PlanLayout& l = plan.layout;
-  const std::string command = fmt::format("cai plan -m {} --chip {} --cards {} --ctx {}", o.model, profile.id, n,
-                                          request.ctx);
+  const std::string command =
+      fmt::format("cai plan -m {} --chip {} --cards {} --ctx {}", o.model, profile.id, n, request.ctx);
   if (l.cards_used != n || l.data_parallel > 1 || (l.expert_parallel > 1 && l.expert_parallel != l.tensor_parallel)) {
     CAI_LOG_INFO("layout: `{}` uses {} of the {} devices in {} replica(s); running {} pipeline stages instead", command,
                  l.cards_used, n, l.data_parallel, n);
@@ -133,8 +140,10 @@ Result<Layout> layout_from_options(const CommonOptions& o, const hal::Registry& 
   Layout layout;
   CAI_ASSIGN_OR_RETURN(layout.devices, job_device_list(reg, devices));
   if (!o.moe_device.empty() && hal::process_group())
-    return invalid_argument("--moe-device {} runs within one process: across the {} ranks of an MPI job give each rank "
-                            "its own device and use --tp, --ep or --pp", o.moe_device, hal::process_group()->size());
+    return invalid_argument(
+        "--moe-device {} runs within one process: across the {} ranks of an MPI job give each rank "
+        "its own device and use --tp, --ep or --pp",
+        o.moe_device, hal::process_group()->size());
   if (!o.moe_device.empty()) {
     CAI_ASSIGN_OR_RETURN(layout.moe_device, reg.find_device(o.moe_device));
   }
@@ -146,8 +155,10 @@ Result<Layout> layout_from_options(const CommonOptions& o, const hal::Registry& 
   }
   const int n = static_cast<int>(layout.devices.size());
   if (o.ep > 1 && o.tp > 1 && o.ep != o.tp)
-    return invalid_argument("--ep {} with --tp {}: expert parallel runs over the tensor-parallel ranks of a stage, so "
-                            "the two must be equal (or give --ep alone)", o.ep, o.tp);
+    return invalid_argument(
+        "--ep {} with --tp {}: expert parallel runs over the tensor-parallel ranks of a stage, so "
+        "the two must be equal (or give --ep alone)",
+        o.ep, o.tp);
   layout.tp = std::max(o.tp, o.ep);
   layout.expert_parallel = o.ep > 1;
   const int pp = o.pp > 0 ? o.pp : std::max(1, n / layout.tp);

@@ -39,28 +39,33 @@ std::string opt_num(const std::optional<double>& v, const char* unit) {
 void print_table(const chips::Plan& p, const chips::ModelFootprint& m, const chips::DeviceProfile& chip) {
   const ModelConfig& c = m.config;
   std::string dtypes;
-  for (const auto& [name, bytes] : m.bytes_by_dtype) dtypes += fmt::format("{}{} {}", dtypes.empty() ? "" : ", ", name, gib(double(bytes)));
+  for (const auto& [name, bytes] : m.bytes_by_dtype)
+    dtypes += fmt::format("{}{} {}", dtypes.empty() ? "" : ", ", name, gib(double(bytes)));
   fmt::print("model    {} ({}, {} layers, {:.2f}B params, {:.2f}B read per token; {})\n", m.source, c.architecture,
              c.num_hidden_layers, double(m.params()) / 1e9, double(p.active_params) / 1e9, dtypes);
   fmt::print("chip     {} ({}) x {}: {} GiB, {}, {}, FP8 {}\n", chip.id, chip.name, p.request.cards,
-             double(p.card_bytes) / (1024.0 * 1024.0 * 1024.0),
-             opt_num(chip.bandwidth_gbs, "GB/s"), opt_num(chip.bf16_tflops, "BF16 TFLOPS"),
-             chip.fp8 ? (*chip.fp8 ? "yes" : "no") : "unknown");
+             double(p.card_bytes) / (1024.0 * 1024.0 * 1024.0), opt_num(chip.bandwidth_gbs, "GB/s"),
+             opt_num(chip.bf16_tflops, "BF16 TFLOPS"), chip.fp8 ? (*chip.fp8 ? "yes" : "no") : "unknown");
   fmt::print("request  context {}, batch {}, KV cache {}\n\n", p.request.ctx, p.request.batch, p.kv_dtype);
   const chips::PlanLayout& l = p.layout;
   auto row = [](const char* k, const std::string& v) { fmt::print("  {:<26}{}\n", k, v); };
-  row("fits", fmt::format("{}{}", p.fits ? "yes" : "NO", p.min_cards ? fmt::format(" (fewest cards without KV offload: {})", *p.min_cards) : " (not on any count)"));
+  row("fits", fmt::format("{}{}", p.fits ? "yes" : "NO",
+                          p.min_cards ? fmt::format(" (fewest cards without KV offload: {})", *p.min_cards)
+                                      : " (not on any count)"));
   row("layout", fmt::format("TP {} x EP {}, {} pipeline stage(s), {} replica(s), {} card(s) used", l.tensor_parallel,
                             l.expert_parallel, l.pipeline_parallel, l.data_parallel, l.cards_used));
-  row("weights", fmt::format("{} total, {} per card", gib(double(p.weights_bytes)), gib(double(p.weights_bytes_per_card))));
+  row("weights",
+      fmt::format("{} total, {} per card", gib(double(p.weights_bytes)), gib(double(p.weights_bytes_per_card))));
   row("KV per token", fmt::format("{} B ({} B per card)", p.kv_bytes_per_token, p.kv_bytes_per_token_per_card));
   row("activations per card", gib(double(p.activation_bytes_per_card)));
-  row("runtime reserve per card", fmt::format("{} of {}", gib(double(p.reserved_bytes_per_card)), gib(double(p.card_bytes))));
+  row("runtime reserve per card",
+      fmt::format("{} of {}", gib(double(p.reserved_bytes_per_card)), gib(double(p.card_bytes))));
   row("KV capacity", fmt::format("{} tokens per replica", p.kv_capacity_tokens));
   row("max context", fmt::format("{} (at batch {}, best layout)", p.max_context, p.request.batch));
   row("max batch", fmt::format("{} (at context {}, best layout)", p.max_batch, p.request.ctx));
-  row("KV offload layers", fmt::format("{}{}", p.kv_offload_layers,
-                                       p.kv_offload_layers ? fmt::format(" ({} in host memory)", gib(double(p.kv_host_bytes))) : ""));
+  row("KV offload layers",
+      fmt::format("{}{}", p.kv_offload_layers,
+                  p.kv_offload_layers ? fmt::format(" ({} in host memory)", gib(double(p.kv_host_bytes))) : ""));
   const std::string decode_comm =
       p.decode_comm_ms ? fmt::format(", {:.2f} ms of it communication", *p.decode_comm_ms) : "";
   const std::string prefill_comm =
@@ -73,10 +78,11 @@ void print_table(const chips::Plan& p, const chips::ModelFootprint& m, const chi
   row("prefill", p.prefill_tok_s ? fmt::format("{:.0f} tok/s ({:.1f} s for a {}-token prompt{})", *p.prefill_tok_s,
                                                *p.prefill_seconds, p.request.ctx, prefill_comm)
                                  : std::string("unknown (no bf16_tflops / int8_tops in the profile)"));
-  fmt::print("\nassumptions: {:.0f}% of peak bandwidth, {:.0f}% of peak math, {:.0f}% of card memory reserved for the "
-             "runtime, activations for {} tokens per step, {:.0f}% of the interconnect and {:.0f} us per collective\n",
-             chips::kBandwidthEfficiency * 100, chips::kComputeEfficiency * 100, chips::kRuntimeReserve * 100,
-             p.request.step_tokens, chips::kLinkEfficiency * 100, chips::kCollectiveLatencyUs);
+  fmt::print(
+      "\nassumptions: {:.0f}% of peak bandwidth, {:.0f}% of peak math, {:.0f}% of card memory reserved for the "
+      "runtime, activations for {} tokens per step, {:.0f}% of the interconnect and {:.0f} us per collective\n",
+      chips::kBandwidthEfficiency * 100, chips::kComputeEfficiency * 100, chips::kRuntimeReserve * 100,
+      p.request.step_tokens, chips::kLinkEfficiency * 100, chips::kCollectiveLatencyUs);
   if (!p.warnings.empty()) fmt::print("warnings:\n");
   for (const std::string& w : p.warnings) fmt::print("  - {}\n", w);
 }

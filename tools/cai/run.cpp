@@ -68,9 +68,10 @@ Status run(const RunOptions& o) {
   std::fwrite(rest.data(), 1, rest.size(), stdout);
   std::fflush(stdout);
   const auto t2 = std::chrono::steady_clock::now();
-  const double pp_s = std::chrono::duration<double>(t1 - t0).count(), tg_s = std::chrono::duration<double>(t2 - t1).count();
-  CAI_LOG_INFO("prompt {} tokens in {:.3f}s; generated {} tokens in {:.3f}s ({:.1f} tok/s)", n_prompt, pp_s,
-               n_gen, tg_s, tg_s > 0 ? n_gen / tg_s : 0.0);
+  const double pp_s = std::chrono::duration<double>(t1 - t0).count(),
+               tg_s = std::chrono::duration<double>(t2 - t1).count();
+  CAI_LOG_INFO("prompt {} tokens in {:.3f}s; generated {} tokens in {:.3f}s ({:.1f} tok/s)", n_prompt, pp_s, n_gen,
+               tg_s, tg_s > 0 ? n_gen / tg_s : 0.0);
   return {};
 }
 

@@ -27,7 +27,7 @@ struct ServeOptions {
   std::string config_file;
   server::ServerOptions http;
   EngineOptions engine;
-  std::string kv_memory;          // "512MiB" etc.; empty = the engine default
+  std::string kv_memory;  // "512MiB" etc.; empty = the engine default
   std::string chat_template_file;
   double header_timeout_s = 10;  // --header-timeout
   double idle_timeout_s = 5;     // --idle-timeout

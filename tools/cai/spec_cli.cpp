@@ -8,8 +8,7 @@ void add_spec_options(CLI::App& cmd, CommonOptions& o) {
                  "speculative decoding: off, ngram (prompt lookup in the sequence's own tokens), mtp (DeepSeek-V3/R1's "
                  "multi-token-prediction module, loaded from the model file), draft (a smaller model, --draft-model)")
       ->capture_default_str();
-  cmd.add_option("--spec-tokens", o.spec.tokens, "draft tokens verified per step and sequence")
-      ->capture_default_str();
+  cmd.add_option("--spec-tokens", o.spec.tokens, "draft tokens verified per step and sequence")->capture_default_str();
   cmd.add_option("--spec-ngram-min", o.spec.ngram_min, "prompt lookup: the shortest suffix matched")
       ->capture_default_str();
   cmd.add_option("--spec-ngram-max", o.spec.ngram_max, "prompt lookup: the longest suffix matched (tried first)")
@@ -20,7 +19,8 @@ void add_spec_options(CLI::App& cmd, CommonOptions& o) {
       ->capture_default_str();
   cmd.add_option("--draft-model", o.spec.draft_model,
                  "--spec draft: a .gguf file or HF directory with the same vocabulary");
-  cmd.add_option("--draft-device", o.draft_device, "--spec draft: the draft model's device (default: the model's first)");
+  cmd.add_option("--draft-device", o.draft_device,
+                 "--spec draft: the draft model's device (default: the model's first)");
 }
 
 Result<SpecOptions> spec_options(const CommonOptions& o) {
@@ -47,8 +47,10 @@ Result<LoadedModel> load_draft_model(const CommonOptions& o, const LoadedModel& 
                               b.n_vocab(), a.n_vocab());
     for (int32_t t = 0; t < a.n_vocab(); ++t)
       if (a.token_text(t) != b.token_text(t))
-        return invalid_argument("--draft-model {}: token {} is '{}' there and '{}' in the model: the vocabularies "
-                                "differ", spec.draft_model, t, b.token_text(t), a.token_text(t));
+        return invalid_argument(
+            "--draft-model {}: token {} is '{}' there and '{}' in the model: the vocabularies "
+            "differ",
+            spec.draft_model, t, b.token_text(t), a.token_text(t));
   }
   return draft;
 }

@@ -41,7 +41,9 @@ nlohmann::json line_for(const Tokenizer& tok, const std::string& text, bool with
 
 Status tokenize(const TokenizeOptions& o) {
   CAI_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, open_tokenizer(o.model));
-  const auto dump = [](const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); };
+  const auto dump = [](const nlohmann::json& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
   if (o.jsonl.empty()) {
     std::cout << dump(line_for(*tok, o.prompt, o.with_bos)) << "\n";
     return {};

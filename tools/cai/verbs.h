@@ -19,10 +19,10 @@ namespace cai::cli {
 struct CommonOptions {
   std::string model;
   std::string device = "cpu";
-  int threads = 0;  // 0 = all hardware threads
-  std::optional<bool> prewarm_experts;  // unset: the device profile's expert_prewarm
-  std::string kv_dtype;  // "" = the device profile's, else the device's default (default_kv_dtype)
-  std::string profile;   // --profile: the device profile to apply instead of the detected one
+  int threads = 0;                       // 0 = all hardware threads
+  std::optional<bool> prewarm_experts;   // unset: the device profile's expert_prewarm
+  std::string kv_dtype;                  // "" = the device profile's, else the device's default (default_kv_dtype)
+  std::string profile;                   // --profile: the device profile to apply instead of the detected one
   std::optional<float> thermal_limit_c;  // --thermal-limit (serve); unset: the profile's; 0 = off
   std::optional<int> kv_offload_layers;  // --kv-offload-layers (serve); unset: as the profile's plan says
   bool mlock = false;
@@ -37,12 +37,12 @@ struct CommonOptions {
   int pp = 0;  // 0: devices / tp stages
   std::vector<int> layer_split;
   std::string moe_device;
-  std::string plan_file;  // --plan: the `layout` of `cai plan --json` output
+  std::string plan_file;             // --plan: the `layout` of `cai plan --json` output
   double collective_timeout_s = 30;  // --collective-timeout: across the processes of an MPI job
   // --spec, --spec-tokens, --spec-ngram-min/max, --draft-model (add_spec_options); spec_method holds --spec's text.
   std::string spec_method = "off";
   SpecOptions spec;
-  bool load_mtp = false;  // load the MTP module without --spec mtp (eval --mtp-logits)
+  bool load_mtp = false;     // load the MTP module without --spec mtp (eval --mtp-logits)
   std::string draft_device;  // --draft-device: where --spec draft runs its model ("" = the model's first device)
 };
 void add_common_options(CLI::App& cmd, CommonOptions& o);

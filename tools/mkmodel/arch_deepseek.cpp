@@ -34,8 +34,10 @@ nlohmann::json deepseek_hf_config(const ModelShape& s) {
   const MlaMoeShape& d = s.mla;
   nlohmann::json rope_scaling = nullptr;
   if (s.yarn_factor > 1.0f) {
-    rope_scaling = {{"beta_fast", s.yarn_beta_fast},   {"beta_slow", s.yarn_beta_slow},
-                    {"factor", s.yarn_factor},         {"mscale", s.yarn_mscale},
+    rope_scaling = {{"beta_fast", s.yarn_beta_fast},
+                    {"beta_slow", s.yarn_beta_slow},
+                    {"factor", s.yarn_factor},
+                    {"mscale", s.yarn_mscale},
                     {"mscale_all_dim", s.yarn_mscale_all_dim},
                     {"original_max_position_embeddings", s.yarn_original_ctx},
                     {"type", "yarn"}};
@@ -73,7 +75,9 @@ nlohmann::json deepseek_hf_config(const ModelShape& s) {
       {"scoring_func", d.sigmoid ? "sigmoid" : "softmax"},
       {"tie_word_embeddings", s.tied},
       {"topk_group", d.topk_group},
-      {"topk_method", d.sigmoid ? "noaux_tc" : d.n_group > 1 ? "group_limited_greedy" : "greedy"},
+      {"topk_method", d.sigmoid       ? "noaux_tc"
+                      : d.n_group > 1 ? "group_limited_greedy"
+                                      : "greedy"},
       {"use_cache", true},
       {"v_head_dim", d.v_head_dim},
       {"vocab_size", s.vocab},
@@ -94,12 +98,15 @@ void add(ModelSpec& m, std::string hf, std::string gguf, std::vector<int64_t> sh
 void add_experts(ModelSpec& m, int64_t layer, const std::string& proj, int64_t n_expert, int64_t out, int64_t in) {
   auto values = std::make_shared<std::vector<WeightValues>>();
   for (int64_t e = 0; e < n_expert; ++e) {
-    WeightSpec w{fmt::format("model.layers.{}.mlp.experts.{}.{}_proj.weight", layer, e, proj), {out, in},
-                 Init::kNormal, HfRole::kProjection};
+    WeightSpec w{fmt::format("model.layers.{}.mlp.experts.{}.{}_proj.weight", layer, e, proj),
+                 {out, in},
+                 Init::kNormal,
+                 HfRole::kProjection};
     values->emplace_back(w, m.seed);
     m.weights.push_back(std::move(w));
   }
-  m.gguf_tensors.push_back({fmt::format("blk.{}.ffn_{}_exps.weight", layer, proj), {n_expert, out, in},
+  m.gguf_tensors.push_back({fmt::format("blk.{}.ffn_{}_exps.weight", layer, proj),
+                            {n_expert, out, in},
                             GgufRole::kMatrix,
                             [values, out](int64_t r, float* dst) { (*values)[r / out].row(r % out, dst); }});
 }
@@ -114,8 +121,8 @@ void add_attention(ModelSpec& m, const ModelShape& s, const std::string& L, cons
         kProj);
     add(m, L + "self_attn.q_a_layernorm.weight", B + "attn_q_a_norm.weight", {d.q_lora_rank}, Init::kNormWeight,
         GgufRole::kF32, HfRole::kPlain);
-    add(m, L + "self_attn.q_b_proj.weight", B + "attn_q_b.weight", {s.n_heads * qk, d.q_lora_rank}, Init::kNormal,
-        kMat, kProj);
+    add(m, L + "self_attn.q_b_proj.weight", B + "attn_q_b.weight", {s.n_heads * qk, d.q_lora_rank}, Init::kNormal, kMat,
+        kProj);
   } else {
     add(m, L + "self_attn.q_proj.weight", B + "attn_q.weight", {s.n_heads * qk, s.hidden}, Init::kNormal, kMat, kProj);
   }
@@ -123,13 +130,15 @@ void add_attention(ModelSpec& m, const ModelShape& s, const std::string& L, cons
       {d.kv_lora_rank + d.qk_rope_head_dim, s.hidden}, Init::kNormal, kMat, kProj);
   add(m, L + "self_attn.kv_a_layernorm.weight", B + "attn_kv_a_norm.weight", {d.kv_lora_rank}, Init::kNormWeight,
       GgufRole::kF32, HfRole::kPlain);
-  WeightSpec kv_b{L + "self_attn.kv_b_proj.weight", {s.n_heads * (d.qk_nope_head_dim + d.v_head_dim), d.kv_lora_rank},
-                  Init::kNormal, kProj};
-  add_kv_b_split(s, B, [values = WeightValues(kv_b, m.seed)](int64_t r, float* dst) { values.row(r, dst); },
-                 m.gguf_tensors);
+  WeightSpec kv_b{L + "self_attn.kv_b_proj.weight",
+                  {s.n_heads * (d.qk_nope_head_dim + d.v_head_dim), d.kv_lora_rank},
+                  Init::kNormal,
+                  kProj};
+  add_kv_b_split(
+      s, B, [values = WeightValues(kv_b, m.seed)](int64_t r, float* dst) { values.row(r, dst); }, m.gguf_tensors);
   m.weights.push_back(std::move(kv_b));
-  add(m, L + "self_attn.o_proj.weight", B + "attn_output.weight", {s.hidden, s.n_heads * d.v_head_dim},
-      Init::kNormal, kMat, kProj);
+  add(m, L + "self_attn.o_proj.weight", B + "attn_output.weight", {s.hidden, s.n_heads * d.v_head_dim}, Init::kNormal,
+      kMat, kProj);
 }
 
 void add_ffn(ModelSpec& m, const ModelShape& s, int64_t layer, const std::string& L, const std::string& B) {
@@ -155,12 +164,12 @@ void add_ffn(ModelSpec& m, const ModelShape& s, int64_t layer, const std::string
   add_experts(m, layer, "down", d.n_routed_experts, s.hidden, d.moe_ffn);
   if (d.n_shared_experts > 0) {
     const int64_t sh = d.n_shared_experts * d.moe_ffn;
-    add(m, L + "mlp.shared_experts.gate_proj.weight", B + "ffn_gate_shexp.weight", {sh, s.hidden}, Init::kNormal,
-        kMat, kProj);
+    add(m, L + "mlp.shared_experts.gate_proj.weight", B + "ffn_gate_shexp.weight", {sh, s.hidden}, Init::kNormal, kMat,
+        kProj);
     add(m, L + "mlp.shared_experts.up_proj.weight", B + "ffn_up_shexp.weight", {sh, s.hidden}, Init::kNormal, kMat,
         kProj);
-    add(m, L + "mlp.shared_experts.down_proj.weight", B + "ffn_down_shexp.weight", {s.hidden, sh}, Init::kNormal,
-        kMat, kProj);
+    add(m, L + "mlp.shared_experts.down_proj.weight", B + "ffn_down_shexp.weight", {s.hidden, sh}, Init::kNormal, kMat,
+        kProj);
   }
 }
 
@@ -173,14 +182,17 @@ struct KNopeRows {
 
 }  // namespace
 
-void add_kv_b_split(const ModelShape& s, const std::string& block, RowMaker kv_b_row, std::vector<GgufTensorSpec>& out) {
+void add_kv_b_split(const ModelShape& s, const std::string& block, RowMaker kv_b_row,
+                    std::vector<GgufTensorSpec>& out) {
   const int64_t nope = s.mla.qk_nope_head_dim, v = s.mla.v_head_dim, lora = s.mla.kv_lora_rank, per_head = nope + v;
   auto kv_b = std::make_shared<const RowMaker>(std::move(kv_b_row));
   static std::atomic<uint64_t> n_splits{0};
   const uint64_t split = ++n_splits;
   // Row (h, c) of k_b is column c of head h's k_nope rows. The emitter gives each thread runs of consecutive rows, so
   // a thread keeps the head it read last and reads each head about once.
-  out.push_back({block + "attn_k_b.weight", {s.n_heads, lora, nope}, GgufRole::kMatrix,
+  out.push_back({block + "attn_k_b.weight",
+                 {s.n_heads, lora, nope},
+                 GgufRole::kMatrix,
                  [kv_b, split, nope, lora, per_head](int64_t r, float* dst) {
                    thread_local KNopeRows cache;
                    const int64_t h = r / lora, c = r % lora;
@@ -192,7 +204,9 @@ void add_kv_b_split(const ModelShape& s, const std::string& block, RowMaker kv_b
                    }
                    for (int64_t i = 0; i < nope; ++i) dst[i] = cache.rows[static_cast<size_t>(i * lora + c)];
                  }});
-  out.push_back({block + "attn_v_b.weight", {s.n_heads, v, lora}, GgufRole::kMatrix,
+  out.push_back({block + "attn_v_b.weight",
+                 {s.n_heads, v, lora},
+                 GgufRole::kMatrix,
                  [kv_b, nope, v, per_head](int64_t r, float* dst) { (*kv_b)(r / v * per_head + nope + r % v, dst); }});
 }
 
@@ -229,8 +243,8 @@ void deepseek2_gguf_keys(const ModelShape& s, GgufWriter& w) {
 void add_mtp_inputs(ModelSpec& m, const ModelShape& s, const std::string& L, const std::string& B) {
   add(m, L + "enorm.weight", B + "nextn.enorm.weight", {s.hidden}, Init::kNormWeight, GgufRole::kF32, HfRole::kPlain);
   add(m, L + "hnorm.weight", B + "nextn.hnorm.weight", {s.hidden}, Init::kNormWeight, GgufRole::kF32, HfRole::kPlain);
-  add(m, L + "eh_proj.weight", B + "nextn.eh_proj.weight", {s.hidden, 2 * s.hidden}, Init::kNormal,
-      GgufRole::kMatrix, HfRole::kProjection);
+  add(m, L + "eh_proj.weight", B + "nextn.eh_proj.weight", {s.hidden, 2 * s.hidden}, Init::kNormal, GgufRole::kMatrix,
+      HfRole::kProjection);
   add(m, L + "shared_head.norm.weight", B + "nextn.shared_head_norm.weight", {s.hidden}, Init::kNormWeight,
       GgufRole::kF32, HfRole::kPlain);
 }
@@ -252,8 +266,8 @@ Result<ModelSpec> build_deepseek2(const ModelShape& s, uint64_t seed) {
     add(m, L + "input_layernorm.weight", B + "attn_norm.weight", {s.hidden}, Init::kNormWeight, GgufRole::kF32,
         HfRole::kPlain);
     add_attention(m, s, L, B);
-    add(m, L + "post_attention_layernorm.weight", B + "ffn_norm.weight", {s.hidden}, Init::kNormWeight,
-        GgufRole::kF32, HfRole::kPlain);
+    add(m, L + "post_attention_layernorm.weight", B + "ffn_norm.weight", {s.hidden}, Init::kNormWeight, GgufRole::kF32,
+        HfRole::kPlain);
     add_ffn(m, s, i, L, B);
   }
   add(m, "model.norm.weight", "output_norm.weight", {s.hidden}, Init::kNormWeight, GgufRole::kF32, HfRole::kPlain);

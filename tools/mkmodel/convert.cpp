@@ -32,7 +32,7 @@ Result<json> read_config(const std::string& dir) {
 
 // A GGUF tensor being assembled from HF tensors: one source, or one per expert (stacked).
 struct Source {
-  std::vector<int64_t> shape;    // HF shape (PyTorch order) of one source
+  std::vector<int64_t> shape;     // HF shape (PyTorch order) of one source
   std::vector<TensorView> views;  // [0] = the tensor; experts: [e] = expert e
 };
 
@@ -158,12 +158,11 @@ Result<std::vector<GgufTensorSpec>> gguf_tensors(const std::map<std::string, Sou
     ordered[order_key(name)] = {name, shape, role_of(name, src.shape.size(), has_output), row_maker(src, permute)};
   }
   if (!rope_freq_divisors.empty()) {  // Llama-3 / linear scaling: per-pair divisors (FORMATS.md §4.3)
-    ordered[order_key("rope_freqs.weight")] = {"rope_freqs.weight",
-                                               {static_cast<int64_t>(rope_freq_divisors.size())},
-                                               GgufRole::kF32,
-                                               [d = rope_freq_divisors](int64_t, float* dst) {
-                                                 std::copy(d.begin(), d.end(), dst);
-                                               }};
+    ordered[order_key("rope_freqs.weight")] = {
+        "rope_freqs.weight",
+        {static_cast<int64_t>(rope_freq_divisors.size())},
+        GgufRole::kF32,
+        [d = rope_freq_divisors](int64_t, float* dst) { std::copy(d.begin(), d.end(), dst); }};
   }
   std::vector<GgufTensorSpec> out;
   for (auto& [key, t] : ordered) out.push_back(std::move(t));

@@ -15,10 +15,10 @@ namespace cai::mkmodel {
 
 struct ConvertStats {
   EmitStats emit;
-  std::string arch;               // GGUF general.architecture
-  int64_t n_dropped = 0;          // HF tensors not carried over (MTP layers, rotary caches, unknown names)
-  bool has_tokenizer = false;     // tokenizer.ggml.* written from tokenizer.json
-  std::string tokenizer_note;     // why the tokenizer was not converted, when it was not
+  std::string arch;            // GGUF general.architecture
+  int64_t n_dropped = 0;       // HF tensors not carried over (MTP layers, rotary caches, unknown names)
+  bool has_tokenizer = false;  // tokenizer.ggml.* written from tokenizer.json
+  std::string tokenizer_note;  // why the tokenizer was not converted, when it was not
 };
 
 // The GGUF architecture and hyper-parameters of a parsed config.json (`cfg` parsed from `raw`).

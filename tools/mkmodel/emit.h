@@ -15,10 +15,10 @@
 namespace cai::mkmodel {
 
 struct EmitOptions {
-  DType dtype = DType::kF32;      // requested weight type (GGUF: the matrices; HF: see HfRole)
-  std::string name;               // general.name
-  uint64_t max_shard_bytes = 0;   // HF: 0 = one model.safetensors, else shards + index
-  ThreadPool* pool = nullptr;     // generates and quantizes rows in parallel
+  DType dtype = DType::kF32;     // requested weight type (GGUF: the matrices; HF: see HfRole)
+  std::string name;              // general.name
+  uint64_t max_shard_bytes = 0;  // HF: 0 = one model.safetensors, else shards + index
+  ThreadPool* pool = nullptr;    // generates and quantizes rows in parallel
 };
 
 struct EmitStats {

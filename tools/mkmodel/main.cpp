@@ -51,26 +51,86 @@ constexpr std::array kPresets = {
     // Small enough for unit tests, rows long enough (256) for the K-quants.
     Preset{"llama", "tiny", 256, 2, 4, 2, 512, 300, 256, std::nullopt},
     // DeepSeek-V2-Lite (16B): MLA without q LoRA, 64 experts with softmax gating.
-    Preset{"deepseek2", "deepseek-v2-lite", 2048, 27, 16, 16, 10944, 102400, 163840, false,
-           {.q_lora_rank = 0, .kv_lora_rank = 512, .qk_nope_head_dim = 128, .qk_rope_head_dim = 64,
-            .v_head_dim = 128, .first_k_dense_replace = 1, .n_routed_experts = 64, .moe_ffn = 1408,
-            .n_shared_experts = 2, .top_k = 6, .n_group = 1, .topk_group = 1, .sigmoid = false,
-            .norm_topk_prob = false, .routed_scaling_factor = 1.0f},
+    Preset{"deepseek2",
+           "deepseek-v2-lite",
+           2048,
+           27,
+           16,
+           16,
+           10944,
+           102400,
+           163840,
+           false,
+           {.q_lora_rank = 0,
+            .kv_lora_rank = 512,
+            .qk_nope_head_dim = 128,
+            .qk_rope_head_dim = 64,
+            .v_head_dim = 128,
+            .first_k_dense_replace = 1,
+            .n_routed_experts = 64,
+            .moe_ffn = 1408,
+            .n_shared_experts = 2,
+            .top_k = 6,
+            .n_group = 1,
+            .topk_group = 1,
+            .sigmoid = false,
+            .norm_topk_prob = false,
+            .routed_scaling_factor = 1.0f},
            {40.0f, 4096, 0.707f, 0.707f}},
     // R1 / V3 layer shapes with 4 layers (3 dense + 1 MoE) and a 32000-token vocabulary.
-    Preset{"deepseek2", "r1-reduced", 7168, 4, 128, 128, 18432, 32000, 163840, false,
-           {.q_lora_rank = 1536, .kv_lora_rank = 512, .qk_nope_head_dim = 128, .qk_rope_head_dim = 64,
-            .v_head_dim = 128, .first_k_dense_replace = 3, .n_routed_experts = 256, .moe_ffn = 2048,
-            .n_shared_experts = 1, .top_k = 8, .n_group = 8, .topk_group = 4, .sigmoid = true,
-            .norm_topk_prob = true, .routed_scaling_factor = 2.5f},
+    Preset{"deepseek2",
+           "r1-reduced",
+           7168,
+           4,
+           128,
+           128,
+           18432,
+           32000,
+           163840,
+           false,
+           {.q_lora_rank = 1536,
+            .kv_lora_rank = 512,
+            .qk_nope_head_dim = 128,
+            .qk_rope_head_dim = 64,
+            .v_head_dim = 128,
+            .first_k_dense_replace = 3,
+            .n_routed_experts = 256,
+            .moe_ffn = 2048,
+            .n_shared_experts = 1,
+            .top_k = 8,
+            .n_group = 8,
+            .topk_group = 4,
+            .sigmoid = true,
+            .norm_topk_prob = true,
+            .routed_scaling_factor = 2.5f},
            {40.0f, 4096, 1.0f, 1.0f}},
     // Tests: every R1 feature (q LoRA, grouped sigmoid routing with bias, shared expert, YaRN), 128-wide FP8
     // blocks with partial edges.
-    Preset{"deepseek2", "tiny", 256, 3, 4, 4, 384, 300, 512, false,
-           {.q_lora_rank = 160, .kv_lora_rank = 64, .qk_nope_head_dim = 32, .qk_rope_head_dim = 16,
-            .v_head_dim = 32, .first_k_dense_replace = 1, .n_routed_experts = 16, .moe_ffn = 64,
-            .n_shared_experts = 1, .top_k = 4, .n_group = 4, .topk_group = 2, .sigmoid = true,
-            .norm_topk_prob = true, .routed_scaling_factor = 2.5f},
+    Preset{"deepseek2",
+           "tiny",
+           256,
+           3,
+           4,
+           4,
+           384,
+           300,
+           512,
+           false,
+           {.q_lora_rank = 160,
+            .kv_lora_rank = 64,
+            .qk_nope_head_dim = 32,
+            .qk_rope_head_dim = 16,
+            .v_head_dim = 32,
+            .first_k_dense_replace = 1,
+            .n_routed_experts = 16,
+            .moe_ffn = 64,
+            .n_shared_experts = 1,
+            .top_k = 4,
+            .n_group = 4,
+            .topk_group = 2,
+            .sigmoid = true,
+            .norm_topk_prob = true,
+            .routed_scaling_factor = 2.5f},
            {4.0f, 128, 1.0f, 1.0f}},
 };
 
@@ -146,10 +206,11 @@ Status convert(const Args& a, DType dtype) {
   const auto t0 = std::chrono::steady_clock::now();
   CAI_ASSIGN_OR_RETURN(ConvertStats st, convert_hf_to_gguf(a.from, o, a.out));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  fmt::print("wrote {} ({} gguf {} from {}): {} tensors, {:.1f} MiB of tensor data in {:.1f} s with {} threads; "
-             "{} HF tensors dropped; tokenizer: {}\n",
-             a.out, st.arch, a.dtype, a.from, st.emit.n_tensors, static_cast<double>(st.emit.n_bytes) / (1 << 20),
-             secs, pool.size(), st.n_dropped, st.has_tokenizer ? "converted" : "none (" + st.tokenizer_note + ")");
+  fmt::print(
+      "wrote {} ({} gguf {} from {}): {} tensors, {:.1f} MiB of tensor data in {:.1f} s with {} threads; "
+      "{} HF tensors dropped; tokenizer: {}\n",
+      a.out, st.arch, a.dtype, a.from, st.emit.n_tensors, static_cast<double>(st.emit.n_bytes) / (1 << 20), secs,
+      pool.size(), st.n_dropped, st.has_tokenizer ? "converted" : "none (" + st.tokenizer_note + ")");
   return Status::ok_status();
 }
 
@@ -183,8 +244,8 @@ Status run(const Args& a) {
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   fmt::print("wrote {} ({} {}, {} {}): {} tensors, {:.1f} MiB of tensor data in {:.1f} s with {} threads\n", a.out,
-             a.arch, a.format, a.preset, a.dtype, stats.n_tensors, static_cast<double>(stats.n_bytes) / (1 << 20),
-             secs, pool.size());
+             a.arch, a.format, a.preset, a.dtype, stats.n_tensors, static_cast<double>(stats.n_bytes) / (1 << 20), secs,
+             pool.size());
   return Status::ok_status();
 }
 

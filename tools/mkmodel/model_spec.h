@@ -16,21 +16,21 @@ namespace cai::mkmodel {
 
 // DeepSeek V2/V3 multi-head latent attention and mixture of experts (HF config.json names in comments).
 struct MlaMoeShape {
-  int64_t q_lora_rank = 0;            // q_lora_rank (0 = null: q_proj, as in V2-Lite)
-  int64_t kv_lora_rank = 0;           // kv_lora_rank
-  int64_t qk_nope_head_dim = 0;       // qk_nope_head_dim
-  int64_t qk_rope_head_dim = 0;       // qk_rope_head_dim
-  int64_t v_head_dim = 0;             // v_head_dim
-  int64_t first_k_dense_replace = 0;  // first_k_dense_replace (dense layers use ModelShape::ffn)
-  int64_t n_routed_experts = 0;       // n_routed_experts
-  int64_t moe_ffn = 0;                // moe_intermediate_size
-  int64_t n_shared_experts = 0;       // n_shared_experts
-  int64_t top_k = 0;                  // num_experts_per_tok
-  int64_t n_group = 1;                // n_group
-  int64_t topk_group = 1;             // topk_group
-  bool sigmoid = false;               // scoring_func sigmoid + e_score_correction_bias (V3), else softmax (V2)
-  bool norm_topk_prob = false;        // norm_topk_prob
-  float routed_scaling_factor = 1.0f; // routed_scaling_factor
+  int64_t q_lora_rank = 0;             // q_lora_rank (0 = null: q_proj, as in V2-Lite)
+  int64_t kv_lora_rank = 0;            // kv_lora_rank
+  int64_t qk_nope_head_dim = 0;        // qk_nope_head_dim
+  int64_t qk_rope_head_dim = 0;        // qk_rope_head_dim
+  int64_t v_head_dim = 0;              // v_head_dim
+  int64_t first_k_dense_replace = 0;   // first_k_dense_replace (dense layers use ModelShape::ffn)
+  int64_t n_routed_experts = 0;        // n_routed_experts
+  int64_t moe_ffn = 0;                 // moe_intermediate_size
+  int64_t n_shared_experts = 0;        // n_shared_experts
+  int64_t top_k = 0;                   // num_experts_per_tok
+  int64_t n_group = 1;                 // n_group
+  int64_t topk_group = 1;              // topk_group
+  bool sigmoid = false;                // scoring_func sigmoid + e_score_correction_bias (V3), else softmax (V2)
+  bool norm_topk_prob = false;         // norm_topk_prob
+  float routed_scaling_factor = 1.0f;  // routed_scaling_factor
 };
 
 // Hyper-parameters of a decoder-only transformer, HF names in comments.
@@ -102,8 +102,8 @@ struct ModelSpec {
   std::vector<GgufTensorSpec> gguf_tensors;  // GGUF file, in file order
   nlohmann::json hf_config;                  // config.json without torch_dtype and token ids (the emitter adds them)
   std::function<void(GgufWriter&)> gguf_metadata;  // general.architecture and the <arch>.* keys
-  std::string tokenizer_pre;                 // tokenizer.ggml.pre, e.g. "qwen2"
-  bool add_bos = false;                      // tokenizer.ggml.add_bos_token
+  std::string tokenizer_pre;                       // tokenizer.ggml.pre, e.g. "qwen2"
+  bool add_bos = false;                            // tokenizer.ggml.add_bos_token
 };
 
 // Deterministic values of a weight (counter-based: no state, any element in any order, any thread).

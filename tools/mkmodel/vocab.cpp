@@ -146,8 +146,8 @@ void add_gguf_tokenizer(const SyntheticVocab& v, const std::string& pre, bool ad
 
 nlohmann::ordered_json hf_tokenizer_json(const SyntheticVocab& v, const std::string& pre) {
   using Json = nlohmann::ordered_json;
-  const Json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false},
-                           {"use_regex", false}};
+  const Json byte_level = {
+      {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
   Json added = Json::array();
   Json vocab = Json::object();
   for (size_t id = 0; id < v.tokens.size(); ++id) {
@@ -155,8 +155,13 @@ nlohmann::ordered_json hf_tokenizer_json(const SyntheticVocab& v, const std::str
       vocab[v.tokens[id]] = id;
       continue;
     }
-    added.push_back({{"id", id}, {"content", v.tokens[id]}, {"single_word", false}, {"lstrip", false},
-                     {"rstrip", false}, {"normalized", false}, {"special", true}});
+    added.push_back({{"id", id},
+                     {"content", v.tokens[id]},
+                     {"single_word", false},
+                     {"lstrip", false},
+                     {"rstrip", false},
+                     {"normalized", false},
+                     {"special", true}});
   }
   const bool llama3 = pre == "llama-bpe";
   const Json split = {{"type", "Split"},
@@ -173,9 +178,16 @@ nlohmann::ordered_json hf_tokenizer_json(const SyntheticVocab& v, const std::str
       {"post_processor", byte_level},
       {"decoder", byte_level},
       {"model",
-       {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", ""},
-        {"end_of_word_suffix", ""}, {"fuse_unk", false}, {"byte_fallback", false}, {"ignore_merges", llama3},
-        {"vocab", vocab}, {"merges", v.merges}}},
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", nullptr},
+        {"continuing_subword_prefix", ""},
+        {"end_of_word_suffix", ""},
+        {"fuse_unk", false},
+        {"byte_fallback", false},
+        {"ignore_merges", llama3},
+        {"vocab", vocab},
+        {"merges", v.merges}}},
   };
 }
 
@@ -184,8 +196,8 @@ nlohmann::ordered_json hf_tokenizer_config(const SyntheticVocab& v, bool add_bos
   Json decoder = Json::object();
   for (size_t id = 0; id < v.tokens.size(); ++id) {
     if (v.types[id] != kTokenControl) continue;
-    decoder[std::to_string(id)] = {{"content", v.tokens[id]}, {"lstrip", false}, {"normalized", false},
-                                   {"rstrip", false}, {"single_word", false}, {"special", true}};
+    decoder[std::to_string(id)] = {{"content", v.tokens[id]}, {"lstrip", false},      {"normalized", false},
+                                   {"rstrip", false},         {"single_word", false}, {"special", true}};
   }
   const std::string& bos = v.tokens[static_cast<size_t>(v.bos_id)];
   const std::string& eos = v.tokens[static_cast<size_t>(v.eos_id)];

@@ -33,8 +33,7 @@ float unit_normalish(uint64_t bits) {
 }  // namespace
 
 WeightValues::WeightValues(const WeightSpec& w, uint64_t seed)
-    : key_(mix64(seed * 0x9E3779B97F4A7C15ULL ^ name_hash(w.name))),
-      init_(w.init),
+    : key_(mix64(seed * 0x9E3779B97F4A7C15ULL ^ name_hash(w.name))), init_(w.init),
       cols_(w.shape.empty() ? 1 : w.shape.back()) {}
 
 float WeightValues::at(int64_t index) const {

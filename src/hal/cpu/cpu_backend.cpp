@@ -79,9 +79,7 @@ class CpuDevice final : public Device {
  public:
   CpuDevice() : pool_(std::make_unique<ThreadPool>(0)), sensor_(find_cpu_package_sensor(sysfs_root_from_env())) {}
   std::string name() const override { return "cpu:0"; }
-  std::string description() const override {
-    return fmt::format("host CPU, {} threads", pool_->size());
-  }
+  std::string description() const override { return fmt::format("host CPU, {} threads", pool_->size()); }
   MemoryInfo memory_info() const override { return {meminfo_bytes("MemTotal:"), meminfo_bytes("MemAvailable:")}; }
   Telemetry telemetry() const override {
     Telemetry t;

@@ -10,7 +10,8 @@
 //   gpuMalloc(&p, n), gpuFree(p), gpuMallocHost(&p, n), gpuFreeHost(p), gpuMemGetInfo(&free, &total)
 //   gpuMemcpyAsync(dst, src, n, kind, s) with kind gpuMemcpyHostToDevice / DeviceToHost / DeviceToDevice,
 //   gpuMemsetAsync(p, byte, n, s), gpuGetDeviceCount(&n), gpuSetDevice(i),
-//   gpuDeviceProp {name, totalGlobalMem, sharedMemPerBlock, multiProcessorCount, warpSize}, gpuGetDeviceProperties(&p, i)
+//   gpuDeviceProp {name, totalGlobalMem, sharedMemPerBlock, multiProcessorCount, warpSize},
+//   gpuGetDeviceProperties(&p, i)
 // Launch:  GPU_LAUNCH(grid, block, shared_bytes, stream, kernel)(args...);   (kernel may be a template-id)
 // Device code:
 //   __global__ __device__ __host__ __forceinline__ __shared__ __restrict__ __launch_bounds__(n)

@@ -1,4 +1,5 @@
-// AttentionGqa: q/k/v projections (+ optional biases), RoPE, paged KV write, grouped-query attention, output projection.
+// AttentionGqa: q/k/v projections (+ optional biases), RoPE, paged KV write, grouped-query attention, output
+// projection.
 #pragma once
 
 #include <optional>
@@ -26,9 +27,9 @@ class AttentionGqa {
   int kv_rank_ = 0;
   hal::AttentionParams attn_;
   hal::RopeParams rope_;
-  TensorView rope_inv_freq_;  // [rope_dim / 2] F32 on the device
-  TensorView wq_, wk_, wv_, wo_;                  // [n_head*hd, hidden], [n_kv*hd, hidden] ×2, [hidden, n_head*hd]
-  std::optional<TensorView> bq_, bk_, bv_;        // [n_head*hd], [n_kv*hd] ×2
+  TensorView rope_inv_freq_;                // [rope_dim / 2] F32 on the device
+  TensorView wq_, wk_, wv_, wo_;            // [n_head*hd, hidden], [n_kv*hd, hidden] ×2, [hidden, n_head*hd]
+  std::optional<TensorView> bq_, bk_, bv_;  // [n_head*hd], [n_kv*hd] ×2
 };
 
 }  // namespace cai

@@ -40,13 +40,19 @@ Result<AttentionMla> AttentionMla::load(WeightStore& w, const ModelConfig& cfg, 
   a.w_uk_ = k_b.reshaped({nh * lora, cfg.qk_nope_head_dim});
   a.w_uv_ = v_b.reshaped({nh * cfg.v_head_dim, lora});
   CAI_ASSIGN_OR_RETURN(a.wo_, w.get_gemm_weight(p + "attn_output.weight", {hidden, nh * cfg.v_head_dim}));
-  a.mla_ = {cfg.num_attention_heads, cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim, cfg.kv_lora_rank,
-            softmax_scale(cfg), 0};
+  a.mla_ = {cfg.num_attention_heads,
+            cfg.qk_nope_head_dim,
+            cfg.qk_rope_head_dim,
+            cfg.v_head_dim,
+            cfg.kv_lora_rank,
+            softmax_scale(cfg),
+            0};
   a.rope_ = cfg.rope_params();
   CAI_ASSIGN_OR_RETURN(a.rope_inv_freq_, w.upload_f32("rope.inv_freq", hal::rope_inv_freqs(cfg.rope_freq_config()),
-                                                          w.placement().layer_device(layer)));
+                                                      w.placement().layer_device(layer)));
   if (cfg.yarn_factor > 1.0f && cfg.yarn_mscale_all_dim > 0.0f)
-    a.rope_.mscale = yarn_get_mscale(cfg.yarn_factor, cfg.yarn_mscale) / yarn_get_mscale(cfg.yarn_factor, cfg.yarn_mscale_all_dim);
+    a.rope_.mscale =
+        yarn_get_mscale(cfg.yarn_factor, cfg.yarn_mscale) / yarn_get_mscale(cfg.yarn_factor, cfg.yarn_mscale_all_dim);
   return a;
 }
 

@@ -30,14 +30,14 @@ class AttentionMla {
   float eps_ = 1e-6f;
   hal::MlaParams mla_;
   hal::RopeParams rope_;
-  TensorView rope_inv_freq_;  // [rope_dim / 2] F32 on the device
+  TensorView rope_inv_freq_;                          // [rope_dim / 2] F32 on the device
   std::optional<TensorView> wq_a_, q_a_norm_, wq_b_;  // [q_lora, hidden], [q_lora], [n_head*(nope+rope), q_lora]
   std::optional<TensorView> wq_;                      // [n_head*(nope+rope), hidden] when q_lora_rank is null
-  TensorView wkv_a_;    // [kv_lora + rope, hidden]
-  TensorView kv_norm_;  // [kv_lora]
-  TensorView w_uk_;     // [n_head*kv_lora, nope]: attn_k_b, row (h, c) = column c of head h's W_UK
-  TensorView w_uv_;     // [n_head*v, kv_lora]: attn_v_b, head h's W_UV rows
-  TensorView wo_;       // [hidden, n_head*v]
+  TensorView wkv_a_;                                  // [kv_lora + rope, hidden]
+  TensorView kv_norm_;                                // [kv_lora]
+  TensorView w_uk_;  // [n_head*kv_lora, nope]: attn_k_b, row (h, c) = column c of head h's W_UK
+  TensorView w_uv_;  // [n_head*v, kv_lora]: attn_v_b, head h's W_UV rows
+  TensorView wo_;    // [hidden, n_head*v]
 };
 
 }  // namespace cai

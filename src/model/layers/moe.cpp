@@ -14,8 +14,8 @@ Result<MoeFfn> MoeFfn::load(WeightStore& w, const ModelConfig& cfg, int layer) {
   const int64_t n_local = n_e / parts, shared_ffn = ffn * cfg.n_shared_experts / parts;
   m.experts_.expert_begin = static_cast<int32_t>(n_local * w.expert_part());
   const std::string p = "blk." + std::to_string(layer) + ".";
-  m.gate_params_ = {cfg.n_routed_experts,    cfg.num_experts_per_tok,      cfg.n_group,
-                    cfg.topk_group,          cfg.scoring_func == "sigmoid", cfg.norm_topk_prob,
+  m.gate_params_ = {cfg.n_routed_experts,     cfg.num_experts_per_tok,       cfg.n_group,
+                    cfg.topk_group,           cfg.scoring_func == "sigmoid", cfg.norm_topk_prob,
                     cfg.routed_scaling_factor};
   CAI_ASSIGN_OR_RETURN(m.router_, w.get(p + "ffn_gate_inp.weight", {n_e, hidden}));
   if (w.has(p + "exp_probs_b.bias")) {

@@ -20,10 +20,10 @@ class MoeFfn {
 
  private:
   hal::MoeGateParams gate_params_;
-  TensorView router_;                  // [n_experts, hidden]
-  std::optional<TensorView> bias_;     // [n_experts] e_score_correction_bias (selection only)
-  hal::ExpertWeights experts_;         // stacked: [E, ffn, hidden], [E, ffn, hidden], [E, hidden, ffn]
-  std::optional<DenseMlp> shared_;     // n_shared_experts fused into one MLP of width n_shared * ffn
+  TensorView router_;               // [n_experts, hidden]
+  std::optional<TensorView> bias_;  // [n_experts] e_score_correction_bias (selection only)
+  hal::ExpertWeights experts_;      // stacked: [E, ffn, hidden], [E, ffn, hidden], [E, hidden, ffn]
+  std::optional<DenseMlp> shared_;  // n_shared_experts fused into one MLP of width n_shared * ffn
 };
 
 }  // namespace cai

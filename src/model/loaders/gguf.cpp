@@ -14,16 +14,33 @@ constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian u32
 constexpr size_t kMaxDims = 4;
 
 enum GgufValueType : uint32_t {
-  kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6,
-  kBool = 7, kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12, kNumValueTypes = 13,
+  kU8 = 0,
+  kI8 = 1,
+  kU16 = 2,
+  kI16 = 3,
+  kU32 = 4,
+  kI32 = 5,
+  kF32 = 6,
+  kBool = 7,
+  kString = 8,
+  kArray = 9,
+  kU64 = 10,
+  kI64 = 11,
+  kF64 = 12,
+  kNumValueTypes = 13,
 };
 
 // Smallest encoding of one value of each type (strings: the u64 length alone); used to reject absurd counts.
 size_t min_value_bytes(uint32_t type) {
   switch (type) {
-    case kU8: case kI8: case kBool: return 1;
-    case kU16: case kI16: return 2;
-    case kU32: case kI32: case kF32: return 4;
+    case kU8:
+    case kI8:
+    case kBool: return 1;
+    case kU16:
+    case kI16: return 2;
+    case kU32:
+    case kI32:
+    case kF32: return 4;
     case kString: return 8;
     case kArray: return 12;
     default: return 8;  // u64, i64, f64
@@ -35,8 +52,7 @@ size_t min_value_bytes(uint32_t type) {
 // Reads little-endian fields from [data, data + size); every read is checked against the end.
 class GgufCursor {
  public:
-  GgufCursor(const uint8_t* data, size_t size, const std::string& source)
-      : data_(data), size_(size), source_(source) {}
+  GgufCursor(const uint8_t* data, size_t size, const std::string& source) : data_(data), size_(size), source_(source) {}
 
   const std::string& source() const { return source_; }
   size_t pos() const { return pos_; }
@@ -123,7 +139,8 @@ Status read_array(GgufCursor& cur, const std::string& key, nlohmann::json* out) 
   CAI_TRY(cur.read(&elem_type, key));
   CAI_TRY(cur.read(&count, key));
   if (elem_type == kArray) return corrupt("{}: key '{}': arrays of arrays are not supported", cur.source(), key);
-  if (elem_type >= kNumValueTypes) return corrupt("{}: key '{}': unknown array element type {}", cur.source(), key, elem_type);
+  if (elem_type >= kNumValueTypes)
+    return corrupt("{}: key '{}': unknown array element type {}", cur.source(), key, elem_type);
   if (count > cur.remaining() / min_value_bytes(elem_type))
     return corrupt("{}: key '{}': array of {} elements cannot fit in the {} bytes left", cur.source(), key, count,
                    cur.remaining());
@@ -197,8 +214,8 @@ Status GgufFile::parse_header(GgufCursor& cur, uint64_t* n_tensors, uint64_t* n_
   if (magic != kMagic) return corrupt("{}: not a GGUF file (bad magic {:#010x})", source_name_, magic);
   CAI_TRY(cur.read(&version_, "version"));
   if ((version_ & 0xFFFF) == 0)
-    return unsupported("{}: version field {:#010x} looks byte-swapped (big-endian GGUF is not supported)",
-                       source_name_, version_);
+    return unsupported("{}: version field {:#010x} looks byte-swapped (big-endian GGUF is not supported)", source_name_,
+                       version_);
   if (version_ == 1) return unsupported("{}: GGUF v1 is not supported (re-convert to v2 or v3)", source_name_);
   if (version_ != 2 && version_ != 3) return unsupported("{}: unknown GGUF version {}", source_name_, version_);
   CAI_TRY(cur.read(n_tensors, "tensor count"));
@@ -207,8 +224,7 @@ Status GgufFile::parse_header(GgufCursor& cur, uint64_t* n_tensors, uint64_t* n_
   if (*n_kv > cur.remaining() / 13)
     return corrupt("{}: metadata count {} cannot fit in a {}-byte file", source_name_, *n_kv, cur.remaining() + 24);
   if (*n_tensors > cur.remaining() / 24)
-    return corrupt("{}: tensor count {} cannot fit in a {}-byte file", source_name_, *n_tensors,
-                   cur.remaining() + 24);
+    return corrupt("{}: tensor count {} cannot fit in a {}-byte file", source_name_, *n_tensors, cur.remaining() + 24);
   return {};
 }
 
@@ -234,8 +250,7 @@ Status GgufFile::parse_metadata(GgufCursor& cur, uint64_t n_kv) {
     if (!it->is_number_unsigned())
       return corrupt("{}: general.alignment must be a power-of-two u32, got a {}", source_name_, it->type_name());
     if (it->get<uint64_t>() > 0xFFFFFFFFu || !std::has_single_bit(it->get<uint64_t>()))
-      return corrupt("{}: general.alignment must be a power-of-two u32, got {}", source_name_,
-                     it->get<uint64_t>());
+      return corrupt("{}: general.alignment must be a power-of-two u32, got {}", source_name_, it->get<uint64_t>());
     alignment_ = static_cast<size_t>(it->get<uint64_t>());
   }
   return {};
@@ -261,13 +276,13 @@ Status GgufFile::parse_tensor_info(GgufCursor& cur, GgufTensorInfo* t) {
   uint32_t type_id = 0;
   CAI_TRY(cur.read(&type_id, "tensor type"));
   std::optional<DType> dtype = dtype_from_ggml(type_id);
-  if (!dtype) return unsupported("{}: tensor '{}' has unknown or unsupported ggml type id {}", source_name_, t->name,
-                                 type_id);
+  if (!dtype)
+    return unsupported("{}: tensor '{}' has unknown or unsupported ggml type id {}", source_name_, t->name, type_id);
   t->dtype = *dtype;
   CAI_TRY(cur.read(&t->offset, "tensor offset"));
   if (t->offset % alignment_ != 0)
-    return corrupt("{}: tensor '{}' offset {} is not a multiple of the alignment {}", source_name_, t->name,
-                   t->offset, alignment_);
+    return corrupt("{}: tensor '{}' offset {} is not a multiple of the alignment {}", source_name_, t->name, t->offset,
+                   alignment_);
   const DTypeInfo& info = dtype_info(t->dtype);
   const int64_t ne0 = n_dims == 0 ? 1 : t->ne[0];
   if (ne0 % info.block_elems != 0)

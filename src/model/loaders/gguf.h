@@ -38,7 +38,8 @@ class GgufFile {
   // were one file (the metadata is the first part's). See gguf_split.cpp.
   static Result<std::unique_ptr<GgufFile>> open(const std::string& path);
   // Parse bytes that the caller keeps alive (tests, fuzzing). Never reads outside [data, data + size).
-  static Result<std::unique_ptr<GgufFile>> parse(const uint8_t* data, size_t size, std::string source_name = "<memory>");
+  static Result<std::unique_ptr<GgufFile>> parse(const uint8_t* data, size_t size,
+                                                 std::string source_name = "<memory>");
 
   uint32_t version() const { return version_; }
   // Every metadata key → its value: integers/floats/bools/strings as JSON scalars, arrays as JSON arrays.
@@ -62,7 +63,7 @@ class GgufFile {
   Status parse_metadata(GgufCursor& cur, uint64_t n_kv);
   Status parse_tensor_info(GgufCursor& cur, GgufTensorInfo* t);
 
-  std::unique_ptr<MappedFile> file_;  // null when parsing caller-owned bytes
+  std::unique_ptr<MappedFile> file_;              // null when parsing caller-owned bytes
   std::vector<std::unique_ptr<GgufFile>> parts_;  // split parts 2..N, kept open for their tensors' bytes
   std::string source_name_;
   uint32_t version_ = 0;

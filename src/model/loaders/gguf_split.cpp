@@ -34,11 +34,12 @@ Status GgufFile::attach_split_parts() {
     return invalid_argument("{}: part of a model split in {} files, but its name is not <name>-{:05}-of-{:05}.gguf",
                             source_name_, count, no + 1, count);
   auto part_path = [&](int64_t i) {
-    return (path.parent_path() / fmt::format("{}-{:0{}}-of-{}.gguf", m[1].str(), i + 1, m[2].length(), m[3].str())).string();
+    return (path.parent_path() / fmt::format("{}-{:0{}}-of-{}.gguf", m[1].str(), i + 1, m[2].length(), m[3].str()))
+        .string();
   };
   if (no != 0)
-    return invalid_argument("{} is part {} of {} of a split model: pass the first part, {}", source_name_, no + 1, count,
-                            part_path(0));
+    return invalid_argument("{} is part {} of {} of a split model: pass the first part, {}", source_name_, no + 1,
+                            count, part_path(0));
   std::string per_part = std::to_string(tensors_.size());
   for (int64_t i = 1; i < count; ++i) {
     const std::string p = part_path(i);
@@ -46,7 +47,8 @@ Status GgufFile::attach_split_parts() {
     if (!std::filesystem::exists(p, ec))
       return not_found("{}: part {} of {} of the split model {} is missing", p, i + 1, count, source_name_);
     CAI_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> part, open_one(p));
-    const int64_t part_no = split_key(part->metadata_, "split.no"), part_count = split_key(part->metadata_, "split.count");
+    const int64_t part_no = split_key(part->metadata_, "split.no"),
+                  part_count = split_key(part->metadata_, "split.count");
     if (part_no != i || part_count != count)
       return corrupt("{}: split.no {} of split.count {} where part {} of {} was expected (a part of another model?)", p,
                      part_no, part_count, i + 1, count);

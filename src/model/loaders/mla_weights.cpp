@@ -28,13 +28,13 @@ Result<std::array<HostTensor, 2>> split_mla_kv_b(const std::string& prefix, cons
     return invalid_argument("'{}attn_kv_b.weight' has shape {}, expected [{} heads × ({} + {}), kv_lora]", prefix,
                             kv_b.shape_string(), d.n_head, d.qk_nope, d.v_head_dim);
   constexpr int64_t kB = kFp8ScaleBlock;
-  const bool fp8_blocks = kv_b.scale && kv_b.dtype == DType::kF8_E4M3 && d.qk_nope % kB == 0 &&
-                          d.v_head_dim % kB == 0 && lora % kB == 0;
+  const bool fp8_blocks =
+      kv_b.scale && kv_b.dtype == DType::kF8_E4M3 && d.qk_nope % kB == 0 && d.v_head_dim % kB == 0 && lora % kB == 0;
   const bool plain = (is_plain_float(kv_b.dtype) && !kv_b.scale) || fp8_blocks;  // elements copied as they are
   const bool decode_v = kv_b.scale && !fp8_blocks;
   HostTensor k = make_host(prefix + "attn_k_b.weight", plain ? kv_b.dtype : DType::kF32, {d.n_head, lora, d.qk_nope});
-  HostTensor v = make_host(prefix + "attn_v_b.weight", decode_v ? DType::kF32 : kv_b.dtype,
-                           {d.n_head, d.v_head_dim, lora});
+  HostTensor v =
+      make_host(prefix + "attn_v_b.weight", decode_v ? DType::kF32 : kv_b.dtype, {d.n_head, d.v_head_dim, lora});
   if (fp8_blocks) {
     // kv_b's grid [n_head·(nope + v) / 128, kv_lora / 128]; attn_k_b's [n_head·kv_lora / 128, nope / 128] holds at
     // (head h's kv_lora block cb, nope block ib) kv_b's (h's k row block ib, cb); attn_v_b's [n_head·v / 128,

@@ -27,12 +27,12 @@ struct ElementType {
 };
 
 constexpr ElementType kElementTypes[] = {
-    {"BOOL", 8, std::nullopt},   {"U8", 8, std::nullopt},      {"I8", 8, DType::kI8},
+    {"BOOL", 8, std::nullopt},    {"U8", 8, std::nullopt},         {"I8", 8, DType::kI8},
     {"F8_E5M2", 8, std::nullopt}, {"F8_E4M3", 8, DType::kF8_E4M3}, {"F8_E8M0", 8, std::nullopt},
-    {"I16", 16, std::nullopt},   {"U16", 16, std::nullopt},    {"F16", 16, DType::kF16},
-    {"BF16", 16, DType::kBF16},  {"I32", 32, DType::kI32},     {"U32", 32, std::nullopt},
-    {"F32", 32, DType::kF32},    {"F64", 64, std::nullopt},    {"I64", 64, std::nullopt},
-    {"U64", 64, std::nullopt},   {"C64", 64, std::nullopt},    {"F4", 4, std::nullopt},
+    {"I16", 16, std::nullopt},    {"U16", 16, std::nullopt},       {"F16", 16, DType::kF16},
+    {"BF16", 16, DType::kBF16},   {"I32", 32, DType::kI32},        {"U32", 32, std::nullopt},
+    {"F32", 32, DType::kF32},     {"F64", 64, std::nullopt},       {"I64", 64, std::nullopt},
+    {"U64", 64, std::nullopt},    {"C64", 64, std::nullopt},       {"F4", 4, std::nullopt},
     {"F6_E2M3", 6, std::nullopt}, {"F6_E3M2", 6, std::nullopt},
 };
 
@@ -99,7 +99,8 @@ Status parse_entry(const std::string& source, const std::string& name, const jso
   auto offsets_it = v.find("data_offsets");
   if (dtype_it == v.end() || !dtype_it->is_string())
     return corrupt("{}: tensor '{}' has no string 'dtype'", source, name);
-  if (shape_it == v.end() || !shape_it->is_array()) return corrupt("{}: tensor '{}' has no 'shape' array", source, name);
+  if (shape_it == v.end() || !shape_it->is_array())
+    return corrupt("{}: tensor '{}' has no 'shape' array", source, name);
   if (offsets_it == v.end() || !offsets_it->is_array() || offsets_it->size() != 2)
     return corrupt("{}: tensor '{}' has no 'data_offsets' pair", source, name);
   t->name = name;
@@ -112,11 +113,9 @@ Status parse_entry(const std::string& source, const std::string& name, const jso
     std::optional<int64_t> dim = as_count(d);
     if (!dim) return corrupt("{}: tensor '{}' has a bad dimension {}", source, name, d.dump());
     t->shape.push_back(*dim);
-    if (__builtin_mul_overflow(n_bits, *dim, &n_bits))
-      return corrupt("{}: tensor '{}' size overflows", source, name);
+    if (__builtin_mul_overflow(n_bits, *dim, &n_bits)) return corrupt("{}: tensor '{}' size overflows", source, name);
   }
-  if (n_bits % 8 != 0)
-    return corrupt("{}: tensor '{}' of {} does not fill whole bytes", source, name, t->dtype_name);
+  if (n_bits % 8 != 0) return corrupt("{}: tensor '{}' of {} does not fill whole bytes", source, name, t->dtype_name);
   std::optional<int64_t> begin = as_count((*offsets_it)[0]);
   std::optional<int64_t> end = as_count((*offsets_it)[1]);
   if (!begin || !end || *begin > *end)
@@ -143,8 +142,7 @@ Status check_coverage(std::vector<SafetensorsTensor>& tensors, const uint8_t* bu
   const SafetensorsTensor* prev = nullptr;
   for (const SafetensorsTensor& t : tensors) {
     size_t begin = static_cast<size_t>(t.data - buffer);
-    if (begin < expected)
-      return corrupt("{}: tensor '{}' overlaps tensor '{}'", source, t.name, prev->name);
+    if (begin < expected) return corrupt("{}: tensor '{}' overlaps tensor '{}'", source, t.name, prev->name);
     if (begin > expected) return corrupt("{}: {} unused bytes before tensor '{}'", source, begin - expected, t.name);
     expected = begin + t.n_bytes;
     prev = &t;
@@ -284,8 +282,7 @@ Status SafetensorsCheckpoint::load_index(const std::string& index_path) {
   for (const auto& [tensor, shard_json] : map_it->items()) {
     const SafetensorsFile* shard = opened[shard_json.get<std::string>()];
     if (shard->find(tensor) == nullptr)
-      return corrupt("{}: tensor '{}' is listed in the index but missing from its shard", shard->source_name(),
-                     tensor);
+      return corrupt("{}: tensor '{}' is listed in the index but missing from its shard", shard->source_name(), tensor);
   }
   return {};
 }

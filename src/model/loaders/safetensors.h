@@ -18,9 +18,9 @@ namespace cai {
 
 struct SafetensorsTensor {
   std::string name;
-  std::string dtype_name;        // as written in the file: "F32", "BF16", "F8_E4M3", "I64", ...
-  std::optional<DType> dtype;    // nullopt for element types CAI does not compute with (I64, U8, BOOL, F8_E5M2, ...)
-  std::vector<int64_t> shape;    // PyTorch order, outermost first; [] = scalar
+  std::string dtype_name;      // as written in the file: "F32", "BF16", "F8_E4M3", "I64", ...
+  std::optional<DType> dtype;  // nullopt for element types CAI does not compute with (I64, U8, BOOL, F8_E5M2, ...)
+  std::vector<int64_t> shape;  // PyTorch order, outermost first; [] = scalar
   // Inside the file's bytes; valid while the file lives. NOT necessarily aligned: safetensors only promises that the
   // buffer starts at a multiple of 8 (by writer convention), so kernels must not assume any alignment of this pointer.
   const uint8_t* data = nullptr;
@@ -79,7 +79,7 @@ class SafetensorsCheckpoint {
   std::string dir_;
   std::vector<std::unique_ptr<SafetensorsFile>> shards_;
   std::map<std::string, const SafetensorsTensor*, std::less<>> by_name_;  // stored tensors and aliases
-  std::map<std::string, std::string, std::less<>> aliases_;                // alias → stored name
+  std::map<std::string, std::string, std::less<>> aliases_;               // alias → stored name
 };
 
 }  // namespace cai

@@ -49,9 +49,8 @@ Status SafetensorsWriter::write_file(const std::string& path, size_t begin, size
   uint64_t offset = 0;
   for (size_t i = begin; i < end; ++i) {
     const PendingTensor& t = tensors_[i];
-    header[t.name] = {{"dtype", *safetensors_dtype(t.dtype)},
-                      {"shape", t.shape},
-                      {"data_offsets", {offset, offset + t.n_bytes}}};
+    header[t.name] = {
+        {"dtype", *safetensors_dtype(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.n_bytes}}};
     offset += t.n_bytes;
   }
   std::string text;

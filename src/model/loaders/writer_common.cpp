@@ -18,8 +18,7 @@ TensorFill fill_from_bytes(std::vector<uint8_t> bytes) {
   };
 }
 
-Result<PendingTensor> make_pending_tensor(std::string name, DType dtype, std::vector<int64_t> shape,
-                                          TensorFill fill) {
+Result<PendingTensor> make_pending_tensor(std::string name, DType dtype, std::vector<int64_t> shape, TensorFill fill) {
   if (name.empty()) return invalid_argument("tensor name is empty");
   if (shape.empty() || shape.size() > 4) {
     return invalid_argument("tensor '{}': {} dimensions (1..4 supported)", name, shape.size());
@@ -32,8 +31,8 @@ Result<PendingTensor> make_pending_tensor(std::string name, DType dtype, std::ve
   const int64_t cols = shape.back();
   const int block = dtype_info(dtype).block_elems;
   if (cols % block != 0) {
-    return invalid_argument("tensor '{}': innermost dimension {} is not a multiple of {}'s block size {}", name,
-                            cols, dtype_name(dtype), block);
+    return invalid_argument("tensor '{}': innermost dimension {} is not a multiple of {}'s block size {}", name, cols,
+                            dtype_name(dtype), block);
   }
   if (!fill) return invalid_argument("tensor '{}' has no data source", name);
   PendingTensor t;

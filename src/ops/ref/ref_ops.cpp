@@ -62,14 +62,16 @@ Status rope(const OpContext&, const TensorView& x, const TensorView& pos_view, c
   return {};
 }
 
-Status dense_gemm(const OpContext&, const TensorView& w, const TensorView& x, const TensorView* bias, const TensorView& y) {
+Status dense_gemm(const OpContext&, const TensorView& w, const TensorView& x, const TensorView* bias,
+                  const TensorView& y) {
   if (x.cols() != w.cols() || y.cols() != w.rows() || y.rows() != x.rows())
     return invalid_argument("dense_gemm: w {} x {} y {}", w.shape_string(), x.shape_string(), y.shape_string());
   for (int64_t o = 0; o < w.rows(); ++o) {
     std::vector<float> wr = dequant(w, o);
     for (int64_t n = 0; n < x.rows(); ++n) {
       double acc = bias ? bias->as<float>()[o] : 0.0;
-      for (int64_t c = 0; c < w.cols(); ++c) acc += static_cast<double>(wr[static_cast<size_t>(c)]) * x.row<float>(n)[c];
+      for (int64_t c = 0; c < w.cols(); ++c)
+        acc += static_cast<double>(wr[static_cast<size_t>(c)]) * x.row<float>(n)[c];
       y.row<float>(n)[o] = static_cast<float>(acc);
     }
   }
@@ -170,11 +172,15 @@ Status moe_gate(const OpContext&, const hal::MoeGateParams& p, const TensorView&
     for (int e = 0; e < n_e; ++e) mx = std::max(mx, static_cast<double>(l[e]));
     for (int e = 0; e < n_e; ++e) sum += std::exp(l[e] - mx);
     for (int e = 0; e < n_e; ++e) {
-      score[static_cast<size_t>(e)] = p.sigmoid ? 1.0 / (1.0 + std::exp(-static_cast<double>(l[e]))) : std::exp(l[e] - mx) / sum;
+      score[static_cast<size_t>(e)] =
+          p.sigmoid ? 1.0 / (1.0 + std::exp(-static_cast<double>(l[e]))) : std::exp(l[e] - mx) / sum;
       biased[static_cast<size_t>(e)] = score[static_cast<size_t>(e)] + (bias ? bias->as<float>()[e] : 0.0f);
     }
     auto better = [](const std::vector<double>& v) {
-      return [&v](int a, int b) { return v[static_cast<size_t>(a)] > v[static_cast<size_t>(b)] || (v[static_cast<size_t>(a)] == v[static_cast<size_t>(b)] && a < b); };
+      return [&v](int a, int b) {
+        return v[static_cast<size_t>(a)] > v[static_cast<size_t>(b)] ||
+               (v[static_cast<size_t>(a)] == v[static_cast<size_t>(b)] && a < b);
+      };
     };
     std::vector<double> gscore(static_cast<size_t>(p.n_group));
     for (int g = 0; g < p.n_group; ++g) {
@@ -258,7 +264,8 @@ Status attention_mla(const OpContext&, const hal::MlaParams& p, const hal::AttnB
         const float* qh = q.as<float>() + ((sq.q_begin + j) * p.n_head + h) * qk;
         const int n_ctx = sq.pos0 + j + 1;
         std::vector<double> sc(static_cast<size_t>(n_ctx));
-        std::vector<std::vector<double>> v(static_cast<size_t>(n_ctx), std::vector<double>(static_cast<size_t>(p.v_head_dim)));
+        std::vector<std::vector<double>> v(static_cast<size_t>(n_ctx),
+                                           std::vector<double>(static_cast<size_t>(p.v_head_dim)));
         double mx = -INFINITY;
         for (int t = 0; t < n_ctx; ++t) {
           const int64_t slot = static_cast<int64_t>(sq.block_table[t / p.block_size]) * p.block_size + t % p.block_size;
@@ -266,13 +273,15 @@ Status attention_mla(const OpContext&, const hal::MlaParams& p, const hal::AttnB
           double dot = 0;
           for (int i = 0; i < p.qk_nope; ++i) {
             double k_nope = 0;
-            for (int c = 0; c < p.kv_lora; ++c) k_nope += static_cast<double>(w[static_cast<size_t>(i)][static_cast<size_t>(c)]) * lat[c];
+            for (int c = 0; c < p.kv_lora; ++c)
+              k_nope += static_cast<double>(w[static_cast<size_t>(i)][static_cast<size_t>(c)]) * lat[c];
             dot += qh[i] * k_nope;
           }
           for (int r = 0; r < p.qk_rope; ++r) dot += static_cast<double>(qh[p.qk_nope + r]) * lat[p.kv_lora + r];
           for (int i = 0; i < p.v_head_dim; ++i)
             for (int c = 0; c < p.kv_lora; ++c)
-              v[static_cast<size_t>(t)][static_cast<size_t>(i)] += static_cast<double>(w[static_cast<size_t>(p.qk_nope + i)][static_cast<size_t>(c)]) * lat[c];
+              v[static_cast<size_t>(t)][static_cast<size_t>(i)] +=
+                  static_cast<double>(w[static_cast<size_t>(p.qk_nope + i)][static_cast<size_t>(c)]) * lat[c];
           sc[static_cast<size_t>(t)] = dot * p.scale;
           mx = std::max(mx, sc[static_cast<size_t>(t)]);
         }
@@ -281,7 +290,8 @@ Status attention_mla(const OpContext&, const hal::MlaParams& p, const hal::AttnB
         float* o = out.as<float>() + ((sq.q_begin + j) * p.n_head + h) * p.v_head_dim;
         for (int i = 0; i < p.v_head_dim; ++i) {
           double acc = 0;
-          for (int t = 0; t < n_ctx; ++t) acc += sc[static_cast<size_t>(t)] * v[static_cast<size_t>(t)][static_cast<size_t>(i)];
+          for (int t = 0; t < n_ctx; ++t)
+            acc += sc[static_cast<size_t>(t)] * v[static_cast<size_t>(t)][static_cast<size_t>(i)];
           o[i] = static_cast<float>(acc / sum);
         }
       }

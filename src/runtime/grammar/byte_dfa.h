@@ -20,9 +20,9 @@ struct NfaNode {
   };
   std::vector<ByteEdge> bytes;
   std::vector<int32_t> epsilon;
-  int32_t call_rule = -1;    // enter rule `call_rule`, then continue at `call_return`
+  int32_t call_rule = -1;  // enter rule `call_rule`, then continue at `call_return`
   int32_t call_return = -1;
-  bool rule_end = false;     // end of the rule: return to the caller (or accept, at the outermost level)
+  bool rule_end = false;  // end of the rule: return to the caller (or accept, at the outermost level)
 };
 
 struct Program {
@@ -73,7 +73,7 @@ class ByteDfa {
 
   Program program_;
   std::deque<State> states_;
-  std::vector<int32_t> next_;  // 256 per state: the state after each byte (kUnknown until needed)
+  std::vector<int32_t> next_;                     // 256 per state: the state after each byte (kUnknown until needed)
   std::unordered_map<std::string, int32_t> ids_;  // serialized stacks → state
 };
 

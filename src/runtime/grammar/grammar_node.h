@@ -13,12 +13,12 @@ namespace cai::grammar {
 
 struct Node {
   enum class Kind {
-    kLiteral,    // the bytes of `text`
-    kByteSet,    // one byte from `bytes`
-    kSequence,   // children one after another
+    kLiteral,      // the bytes of `text`
+    kByteSet,      // one byte from `bytes`
+    kSequence,     // children one after another
     kAlternative,  // one of the children
-    kRepeat,     // children[0] between min and max times (max < 0: unbounded), children[1] (if any) between items
-    kJsonValue,  // any JSON value, nesting bounded by kMaxJsonDepth (a recursive rule in the compiled program)
+    kRepeat,       // children[0] between min and max times (max < 0: unbounded), children[1] (if any) between items
+    kJsonValue,    // any JSON value, nesting bounded by kMaxJsonDepth (a recursive rule in the compiled program)
   };
   Kind kind = Kind::kLiteral;
   std::string text;

@@ -16,11 +16,12 @@ namespace {
 
 using nlohmann::ordered_json;
 
-const std::set<std::string, std::less<>> kConstraining = {
-    "type",     "properties", "required",  "additionalProperties", "items",   "minItems", "maxItems", "enum",
-    "const",    "anyOf",      "minLength", "maxLength",            "minimum", "maximum",  "$ref"};
-const std::set<std::string, std::less<>> kIgnored = {"title",   "description", "default", "examples", "$schema",
-                                                     "$id",     "$comment",    "strict",  "$defs",    "definitions"};
+const std::set<std::string, std::less<>> kConstraining = {"type",    "properties", "required",  "additionalProperties",
+                                                          "items",   "minItems",   "maxItems",  "enum",
+                                                          "const",   "anyOf",      "minLength", "maxLength",
+                                                          "minimum", "maximum",    "$ref"};
+const std::set<std::string, std::less<>> kIgnored = {"title", "description", "default", "examples", "$schema",
+                                                     "$id",   "$comment",    "strict",  "$defs",    "definitions"};
 
 class SchemaCompiler {
  public:
@@ -181,7 +182,8 @@ class SchemaCompiler {
         required.insert(r.get<std::string>());
       }
     }
-    if (const ordered_json* extra = find(s, "additionalProperties"); extra && !extra->is_boolean() && !extra->is_object())
+    if (const ordered_json* extra = find(s, "additionalProperties");
+        extra && !extra->is_boolean() && !extra->is_object())
       return invalid_argument("additionalProperties: must be a boolean or a schema");
     if (!props || props->empty()) {
       const ordered_json* extra = find(s, "additionalProperties");
@@ -213,7 +215,7 @@ class SchemaCompiler {
   }
 
   const ordered_json& root_;
-  std::vector<std::string> refs_;  // $refs being expanded (a repeat is recursion)
+  std::vector<std::string> refs_;            // $refs being expanded (a repeat is recursion)
   std::map<std::string, Grammar> expanded_;  // $refs compiled so far (shared, so repeated use stays linear)
 };
 

@@ -38,10 +38,10 @@ class TokenVocabulary {
   void index();
 
   std::vector<std::string> bytes_;
-  std::vector<int32_t> end_;      // sorted
-  std::vector<int32_t> sorted_;   // ids of tokens with bytes, in byte order
-  std::vector<uint16_t> shared_;  // bytes sorted_[i] shares with sorted_[i - 1] (0 for i = 0)
-  std::string sorted_bytes_;      // the bytes of sorted_[0], sorted_[1], ... back to back (read in order)
+  std::vector<int32_t> end_;              // sorted
+  std::vector<int32_t> sorted_;           // ids of tokens with bytes, in byte order
+  std::vector<uint16_t> shared_;          // bytes sorted_[i] shares with sorted_[i - 1] (0 for i = 0)
+  std::string sorted_bytes_;              // the bytes of sorted_[0], sorted_[1], ... back to back (read in order)
   std::vector<uint32_t> sorted_offsets_;  // where each starts in sorted_bytes_; one more at the end
 };
 
@@ -77,15 +77,15 @@ class TokenMasker {
 
  private:
   std::shared_ptr<const TokenBitset> compute(int32_t state);  // with mu_ held
-  int32_t walk(int32_t state, std::string_view bytes);         // with mu_ held
+  int32_t walk(int32_t state, std::string_view bytes);        // with mu_ held
 
   // The vocabulary's tokens as strings of byte classes (bytes that every edge of the grammar treats alike, written
   // as the class's first byte), sorted so that tokens of one class string are walked once.
   struct ClassIndex {
-    std::vector<int32_t> order;      // token ids in class-string order
-    std::vector<uint16_t> shared;    // class bytes order[i] shares with order[i - 1]
-    std::string bytes;               // the class strings back to back
-    std::vector<uint32_t> offsets;   // where each starts in `bytes`; one more at the end
+    std::vector<int32_t> order;     // token ids in class-string order
+    std::vector<uint16_t> shared;   // class bytes order[i] shares with order[i - 1]
+    std::string bytes;              // the class strings back to back
+    std::vector<uint32_t> offsets;  // where each starts in `bytes`; one more at the end
   };
   static ClassIndex index_classes(const Program& program, const TokenVocabulary& vocab);
 

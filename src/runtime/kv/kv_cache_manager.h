@@ -56,7 +56,7 @@ class KvCacheManager {
 
   bool has(uint64_t id) const { return requests_.count(id) != 0; }
   std::span<const int32_t> block_table(uint64_t id) const;  // empty for an unknown id
-  int n_cached_tokens(uint64_t id) const;                    // prefix-cache hit tokens at admission
+  int n_cached_tokens(uint64_t id) const;                   // prefix-cache hit tokens at admission
   int64_t slot(uint64_t id, int64_t pos) const { return kv_slot(block_table(id), block_size_, pos); }
 
   int n_blocks_for(int64_t n_tokens) const { return int((n_tokens + block_size_ - 1) / block_size_); }

@@ -29,8 +29,7 @@ Result<Scheduler> Scheduler::create(const SchedulerOptions& o) {
 }
 
 Scheduler::Scheduler(const SchedulerOptions& options)
-    : options_(options),
-      kv_(options.n_blocks, options.block_size, options.prefix_caching),
+    : options_(options), kv_(options.n_blocks, options.block_size, options.prefix_caching),
       token_budget_(options.max_tokens_per_step) {}
 
 Status Scheduler::add(uint64_t id, std::vector<int32_t> prompt, int max_tokens, uint64_t follows) {
@@ -193,8 +192,10 @@ Result<std::vector<FinishedRequest>> Scheduler::update(const SchedulerOutput& ou
     if (!t) continue;
     r.tokens.push_back(t->token);
     RequestStatus end = RequestStatus::kRunning;
-    if (t->stop) end = RequestStatus::kFinishedStop;
-    else if (r.n_generated() >= r.max_tokens) end = RequestStatus::kFinishedLength;
+    if (t->stop)
+      end = RequestStatus::kFinishedStop;
+    else if (r.n_generated() >= r.max_tokens)
+      end = RequestStatus::kFinishedLength;
     if (end == RequestStatus::kRunning) continue;
     finished.push_back({r.id, end, r.n_generated()});
     remove(r.id);

@@ -36,7 +36,7 @@ struct SchedRequest {
 };
 
 struct SchedulerCounters {
-  uint64_t steps = 0;              // schedule() calls that scheduled work
+  uint64_t steps = 0;  // schedule() calls that scheduled work
   uint64_t preemptions = 0;
   uint64_t prefix_hit_tokens = 0;  // tokens found in the prefix cache at admissions (not recomputed)
   uint64_t computed_tokens = 0;    // tokens scheduled for computation
@@ -80,7 +80,7 @@ class Scheduler {
   Result<FinishedRequest> finish(uint64_t id, RequestStatus status);
   Result<FinishedRequest> cancel(uint64_t id) { return finish(id, RequestStatus::kFinishedCancelled); }
 
-  const SchedRequest* request(uint64_t id) const;  // null once finished or for an unknown id
+  const SchedRequest* request(uint64_t id) const;                    // null once finished or for an unknown id
   const std::vector<uint64_t>& running() const { return running_; }  // admission order
   const std::deque<uint64_t>& waiting() const { return waiting_; }   // admission order next
   int n_running() const { return int(running_.size()); }

@@ -9,8 +9,10 @@ namespace cai {
 Result<std::unique_ptr<DraftModelDrafter>> DraftModelDrafter::create(Model& draft, int target_vocab, int n_blocks,
                                                                      int block_size) {
   if (draft.config().vocab_size != target_vocab)
-    return invalid_argument("--draft-model: its vocabulary has {} tokens, the model's {}: a draft model must share "
-                            "the vocabulary", draft.config().vocab_size, target_vocab);
+    return invalid_argument(
+        "--draft-model: its vocabulary has {} tokens, the model's {}: a draft model must share "
+        "the vocabulary",
+        draft.config().vocab_size, target_vocab);
   CAI_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(draft.kv_shards(), draft.kv_spec(), n_blocks, block_size));
   return std::unique_ptr<DraftModelDrafter>(new DraftModelDrafter(draft, std::move(kv)));
 }

@@ -28,9 +28,9 @@ Result<std::vector<std::vector<int32_t>>> MtpDrafter::draft(std::span<const Draf
     const DraftSeq& s = seqs[i];
     const int n = s.n_computed - s.step_start;
     if (n <= 0) continue;
-    const int32_t q_begin = append_sequence(
-        b, s.tokens.subspan(static_cast<size_t>(s.step_start) + 1, static_cast<size_t>(n)), s.step_start,
-        s.block_table, bs);
+    const int32_t q_begin =
+        append_sequence(b, s.tokens.subspan(static_cast<size_t>(s.step_start) + 1, static_cast<size_t>(n)),
+                        s.step_start, s.block_table, bs);
     const float* rows = hidden + static_cast<size_t>(s.step_row) * h;
     rows_hidden_.insert(rows_hidden_.end(), rows, rows + static_cast<size_t>(n) * h);
     if (s.max_draft > 0) {
@@ -42,8 +42,7 @@ Result<std::vector<std::vector<int32_t>>> MtpDrafter::draft(std::span<const Draf
   logits_.resize(b.logit_rows.size() * vocab);
   block_out_.resize(b.logit_rows.size() * h);
   CAI_TRY(mtp_.forward_mtp(b, rows_hidden_.data(), kv_, logits_.data(), block_out_.data()));
-  for (size_t r = 0; r < wanting.size(); ++r)
-    drafts[wanting[r]].push_back(argmax({logits_.data() + r * vocab, vocab}));
+  for (size_t r = 0; r < wanting.size(); ++r) drafts[wanting[r]].push_back(argmax({logits_.data() + r * vocab, vocab}));
   // Chained steps: the drafted token at the next position, with the module's own output state.
   for (int k = 1;; ++k) {
     StepBatch c;

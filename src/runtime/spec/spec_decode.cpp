@@ -103,8 +103,8 @@ Result<SpecRun> speculative_greedy(Model& model, const SpecOptions& spec,
       q.draft.clear();
       const int left = n_gen - static_cast<int>(out.size());
       if (left > 0)
-        next.push_back({static_cast<uint64_t>(s), q.tokens, q.n_computed, starts[s], rows[s], q.table,
-                        std::min(k, left - 1)});
+        next.push_back(
+            {static_cast<uint64_t>(s), q.tokens, q.n_computed, starts[s], rows[s], q.table, std::min(k, left - 1)});
     }
     if (first) {
       run.prompt_seconds = seconds_since(t0);

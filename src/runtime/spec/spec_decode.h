@@ -19,7 +19,7 @@ struct SpecRun {
   // By position in the draft (index 0: the first draft token): how often one was verified there, and accepted.
   std::vector<int64_t> drafted_at, accepted_at;
   double prompt_seconds = 0, decode_seconds = 0;
-  double draft_seconds = 0;                     // of decode_seconds, in the drafter
+  double draft_seconds = 0;  // of decode_seconds, in the drafter
 };
 
 // n_gen greedy tokens for each prompt (the prompts computed together in one step first), drafting with `spec`'s

@@ -22,9 +22,9 @@ Result<SpecMethod> parse_spec_method(std::string_view name);
 
 struct SpecOptions {
   SpecMethod method = SpecMethod::kOff;
-  int tokens = 3;      // K: drafted tokens verified per step and sequence (1..kMaxTokens)
-  int ngram_min = 1;   // prompt lookup: the shortest suffix matched
-  int ngram_max = 4;   // and the longest (tried first)
+  int tokens = 3;     // K: drafted tokens verified per step and sequence (1..kMaxTokens)
+  int ngram_min = 1;  // prompt lookup: the shortest suffix matched
+  int ngram_max = 4;  // and the longest (tried first)
   // Draft only while at most this many sequences run (0: always). Where a full batch already keeps the device busy
   // (a CPU at 16 sequences), verifying more positions costs about as much as computing them.
   int max_batch = 0;

@@ -16,10 +16,10 @@
 namespace cai {
 
 struct VerifiedTokens {
-  std::vector<int32_t> tokens;          // the accepted draft tokens, then the token sampled after them
-  std::vector<TokenLogprob> logprobs;   // one per token when the request asked for logprobs
-  std::string text;                     // the text they release
-  bool stop = false;                    // EOS, a stop string or a whole structured output ends the sequence
+  std::vector<int32_t> tokens;         // the accepted draft tokens, then the token sampled after them
+  std::vector<TokenLogprob> logprobs;  // one per token when the request asked for logprobs
+  std::string text;                    // the text they release
+  bool stop = false;                   // EOS, a stop string or a whole structured output ends the sequence
   int n_accepted() const { return static_cast<int>(tokens.size()) - 1; }
 };
 

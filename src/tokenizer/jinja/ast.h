@@ -65,13 +65,13 @@ struct Stmt {
   StmtKind kind;
   int line = 0;
   std::string text;
-  ExprPtr expr;                     // output, for iterable, set value, filter chain
-  ExprPtr cond;                     // for-loop filter
-  std::vector<ExprPtr> conds;       // if/elif conditions
+  ExprPtr expr;                // output, for iterable, set value, filter chain
+  ExprPtr cond;                // for-loop filter
+  std::vector<ExprPtr> conds;  // if/elif conditions
   std::vector<Body> bodies;
-  std::vector<std::string> targets; // for / set names, macro params
-  std::string attr;                 // set ns.attr: targets[0] is ns
-  std::vector<ExprPtr> defaults;    // macro param defaults, null where none
+  std::vector<std::string> targets;  // for / set names, macro params
+  std::string attr;                  // set ns.attr: targets[0] is ns
+  std::vector<ExprPtr> defaults;     // macro param defaults, null where none
 };
 
 struct Template {

@@ -59,7 +59,8 @@ Result<Value> filter_select(Evaluator& ev, const Value& v, const ArgReader& r, b
   CAI_ASSIGN_OR_RETURN(std::vector<Value> items, ev.iterate(v));
   std::size_t skip = by_attr ? 1 : 0;
   CallArgs test_args;
-  for (std::size_t i = skip + 1; i < r.args.positional.size(); ++i) test_args.positional.push_back(r.args.positional[i]);
+  for (std::size_t i = skip + 1; i < r.args.positional.size(); ++i)
+    test_args.positional.push_back(r.args.positional[i]);
   test_args.named = r.args.named;
   Value attr = by_attr && !r.args.positional.empty() ? r.args.positional[0] : Value();
   if (by_attr && attr.is_undefined()) return invalid_argument("{}() needs an attribute name", r.func);
@@ -100,7 +101,8 @@ Result<Value> filter_map(Evaluator& ev, const Value& v, const ArgReader& r) {
     }
     return Value::list(std::move(out));
   }
-  if (r.args.positional.empty() || !r.args.positional[0].is_string()) return invalid_argument("map() needs a filter name or attribute=");
+  if (r.args.positional.empty() || !r.args.positional[0].is_string())
+    return invalid_argument("map() needs a filter name or attribute=");
   std::string name = r.args.positional[0].as_string();
   CallArgs rest;
   rest.positional.assign(r.args.positional.begin() + 1, r.args.positional.end());
@@ -170,11 +172,14 @@ Result<Value> filter_tojson(Evaluator& ev, const Value& v, const ArgReader& r) {
   CAI_ASSIGN_OR_RETURN(Value indent, r.get(1, "indent", Value::none()));
   CAI_ASSIGN_OR_RETURN(Value separators, r.get(2, "separators", Value::none()));
   CAI_ASSIGN_OR_RETURN(Value sort_keys, r.get(3, "sort_keys", false));
-  if (indent.kind() == Kind::kInt) style.indent = static_cast<int>(std::clamp<std::int64_t>(indent.as_int(), 0, 64));
-  else if (!indent.is_none()) return invalid_argument("tojson() indent must be an integer");
+  if (indent.kind() == Kind::kInt)
+    style.indent = static_cast<int>(std::clamp<std::int64_t>(indent.as_int(), 0, 64));
+  else if (!indent.is_none())
+    return invalid_argument("tojson() indent must be an integer");
   if (separators.kind() == Kind::kList) {
     const auto& seps = separators.as_list().items;
-    if (seps.size() != 2 || !seps[0].is_string() || !seps[1].is_string()) return invalid_argument("tojson() separators must be two strings");
+    if (seps.size() != 2 || !seps[0].is_string() || !seps[1].is_string())
+      return invalid_argument("tojson() separators must be two strings");
     style.item_sep = seps[0].as_string();
     style.key_sep = seps[1].as_string();
   }
@@ -190,8 +195,9 @@ Result<Value> filter_indent(Evaluator& ev, const Value& v, const ArgReader& r) {
   CAI_ASSIGN_OR_RETURN(Value first, r.get(1, "first", false));
   CAI_ASSIGN_OR_RETURN(Value blank, r.get(2, "blank", false));
   std::string pad = width.is_string() ? width.as_string()
-                    : width.kind() == Kind::kInt ? std::string(static_cast<std::size_t>(std::clamp<std::int64_t>(width.as_int(), 0, 256)), ' ')
-                                                 : std::string();
+                    : width.kind() == Kind::kInt
+                        ? std::string(static_cast<std::size_t>(std::clamp<std::int64_t>(width.as_int(), 0, 256)), ' ')
+                        : std::string();
   std::vector<std::string> lines = py_splitlines(text_of(ev, v) + "\n");
   std::string out;
   for (std::size_t i = 0; i < lines.size(); ++i) {
@@ -218,7 +224,8 @@ Result<Value> filter_int(Evaluator&, const Value& v, const ArgReader& r) {
   long long i = std::strtoll(s.c_str(), &end, 10);
   if (!s.empty() && *end == '\0' && errno == 0) return Value(static_cast<std::int64_t>(i));
   double d = std::strtod(s.c_str(), &end);
-  if (!s.empty() && *end == '\0' && std::isfinite(d) && std::fabs(d) < 9.2e18) return Value(static_cast<std::int64_t>(d));
+  if (!s.empty() && *end == '\0' && std::isfinite(d) && std::fabs(d) < 9.2e18)
+    return Value(static_cast<std::int64_t>(d));
   return fallback;
 }
 
@@ -235,7 +242,8 @@ Result<Value> filter_float(Evaluator&, const Value& v, const ArgReader& r) {
 Result<Value> filter_round(Evaluator&, const Value& v, const ArgReader& r) {
   CAI_ASSIGN_OR_RETURN(Value precision, r.get(0, "precision", 0));
   CAI_ASSIGN_OR_RETURN(Value method, r.get(1, "method", "common"));
-  if (!v.is_number() || precision.kind() != Kind::kInt || !method.is_string()) return invalid_argument("round() needs a number");
+  if (!v.is_number() || precision.kind() != Kind::kInt || !method.is_string())
+    return invalid_argument("round() needs a number");
   std::int64_t digits = std::clamp<std::int64_t>(precision.as_int(), -300, 300);
   const std::string& m = method.as_string();
   if (m == "common" && v.kind() != Kind::kFloat) return Value(v.as_int());
@@ -246,10 +254,14 @@ Result<Value> filter_round(Evaluator&, const Value& v, const ArgReader& r) {
   }
   double scale = std::pow(10.0, static_cast<double>(digits));
   double x = v.as_float() * scale;
-  if (m == "common") x = std::nearbyint(x);
-  else if (m == "ceil") x = std::ceil(x);
-  else if (m == "floor") x = std::floor(x);
-  else return invalid_argument("method must be common, ceil or floor");
+  if (m == "common")
+    x = std::nearbyint(x);
+  else if (m == "ceil")
+    x = std::ceil(x);
+  else if (m == "floor")
+    x = std::floor(x);
+  else
+    return invalid_argument("method must be common, ceil or floor");
   return Value(x / scale);
 }
 
@@ -344,7 +356,8 @@ Result<Value> filter_escape(Evaluator& ev, const Value& v, const ArgReader&) {
 
 Result<Value> filter_first_last(Evaluator& ev, const Value& v, bool first) {
   CAI_ASSIGN_OR_RETURN(std::vector<Value> items, ev.iterate(v));
-  if (items.empty()) return Value::undefined(first ? "No first item, sequence was empty." : "No last item, sequence was empty.");
+  if (items.empty())
+    return Value::undefined(first ? "No first item, sequence was empty." : "No last item, sequence was empty.");
   return first ? items.front() : items.back();
 }
 
@@ -372,19 +385,22 @@ struct FilterEntry {
 };
 
 const FilterEntry kFilters[] = {
-    {"abs", [](Evaluator&, const Value& v, const ArgReader&) -> Result<Value> {
+    {"abs",
+     [](Evaluator&, const Value& v, const ArgReader&) -> Result<Value> {
        if (v.kind() == Kind::kFloat) return Value(std::fabs(v.as_float()));
        if (!v.is_number()) return invalid_argument("bad operand type for abs(): '{}'", type_name(v));
        if (v.as_int() == INT64_MIN) return invalid_argument("integer overflow");
        return Value(v.as_int() < 0 ? -v.as_int() : v.as_int());
      }},
-    {"attr", [](Evaluator& ev, const Value& v, const ArgReader& r) -> Result<Value> {
+    {"attr",
+     [](Evaluator& ev, const Value& v, const ArgReader& r) -> Result<Value> {
        CAI_ASSIGN_OR_RETURN(Value name, r.get(0, "name"));
        if (!name.is_string()) return invalid_argument("attr() needs a string name");
        return ev.get_attr(v, name.as_string());
      }},
     {"capitalize", [](Evaluator& ev, const Value& v, const ArgReader&) { return string_filter(ev, v, py_capitalize); }},
-    {"count", [](Evaluator&, const Value& v, const ArgReader&) -> Result<Value> {
+    {"count",
+     [](Evaluator&, const Value& v, const ArgReader&) -> Result<Value> {
        CAI_ASSIGN_OR_RETURN(std::int64_t n, length_of(v));
        return Value(n);
      }},
@@ -395,7 +411,8 @@ const FilterEntry kFilters[] = {
     {"float", filter_float},
     {"indent", filter_indent},
     {"int", filter_int},
-    {"items", [](Evaluator&, const Value& v, const ArgReader&) -> Result<Value> {
+    {"items",
+     [](Evaluator&, const Value& v, const ArgReader&) -> Result<Value> {
        if (v.is_undefined()) return Value::list({});
        if (v.kind() != Kind::kDict) return invalid_argument("items() needs a mapping, got '{}'", type_name(v));
        std::vector<Value> pairs;
@@ -404,7 +421,8 @@ const FilterEntry kFilters[] = {
      }},
     {"join", filter_join},
     {"last", [](Evaluator& ev, const Value& v, const ArgReader&) { return filter_first_last(ev, v, false); }},
-    {"list", [](Evaluator& ev, const Value& v, const ArgReader&) -> Result<Value> {
+    {"list",
+     [](Evaluator& ev, const Value& v, const ArgReader&) -> Result<Value> {
        CAI_ASSIGN_OR_RETURN(std::vector<Value> items, ev.iterate(v));
        return Value::list(std::move(items));
      }},
@@ -413,9 +431,11 @@ const FilterEntry kFilters[] = {
     {"max", [](Evaluator& ev, const Value& v, const ArgReader& r) { return filter_min_max(ev, v, r, true); }},
     {"min", [](Evaluator& ev, const Value& v, const ArgReader& r) { return filter_min_max(ev, v, r, false); }},
     {"reject", [](Evaluator& ev, const Value& v, const ArgReader& r) { return filter_select(ev, v, r, false, false); }},
-    {"rejectattr", [](Evaluator& ev, const Value& v, const ArgReader& r) { return filter_select(ev, v, r, true, false); }},
+    {"rejectattr",
+     [](Evaluator& ev, const Value& v, const ArgReader& r) { return filter_select(ev, v, r, true, false); }},
     {"replace", filter_replace},
-    {"reverse", [](Evaluator& ev, const Value& v, const ArgReader&) -> Result<Value> {
+    {"reverse",
+     [](Evaluator& ev, const Value& v, const ArgReader&) -> Result<Value> {
        if (v.is_string()) {
          std::u32string u = utf8_decode(v.as_string());
          return Value(utf8_encode(std::u32string(u.rbegin(), u.rend())));
@@ -427,9 +447,11 @@ const FilterEntry kFilters[] = {
     {"round", filter_round},
     {"safe", [](Evaluator&, const Value& v, const ArgReader&) -> Result<Value> { return v; }},
     {"select", [](Evaluator& ev, const Value& v, const ArgReader& r) { return filter_select(ev, v, r, false, true); }},
-    {"selectattr", [](Evaluator& ev, const Value& v, const ArgReader& r) { return filter_select(ev, v, r, true, true); }},
+    {"selectattr",
+     [](Evaluator& ev, const Value& v, const ArgReader& r) { return filter_select(ev, v, r, true, true); }},
     {"sort", filter_sort},
-    {"string", [](Evaluator& ev, const Value& v, const ArgReader&) -> Result<Value> {
+    {"string",
+     [](Evaluator& ev, const Value& v, const ArgReader&) -> Result<Value> {
        std::string s = to_str(v, ev.limits().max_output_bytes);
        CAI_TRY(ev.check_size(s.size()));
        return Value(std::move(s));
@@ -437,7 +459,8 @@ const FilterEntry kFilters[] = {
     {"sum", filter_sum},
     {"title", [](Evaluator& ev, const Value& v, const ArgReader&) { return string_filter(ev, v, py_title); }},
     {"tojson", filter_tojson},
-    {"trim", [](Evaluator& ev, const Value& v, const ArgReader& r) -> Result<Value> {
+    {"trim",
+     [](Evaluator& ev, const Value& v, const ArgReader& r) -> Result<Value> {
        CAI_ASSIGN_OR_RETURN(std::optional<std::string> chars, opt_string(r, 0, "chars"));
        return Value(py_strip(text_of(ev, v), chars, StripSide::kBoth));
      }},

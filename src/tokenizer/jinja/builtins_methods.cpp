@@ -27,7 +27,8 @@ Result<std::optional<std::string>> chars_arg(const ArgReader& r) {
 
 Result<std::int64_t> int_arg(const ArgReader& r, std::size_t pos, const char* name, std::int64_t fallback) {
   CAI_ASSIGN_OR_RETURN(Value v, r.get(pos, name, fallback));
-  if (v.kind() != Kind::kInt && v.kind() != Kind::kBool) return invalid_argument("{}() argument '{}' must be int", r.func, name);
+  if (v.kind() != Kind::kInt && v.kind() != Kind::kBool)
+    return invalid_argument("{}() argument '{}' must be int", r.func, name);
   return v.as_int();
 }
 
@@ -99,7 +100,8 @@ Result<Value> join_method(Evaluator& ev, const Value& self, const ArgReader& r) 
   CAI_ASSIGN_OR_RETURN(std::vector<Value> items, ev.iterate(seq));
   std::string out;
   for (std::size_t i = 0; i < items.size(); ++i) {
-    if (!items[i].is_string()) return invalid_argument("sequence item {}: expected str instance, {} found", i, type_name(items[i]));
+    if (!items[i].is_string())
+      return invalid_argument("sequence item {}: expected str instance, {} found", i, type_name(items[i]));
     if (i) out += self.as_string();
     out += items[i].as_string();
     CAI_TRY(ev.check_size(out.size()));
@@ -123,14 +125,16 @@ const Method kStringMethods[] = {
     {"endswith", [](Evaluator&, const Value& s, const ArgReader& r) { return affix_test(s, r, false); }},
     {"split", [](Evaluator& ev, const Value& s, const ArgReader& r) { return split_method(ev, s, r, false); }},
     {"rsplit", [](Evaluator& ev, const Value& s, const ArgReader& r) { return split_method(ev, s, r, true); }},
-    {"splitlines", [](Evaluator&, const Value& s, const ArgReader&) -> Result<Value> {
+    {"splitlines",
+     [](Evaluator&, const Value& s, const ArgReader&) -> Result<Value> {
        std::vector<std::string> lines = py_splitlines(s.as_string());
        return Value::list(std::vector<Value>(lines.begin(), lines.end()));
      }},
     {"strip", [](Evaluator&, const Value& s, const ArgReader& r) { return strip_method(s, r, StripSide::kBoth); }},
     {"lstrip", [](Evaluator&, const Value& s, const ArgReader& r) { return strip_method(s, r, StripSide::kLeft); }},
     {"rstrip", [](Evaluator&, const Value& s, const ArgReader& r) { return strip_method(s, r, StripSide::kRight); }},
-    {"replace", [](Evaluator& ev, const Value& s, const ArgReader& r) -> Result<Value> {
+    {"replace",
+     [](Evaluator& ev, const Value& s, const ArgReader& r) -> Result<Value> {
        CAI_ASSIGN_OR_RETURN(std::string old_s, string_arg(r, 0, "old"));
        CAI_ASSIGN_OR_RETURN(std::string new_s, string_arg(r, 1, "new"));
        CAI_ASSIGN_OR_RETURN(std::int64_t count, int_arg(r, 2, "count", -1));
@@ -138,10 +142,14 @@ const Method kStringMethods[] = {
        if (!out) return invalid_argument("replace() result exceeds {} bytes", ev.limits().max_output_bytes);
        return Value(std::move(*out));
      }},
-    {"upper", [](Evaluator&, const Value& s, const ArgReader&) -> Result<Value> { return Value(py_upper(s.as_string())); }},
-    {"lower", [](Evaluator&, const Value& s, const ArgReader&) -> Result<Value> { return Value(py_lower(s.as_string())); }},
-    {"title", [](Evaluator&, const Value& s, const ArgReader&) -> Result<Value> { return Value(py_title(s.as_string())); }},
-    {"capitalize", [](Evaluator&, const Value& s, const ArgReader&) -> Result<Value> { return Value(py_capitalize(s.as_string())); }},
+    {"upper",
+     [](Evaluator&, const Value& s, const ArgReader&) -> Result<Value> { return Value(py_upper(s.as_string())); }},
+    {"lower",
+     [](Evaluator&, const Value& s, const ArgReader&) -> Result<Value> { return Value(py_lower(s.as_string())); }},
+    {"title",
+     [](Evaluator&, const Value& s, const ArgReader&) -> Result<Value> { return Value(py_title(s.as_string())); }},
+    {"capitalize",
+     [](Evaluator&, const Value& s, const ArgReader&) -> Result<Value> { return Value(py_capitalize(s.as_string())); }},
     {"find", [](Evaluator&, const Value& s, const ArgReader& r) { return find_method(s, r); }},
     {"count", [](Evaluator&, const Value& s, const ArgReader& r) { return count_method(s, r); }},
     {"join", join_method},
@@ -163,7 +171,8 @@ const Method kDictMethods[] = {
     {"items", [](Evaluator&, const Value& d, const ArgReader&) { return dict_view(d, 0); }},
     {"keys", [](Evaluator&, const Value& d, const ArgReader&) { return dict_view(d, 1); }},
     {"values", [](Evaluator&, const Value& d, const ArgReader&) { return dict_view(d, 2); }},
-    {"get", [](Evaluator&, const Value& d, const ArgReader& r) -> Result<Value> {
+    {"get",
+     [](Evaluator&, const Value& d, const ArgReader& r) -> Result<Value> {
        CAI_ASSIGN_OR_RETURN(Value key, r.get(0, "key"));
        CAI_ASSIGN_OR_RETURN(Value fallback, r.get(1, "default", Value::none()));
        const Value* v = d.as_dict().find(key);
@@ -208,7 +217,8 @@ Result<Value> range_fn(Evaluator& ev, CallArgs& args) {
   if (args.positional.size() == 1) std::swap(bounds[0], bounds[1]);
   std::int64_t start = bounds[0], stop = bounds[1], step = bounds[2];
   if (step == 0) return invalid_argument("range() arg 3 must not be zero");
-  double n = std::max(0.0, std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step)));
+  double n =
+      std::max(0.0, std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step)));
   constexpr double kMaxRange = 100000;  // jinja2's sandbox limit
   if (n > kMaxRange) return invalid_argument("range too big; the sandbox allows at most {} items", kMaxRange);
   std::vector<Value> out;
@@ -236,19 +246,19 @@ std::optional<Value> bound_method(const Value& self, const std::string& name) {
 
 void install_globals(Evaluator& ev) {
   ev.set_global("namespace", Value::callable("namespace", [](Evaluator&, CallArgs& args) -> Result<Value> {
-    CAI_ASSIGN_OR_RETURN(ValueDict d, kwargs_dict(ArgReader{"namespace", args}));
-    return Value::make_namespace(std::move(d));
-  }));
+                  CAI_ASSIGN_OR_RETURN(ValueDict d, kwargs_dict(ArgReader{"namespace", args}));
+                  return Value::make_namespace(std::move(d));
+                }));
   ev.set_global("dict", Value::callable("dict", [](Evaluator&, CallArgs& args) -> Result<Value> {
-    CAI_ASSIGN_OR_RETURN(ValueDict d, kwargs_dict(ArgReader{"dict", args}));
-    return Value::dict(std::move(d));
-  }));
+                  CAI_ASSIGN_OR_RETURN(ValueDict d, kwargs_dict(ArgReader{"dict", args}));
+                  return Value::dict(std::move(d));
+                }));
   ev.set_global("range", Value::callable("range", range_fn));
   ev.set_global("raise_exception", Value::callable("raise_exception", [](Evaluator&, CallArgs& args) -> Result<Value> {
-    std::string msg = args.positional.empty() ? std::string("raise_exception() called")
-                                              : to_str(args.positional[0], 4096).substr(0, 4096);
-    return invalid_argument("{}", msg);
-  }));
+                  std::string msg = args.positional.empty() ? std::string("raise_exception() called")
+                                                            : to_str(args.positional[0], 4096).substr(0, 4096);
+                  return invalid_argument("{}", msg);
+                }));
   ev.set_global("strftime_now", Value::callable("strftime_now", strftime_fn));
 }
 

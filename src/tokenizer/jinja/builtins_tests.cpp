@@ -75,40 +75,54 @@ const TestEntry kTests[] = {
     {"undefined", [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> { return v.is_undefined(); }},
     {"none", [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> { return v.is_none(); }},
     {"boolean", [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> { return v.kind() == Kind::kBool; }},
-    {"true", [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> { return v.kind() == Kind::kBool && v.as_bool(); }},
-    {"false", [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> { return v.kind() == Kind::kBool && !v.as_bool(); }},
+    {"true",
+     [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> {
+       return v.kind() == Kind::kBool && v.as_bool();
+     }},
+    {"false",
+     [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> {
+       return v.kind() == Kind::kBool && !v.as_bool();
+     }},
     {"integer", [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> { return v.kind() == Kind::kInt; }},
     {"float", [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> { return v.kind() == Kind::kFloat; }},
     {"number", [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> { return v.is_number(); }},
     {"string", [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> { return v.is_string(); }},
     {"mapping", [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> { return v.kind() == Kind::kDict; }},
-    {"iterable", [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> {
+    {"iterable",
+     [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> {
        return v.is_undefined() || v.is_string() || v.kind() == Kind::kList || v.kind() == Kind::kDict;
      }},
-    {"sequence", [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> {
+    {"sequence",
+     [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> {
        return v.is_undefined() || v.is_string() || v.kind() == Kind::kList || v.kind() == Kind::kDict;
      }},
-    {"callable", [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> { return v.kind() == Kind::kCallable; }},
-    {"odd", [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> {
+    {"callable",
+     [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> { return v.kind() == Kind::kCallable; }},
+    {"odd",
+     [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> {
        CAI_TRY(need_int(v, "odd").status());
        return v.as_int() % 2 != 0;
      }},
-    {"even", [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> {
+    {"even",
+     [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> {
        CAI_TRY(need_int(v, "even").status());
        return v.as_int() % 2 == 0;
      }},
-    {"divisibleby", [](Evaluator&, const Value& v, const ArgReader& r) -> Result<bool> {
+    {"divisibleby",
+     [](Evaluator&, const Value& v, const ArgReader& r) -> Result<bool> {
        CAI_ASSIGN_OR_RETURN(Value n, r.get(0, "num"));
        CAI_TRY(need_int(v, "divisibleby").status());
        CAI_TRY(need_int(n, "divisibleby").status());
        if (n.as_int() == 0) return invalid_argument("integer division or modulo by zero");
        return n.as_int() == -1 || v.as_int() % n.as_int() == 0;
      }},
-    {"eq", [](Evaluator&, const Value& v, const ArgReader& r) -> Result<bool> {
+    {"eq",
+     [](Evaluator&, const Value& v, const ArgReader& r) -> Result<bool> {
        CAI_ASSIGN_OR_RETURN(Value other, r.get(0, "other"));
        return equals(v, other);
      }},
-    {"ne", [](Evaluator&, const Value& v, const ArgReader& r) -> Result<bool> {
+    {"ne",
+     [](Evaluator&, const Value& v, const ArgReader& r) -> Result<bool> {
        CAI_ASSIGN_OR_RETURN(Value other, r.get(0, "other"));
        return !equals(v, other);
      }},
@@ -116,25 +130,33 @@ const TestEntry kTests[] = {
     {"le", [](Evaluator&, const Value& v, const ArgReader& r) { return compare_test(v, r, -1, 0); }},
     {"gt", [](Evaluator&, const Value& v, const ArgReader& r) { return compare_test(v, r, 1, 1); }},
     {"ge", [](Evaluator&, const Value& v, const ArgReader& r) { return compare_test(v, r, 0, 1); }},
-    {"in", [](Evaluator&, const Value& v, const ArgReader& r) -> Result<bool> {
+    {"in",
+     [](Evaluator&, const Value& v, const ArgReader& r) -> Result<bool> {
        CAI_ASSIGN_OR_RETURN(Value seq, r.get(0, "seq"));
        return contains(seq, v);
      }},
-    {"sameas", [](Evaluator&, const Value& v, const ArgReader& r) -> Result<bool> {
+    {"sameas",
+     [](Evaluator&, const Value& v, const ArgReader& r) -> Result<bool> {
        CAI_ASSIGN_OR_RETURN(Value other, r.get(0, "other"));
        if (v.kind() != other.kind()) return false;
        bool scalar = v.is_none() || v.kind() == Kind::kBool || v.is_undefined();
        return scalar ? equals(v, other) : v.same_object(other);
      }},
-    {"lower", [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> { return v.is_string() && has_case(v.as_string(), false); }},
-    {"upper", [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> { return v.is_string() && has_case(v.as_string(), true); }},
+    {"lower",
+     [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> {
+       return v.is_string() && has_case(v.as_string(), false);
+     }},
+    {"upper",
+     [](Evaluator&, const Value& v, const ArgReader&) -> Result<bool> {
+       return v.is_string() && has_case(v.as_string(), true);
+     }},
     {"escaped", [](Evaluator&, const Value&, const ArgReader&) -> Result<bool> { return false; }},
 };
 
 const char* canonical_test(std::string_view name) {
-  static const std::pair<const char*, const char*> kAliases[] = {
-      {"equalto", "eq"}, {"==", "eq"}, {"!=", "ne"}, {"lessthan", "lt"}, {"<", "lt"}, {"<=", "le"},
-      {"greaterthan", "gt"}, {">", "gt"}, {">=", "ge"}};
+  static const std::pair<const char*, const char*> kAliases[] = {{"equalto", "eq"},     {"==", "eq"}, {"!=", "ne"},
+                                                                 {"lessthan", "lt"},    {"<", "lt"},  {"<=", "le"},
+                                                                 {"greaterthan", "gt"}, {">", "gt"},  {">=", "ge"}};
   for (const auto& [alias, canon] : kAliases) {
     if (name == alias) return canon;
   }

@@ -21,7 +21,8 @@ Status undefined_error(const Value& v) {
 }
 
 Status Evaluator::step() {
-  if (++n_steps_ > limits_.max_steps) return invalid_argument("template exceeded {} evaluation steps", limits_.max_steps);
+  if (++n_steps_ > limits_.max_steps)
+    return invalid_argument("template exceeded {} evaluation steps", limits_.max_steps);
   return Status();
 }
 
@@ -87,9 +88,8 @@ Status Evaluator::exec(const Stmt& s) {
       case StmtKind::kSet: st = exec_set(s); break;
       case StmtKind::kMacro: {
         const Stmt* macro = &s;
-        assign(s.text, Value::callable(s.text, [macro](Evaluator& ev, CallArgs& args) {
-                 return ev.call_macro(*macro, args);
-               }));
+        assign(s.text,
+               Value::callable(s.text, [macro](Evaluator& ev, CallArgs& args) { return ev.call_macro(*macro, args); }));
         break;
       }
       case StmtKind::kFilterBlock: st = exec_filter_block(s); break;
@@ -217,7 +217,8 @@ Result<std::string> Evaluator::capture(const Body& body) {
 }
 
 Result<Value> Evaluator::call_macro(const Stmt& m, CallArgs& args) {
-  if (call_depth_ >= limits_.max_call_depth) return invalid_argument("macros nested deeper than {}", limits_.max_call_depth);
+  if (call_depth_ >= limits_.max_call_depth)
+    return invalid_argument("macros nested deeper than {}", limits_.max_call_depth);
   if (args.positional.size() > m.targets.size()) {
     return invalid_argument("macro '{}' takes {} arguments, got {}", m.text, m.targets.size(), args.positional.size());
   }
@@ -239,8 +240,10 @@ Result<Value> Evaluator::call_macro(const Stmt& m, CallArgs& args) {
       continue;
     }
     Result<Value> d = eval(*m.defaults[i]);
-    if (d.ok()) scopes_.back().vars[m.targets[i]] = std::move(d).value();
-    else st = d.status();
+    if (d.ok())
+      scopes_.back().vars[m.targets[i]] = std::move(d).value();
+    else
+      st = d.status();
   }
   Result<std::string> text = st.ok() ? capture(m.bodies[0]) : Result<std::string>(st);
   --call_depth_;
@@ -266,8 +269,10 @@ Result<CallArgs> Evaluator::eval_args(const Expr& e, std::size_t first) {
   std::size_t n_pos = e.args.size() - first - n_named;
   for (std::size_t i = first; i < e.args.size(); ++i) {
     CAI_ASSIGN_OR_RETURN(Value v, eval(*e.args[i]));
-    if (i - first < n_pos) args.positional.push_back(std::move(v));
-    else args.named.emplace_back(e.names[i - first - n_pos], std::move(v));
+    if (i - first < n_pos)
+      args.positional.push_back(std::move(v));
+    else
+      args.named.emplace_back(e.names[i - first - n_pos], std::move(v));
   }
   return args;
 }

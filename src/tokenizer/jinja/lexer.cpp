@@ -64,7 +64,7 @@ class Lexer {
       pre_strip(text, marker, kind != '{');
       emit(TokenType::kText, std::move(text), pos);
       std::size_t body = tag + 2 + (marker == '-' || marker == '+' ? 1 : 0);
-      Result<std::size_t> next = kind == '#' ? lex_comment(tag, body)
+      Result<std::size_t> next = kind == '#'                   ? lex_comment(tag, body)
                                  : kind == '%' && is_raw(body) ? lex_raw(tag, body)
                                                                : lex_tag(tag, body, kind == '%');
       if (!next.ok()) return next.status();
@@ -94,9 +94,8 @@ class Lexer {
       std::size_t line_pos = text.rfind('\n');
       line_pos = line_pos == std::string::npos ? 0 : line_pos + 1;
       if (line_pos > 0 || line_starting_) {
-        bool blank = std::all_of(text.begin() + static_cast<std::ptrdiff_t>(line_pos), text.end(), [](char c) {
-          return c == ' ' || c == '\t' || c == '\f' || c == '\v';
-        });
+        bool blank = std::all_of(text.begin() + static_cast<std::ptrdiff_t>(line_pos), text.end(),
+                                 [](char c) { return c == ' ' || c == '\t' || c == '\f' || c == '\v'; });
         if (blank) text.resize(line_pos);
       }
     }
@@ -187,8 +186,8 @@ class Lexer {
     }
     if (is_digit(c)) return lex_number(p);
     if (c == '\'' || c == '"') return lex_string(p);
-    static const char* const kOps[] = {"//", "**", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%", "~", "<", ">",
-                                       "=",  "(",  ")",  "[",  "]",  "{",  "}", ",", ".", ":", "|"};
+    static const char* const kOps[] = {"//", "**", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%", "~", "<",
+                                       ">",  "=",  "(",  ")",  "[",  "]",  "{", "}", ",", ".", ":", "|"};
     for (const char* op : kOps) {
       std::size_t n = std::strlen(op);
       if (src_.compare(p, n, op) != 0) continue;
@@ -207,7 +206,8 @@ class Lexer {
   Result<std::size_t> lex_number(std::size_t p) {
     auto digits = [&](std::size_t q) {  // \d+(_\d+)*
       if (q >= src_.size() || !is_digit(src_[q])) return q;
-      while (q < src_.size() && (is_digit(src_[q]) || (src_[q] == '_' && q + 1 < src_.size() && is_digit(src_[q + 1])))) ++q;
+      while (q < src_.size() && (is_digit(src_[q]) || (src_[q] == '_' && q + 1 < src_.size() && is_digit(src_[q + 1]))))
+        ++q;
       return q;
     };
     std::size_t e = digits(p);
@@ -299,7 +299,8 @@ Result<std::size_t> Lexer::lex_string(std::size_t p) {
       value += utf8_encode(std::u32string(1, cp));
     } else if (e >= '0' && e <= '7') {
       char32_t cp = static_cast<char32_t>(e - '0');
-      for (int k = 0; k < 2 && i < src_.size() && src_[i] >= '0' && src_[i] <= '7'; ++k, ++i) cp = cp * 8 + (src_[i] - '0');
+      for (int k = 0; k < 2 && i < src_.size() && src_[i] >= '0' && src_[i] <= '7'; ++k, ++i)
+        cp = cp * 8 + (src_[i] - '0');
       value += utf8_encode(std::u32string(1, cp));
     } else {
       value.push_back('\\');

@@ -144,13 +144,15 @@ static Result<Value> repeat(Evaluator& ev, const Value& seq, std::int64_t times)
   times = std::max<std::int64_t>(times, 0);
   if (seq.is_string()) {
     const std::string& s = seq.as_string();
-    if (!s.empty() && times > 0) CAI_TRY(ev.check_size(s.size() * static_cast<std::size_t>(std::min<std::int64_t>(times, INT32_MAX))));
+    if (!s.empty() && times > 0)
+      CAI_TRY(ev.check_size(s.size() * static_cast<std::size_t>(std::min<std::int64_t>(times, INT32_MAX))));
     std::string out;
     for (std::int64_t i = 0; i < times && !s.empty(); ++i) out += s;
     return Value(std::move(out));
   }
   const ValueList& l = seq.as_list();
-  if (!l.items.empty() && times > 0) CAI_TRY(ev.check_items(l.items.size() * static_cast<std::size_t>(std::min<std::int64_t>(times, INT32_MAX))));
+  if (!l.items.empty() && times > 0)
+    CAI_TRY(ev.check_items(l.items.size() * static_cast<std::size_t>(std::min<std::int64_t>(times, INT32_MAX))));
   std::vector<Value> out;
   for (std::int64_t i = 0; i < times && !l.items.empty(); ++i) out.insert(out.end(), l.items.begin(), l.items.end());
   return Value::list(std::move(out), l.is_tuple);
@@ -159,9 +161,12 @@ static Result<Value> repeat(Evaluator& ev, const Value& seq, std::int64_t times)
 static Result<Value> int_op(const std::string& op, std::int64_t x, std::int64_t y) {
   std::int64_t r = 0;
   bool overflow = false;
-  if (op == "+") overflow = __builtin_add_overflow(x, y, &r);
-  else if (op == "-") overflow = __builtin_sub_overflow(x, y, &r);
-  else if (op == "*") overflow = __builtin_mul_overflow(x, y, &r);
+  if (op == "+")
+    overflow = __builtin_add_overflow(x, y, &r);
+  else if (op == "-")
+    overflow = __builtin_sub_overflow(x, y, &r);
+  else if (op == "*")
+    overflow = __builtin_mul_overflow(x, y, &r);
   else if (op == "//" || op == "%") {
     if (y == 0) return invalid_argument("integer division or modulo by zero");
     if (x == INT64_MIN && y == -1) return invalid_argument("integer overflow");
@@ -244,7 +249,8 @@ Result<bool> contains(const Value& container, const Value& item) {
   switch (container.kind()) {
     case Kind::kUndefined: return false;
     case Kind::kString:
-      if (!item.is_string()) return invalid_argument("'in <string>' requires string as left operand, not {}", type_name(item));
+      if (!item.is_string())
+        return invalid_argument("'in <string>' requires string as left operand, not {}", type_name(item));
       return container.as_string().find(item.as_string()) != std::string::npos;
     case Kind::kList:
       for (const Value& x : container.as_list().items) {

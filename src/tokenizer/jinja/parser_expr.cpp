@@ -94,9 +94,8 @@ Result<ExprPtr> Parser::parse_compare() {
   ExprPtr cmp;
   while (true) {
     std::string op;
-    if (cur().type == TokenType::kOp &&
-        (cur().text == "==" || cur().text == "!=" || cur().text == "<" || cur().text == "<=" || cur().text == ">" ||
-         cur().text == ">=")) {
+    if (cur().type == TokenType::kOp && (cur().text == "==" || cur().text == "!=" || cur().text == "<" ||
+                                         cur().text == "<=" || cur().text == ">" || cur().text == ">=")) {
       op = cur().text;
       advance();
     } else if (is_name("in")) {
@@ -124,7 +123,9 @@ Result<ExprPtr> Parser::parse_compare() {
 // Levels, loosest first: + -, ~, * / // %, ** (all left-associative, as in jinja2).
 Result<ExprPtr> Parser::parse_binary_level(int level) {
   static const std::vector<std::vector<std::string_view>> kLevels = {{"+", "-"}, {"~"}, {"*", "/", "//", "%"}, {"**"}};
-  auto operand = [&]() { return level + 1 < static_cast<int>(kLevels.size()) ? parse_binary_level(level + 1) : parse_unary(true); };
+  auto operand = [&]() {
+    return level + 1 < static_cast<int>(kLevels.size()) ? parse_binary_level(level + 1) : parse_unary(true);
+  };
   CAI_ASSIGN_OR_RETURN(ExprPtr left, operand());
   while (true) {
     std::string op;
@@ -167,10 +168,14 @@ Result<ExprPtr> Parser::parse_primary() {
   if (t.type == TokenType::kName) {
     advance();
     ExprPtr lit = node(ExprKind::kLiteral, t.line);
-    if (t.text == "true" || t.text == "True") lit->literal = true;
-    else if (t.text == "false" || t.text == "False") lit->literal = false;
-    else if (t.text == "none" || t.text == "None") lit->literal = Value::none();
-    else return node(ExprKind::kName, t.line, t.text);
+    if (t.text == "true" || t.text == "True")
+      lit->literal = true;
+    else if (t.text == "false" || t.text == "False")
+      lit->literal = false;
+    else if (t.text == "none" || t.text == "None")
+      lit->literal = Value::none();
+    else
+      return node(ExprKind::kName, t.line, t.text);
     return lit;
   }
   if (t.type == TokenType::kString) {

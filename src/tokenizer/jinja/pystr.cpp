@@ -49,8 +49,7 @@ std::size_t utf8_length(std::string_view s) {
 
 bool py_isspace(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
-         c == 0x3000;
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
 std::string py_strip(std::string_view s, const std::optional<std::string>& chars, StripSide side) {
@@ -102,8 +101,8 @@ std::vector<std::string> py_splitlines(std::string_view s) {
   std::vector<std::string> out;
   std::size_t start = 0, i = 0;
   auto is_break = [](char32_t c) {
-    return c == '\n' || c == '\r' || c == 0x0B || c == 0x0C || (c >= 0x1C && c <= 0x1E) || c == 0x85 ||
-           c == 0x2028 || c == 0x2029;
+    return c == '\n' || c == '\r' || c == 0x0B || c == 0x0C || (c >= 0x1C && c <= 0x1E) || c == 0x85 || c == 0x2028 ||
+           c == 0x2029;
   };
   while (i < u.size()) {
     if (!is_break(u[i])) {

@@ -71,9 +71,7 @@ std::int64_t Value::as_int() const {
   return kind() == Kind::kBool ? static_cast<std::int64_t>(as_bool()) : std::get<std::int64_t>(v_);
 }
 
-double Value::as_float() const {
-  return kind() == Kind::kFloat ? std::get<double>(v_) : static_cast<double>(as_int());
-}
+double Value::as_float() const { return kind() == Kind::kFloat ? std::get<double>(v_) : static_cast<double>(as_int()); }
 
 int Value::depth() const {
   if (kind() == Kind::kList) return std::get<ListPtr>(v_).depth;
@@ -181,10 +179,12 @@ bool equals(const Value& a, const Value& b) {
 
 Result<int> compare(const Value& a, const Value& b) {
   if (a.is_number() && b.is_number()) {
-    if (a.kind() != Kind::kFloat && b.kind() != Kind::kFloat) return (a.as_int() > b.as_int()) - (a.as_int() < b.as_int());
+    if (a.kind() != Kind::kFloat && b.kind() != Kind::kFloat)
+      return (a.as_int() > b.as_int()) - (a.as_int() < b.as_int());
     return (a.as_float() > b.as_float()) - (a.as_float() < b.as_float());
   }
-  if (a.is_string() && b.is_string()) return a.as_string().compare(b.as_string()) < 0 ? -1 : a.as_string() == b.as_string() ? 0 : 1;
+  if (a.is_string() && b.is_string())
+    return a.as_string().compare(b.as_string()) < 0 ? -1 : a.as_string() == b.as_string() ? 0 : 1;
   if (a.kind() == Kind::kList && b.kind() == Kind::kList && a.as_list().is_tuple == b.as_list().is_tuple) {
     const auto& x = a.as_list().items;
     const auto& y = b.as_list().items;
@@ -296,7 +296,8 @@ static Result<std::string> json_container(const Value& v, const JsonStyle& style
       CAI_ASSIGN_OR_RETURN(std::string key, json_key(k));
       entries.emplace_back(std::move(key), &x);
     }
-    if (style.sort_keys) std::stable_sort(entries.begin(), entries.end(), [](auto& a, auto& b) { return a.first < b.first; });
+    if (style.sort_keys)
+      std::stable_sort(entries.begin(), entries.end(), [](auto& a, auto& b) { return a.first < b.first; });
   }
   std::string open = is_list ? "[" : "{", close = is_list ? "]" : "}";
   if (entries.empty()) return open + close;

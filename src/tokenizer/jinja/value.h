@@ -33,14 +33,14 @@ enum class Kind { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict,
 
 class Value {
  public:
-  Value() = default;  // undefined
-  Value(bool b) : v_(b) {}                                  // NOLINT
-  Value(std::int64_t i) : v_(i) {}                          // NOLINT
-  Value(int i) : v_(static_cast<std::int64_t>(i)) {}        // NOLINT
-  Value(double d) : v_(d) {}                                // NOLINT
-  Value(std::string s) : v_(std::move(s)) {}                // NOLINT
-  Value(const char* s) : v_(std::string(s)) {}              // NOLINT
-  static Value undefined(std::string hint);  // hint: the message an access on it reports
+  Value() = default;                                  // undefined
+  Value(bool b) : v_(b) {}                            // NOLINT
+  Value(std::int64_t i) : v_(i) {}                    // NOLINT
+  Value(int i) : v_(static_cast<std::int64_t>(i)) {}  // NOLINT
+  Value(double d) : v_(d) {}                          // NOLINT
+  Value(std::string s) : v_(std::move(s)) {}          // NOLINT
+  Value(const char* s) : v_(std::string(s)) {}        // NOLINT
+  static Value undefined(std::string hint);           // hint: the message an access on it reports
   static Value none();
   static Value list(std::vector<Value> items, bool is_tuple = false);
   static Value dict(ValueDict d);
@@ -61,7 +61,7 @@ class Value {
   Namespace& as_namespace() const { return *std::get<std::shared_ptr<Namespace>>(v_); }
   const Callable& as_callable() const { return *std::get<std::shared_ptr<const Callable>>(v_); }
   const std::string& undefined_hint() const { return std::get<Undef>(v_).hint; }
-  int depth() const;  // 0 for scalars, 1 + deepest element for lists/dicts
+  int depth() const;                       // 0 for scalars, 1 + deepest element for lists/dicts
   bool same_object(const Value& o) const;  // Python `is` for namespaces/callables
 
  private:
@@ -119,8 +119,8 @@ std::string to_str(const Value& v, std::size_t limit = SIZE_MAX);
 std::string repr(const Value& v, std::size_t limit = SIZE_MAX);
 bool equals(const Value& a, const Value& b);
 Result<int> compare(const Value& a, const Value& b);  // <0, 0, >0; error where Python raises TypeError
-std::string type_name(const Value& v);                 // "str object", "dict object", ... for messages
-std::optional<std::string> hash_key(const Value& v);   // nullopt = unhashable
+std::string type_name(const Value& v);                // "str object", "dict object", ... for messages
+std::optional<std::string> hash_key(const Value& v);  // nullopt = unhashable
 
 Result<Value> from_json(const nlohmann::json& j);
 Result<Value> from_json(const nlohmann::ordered_json& j);

@@ -66,8 +66,8 @@ Status attention_gqa(const OpContext& ctx, const AttentionParams& p, const AttnB
       for (int g = 0; g < group; ++g) softmax_row(scores.data() + static_cast<size_t>(g) * n_ctx, n_ctx);
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int32_t t0 = 0; t0 < n_ctx; t0 += p.block_size)
-        kv_axpy_block(block_rows(v_cache, p.head_dim_v, t0), p.head_dim_v, scores.data() + t0, n_ctx, group,
-                      acc.data(), p.head_dim_v, buf.data());
+        kv_axpy_block(block_rows(v_cache, p.head_dim_v, t0), p.head_dim_v, scores.data() + t0, n_ctx, group, acc.data(),
+                      p.head_dim_v, buf.data());
       std::copy(acc.begin(), acc.end(), out.as<float>() + (row * p.n_head + h0) * p.head_dim_v);
     }
   });

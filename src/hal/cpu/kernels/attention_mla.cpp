@@ -50,7 +50,7 @@ struct MlaItem {
   const TensorView& w_uv;
   const TensorView& latent;
   const TensorView& out;
-  int h0, nh;  // the chunk's heads
+  int h0, nh;                  // the chunk's heads
   const MlaBf16Kernels* bf16;  // BF16 products over the cache (--precision fast, where the CPU has them), else null
 };
 
@@ -59,7 +59,7 @@ struct MlaScratch {
   std::vector<float> q_cat;  // q_lat (kv_lora) then q_rope (qk_rope) per (token, head)
   std::vector<float> o_lat;  // kv_lora per (token, head)
   std::vector<float> w_rows, kv_buf, scores;
-  std::vector<float> x, y;  // one head's GEMM input and output rows, contiguous
+  std::vector<float> x, y;                  // one head's GEMM input and output rows, contiguous
   std::vector<uint16_t> q_bf16, rows_bf16;  // the BF16 path's queries and cache rows
 };
 
@@ -172,10 +172,10 @@ Status attention_mla(const OpContext& ctx, const MlaParams& p, const AttnBatch& 
   const int chunk = (p.n_head + n_chunks - 1) / n_chunks;
   const int width = p.kv_lora + p.qk_rope;
   // BF16 products under --precision fast where the CPU has them and the rows split into their 32-element steps.
-  const MlaBf16Kernels* bf16 = ctx.precision == Precision::kFast && latent.dtype != DType::kQ8_0 &&
-                                       width % 32 == 0 && p.kv_lora % 16 == 0
-                                   ? mla_bf16_kernels()
-                                   : nullptr;
+  const MlaBf16Kernels* bf16 =
+      ctx.precision == Precision::kFast && latent.dtype != DType::kQ8_0 && width % 32 == 0 && p.kv_lora % 16 == 0
+          ? mla_bf16_kernels()
+          : nullptr;
   std::mutex mu;
   Status failed;  // the first work item's error
   parallel_rows(ctx, batch.n_seqs() * n_chunks, 1, [&](int64_t b, int64_t e) {

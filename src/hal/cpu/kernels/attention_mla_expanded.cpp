@@ -1,8 +1,8 @@
 // CPU multi-head latent attention for prompts, the way a prefill pays: the absorbed form (attention_mla.cpp) moves
 // each query into the latent space and reads 2·kv_lora + qk_rope values per (query, row, head); expanded, each cached
 // latent row goes through W_UK and W_UV once, into every head's k_nope and v, and a (query, row, head) costs qk_nope +
-// qk_rope + v_head_dim. Absorbing a query costs what expanding a row does, so expansion wins whenever the rows a sequence
-// adds now are most of its context (a prompt): for DeepSeek-V2/V3, 320 instead of 1,088 per pair.
+// qk_rope + v_head_dim. Absorbing a query costs what expanding a row does, so expansion wins whenever the rows a
+// sequence adds now are most of its context (a prompt): for DeepSeek-V2/V3, 320 instead of 1,088 per pair.
 #include "hal/cpu/kernels/attention_mla_expanded.h"
 
 #include <algorithm>
@@ -16,7 +16,7 @@ namespace cai::hal::cpu {
 
 namespace {
 
-constexpr int kQueriesPerItem = 16;                              // queries of one head per work item
+constexpr int kQueriesPerItem = 16;                       // queries of one head per work item
 constexpr int64_t kMaxExpandedBytes = int64_t{64} << 20;  // k_nope and v of every head for the whole context
 
 // W_UK and W_UV as F32 rows over the latent, [n_head · qk_nope, kv_lora] (head h's k_nope row i = column i of w_uk's
@@ -114,8 +114,8 @@ Status attention_mla_expanded(const OpContext& ctx, const MlaParams& p, const At
         std::fill(s + seen, s + rows, 0.0f);
         std::fill(o0 + j * ld_out, o0 + j * ld_out + p.v_head_dim, 0.0f);
       }
-      kern.rows_axpy(scores.data(), rows, nj, v_rows + static_cast<int64_t>(h) * p.v_head_dim, ld_v, rows,
-                     p.v_head_dim, o0, ld_out);
+      kern.rows_axpy(scores.data(), rows, nj, v_rows + static_cast<int64_t>(h) * p.v_head_dim, ld_v, rows, p.v_head_dim,
+                     o0, ld_out);
     }
   });
   return {};

@@ -12,8 +12,10 @@
 namespace cai::hal::cpu {
 
 void parallel_rows(const OpContext& ctx, int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
-  if (ctx.pool) ctx.pool->parallel_for(n, grain, fn);
-  else fn(0, n);
+  if (ctx.pool)
+    ctx.pool->parallel_for(n, grain, fn);
+  else
+    fn(0, n);
 }
 
 Status embed(const OpContext& ctx, const TensorView& table, const TensorView& id_view, const TensorView& out) {
@@ -22,7 +24,8 @@ Status embed(const OpContext& ctx, const TensorView& table, const TensorView& id
   if (out.dtype != DType::kF32 || out.rows() != n || out.cols() != dim)
     return invalid_argument("embed: out must be F32 [{}, {}], got {}", n, dim, out.shape_string());
   for (int64_t i = 0; i < n; ++i)
-    if (ids[i] < 0 || ids[i] >= n_vocab) return invalid_argument("embed: token id {} outside vocab of {}", ids[i], n_vocab);
+    if (ids[i] < 0 || ids[i] >= n_vocab)
+      return invalid_argument("embed: token id {} outside vocab of {}", ids[i], n_vocab);
   if (group_rows(table.dtype) > 1) {  // a tied embedding packed for the head's dense_gemm (qdot_groups.h)
     parallel_rows(ctx, n, 1, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i)
@@ -93,7 +96,8 @@ Status copy_cols(const OpContext& ctx, const TensorView& src, int64_t src_col, c
                             dst.shape_string(), dst_col);
   parallel_rows(ctx, src.rows(), 64, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r)
-      std::memmove(dst.row<float>(r) + dst_col, src.row<const float>(r) + src_col, static_cast<size_t>(n_cols) * sizeof(float));
+      std::memmove(dst.row<float>(r) + dst_col, src.row<const float>(r) + src_col,
+                   static_cast<size_t>(n_cols) * sizeof(float));
   });
   return {};
 }

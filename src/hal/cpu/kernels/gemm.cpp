@@ -40,9 +40,9 @@ namespace {
 
 // Activation-row counts up to this use the fused dequant·dot path; above it weight panels are dequantized once.
 constexpr int64_t kFusedMaxRows = 8;
-constexpr int64_t kPanelK = 256;     // weight columns per packed panel (a multiple of every block size)
-constexpr int64_t kFp8Block = 128;   // DeepSeek scale block edge
-constexpr int64_t kDecodeGrain = 16; // weight rows per thread chunk at least
+constexpr int64_t kPanelK = 256;      // weight columns per packed panel (a multiple of every block size)
+constexpr int64_t kFp8Block = 128;    // DeepSeek scale block edge
+constexpr int64_t kDecodeGrain = 16;  // weight rows per thread chunk at least
 // Activation rows from which the fast path runs two packed groups at a time where the ISA has a pair kernel: a
 // Qwen2-1.5B Q4_0 prefill of 256 tokens 271-276 -> 294-302 tok/s at two threads, while at 16 rows (batched decode)
 // pairs measured no faster and at one row (decode) 20 % slower.
@@ -51,9 +51,9 @@ constexpr int64_t kPairMinRows = 32;
 // (`cai bench -b N`, Qwen2-0.5B Q8_0: at 16 sequences 8 % more tokens/s than two fused passes; at 4 and 8, 15-20 %
 // fewer, so one fused pass stays the choice up to kFusedMaxRows).
 constexpr int64_t kTiledMinRows = kFusedMaxRows + 1;
-constexpr int64_t kTileK = 1024;     // columns decoded at a time (a multiple of every block size)
-constexpr int kTilePanelRows = 6;    // weight rows decoded together (a multiple of every ISA's tile_rows); with
-                                     // kTileK, two such buffers are 48 KiB, about one core's L1
+constexpr int64_t kTileK = 1024;   // columns decoded at a time (a multiple of every block size)
+constexpr int kTilePanelRows = 6;  // weight rows decoded together (a multiple of every ISA's tile_rows); with
+                                   // kTileK, two such buffers are 48 KiB, about one core's L1
 
 struct Gemm {
   const GemmKernels* k;
@@ -98,8 +98,8 @@ Status validate(const TensorView& w, const TensorView& x, const TensorView* bias
     return unsupported("dense_gemm: activations must be f32 (x {}, y {})", dtype_name(x.dtype), dtype_name(y.dtype));
   int64_t out = w.dim(0), in = w.dim(1);
   if (x.cols() != in)
-    return invalid_argument("dense_gemm: x {} does not match weight {} (in = {})", x.shape_string(),
-                            w.shape_string(), in);
+    return invalid_argument("dense_gemm: x {} does not match weight {} (in = {})", x.shape_string(), w.shape_string(),
+                            in);
   if (y.cols() != out || outer_rows(y) != outer_rows(x))
     return invalid_argument("dense_gemm: y {} must be [{}, {}]", y.shape_string(), outer_rows(x), out);
   if (bias && (bias->dtype != DType::kF32 || bias->n_elements() != out))
@@ -351,9 +351,8 @@ void fast_gemm(const OpContext& ctx, const Gemm& g, const QDotKernels& k) {
     else
       (groups == 2 ? dot_pair : dot)(w, q + j0 * ldx, ldx, nx, g.in, acc);
   };
-  parallel_qdot(ctx, g, [&](int64_t u0, int64_t u1) {
-    run_qdot(g, rows, pairs, wide ? kWideDotRows : kMaxDotRows, u0, u1);
-  });
+  parallel_qdot(ctx, g,
+                [&](int64_t u0, int64_t u1) { run_qdot(g, rows, pairs, wide ? kWideDotRows : kMaxDotRows, u0, u1); });
 }
 
 void fast_gemm16(const OpContext& ctx, const Gemm& g, QuantizeAct16Fn quantize, QDot16Fn dot) {
@@ -382,8 +381,16 @@ Status cpu_dense_gemm(const hal::OpContext& ctx, const TensorView& w, const Tens
                       const TensorView& y) {
   CAI_TRY(validate(w, x, bias, y));
   if (group_rows(w.dtype) > 1) CAI_TRY(validate_packed(ctx, w));
-  Gemm g{&active_gemm_kernels(), w.dtype, &w, x.as<const float>(), bias ? bias->as<const float>() : nullptr, y.as<float>(),
-         outer_rows(x), w.dim(1), w.dim(0), (w.dim(1) + kFp8Block - 1) / kFp8Block};
+  Gemm g{&active_gemm_kernels(),
+         w.dtype,
+         &w,
+         x.as<const float>(),
+         bias ? bias->as<const float>() : nullptr,
+         y.as<float>(),
+         outer_rows(x),
+         w.dim(1),
+         w.dim(0),
+         (w.dim(1) + kFp8Block - 1) / kFp8Block};
   if (g.n == 0 || g.out == 0) return {};
   if (g.in == 0) {
     for (int64_t i = 0; i < g.n; ++i)

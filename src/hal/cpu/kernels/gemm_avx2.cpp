@@ -189,7 +189,9 @@ struct CodesD {
 };
 
 template <class D>
-constexpr bool kHasOne = requires(const uint8_t* w) { D::one(w, 0); };
+constexpr bool kHasOne = requires(const uint8_t* w) {
+  D::one(w, 0);
+};
 
 // Σ over `in` elements, one chunk (4 vectors) per step; each activation row has 2 FMA chains whatever NX is.
 template <class D, int NX>

@@ -30,7 +30,9 @@ float hsum(__m512 v) {
 }
 
 template <class D>
-constexpr bool kHasOne = requires(const uint8_t* w) { D::one(w, 0); };
+constexpr bool kHasOne = requires(const uint8_t* w) {
+  D::one(w, 0);
+};
 
 // Σ over `in` elements, 4 vectors (two chunks) per step; each activation row has 2 FMA chains whatever NX is.
 template <class D, int NX>

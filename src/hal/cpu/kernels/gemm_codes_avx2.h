@@ -165,8 +165,9 @@ struct Q3K {
     Hdr h;
     const __m128i raw = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 96)), nib = _mm_set1_epi8(15);
     const __m128i lo = _mm_unpacklo_epi64(_mm_and_si128(raw, nib), _mm_and_si128(_mm_srli_epi16(raw, 4), nib));
-    const __m128i hi = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(static_cast<int>(load_u32(b + 104))),
-                                                    _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
+    const __m128i hi =
+        _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(static_cast<int>(load_u32(b + 104))), _mm_setr_epi32(0, 2, 4, 6)),
+                      _mm_set1_epi8(3));
     scale_bytes(h.s, _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32)), f16_at(b + 108));
     return h;
   }
@@ -204,9 +205,9 @@ struct IQ4XS {
   using Hdr = Scales8;
   static Hdr header(const uint8_t* b) {
     Hdr h;
-    const __m256i top = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(load_u16(b + 2)),
-                                                           _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
-                                         _mm256_set1_epi32(3));
+    const __m256i top = _mm256_and_si256(
+        _mm256_srlv_epi32(_mm256_set1_epi32(load_u16(b + 2)), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+        _mm256_set1_epi32(3));
     const __m256i ls = _mm256_or_si256(nibbles8(b + 4), _mm256_slli_epi32(top, 4));
     const __m256 centred = i32_to_ps(_mm256_sub_epi32(ls, _mm256_set1_epi32(32)));
     _mm256_storeu_ps(h.s, _mm256_mul_ps(_mm256_set1_ps(f16_at(b)), centred));

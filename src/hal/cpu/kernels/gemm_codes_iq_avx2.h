@@ -186,14 +186,14 @@ struct IQ1M {
     Hdr h;
     uint16_t sc[4];
     std::memcpy(sc, b + 48, 8);
-    const float d = _cvtsh_ss(static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0xF0) | ((sc[2] >> 4) & 0xF00) |
-                                                    (sc[3] & 0xF000)));
+    const float d = _cvtsh_ss(
+        static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0xF0) | ((sc[2] >> 4) & 0xF00) | (sc[3] & 0xF000)));
     // Scale k = 2c + half sits in word k/4 at bit 3(k%4).
     const __m256i words = _mm256_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc)));
     const __m256i shift = _mm256_setr_epi32(0, 3, 6, 9, 0, 3, 6, 9), seven = _mm256_set1_epi32(7);
     for (int i = 0; i < 2; ++i) {
-      const __m256i w = _mm256_permutevar8x32_epi32(words, _mm256_setr_epi32(2 * i, 2 * i, 2 * i, 2 * i, 2 * i + 1,
-                                                                              2 * i + 1, 2 * i + 1, 2 * i + 1));
+      const __m256i w = _mm256_permutevar8x32_epi32(
+          words, _mm256_setr_epi32(2 * i, 2 * i, 2 * i, 2 * i, 2 * i + 1, 2 * i + 1, 2 * i + 1, 2 * i + 1));
       _mm256_storeu_ps(h.s + 8 * i, iq1_scales(d, _mm256_and_si256(_mm256_srlv_epi32(w, shift), seven)));
     }
     return h;

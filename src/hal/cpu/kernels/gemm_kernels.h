@@ -43,8 +43,8 @@ struct GemmKernels {
   RowDotFn row_dot[static_cast<int>(DType::kCount)];  // null: no kernel for that weight dtype
   DequantFn dequant[static_cast<int>(DType::kCount)];
   MicroFn micro;
-  int nr;  // panel width (weight rows per packed panel)
-  int mr;  // most activation rows per micro call
+  int nr;       // panel width (weight rows per packed panel)
+  int mr;       // most activation rows per micro call
   TileFn tile;  // null: this ISA has no batch-invariant tile, the fused path serves every batch
   FinishFn finish;
   int tile_rows, tile_cols, acc_floats;

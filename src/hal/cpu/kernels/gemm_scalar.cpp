@@ -84,11 +84,11 @@ GemmKernels make_table() {
 }  // namespace
 
 const GemmKernels& gemm_kernels_scalar() {
-  static const GemmKernels k = make_table<DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0,
-                                          DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kF8_E4M3, DType::kQ4_1,
-                                          DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kIQ4_NL,
-                                          DType::kIQ4_XS, DType::kIQ3_XXS, DType::kIQ3_S, DType::kIQ2_XXS,
-                                          DType::kIQ2_XS, DType::kIQ2_S, DType::kIQ1_S, DType::kIQ1_M>();
+  static const GemmKernels k =
+      make_table<DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ5_K,
+                 DType::kQ6_K, DType::kF8_E4M3, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K,
+                 DType::kIQ4_NL, DType::kIQ4_XS, DType::kIQ3_XXS, DType::kIQ3_S, DType::kIQ2_XXS, DType::kIQ2_XS,
+                 DType::kIQ2_S, DType::kIQ1_S, DType::kIQ1_M>();
   return k;
 }
 

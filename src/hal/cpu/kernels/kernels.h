@@ -30,10 +30,8 @@ void kv_read_rows(const KvRows& r, int64_t n, float* dst, int64_t ld);
 // The block's first n elements of each row as floats, row t at the result + t·(*ld): an F32 cache in place, others
 // decoded into buf (nt · n floats).
 const float* kv_f32_rows(const KvRows& r, int64_t n, float* buf, int64_t* ld);
-void kv_dot_block(const KvRows& r, int64_t n, const float* x, int64_t ldx, int nx, float* out, int64_t ldo,
-                  float* buf);
-void kv_axpy_block(const KvRows& r, int64_t n, const float* a, int64_t lda, int ny, float* y, int64_t ldy,
-                   float* buf);
+void kv_dot_block(const KvRows& r, int64_t n, const float* x, int64_t ldx, int nx, float* out, int64_t ldo, float* buf);
+void kv_axpy_block(const KvRows& r, int64_t n, const float* a, int64_t lda, int ny, float* y, int64_t ldy, float* buf);
 
 // Rows r .. r + nt − 1 of the weight w (any dtype, packed row groups included) as floats, w.cols() apart: in place
 // for F32, else decoded into buf (nt · cols floats) through the active ISA's decoder where it has one (the generic
@@ -42,7 +40,8 @@ const float* weight_rows_f32(const TensorView& w, int64_t r, int nt, float* buf)
 
 Status embed(const OpContext&, const TensorView& table, const TensorView& ids, const TensorView& out);
 Status rms_norm(const OpContext&, const TensorView& x, const TensorView& w, float eps, const TensorView& out);
-Status rope(const OpContext&, const TensorView& x, const TensorView& pos, const TensorView& inv_freq, const RopeParams& p);
+Status rope(const OpContext&, const TensorView& x, const TensorView& pos, const TensorView& inv_freq,
+            const RopeParams& p);
 Status add(const OpContext&, const TensorView& a, const TensorView& b, const TensorView& out);
 Status swiglu(const OpContext&, const TensorView& gate, const TensorView& up, const TensorView& out);
 Status softmax(const OpContext&, const TensorView& x);

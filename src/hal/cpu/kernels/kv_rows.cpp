@@ -54,7 +54,8 @@ Status check_kv_parts(const char* op, DType t, std::initializer_list<int> widths
 
 void kv_read_rows(const KvRows& r, int64_t n, float* dst, int64_t ld) {
   if (r.cache->dtype == DType::kF32) {
-    for (int t = 0; t < r.nt; ++t) std::memcpy(dst + t * ld, elem_ptr(*r.cache, r.elem0 + t * r.stride), n * sizeof(float));
+    for (int t = 0; t < r.nt; ++t)
+      std::memcpy(dst + t * ld, elem_ptr(*r.cache, r.elem0 + t * r.stride), n * sizeof(float));
     return;
   }
   const DequantFn decode = active_gemm_kernels().dequant[static_cast<int>(r.cache->dtype)];  // F16C / AVX
@@ -79,8 +80,7 @@ void kv_dot_block(const KvRows& r, int64_t n, const float* x, int64_t ldx, int n
   active_gemm_kernels().rows_dot(x, ldx, nx, rows, ld, r.nt, n, out, ldo);
 }
 
-void kv_axpy_block(const KvRows& r, int64_t n, const float* a, int64_t lda, int ny, float* y, int64_t ldy,
-                   float* buf) {
+void kv_axpy_block(const KvRows& r, int64_t n, const float* a, int64_t lda, int ny, float* y, int64_t ldy, float* buf) {
   if (r.cache->dtype == DType::kQ8_0) {
     for (int j = 0; j < ny; ++j)
       for (int t = 0; t < r.nt; ++t) {

@@ -57,7 +57,7 @@ void dot_tile(const uint16_t* q, int64_t ldq, const uint16_t* r, int64_t n, floa
   }
   if constexpr (RN == 4 && QN % 2 == 0) {
     for (int i = 0; i < QN; i += 2) {
-      const __m512 pair[8] = {acc[i][0], acc[i][1], acc[i][2], acc[i][3],
+      const __m512 pair[8] = {acc[i][0],     acc[i][1],     acc[i][2],     acc[i][3],
                               acc[i + 1][0], acc[i + 1][1], acc[i + 1][2], acc[i + 1][3]};
       const __m256 sums = hsum8x(pair);
       _mm_storeu_ps(out + i * ldo, _mm256_castps256_ps128(sums));
@@ -115,8 +115,8 @@ constexpr int kMaxPairs = 64;  // position pairs a call takes at once (the op's 
 void axpy_rows(const float* a, int64_t lda, int ny, const float* rows, int64_t ldr, int nt, int64_t n, float* y,
                int64_t ldy, uint16_t* buf) {
   // Interleave each pair's rows: 16 columns of positions 2k and 2k + 1 become 32 BF16 values x0 y0 x1 y1 ...
-  const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
-                                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21,
+                                         5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   const int np = (nt + 1) / 2;
   for (int k = 0; k < np; ++k) {
     const float* r0 = rows + 2 * k * ldr;
@@ -138,8 +138,8 @@ void axpy_rows(const float* a, int64_t lda, int ny, const float* rows, int64_t l
           const int t = 2 * (k0 + k);
           pair[0] = a[(i0 + i) * lda + t];
           pair[1] = t + 1 < nt ? a[(i0 + i) * lda + t + 1] : 0.0f;
-          const __m128i b = reinterpret_cast<__m128i>(_mm_cvtneps_pbh(_mm_loadl_pi(_mm_setzero_ps(),
-                                                                                    reinterpret_cast<__m64*>(pair))));
+          const __m128i b = reinterpret_cast<__m128i>(
+              _mm_cvtneps_pbh(_mm_loadl_pi(_mm_setzero_ps(), reinterpret_cast<__m64*>(pair))));
           w[i * kn + k] = static_cast<uint32_t>(_mm_cvtsi128_si32(b));
         }
       const uint16_t* pairs = buf + static_cast<int64_t>(k0) * n * 2;

@@ -18,7 +18,8 @@ void top_k_indices(const std::vector<float>& v, int k, std::vector<int>& out) {
   out.resize(v.size());
   std::iota(out.begin(), out.end(), 0);
   std::partial_sort(out.begin(), out.begin() + k, out.end(), [&](int a, int b) {
-    return v[static_cast<size_t>(a)] > v[static_cast<size_t>(b)] || (v[static_cast<size_t>(a)] == v[static_cast<size_t>(b)] && a < b);
+    return v[static_cast<size_t>(a)] > v[static_cast<size_t>(b)] ||
+           (v[static_cast<size_t>(a)] == v[static_cast<size_t>(b)] && a < b);
   });
   out.resize(static_cast<size_t>(k));
 }
@@ -34,7 +35,8 @@ void gate_one_token(const MoeGateParams& p, const float* logits, const float* bi
     for (int e = 0; e < n_e; ++e) sum += score[static_cast<size_t>(e)] = std::exp(logits[e] - mx);
     for (float& s : score) s /= sum;
   }
-  for (int e = 0; e < n_e; ++e) biased[static_cast<size_t>(e)] = score[static_cast<size_t>(e)] + (bias ? bias[e] : 0.0f);
+  for (int e = 0; e < n_e; ++e)
+    biased[static_cast<size_t>(e)] = score[static_cast<size_t>(e)] + (bias ? bias[e] : 0.0f);
   std::vector<int> picked;
   if (p.n_group > 1 && p.topk_group < p.n_group) {
     // Group score: sum of the two best biased scores (with a correction bias, V3) or the best score (V2).
@@ -48,7 +50,8 @@ void gate_one_token(const MoeGateParams& p, const float* logits, const float* bi
     top_k_indices(group_score, p.topk_group, groups);
     std::vector<float> masked(static_cast<size_t>(n_e), -INFINITY);
     for (int g : groups)
-      for (int e = g * per_group; e < (g + 1) * per_group; ++e) masked[static_cast<size_t>(e)] = biased[static_cast<size_t>(e)];
+      for (int e = g * per_group; e < (g + 1) * per_group; ++e)
+        masked[static_cast<size_t>(e)] = biased[static_cast<size_t>(e)];
     top_k_indices(masked, p.top_k, picked);
   } else {
     top_k_indices(biased, p.top_k, picked);
@@ -67,14 +70,14 @@ void gate_one_token(const MoeGateParams& p, const float* logits, const float* bi
 Status moe_gate(const OpContext& ctx, const MoeGateParams& p, const TensorView& logits, const TensorView* bias,
                 const TensorView& ids, const TensorView& weights) {
   const int64_t n = logits.rows();
-  if (p.n_experts <= 0 || logits.cols() != p.n_experts || p.n_group <= 0 || p.n_experts % p.n_group ||
-      p.top_k <= 0 || p.topk_group <= 0 || p.topk_group > p.n_group ||
-      p.top_k > p.topk_group * (p.n_experts / p.n_group))
+  if (p.n_experts <= 0 || logits.cols() != p.n_experts || p.n_group <= 0 || p.n_experts % p.n_group || p.top_k <= 0 ||
+      p.topk_group <= 0 || p.topk_group > p.n_group || p.top_k > p.topk_group * (p.n_experts / p.n_group))
     return invalid_argument("moe_gate: {} experts, top-{}, {} groups keeping {}: inconsistent", p.n_experts, p.top_k,
                             p.n_group, p.topk_group);
   if (ids.n_elements() != n * p.top_k || weights.n_elements() != n * p.top_k || ids.dtype != DType::kI32)
     return invalid_argument("moe_gate: ids/weights must be [{}, {}]", n, p.top_k);
-  if (bias && bias->n_elements() != p.n_experts) return invalid_argument("moe_gate: bias must have {} values", p.n_experts);
+  if (bias && bias->n_elements() != p.n_experts)
+    return invalid_argument("moe_gate: bias must have {} values", p.n_experts);
   parallel_rows(ctx, n, 4, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t)
       gate_one_token(p, logits.row<const float>(t), bias ? bias->as<const float>() : nullptr,

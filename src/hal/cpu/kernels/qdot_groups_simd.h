@@ -51,7 +51,7 @@ struct RowLanes {
   static I zero() { return _mm512_setzero_si512(); }
   static F fzero() { return _mm512_setzero_ps(); }
   static I quads(const uint8_t* p) { return _mm512_loadu_si512(p); }  // 4 bytes per row
-  static I pairs_i16(const uint8_t* p) {  // 2 int8 per row, widened to int16
+  static I pairs_i16(const uint8_t* p) {                              // 2 int8 per row, widened to int16
     return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
   static I bytes_i8(const uint8_t* p) {
@@ -182,8 +182,8 @@ void q8_0_r16_dot16_nx(const uint8_t* w, const ActBlockQ16* x, const float* xd, 
       const uint8_t* blk = w + b * kBlock;
       L::I s[NX];
       for (auto& v : s) v = L::zero();
-      // Unrolled, the 16 pairs' loads and broadcasts overlap: 1.25× at 8 activation rows (left to itself GCC keeps the
-      // loop).
+        // Unrolled, the 16 pairs' loads and broadcasts overlap: 1.25× at 8 activation rows (left to itself GCC keeps
+        // the loop).
 #pragma GCC unroll 16
       for (int p = 0; p < kActBlock / 2; ++p) {
         const uint8_t* at = blk + kCodes + (p * kGroupRows + h * L::kRows) * 2;
@@ -476,8 +476,7 @@ template <int NX>
 #pragma GCC unroll 4
     for (int g = 0; g < 4; ++g)
 #pragma GCC unroll 2
-      for (int j = 0; j < NX; ++j)
-        s[g][q / 4][j] = L::dot_u8s8_at(s[g][q / 4][j], code[g], a[j * ldx + g].q + 4 * q);
+      for (int j = 0; j < NX; ++j) s[g][q / 4][j] = L::dot_u8s8_at(s[g][q / 4][j], code[g], a[j * ldx + g].q + 4 * q);
   }
 }
 
@@ -596,8 +595,7 @@ template <int NX, int NJ, bool kQ3>
         code = L::or_(code, L::and8(bit >= 2 ? L::srl16(high, bit - 2) : L::sll16(high, 2 - bit), 4));
       }
 #pragma GCC unroll 8
-      for (int x = 0; x < NX; ++x)
-        s[jj][q / 4][x] = L::dot_u8s8_at(s[jj][q / 4][x], code, a[x * ldx + j].q + 4 * q);
+      for (int x = 0; x < NX; ++x) s[jj][q / 4][x] = L::dot_u8s8_at(s[jj][q / 4][x], code, a[x * ldx + j].q + 4 * q);
     }
   }
 }
@@ -645,8 +643,8 @@ void q23_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_
                                 ldx, acc);
         } else {
           const uint8_t* raw = blk + kScales + h * L::kRows;
-          q2_k_scale_into<NX>(s0, s1, L::bytes_u8(raw + 2 * b * kGroupRows), L::bytes_u8(raw + (2 * b + 1) * kGroupRows),
-                              d, dmin, xs + b, ldx, acc);
+          q2_k_scale_into<NX>(s0, s1, L::bytes_u8(raw + 2 * b * kGroupRows),
+                              L::bytes_u8(raw + (2 * b + 1) * kGroupRows), d, dmin, xs + b, ldx, acc);
         }
       };
       for (int hb = 0; hb < 2; ++hb) {
@@ -678,8 +676,8 @@ inline void iq4_xs_group_scales(const uint8_t* p, int8_t ls[8][kGroupRows]) {
     const __m128i l = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * kGroupRows + (s / 2) * kGroupRows));
     const __m128i low = _mm_and_si128(s % 2 ? _mm_srli_epi16(l, 4) : l, low4);
     const __m128i shift = _mm_cvtsi32_si128(2 * s);
-    const __m128i high = _mm_packus_epi16(_mm_and_si128(_mm_srl_epi16(h0, shift), low2),
-                                          _mm_and_si128(_mm_srl_epi16(h1, shift), low2));
+    const __m128i high =
+        _mm_packus_epi16(_mm_and_si128(_mm_srl_epi16(h0, shift), low2), _mm_and_si128(_mm_srl_epi16(h1, shift), low2));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(ls[s]), _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), bias));
   }
 }

@@ -98,7 +98,8 @@ template <int D>
 [[gnu::always_inline]] inline void k_or_bits(__m256i v, __m256i* codes) {
   [&]<int... B>(std::integer_sequence<int, B...>) {
     ((codes[B] = _mm256_or_si256(codes[B], k_move_bit<B, D>(v))), ...);
-  }(std::make_integer_sequence<int, 8>{});
+  }
+  (std::make_integer_sequence<int, 8>{});
 }
 
 inline __m256i k_load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
@@ -108,10 +109,10 @@ inline __m256i k_load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_
 // m_0..3 in their low 6 bits and the top 2 bits of sc_4..7 and m_4..7 in bits 6..7; bytes 8..11 hold the low 4 bits
 // of sc_4..7 (low nibble) and m_4..7 (high nibble).
 inline __m128i k_scale_min_bytes(const uint8_t* p) {
-  const __m128i w = _mm_setr_epi32(static_cast<int>(block_bytes::load_u32(p)),
-                                   static_cast<int>(block_bytes::load_u32(p + 4)), 0, 0);
+  const __m128i w =
+      _mm_setr_epi32(static_cast<int>(block_bytes::load_u32(p)), static_cast<int>(block_bytes::load_u32(p + 4)), 0, 0);
   const __m128i w2 = _mm_set1_epi32(static_cast<int>(block_bytes::load_u32(p + 8)));
-  const __m128i low = _mm_and_si128(w, _mm_set1_epi8(0x3F));                              // sc_0..3, m_0..3
+  const __m128i low = _mm_and_si128(w, _mm_set1_epi8(0x3F));  // sc_0..3, m_0..3
   const __m128i nib = _mm_and_si128(_mm_srlv_epi32(w2, _mm_setr_epi32(0, 4, 0, 0)), _mm_set1_epi8(15));
   const __m128i high = _mm_or_si128(nib, _mm_and_si128(_mm_srli_epi32(w, 2), _mm_set1_epi8(0x30)));  // sc/m_4..7
   return _mm_unpacklo_epi32(low, high);
@@ -265,7 +266,7 @@ void k_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, fl
     KSuper ks;
     k_decode<T>(w + sb * kBytes, ks);
     for (int j = 0; j < NX; ++j)
-      acc[j] = _mm256_add_ps(acc[j], k_row_super<T == DType::kQ4_K || T == DType::kQ5_K>(ks, x + j * ldx + 8 * sb));
+      acc[j] = _mm256_add_ps(acc[j], k_row_super < T == DType::kQ4_K || T == DType::kQ5_K > (ks, x + j * ldx + 8 * sb));
   }
   for (int j = 0; j < NX; ++j) out[j] = hsum8(acc[j]);
 }

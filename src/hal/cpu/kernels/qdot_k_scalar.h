@@ -177,7 +177,7 @@ void q45_k_r16_dot(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int nx, i
       acc = std::fma(dmin * static_cast<float>(m), -(a[s].d * static_cast<float>(a[s].sum[0] + a[s].sum[1])), acc);
     }
   };
-  group_dot_rows<kR * (kQ5 ? 176 : 144), 8>(w, x, ldx, nx, in, out, row_step);
+  group_dot_rows<kR*(kQ5 ? 176 : 144), 8>(w, x, ldx, nx, in, out, row_step);
 }
 
 // Q6_K: per row and activation block, the sums of both 16-element halves s_k = Σ code·a.q − 32·Σ a.q exactly in int,

@@ -45,9 +45,9 @@ void rows_dot_tile_avx512(const float* q, int64_t ldq, const float* r, int64_t l
   }
   for (int i = 0; i < QN; ++i)
     for (int t = 0; t < RN; ++t)
-      out[i * ldo + t] = vec_dot_finish_avx2(
-          _mm512_castps512_ps256(lo[i][t]), _mm512_extractf32x8_ps(lo[i][t], 1), _mm512_castps512_ps256(hi[i][t]),
-          _mm512_extractf32x8_ps(hi[i][t], 1), q + i * ldq, r + t * ldr, d, n);
+      out[i * ldo + t] = vec_dot_finish_avx2(_mm512_castps512_ps256(lo[i][t]), _mm512_extractf32x8_ps(lo[i][t], 1),
+                                             _mm512_castps512_ps256(hi[i][t]), _mm512_extractf32x8_ps(hi[i][t], 1),
+                                             q + i * ldq, r + t * ldr, d, n);
 }
 
 template <int QN>

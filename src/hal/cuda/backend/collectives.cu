@@ -86,10 +86,10 @@ const Nccl* nccl() {
     void* lib = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
     if (!lib) return nullptr;
     static Nccl n{};
-    const bool ok = load_symbol(lib, "ncclCommInitAll", &n.comm_init_all) &&
-                    load_symbol(lib, "ncclAllReduce", &n.all_reduce) && load_symbol(lib, "ncclGroupStart", &n.group_start) &&
-                    load_symbol(lib, "ncclGroupEnd", &n.group_end) && load_symbol(lib, "ncclCommDestroy", &n.comm_destroy) &&
-                    load_symbol(lib, "ncclGetErrorString", &n.error_string);
+    const bool ok =
+        load_symbol(lib, "ncclCommInitAll", &n.comm_init_all) && load_symbol(lib, "ncclAllReduce", &n.all_reduce) &&
+        load_symbol(lib, "ncclGroupStart", &n.group_start) && load_symbol(lib, "ncclGroupEnd", &n.group_end) &&
+        load_symbol(lib, "ncclCommDestroy", &n.comm_destroy) && load_symbol(lib, "ncclGetErrorString", &n.error_string);
     return ok ? &n : nullptr;
   }();
   return loaded;
@@ -114,7 +114,8 @@ int comm_create(const CaiDeviceHandle* devices, int32_t n, CaiCommHandle* out, C
       indices.push_back(c->ranks.back()->index());
     }
     c->comms.resize(static_cast<size_t>(n));
-    if (int rc = nccl()->comm_init_all(c->comms.data(), n, indices.data())) return nccl_fail(err, rc, "ncclCommInitAll");
+    if (int rc = nccl()->comm_init_all(c->comms.data(), n, indices.data()))
+      return nccl_fail(err, rc, "ncclCommInitAll");
     *out = c.release();
     return CAI_OK;
   });

@@ -37,7 +37,7 @@ int open_all(OpenDevices& s, CaiError* err) {
   if (e != gpuSuccess || n <= 0) {
     (void)gpuGetLastError();
     return fail(err, CAI_ERR_UNAVAILABLE, "no %s device: %s", kBackendName,
-                        e != gpuSuccess ? gpuGetErrorString(e) : "the runtime reports none");
+                e != gpuSuccess ? gpuGetErrorString(e) : "the runtime reports none");
   }
   for (int i = 0; i < n; ++i) {
     std::unique_ptr<GpuDevice> d;
@@ -74,8 +74,8 @@ void destroy() {
   s.devices.clear();
 }
 
-const CaiBackendEntry kEntry = {CAI_BACKEND_ABI_VERSION, sizeof(CaiBackendEntry), kBackendName, create, destroy,
-                                collectives()};
+const CaiBackendEntry kEntry = {
+    CAI_BACKEND_ABI_VERSION, sizeof(CaiBackendEntry), kBackendName, create, destroy, collectives()};
 
 }  // namespace
 

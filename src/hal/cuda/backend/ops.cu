@@ -19,8 +19,8 @@ struct Arg {
 int check_device_range(CaiError* err, const char* op, const char* arg, const char* part, const void* p, uint64_t n) {
 #if defined(CAI_GPU_SIMT)
   if (n > 0 && !simt::is_device_pointer(p, n))
-    return fail(err, CAI_ERR_INVALID_ARGUMENT, "%s: %s of '%s' (%p, %llu bytes) is not device memory of %s",
-                        op, part, arg, p, static_cast<unsigned long long>(n), kBackendName);
+    return fail(err, CAI_ERR_INVALID_ARGUMENT, "%s: %s of '%s' (%p, %llu bytes) is not device memory of %s", op, part,
+                arg, p, static_cast<unsigned long long>(n), kBackendName);
 #else
   (void)err, (void)op, (void)arg, (void)part, (void)p, (void)n;
 #endif
@@ -67,8 +67,8 @@ int op_rope(CaiDeviceHandle h, const CaiTensor* x, const CaiTensor* pos, const C
                 [&](const Context& c) { return rope(c, *x, *pos, *inv_freq, *p, err); });
 }
 
-int op_dense_gemm(CaiDeviceHandle h, const CaiTensor* w, const CaiTensor* x, const CaiTensor* bias,
-                  const CaiTensor* y, CaiError* err) {
+int op_dense_gemm(CaiDeviceHandle h, const CaiTensor* w, const CaiTensor* x, const CaiTensor* bias, const CaiTensor* y,
+                  CaiError* err) {
   return run_op(h, err, "dense_gemm", {{"w", w}, {"x", x}, {"bias", bias, true}, {"y", y}},
                 [&](const Context& c) { return dense_gemm(c, *w, *x, bias, *y, err); });
 }
@@ -102,8 +102,12 @@ int op_kv_write(CaiDeviceHandle h, const CaiTensor* src, const CaiTensor* slots,
 int op_attention_gqa(CaiDeviceHandle h, const CaiAttentionParams* p, const CaiAttnBatch* batch, const CaiTensor* q,
                      const CaiTensor* k_cache, const CaiTensor* v_cache, const CaiTensor* out, CaiError* err) {
   return run_op(h, err, "attention_gqa",
-                {{"batch.seqs", &batch->seqs}, {"batch.block_tables", &batch->block_tables}, {"q", q},
-                 {"k_cache", k_cache}, {"v_cache", v_cache}, {"out", out}},
+                {{"batch.seqs", &batch->seqs},
+                 {"batch.block_tables", &batch->block_tables},
+                 {"q", q},
+                 {"k_cache", k_cache},
+                 {"v_cache", v_cache},
+                 {"out", out}},
                 [&](const Context& c) { return attention_gqa(c, *p, *batch, *q, *k_cache, *v_cache, *out, err); });
 }
 
@@ -116,8 +120,13 @@ int op_moe_gate(CaiDeviceHandle h, const CaiMoeGateParams* p, const CaiTensor* l
 int op_sparse_moe(CaiDeviceHandle h, const CaiExpertWeights* w, const CaiTensor* x, const CaiTensor* ids,
                   const CaiTensor* weights, const CaiTensor* out, CaiError* err) {
   return run_op(h, err, "sparse_moe",
-                {{"w.gate", &w->gate}, {"w.up", &w->up}, {"w.down", &w->down}, {"x", x}, {"ids", ids},
-                 {"weights", weights}, {"out", out}},
+                {{"w.gate", &w->gate},
+                 {"w.up", &w->up},
+                 {"w.down", &w->down},
+                 {"x", x},
+                 {"ids", ids},
+                 {"weights", weights},
+                 {"out", out}},
                 [&](const Context& c) { return sparse_moe(c, *w, *x, *ids, *weights, *out, err); });
 }
 
@@ -125,8 +134,13 @@ int op_attention_mla(CaiDeviceHandle h, const CaiMlaParams* p, const CaiAttnBatc
                      const CaiTensor* w_uk, const CaiTensor* w_uv, const CaiTensor* latent, const CaiTensor* out,
                      CaiError* err) {
   return run_op(h, err, "attention_mla",
-                {{"batch.seqs", &batch->seqs}, {"batch.block_tables", &batch->block_tables}, {"q", q},
-                 {"w_uk", w_uk}, {"w_uv", w_uv}, {"latent", latent}, {"out", out}},
+                {{"batch.seqs", &batch->seqs},
+                 {"batch.block_tables", &batch->block_tables},
+                 {"q", q},
+                 {"w_uk", w_uk},
+                 {"w_uv", w_uv},
+                 {"latent", latent},
+                 {"out", out}},
                 [&](const Context& c) { return attention_mla(c, *p, *batch, *q, *w_uk, *w_uv, *latent, *out, err); });
 }
 

@@ -39,7 +39,8 @@ const RocmSmi* rocm_smi() {
     if (!lib) lib = dlopen("librocm_smi64.so", RTLD_NOW | RTLD_LOCAL);
     if (!lib) return nullptr;
     static RocmSmi r{};
-    const bool ok = load_symbol(lib, "rsmi_init", &r.init) && load_symbol(lib, "rsmi_num_monitor_devices", &r.num_devices) &&
+    const bool ok = load_symbol(lib, "rsmi_init", &r.init) &&
+                    load_symbol(lib, "rsmi_num_monitor_devices", &r.num_devices) &&
                     load_symbol(lib, "rsmi_dev_pci_id_get", &r.pci_id) &&
                     load_symbol(lib, "rsmi_dev_temp_metric_get", &r.temperature) &&
                     load_symbol(lib, "rsmi_dev_gpu_clk_freq_get", &r.clock) &&
@@ -78,8 +79,16 @@ bool plausible_hz(uint64_t hz) { return hz >= 10'000'000 && hz <= 10'000'000'000
 std::optional<float> current_clock_mhz(const RocmSmi& r, uint32_t index) {
   alignas(8) unsigned char buf[1024] = {};
   if (r.clock(index, kClockSys, buf) != 0) return std::nullopt;
-  auto u32 = [&](size_t off) { uint32_t v; std::memcpy(&v, buf + off, 4); return v; };
-  auto u64 = [&](size_t off) { uint64_t v; std::memcpy(&v, buf + off, 8); return v; };
+  auto u32 = [&](size_t off) {
+    uint32_t v;
+    std::memcpy(&v, buf + off, 4);
+    return v;
+  };
+  auto u64 = [&](size_t off) {
+    uint64_t v;
+    std::memcpy(&v, buf + off, 8);
+    return v;
+  };
   for (const size_t counts : {size_t{4}, size_t{0}}) {  // newer layout first: counts at 4, frequencies at 16
     const uint32_t n = u32(counts), cur = u32(counts + 4);
     const size_t freqs = counts == 4 ? 16 : 8;

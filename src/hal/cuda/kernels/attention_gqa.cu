@@ -11,16 +11,16 @@ namespace cai::gpu {
 
 namespace {
 
-constexpr int kCtxChunk = 64;    // context positions per online-softmax step
-constexpr int kCtxPart = 256;    // context positions per partition (one block each), a multiple of kCtxChunk
+constexpr int kCtxChunk = 64;  // context positions per online-softmax step
+constexpr int kCtxPart = 256;  // context positions per partition (one block each), a multiple of kCtxChunk
 constexpr int kMaxThreads = 256;
 constexpr size_t kPartialBudget = size_t{64} << 20;  // bytes of partition sums one launch aims to stay within
-constexpr int kMergeParts = 64;   // partitions whose merge weights one pass of merge_partitions_kernel holds
+constexpr int kMergeParts = 64;  // partitions whose merge weights one pass of merge_partitions_kernel holds
 
 // How one launch_paged_attention call is cut: partitions per query, and queries per launch pair (kernel + merge) so
 // that the partitions' sums of one pair fit kPartialBudget (at least one query at a time).
 struct PartitionPlan {
-  int n_parts;       // partitions of the longest context
+  int n_parts;  // partitions of the longest context
   int rows_per_launch;
   size_t floats_per_row;  // one query's sums over all sequences, heads and partitions
 };
@@ -191,8 +191,8 @@ __global__ void paged_attention_kernel(PagedAttnArgs a, int hpb, int q0, int n_p
     return;
   }
   for (int g = 0; g < hpb; ++g) {
-    float* dst = partial + partial_offset(a, n_parts, static_cast<int>(gridDim.y), s, static_cast<int>(blockIdx.y),
-                                          h0 + g, part);
+    float* dst = partial +
+                 partial_offset(a, n_parts, static_cast<int>(gridDim.y), s, static_cast<int>(blockIdx.y), h0 + g, part);
     for (int d = threadIdx.x; d < a.head_dim_v; d += blockDim.x) dst[d] = sh.acc[g * a.head_dim_v + d];
     if (threadIdx.x == 0) {
       dst[a.head_dim_v] = sh.m[g];
@@ -257,8 +257,7 @@ size_t paged_attention_scratch_bytes(const PagedAttnArgs& a) {
   return plan.n_parts == 1 ? 0 : plan.floats_per_row * static_cast<size_t>(plan.rows_per_launch) * sizeof(float);
 }
 
-int launch_paged_attention(const Context& ctx, const PagedAttnArgs& a, void* partial, const char* op,
-                           CaiError* err) {
+int launch_paged_attention(const Context& ctx, const PagedAttnArgs& a, void* partial, const char* op, CaiError* err) {
   if (a.max_q > 65535 || a.n_seqs > 65535)
     return fail(err, CAI_ERR_UNSUPPORTED, "%s: %d sequences of up to %d queries exceed the grid", op, a.n_seqs,
                 a.max_q);
@@ -280,17 +279,21 @@ int launch_paged_attention(const Context& ctx, const PagedAttnArgs& a, void* par
     const dim3 grid(static_cast<unsigned>(plan.n_parts * a.n_kv_head * (group / hpb)), rows,
                     static_cast<unsigned>(a.n_seqs));
     const auto attend = [&](auto vd) {
-      GPU_LAUNCH(grid, threads, shared, ctx.stream, paged_attention_kernel<decltype(vd)::value>)(a, hpb, q0,
-                                                                                                plan.n_parts, sums);
+      GPU_LAUNCH(grid, threads, shared, ctx.stream, paged_attention_kernel<decltype(vd)::value>)
+      (a, hpb, q0, plan.n_parts, sums);
     };
-    if (a.v_dtype == CAI_DTYPE_F32) attend(std::integral_constant<int, CAI_DTYPE_F32>{});
-    else if (a.v_dtype == CAI_DTYPE_F16) attend(std::integral_constant<int, CAI_DTYPE_F16>{});
-    else attend(std::integral_constant<int, CAI_DTYPE_BF16>{});  // check_kv_cache admits no other
-    if (plan.n_parts > 1)
+    if (a.v_dtype == CAI_DTYPE_F32)
+      attend(std::integral_constant<int, CAI_DTYPE_F32>{});
+    else if (a.v_dtype == CAI_DTYPE_F16)
+      attend(std::integral_constant<int, CAI_DTYPE_F16>{});
+    else
+      attend(std::integral_constant<int, CAI_DTYPE_BF16>{});  // check_kv_cache admits no other
+    if (plan.n_parts > 1) {
       GPU_LAUNCH(dim3(static_cast<unsigned>(a.n_head), rows, static_cast<unsigned>(a.n_seqs)),
                  row_block_threads(a.head_dim_v, ctx.warp_size, kMaxThreads),
-                 static_cast<size_t>(a.head_dim_v) * sizeof(float), ctx.stream,
-                 merge_partitions_kernel)(a, q0, plan.n_parts, sums);
+                 static_cast<size_t>(a.head_dim_v) * sizeof(float), ctx.stream, merge_partitions_kernel)
+      (a, q0, plan.n_parts, sums);
+    }
   }
   return check_launch(err, op);
 }

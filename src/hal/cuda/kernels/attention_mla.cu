@@ -99,12 +99,11 @@ int check_mla_args(const CaiMlaParams& p, const CaiTensor& q, const CaiTensor& w
       w_uk.shape[0] != static_cast<int64_t>(p.n_head) * p.kv_lora || w_uk.shape[1] != p.qk_nope ||
       w_uv.shape[0] != static_cast<int64_t>(p.n_head) * p.v_head_dim || w_uv.shape[1] != p.kv_lora ||
       cols(latent) != p.kv_lora + p.qk_rope || n_elements(q) % (static_cast<int64_t>(p.n_head) * qk) ||
-      n_elements(out) != n_elements(q) / qk * p.v_head_dim || q.dtype != CAI_DTYPE_F32 ||
-      out.dtype != CAI_DTYPE_F32)
+      n_elements(out) != n_elements(q) / qk * p.v_head_dim || q.dtype != CAI_DTYPE_F32 || out.dtype != CAI_DTYPE_F32)
     return fail(err, CAI_ERR_INVALID_ARGUMENT,
-                "attention_mla: q %s w_uk %s w_uv %s latent %s out %s do not match the params",
-                shape_string(q).c_str(), shape_string(w_uk).c_str(), shape_string(w_uv).c_str(),
-                shape_string(latent).c_str(), shape_string(out).c_str());
+                "attention_mla: q %s w_uk %s w_uv %s latent %s out %s do not match the params", shape_string(q).c_str(),
+                shape_string(w_uk).c_str(), shape_string(w_uv).c_str(), shape_string(latent).c_str(),
+                shape_string(out).c_str());
   return CAI_OK;
 }
 
@@ -170,16 +169,16 @@ int attention_mla(const Context& ctx, const CaiMlaParams& p, const CaiAttnBatch&
   const int threads = slice_threads(p.kv_lora);
   dispatch_weight_dtype(w_uk.dtype, [&](auto d) {
     GPU_LAUNCH(grid, threads, static_cast<size_t>(p.qk_nope) * sizeof(float), ctx.stream,
-               mla_absorb_q_kernel<decltype(d)::value>)(p, static_cast<const float*>(q.data), weight_view(w_uk), seqs,
-                                                        n_rows, q_abs);
+               mla_absorb_q_kernel<decltype(d)::value>)
+    (p, static_cast<const float*>(q.data), weight_view(w_uk), seqs, n_rows, q_abs);
   });
   if (int rc = check_launch(err, "attention_mla")) return rc;
   if (int rc = launch_paged_attention(ctx, lat, part_bytes ? o_lat + lat_floats : nullptr, "attention_mla", err))
     return rc;
   dispatch_weight_dtype(w_uv.dtype, [&](auto d) {
     GPU_LAUNCH(grid, slice_threads(p.v_head_dim), static_cast<size_t>(p.kv_lora) * sizeof(float), ctx.stream,
-               mla_project_out_kernel<decltype(d)::value>)(p, o_lat, weight_view(w_uv), seqs, n_rows,
-                                                           static_cast<float*>(out.data));
+               mla_project_out_kernel<decltype(d)::value>)
+    (p, o_lat, weight_view(w_uv), seqs, n_rows, static_cast<float*>(out.data));
   });
   return check_launch(err, "attention_mla");
 }

@@ -143,8 +143,7 @@ int copy_cols(const Context& ctx, const CaiTensor& src, int64_t src_col, const C
   return check_launch(err, "copy_cols");
 }
 
-int kv_write(const Context& ctx, const CaiTensor& src, const CaiTensor& slots, const CaiTensor& cache,
-             CaiError* err) {
+int kv_write(const Context& ctx, const CaiTensor& src, const CaiTensor& slots, const CaiTensor& cache, CaiError* err) {
   const int64_t width = cols(src), n_slots = cache.n_dims == 0 ? 0 : dim(cache, 0);
   if (!is_kv_cache_dtype(cache.dtype))
     return fail(err, CAI_ERR_UNSUPPORTED, "kv_write: a cache of dtype %d is not supported (f32, f16 or bf16)",
@@ -156,8 +155,8 @@ int kv_write(const Context& ctx, const CaiTensor& src, const CaiTensor& slots, c
     return fail(err, CAI_ERR_INVALID_ARGUMENT, "kv_write: slots must be I32 [%lld]", static_cast<long long>(rows(src)));
   if (rows(src) == 0) return CAI_OK;
   GPU_LAUNCH(static_cast<unsigned>(rows(src)), row_block_threads(width, ctx.warp_size), 0, ctx.stream, kv_write_kernel)
-  (static_cast<const float*>(src.data), static_cast<const int32_t*>(slots.data), width, n_slots,
-   cache.data, cache.dtype);
+  (static_cast<const float*>(src.data), static_cast<const int32_t*>(slots.data), width, n_slots, cache.data,
+   cache.dtype);
   return check_launch(err, "kv_write");
 }
 

@@ -42,8 +42,8 @@ int embed(const Context& ctx, const CaiTensor& table, const CaiTensor& ids, cons
   if (n == 0 || dim == 0) return CAI_OK;
   if (n > 0x7FFFFFFF)
     return fail(err, CAI_ERR_INVALID_ARGUMENT, "embed: %lld ids is too many", static_cast<long long>(n));
-  GPU_LAUNCH(dim3(static_cast<unsigned>(n)), dim3(kEmbedThreads), 0, ctx.stream, embed_kernel)(
-      weight_view(table), static_cast<const int32_t*>(ids.data), static_cast<float*>(out.data));
+  GPU_LAUNCH(dim3(static_cast<unsigned>(n)), dim3(kEmbedThreads), 0, ctx.stream, embed_kernel)
+  (weight_view(table), static_cast<const int32_t*>(ids.data), static_cast<float*>(out.data));
   return check_launch(err, "embed");
 }
 

@@ -8,12 +8,12 @@ namespace cai::gpu {
 
 namespace {
 
-constexpr int kGemvWarps = 4;         // warps per GEMV block, split into row groups
-constexpr int kTileM = 32;            // activation rows per tile
-constexpr int kTileN = 64;            // output rows (weight rows) per tile
-constexpr int kTileK = 32;            // reduction columns per tile step (a multiple of kChunk)
-constexpr int kTileThreads = 256;     // each thread computes kTileM · kTileN / kTileThreads = 2 × 4 outputs
-constexpr int kThreadsN = 16;         // thread columns of the output tile: thread t owns rows 2·(t/16)+{0,1} ...
+constexpr int kGemvWarps = 4;      // warps per GEMV block, split into row groups
+constexpr int kTileM = 32;         // activation rows per tile
+constexpr int kTileN = 64;         // output rows (weight rows) per tile
+constexpr int kTileK = 32;         // reduction columns per tile step (a multiple of kChunk)
+constexpr int kTileThreads = 256;  // each thread computes kTileM · kTileN / kTileThreads = 2 × 4 outputs
+constexpr int kThreadsN = 16;      // thread columns of the output tile: thread t owns rows 2·(t/16)+{0,1} ...
 constexpr int kOutPerThreadN = kTileN / kThreadsN;  // ... and output columns t%16 + 16·{0..3}
 
 // Row groups of `group_warps` warps, one output row o each; blockIdx.y picks N consecutive activation rows (rows past
@@ -105,7 +105,8 @@ void launch_gemv(const Context& ctx, const WeightView& w, const float* x, int64_
   with_pass_rows(n_rows, [&](auto rows_c) {
     dispatch_weight_dtype(w.dtype, [&](auto d) {
       GPU_LAUNCH(grid, dim3(kGemvWarps * ctx.warp_size), 0, ctx.stream,
-                 gemv_kernel<decltype(d)::value, decltype(rows_c)::value>)(w, x, n, x16, group_warps, bias, y);
+                 gemv_kernel<decltype(d)::value, decltype(rows_c)::value>)
+      (w, x, n, x16, group_warps, bias, y);
     });
   });
 }

@@ -10,9 +10,9 @@ namespace cai::gpu {
 
 namespace {
 
-constexpr int kMoeWarps = 4;        // warps per expert GEMV block, split into row groups
-constexpr int kMoeMaxSplits = 16;   // blocks sharing one expert's token groups (gridDim.z)
-constexpr int kMoeThreads = 128;    // threads of the routing and combine kernels
+constexpr int kMoeWarps = 4;       // warps per expert GEMV block, split into row groups
+constexpr int kMoeMaxSplits = 16;  // blocks sharing one expert's token groups (gridDim.z)
+constexpr int kMoeThreads = 128;   // threads of the routing and combine kernels
 
 // Position g within a segment of `count`, clamped to its last one (a padded group row recomputes it, unstored).
 __device__ __forceinline__ int last_at(int g, int count) { return g < count ? g : count - 1; }
@@ -137,8 +137,7 @@ __global__ void moe_down_kernel(WeightView down0, MoeRows geo, MoeScratch s) {
     if (live) thread_dot_rows<D, N>(down, c, xs, geo.x16, t, width, acc);
     group_sum<N>(acc, geo.group_warps, partial);
     if (!live || t != 0) continue;
-    for (int j = 0; j < N && g + j < count; ++j)
-      s.down[static_cast<int64_t>(base + g + j) * down.rows + c] = acc[j];
+    for (int j = 0; j < N && g + j < count; ++j) s.down[static_cast<int64_t>(base + g + j) * down.rows + c] = acc[j];
   }
 }
 
@@ -226,11 +225,11 @@ int sparse_moe(const Context& ctx, const CaiExpertWeights& w, const CaiTensor& x
   const auto* id_p = static_cast<const int32_t*>(ids.data);
   const int route_blocks = static_cast<int>((n_slots + kMoeThreads - 1) / kMoeThreads);
   const int e32 = static_cast<int>(n_exp);
-  GPU_LAUNCH(dim3(route_blocks), dim3(kMoeThreads), 0, ctx.stream, moe_count_kernel)(id_p, n_slots, w.expert_begin,
-                                                                                      e32, s.counts);
+  GPU_LAUNCH(dim3(route_blocks), dim3(kMoeThreads), 0, ctx.stream, moe_count_kernel)
+  (id_p, n_slots, w.expert_begin, e32, s.counts);
   GPU_LAUNCH(dim3(1), dim3(1), 0, ctx.stream, moe_offsets_kernel)(s.counts, e32, s.offsets, s.active);
-  GPU_LAUNCH(dim3(route_blocks), dim3(kMoeThreads), 0, ctx.stream, moe_scatter_kernel)(id_p, n_slots, w.expert_begin,
-                                                                                        e32, s);
+  GPU_LAUNCH(dim3(route_blocks), dim3(kMoeThreads), 0, ctx.stream, moe_scatter_kernel)
+  (id_p, n_slots, w.expert_begin, e32, s);
   // Grid rows for as many experts as can have positions (which ones is only known on the device: grid_expert); a
   // pass over a weight row serves up to N of an expert's positions, N sized to the batch (each sum's order does not
   // depend on it), and an expert's groups are split over blocks as a token's share of them would need.
@@ -251,17 +250,18 @@ int sparse_moe(const Context& ctx, const CaiExpertWeights& w, const CaiTensor& x
     constexpr int N = decltype(rows_c)::value;
     dispatch_weight_dtype(gate_dtype, [&](auto d) {
       GPU_LAUNCH(dim3(row_blocks(ffn, up_rows), expert_rows, splits), block, 0, ctx.stream,
-                 moe_gate_up_kernel<decltype(d)::value, N>)(weight_view(w.gate), weight_view(w.up),
-                                                           static_cast<const float*>(x.data), top_k, up_rows, s);
+                 moe_gate_up_kernel<decltype(d)::value, N>)
+      (weight_view(w.gate), weight_view(w.up), static_cast<const float*>(x.data), top_k, up_rows, s);
     });
     dispatch_weight_dtype(w.down.dtype, [&](auto d) {
       GPU_LAUNCH(dim3(row_blocks(hidden, down_rows), expert_rows, splits), block, 0, ctx.stream,
-                 moe_down_kernel<decltype(d)::value, N>)(weight_view(w.down), down_rows, s);
+                 moe_down_kernel<decltype(d)::value, N>)
+      (weight_view(w.down), down_rows, s);
     });
   });
   const auto col_blocks = static_cast<unsigned>(std::min<int64_t>(65535, (hidden + kMoeThreads - 1) / kMoeThreads));
-  GPU_LAUNCH(dim3(static_cast<unsigned>(rows(x)), col_blocks), dim3(kMoeThreads), 0, ctx.stream, moe_combine_kernel)(
-      static_cast<const float*>(weights.data), top_k, hidden, s, static_cast<float*>(out.data));
+  GPU_LAUNCH(dim3(static_cast<unsigned>(rows(x)), col_blocks), dim3(kMoeThreads), 0, ctx.stream, moe_combine_kernel)
+  (static_cast<const float*>(weights.data), top_k, hidden, s, static_cast<float*>(out.data));
   return check_launch(err, "sparse_moe");
 }
 

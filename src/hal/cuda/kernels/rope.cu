@@ -48,8 +48,8 @@ int rope(const Context& ctx, const CaiTensor& x, const CaiTensor& pos, const Cai
     return fail(err, CAI_ERR_INVALID_ARGUMENT, "rope: inv_freq must be F32 [%d]", p.n_rot / 2);
   if (n_tok == 0 || n_head == 0) return CAI_OK;
   const size_t shared = static_cast<size_t>(p.n_rot) * sizeof(float);
-  GPU_LAUNCH(static_cast<unsigned>(n_tok), row_block_threads(n_head * (p.n_rot / 2), ctx.warp_size), shared,
-             ctx.stream, rope_kernel)
+  GPU_LAUNCH(static_cast<unsigned>(n_tok), row_block_threads(n_head * (p.n_rot / 2), ctx.warp_size), shared, ctx.stream,
+             rope_kernel)
   (static_cast<float*>(x.data), static_cast<const int32_t*>(pos.data), static_cast<const float*>(inv_freq.data), p,
    n_head, head_dim);
   return check_launch(err, "rope");

@@ -180,8 +180,8 @@ void BlockRunner::setup(const BlockJob& job, uint3 block_idx) {
   ready_.resize(n_threads_);
   for (int i = 0; i < n_threads_; ++i) {
     const unsigned u = static_cast<unsigned>(i);
-    fibers_[i] = Fiber{{{u % b.x, u / b.x % b.y, u / (b.x * b.y)}, i % ws}, nullptr, nullptr, nullptr, i / ws,
-                       State::ready};
+    fibers_[i] =
+        Fiber{{{u % b.x, u / b.x % b.y, u / (b.x * b.y)}, i % ws}, nullptr, nullptr, nullptr, i / ws, State::ready};
     ready_[i] = job.reverse ? n_threads_ - 1 - i : i;
   }
   warps_.resize((n_threads_ + ws - 1) / ws);

@@ -30,10 +30,14 @@ size_t unit_scale(std::string_view unit) {
   const std::string_view rest = unit.substr(1);
   if (!(rest.empty() || rest == "B" || rest == "iB")) return 0;
   switch (prefix) {
-    case 'K': case 'k': return size_t{1} << 10;
-    case 'M': case 'm': return size_t{1} << 20;
-    case 'G': case 'g': return size_t{1} << 30;
-    case 'T': case 't': return size_t{1} << 40;
+    case 'K':
+    case 'k': return size_t{1} << 10;
+    case 'M':
+    case 'm': return size_t{1} << 20;
+    case 'G':
+    case 'g': return size_t{1} << 30;
+    case 'T':
+    case 't': return size_t{1} << 40;
     default: return 0;
   }
 }
@@ -48,8 +52,10 @@ size_t env_size(const char* name, size_t fallback) {
   const unsigned long long n = std::strtoull(s, &end, 10);
   const size_t scale = end == s || errno != 0 ? 0 : unit_scale(end);
   if (scale == 0 || n > SIZE_MAX / scale) {
-    std::fprintf(stderr, "simt: %s=%s is not a size (a whole number with an optional unit such as KiB, MiB or GiB); "
-                 "using %zu bytes\n", name, s, fallback);
+    std::fprintf(stderr,
+                 "simt: %s=%s is not a size (a whole number with an optional unit such as KiB, MiB or GiB); "
+                 "using %zu bytes\n",
+                 name, s, fallback);
     return fallback;
   }
   return static_cast<size_t>(n) * scale;

@@ -40,11 +40,17 @@
 #define CAI_GPU_FULL_MASK 0xffffffffu
 __device__ __forceinline__ int gpu_warp_size() { return 32; }
 template <class T>
-__device__ __forceinline__ T gpu_shfl_xor(T v, int mask) { return __shfl_xor_sync(CAI_GPU_FULL_MASK, v, mask); }
+__device__ __forceinline__ T gpu_shfl_xor(T v, int mask) {
+  return __shfl_xor_sync(CAI_GPU_FULL_MASK, v, mask);
+}
 template <class T>
-__device__ __forceinline__ T gpu_shfl_down(T v, int delta) { return __shfl_down_sync(CAI_GPU_FULL_MASK, v, delta); }
+__device__ __forceinline__ T gpu_shfl_down(T v, int delta) {
+  return __shfl_down_sync(CAI_GPU_FULL_MASK, v, delta);
+}
 template <class T>
-__device__ __forceinline__ T gpu_shfl(T v, int src_lane) { return __shfl_sync(CAI_GPU_FULL_MASK, v, src_lane); }
+__device__ __forceinline__ T gpu_shfl(T v, int src_lane) {
+  return __shfl_sync(CAI_GPU_FULL_MASK, v, src_lane);
+}
 __device__ __forceinline__ uint64_t gpu_ballot(int pred) { return __ballot_sync(CAI_GPU_FULL_MASK, pred); }
 __device__ __forceinline__ bool gpu_any(int pred) { return __any_sync(CAI_GPU_FULL_MASK, pred); }
 __device__ __forceinline__ bool gpu_all(int pred) { return __all_sync(CAI_GPU_FULL_MASK, pred); }

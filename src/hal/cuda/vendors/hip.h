@@ -41,11 +41,17 @@
 
 __device__ __forceinline__ int gpu_warp_size() { return warpSize; }
 template <class T>
-__device__ __forceinline__ T gpu_shfl_xor(T v, int mask) { return __shfl_xor(v, mask); }
+__device__ __forceinline__ T gpu_shfl_xor(T v, int mask) {
+  return __shfl_xor(v, mask);
+}
 template <class T>
-__device__ __forceinline__ T gpu_shfl_down(T v, int delta) { return __shfl_down(v, static_cast<unsigned>(delta)); }
+__device__ __forceinline__ T gpu_shfl_down(T v, int delta) {
+  return __shfl_down(v, static_cast<unsigned>(delta));
+}
 template <class T>
-__device__ __forceinline__ T gpu_shfl(T v, int src_lane) { return __shfl(v, src_lane); }
+__device__ __forceinline__ T gpu_shfl(T v, int src_lane) {
+  return __shfl(v, src_lane);
+}
 __device__ __forceinline__ uint64_t gpu_ballot(int pred) { return __ballot(pred); }
 __device__ __forceinline__ bool gpu_any(int pred) { return __any(pred); }
 __device__ __forceinline__ bool gpu_all(int pred) { return __all(pred); }

@@ -182,8 +182,7 @@ template <class T>
 T atomic_update(T* p, T v, T (*f)(T, T)) {
   std::atomic_ref<T> a(*p);
   T old = a.load();
-  while (!a.compare_exchange_weak(old, f(old, v))) {
-  }
+  while (!a.compare_exchange_weak(old, f(old, v))) {}
   return old;
 }
 template <class T>
@@ -220,7 +219,8 @@ class KernelLaunch {
     };
     const Frame frame{kernel_, std::tuple<std::decay_t<Params>...>(std::forward<Args>(args)...)};
     detail::launch(
-        config_, [](const void* p) {
+        config_,
+        [](const void* p) {
           const Frame& f = *static_cast<const Frame*>(p);
           std::apply(f.kernel, f.params);
         },
