@@ -1,8 +1,9 @@
-// Google Benchmark for cpu_dense_gemm at Qwen2-1.5B shapes: decode (n=1), serving batches in batch-invariant mode
-// (n=16 fused, n=64 tiled) and prefill with the packed-panel path (n=64); weight GB/s and GFLOP/s. The other GGUF
-// types are timed at decode only. Names ending in /fast use Precision::kFast (integer activations and dot products);
-// q8_0_r16 / q4_0_r16 / ... are those weights packed into interleaved row groups as --precision fast loads them
-// (q8_0_r16_i8: Q8_0 for 8-bit activations, as the MLP's gate and up), timed from decode to a 512-row prefill.
+// Google Benchmark for dense_gemm at Qwen2-1.5B shapes: decode (n=1), serving batches in batch-invariant mode
+// (n=16 and n=64 both take the tiled path: more than kFusedMaxRows = 8 rows) and prefill with the packed-panel path
+// (n=64); weight GB/s and GFLOP/s. The other GGUF types are timed at decode only. Names ending in /fast use
+// Precision::kFast (integer activations and dot products); q8_0_r16 / q4_0_r16 / ... are those weights packed into
+// interleaved row groups as --precision fast loads them (q8_0_r16_i8: Q8_0 for 8-bit activations, as the MLP's gate and
+// up), timed from decode to a 512-row prefill.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -15,7 +16,7 @@
 #include "core/quant.h"
 #include "hal/hal.h"
 #include "hal/cpu/kernels/cpu_features.h"
-#include "hal/cpu/kernels/gemm.h"
+#include "hal/cpu/kernels/kernels.h"
 #include "hal/cpu/kernels/qdot_groups.h"
 #include "hal/cpu/kernels/qdot_kernels.h"
 
@@ -29,7 +30,7 @@ constexpr size_t kColdBytes = size_t{640} << 20;
 
 // n_copies × one matrix in one buffer of the CPU device, which the model's packed weights get too: 2 MiB-aligned on
 // transparent huge pages. (On a plain vector's 4 KiB pages every 4 KiB of a streamed matrix costs a TLB miss and the
-// hardware prefetchers stop at each page: one-row numbers from another regime than decode's; README.)
+// hardware prefetchers stop at each page: one-row numbers from another regime than decode's; docs/performance.md.)
 struct WeightSet {
   cai::hal::Buffer buffer;
   size_t matrix_bytes = 0;
@@ -78,7 +79,7 @@ void bm_gemm(benchmark::State& state, DType t, int64_t out, int64_t in, int64_t 
   int copy = 0;
   for (auto _ : state) {
     TensorView wv = TensorView::make(w.copy(copy), t, {out, in});
-    if (!cai::hal::cpu::cpu_dense_gemm(ctx, wv, xv, nullptr, yv).ok()) {
+    if (!cai::hal::cpu::dense_gemm(ctx, wv, xv, nullptr, yv).ok()) {
       state.SkipWithError("gemm failed");
       break;
     }

@@ -41,7 +41,7 @@ if ((${#need[@]})); then
 fi
 npm ci --no-audit --no-fund --loglevel=error
 CAI_BIN="$PWD/build/cai" npm run --silent test:e2e
-# The OpenAI client's tests again with the model over two simt devices (tensor parallel; docs/devices.md), and over
+# The OpenAI client's tests again with the model over two simt devices (tensor parallel; docs/multi-device.md), and over
 # two MPI ranks on the CPU (docs/multi-node.md).
 CAI_SIMT_DEVICES=2 CAI_E2E_SERVER_ARGS="--device simt:0,simt:1 --tp 2" CAI_BIN="$PWD/build/cai" \
   node --test --test-concurrency=1 tests/e2e/openai_api.test.mjs
@@ -106,7 +106,7 @@ done
 echo "fuzz: $n_fuzz targets ran without a crash"
 phase "container image (deploy/Dockerfile, the base stage)"
 # Only where a container builder and the Debian base image are already here: nothing is pulled from a registry. The cuda
-# and hip stages need their toolchains' packages and are built by hand (README, "Container images and Kubernetes").
+# and hip stages need their toolchains' packages and are built by hand (docs/deploy.md).
 builder=""
 for b in docker podman; do
   if command -v "$b" >/dev/null 2>&1 && "$b" image inspect debian:bookworm >/dev/null 2>&1; then builder=$b; break; fi

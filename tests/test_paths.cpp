@@ -32,6 +32,9 @@ std::string data_path(const std::string& rel) {
 std::string binary_path(const std::string& name) {
   return dir_or_env("CAI_TEST_BINARY_DIR", CAI_BINARY_DIR) + "/" + name;
 }
+std::string source_path(const std::string& rel) {
+  return dir_or_env("CAI_TEST_SOURCE_DIR", CAI_SOURCE_DIR) + "/" + rel;
+}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

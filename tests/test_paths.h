@@ -1,4 +1,4 @@
-// Where tests find their data (tests/data, copied from ../shared/testdata with licences) and built binaries.
+// Where tests find their data (tests/data, with its sources and licences in the READMEs there) and built binaries.
 #pragma once
 
 #include <string>
@@ -8,6 +8,7 @@ namespace cai::test {
 // <build>/testdata/<rel> when unpacked there (xz-packed folders), else <source>/tests/data/<rel>.
 std::string data_path(const std::string& rel);
 std::string binary_path(const std::string& name);            // <build>/<name>
+std::string source_path(const std::string& rel);             // <source>/<rel>
 inline std::string cai_bin() { return binary_path("cai"); }  // the built `cai`
 std::string read_file(const std::string& path);
 std::vector<float> read_f32(const std::string& path);

@@ -16,7 +16,7 @@
 
 namespace cai::chips {
 
-// The assumptions every plan states (also in its JSON "assumptions" and the README).
+// The assumptions every plan states (also in its JSON "assumptions" and docs/chips.md).
 inline constexpr double kBandwidthEfficiency = 0.8;  // achievable fraction of peak memory bandwidth
 inline constexpr double kComputeEfficiency = 0.5;    // achievable fraction of peak BF16/INT8 throughput
 inline constexpr double kRuntimeReserve = 0.08;  // card memory kept for the runtime (context, collectives, fragments)

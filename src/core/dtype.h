@@ -20,8 +20,8 @@ enum class DType : uint8_t {
   kF8_E4M3,  // 1 byte; DeepSeek weights carry 128x128 block scales beside them (TensorView::scale)
   kI32,
   kI8,
-  // GGUF types past the first eight (FORMATS.md §1.5, §2; IQ layouts in quant_iq.h). Appended, so the values of
-  // the types above (and of the plugin ABI's CAI_DTYPE_*) stay put.
+  // GGUF types past the first eight (docs/design/formats.md#gguf-type-ids; IQ layouts in quant_iq.h). Appended, so the
+  // values of the types above (and of the plugin ABI's CAI_DTYPE_*) stay put.
   kQ4_1,     // 32 elems, 20 bytes: f16 d, f16 m, 16 bytes of nibbles
   kQ5_0,     // 32 elems, 22 bytes: f16 d, u32 qh, 16 bytes of nibbles
   kQ5_1,     // 32 elems, 24 bytes: f16 d, f16 m, u32 qh, 16 bytes of nibbles

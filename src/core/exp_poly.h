@@ -1,6 +1,6 @@
 // e^x for loops over many values (the CPU's softmax and SiLU, the sampler's weights), branch-free so a loop of it
-// vectorises in any build: scalar expf is a libm call per element, which had grown to 7 % of a Qwen2-1.5B prefill's
-// compute (softmax and SwiGLU).
+// vectorises in any build: scalar expf is a libm call per element, which shows in the profile of a prefill (softmax
+// and SwiGLU; `cai bench` on Qwen2-1.5B's shape).
 // Cody–Waite reduction x = k·ln 2 + r, |r| ≤ ln 2 / 2, a degree-7 polynomial for e^r (the classic single-precision
 // coefficients: within 1 ulp of e^x where the result is a normal float, 8e-8 relative at worst, tested), times 2^k
 // built in the exponent bits. Where 2^k leaves the normal floats it is 0 (x below about −87.3) or +inf (above about

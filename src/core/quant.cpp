@@ -1,5 +1,6 @@
-// Row dequantize/quantize dispatch plus the plain-float, 32-element-block and FP8 codecs (FORMATS.md §2, §7); the
-// K-quants live in quant_k.cpp, the IQ-quants in quant_iq.cpp.
+// Row dequantize/quantize dispatch plus the plain-float, 32-element-block and FP8 codecs
+// (docs/design/formats.md#quant-block-layouts, docs/design/formats.md#fp8-e4m3-and-deepseek-block-scales); the K-quants
+// live in quant_k.cpp, the IQ-quants in quant_iq.cpp.
 #include "core/quant.h"
 
 #include <algorithm>

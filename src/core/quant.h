@@ -1,4 +1,5 @@
-// Row-wise dequantize / quantize for every DType (scalar, exact per FORMATS.md §2). Kernels live in hal/cpu.
+// Row-wise dequantize / quantize for every DType (scalar, exact per docs/design/formats.md#quant-block-layouts).
+// Kernels live in hal/cpu.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,5 @@
-// K-quant codecs: Q2_K–Q6_K dequantizers (bit-exact, FORMATS.md §2.3) and simple Q4_K–Q6_K reference quantizers.
+// K-quant codecs: Q2_K–Q6_K dequantizers (bit-exact, docs/design/formats.md#k-quants) and simple Q4_K–Q6_K reference
+// quantizers.
 #include "core/quant_k.h"
 
 #include <algorithm>
@@ -76,7 +77,7 @@ void quantize_4or5_block(const float* x, uint8_t* d_ptr, int levels, int* q) {
 }
 
 // Q2_K and Q3_K share the 2-bit layout: element n sits in qs[32h + 16p + l] at bits 2j (h, j, p, l as in
-// FORMATS.md §2.3), i.e. each 32-byte run of qs serves 128 elements, four 2-bit planes of 32.
+// docs/design/formats.md#k-quants), i.e. each 32-byte run of qs serves 128 elements, four 2-bit planes of 32.
 int q2_bits(const uint8_t* qs, int n) {
   int h = n / 128, r = n % 128, j = r / 32, p = (r % 32) / 16, l = r % 16;
   return (qs[32 * h + 16 * p + l] >> (2 * j)) & 3;

@@ -1,4 +1,5 @@
-// K-quant (256-element super-block) row codecs used by quant.cpp's dispatch; layouts in FORMATS.md §2.3.
+// K-quant (256-element super-block) row codecs used by quant.cpp's dispatch; layouts in
+// docs/design/formats.md#k-quants.
 #pragma once
 
 #include <cstdint>

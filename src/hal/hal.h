@@ -82,24 +82,6 @@ struct Telemetry {
   std::optional<float> power_w;
 };
 
-enum class OpId : uint8_t {
-  kEmbed,
-  kRmsNorm,
-  kRope,
-  kDenseGemm,
-  kAdd,
-  kSwiglu,
-  kSoftmax,
-  kCopyCols,
-  kKvWrite,
-  kAttentionGqa,
-  kMoeGate,
-  kSparseMoe,
-  kAttentionMla,
-  kCount
-};
-const char* op_name(OpId op);
-
 // A backend's own all-reduce over a fixed group of its devices (NCCL, RCCL, ... through the plugin ABI's
 // CaiCollectives); Communicator uses it where all ranks of an all-reduce have one.
 class NativeCollective {

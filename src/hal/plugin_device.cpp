@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include "core/log.h"
 
@@ -94,73 +95,37 @@ Status call(const OpContext& ctx, const char* op, const Args&... args) {
   return device->status_of(code, err, op);
 }
 
-Status op_embed(const OpContext& x, const TensorView& table, const TensorView& ids, const TensorView& out) {
-  return call<&CaiOps::embed>(x, "embed", CTensor(table), CTensor(ids), CTensor(out));
-}
-Status op_rms_norm(const OpContext& x, const TensorView& in, const TensorView& w, float eps, const TensorView& out) {
-  return call<&CaiOps::rms_norm>(x, "rms_norm", CTensor(in), CTensor(w), eps, CTensor(out));
-}
-Status op_rope(const OpContext& x, const TensorView& in, const TensorView& pos, const TensorView& inv_freq,
-               const RopeParams& p) {
-  return call<&CaiOps::rope>(x, "rope", CTensor(in), CTensor(pos), CTensor(inv_freq), &p);
-}
-Status op_dense_gemm(const OpContext& x, const TensorView& w, const TensorView& in, const TensorView* bias,
-                     const TensorView& y) {
-  return call<&CaiOps::dense_gemm>(x, "dense_gemm", CTensor(w), CTensor(in), CTensor(bias), CTensor(y));
-}
-Status op_add(const OpContext& x, const TensorView& a, const TensorView& b, const TensorView& out) {
-  return call<&CaiOps::add>(x, "add", CTensor(a), CTensor(b), CTensor(out));
-}
-Status op_swiglu(const OpContext& x, const TensorView& gate, const TensorView& up, const TensorView& out) {
-  return call<&CaiOps::swiglu>(x, "swiglu", CTensor(gate), CTensor(up), CTensor(out));
-}
-Status op_softmax(const OpContext& x, const TensorView& in) {
-  return call<&CaiOps::softmax>(x, "softmax", CTensor(in));
-}
-Status op_copy_cols(const OpContext& x, const TensorView& src, int64_t src_col, const TensorView& dst, int64_t dst_col,
-                    int64_t n_cols) {
-  return call<&CaiOps::copy_cols>(x, "copy_cols", CTensor(src), src_col, CTensor(dst), dst_col, n_cols);
-}
-Status op_kv_write(const OpContext& x, const TensorView& src, const TensorView& slots, const TensorView& cache) {
-  return call<&CaiOps::kv_write>(x, "kv_write", CTensor(src), CTensor(slots), CTensor(cache));
-}
-Status op_attention_gqa(const OpContext& x, const AttentionParams& p, const AttnBatch& batch, const TensorView& q,
-                        const TensorView& k_cache, const TensorView& v_cache, const TensorView& out) {
-  return call<&CaiOps::attention_gqa>(x, "attention_gqa", &p, CBatch(batch), CTensor(q), CTensor(k_cache),
-                                      CTensor(v_cache), CTensor(out));
-}
-Status op_moe_gate(const OpContext& x, const MoeGateParams& p, const TensorView& logits, const TensorView* bias,
-                   const TensorView& ids, const TensorView& weights) {
-  return call<&CaiOps::moe_gate>(x, "moe_gate", &p, CTensor(logits), CTensor(bias), CTensor(ids), CTensor(weights));
-}
-Status op_sparse_moe(const OpContext& x, const ExpertWeights& w, const TensorView& in, const TensorView& ids,
-                     const TensorView& weights, const TensorView& out) {
-  return call<&CaiOps::sparse_moe>(x, "sparse_moe", CExperts(w), CTensor(in), CTensor(ids), CTensor(weights),
-                                   CTensor(out));
-}
-Status op_attention_mla(const OpContext& x, const MlaParams& p, const AttnBatch& batch, const TensorView& q,
-                        const TensorView& w_uk, const TensorView& w_uv, const TensorView& latent,
-                        const TensorView& out) {
-  return call<&CaiOps::attention_mla>(x, "attention_mla", &p, CBatch(batch), CTensor(q), CTensor(w_uk), CTensor(w_uv),
-                                      CTensor(latent), CTensor(out));
+// An op argument as the C ABI takes it: tensors, batches and expert stacks converted, parameter structs (already
+// the ABI's) by pointer, numbers as they are.
+CTensor c_arg(const TensorView& t) { return CTensor(t); }
+CTensor c_arg(const TensorView* t) { return CTensor(t); }
+CBatch c_arg(const AttnBatch& b) { return CBatch(b); }
+CExperts c_arg(const ExpertWeights& w) { return CExperts(w); }
+template <class T>
+auto c_arg(const T& v) {
+  if constexpr (std::is_class_v<T>)
+    return &v;
+  else
+    return v;
 }
 
-// A thunk for each op the plugin implements; the others stay null (unsupported).
-OpTable thunks_for(const CaiOps& c) {
+// The thunk of one op: OpTable's signature on the outside, CaiOps' entry inside.
+template <auto Entry, OpId Id, class Fn>
+struct Thunk;
+template <auto Entry, OpId Id, class... Args>
+struct Thunk<Entry, Id, Status (*)(const OpContext&, Args...)> {
+  static Status run(const OpContext& x, Args... args) { return call<Entry>(x, op_name(Id), c_arg(args)...); }
+};
+
+// A thunk for each op the plugin implements; the others stay null (unsupported), as do ops CaiOps has no slot for.
+template <class COps>
+OpTable thunks_for(const COps& c) {
   OpTable t;
-  if (c.embed) t.embed = op_embed;
-  if (c.rms_norm) t.rms_norm = op_rms_norm;
-  if (c.rope) t.rope = op_rope;
-  if (c.dense_gemm) t.dense_gemm = op_dense_gemm;
-  if (c.add) t.add = op_add;
-  if (c.swiglu) t.swiglu = op_swiglu;
-  if (c.softmax) t.softmax = op_softmax;
-  if (c.copy_cols) t.copy_cols = op_copy_cols;
-  if (c.kv_write) t.kv_write = op_kv_write;
-  if (c.attention_gqa) t.attention_gqa = op_attention_gqa;
-  if (c.moe_gate) t.moe_gate = op_moe_gate;
-  if (c.sparse_moe) t.sparse_moe = op_sparse_moe;
-  if (c.attention_mla) t.attention_mla = op_attention_mla;
+#define CAI_OP_THUNK(op, Id, params) \
+  if constexpr (requires { c.op; })  \
+    if (c.op) t.op = &Thunk<&COps::op, OpId::k##Id, decltype(OpTable::op)>::run;
+  CAI_HAL_OPS(CAI_OP_THUNK)
+#undef CAI_OP_THUNK
   return t;
 }
 

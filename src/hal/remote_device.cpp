@@ -27,19 +27,9 @@ void set_no_op(Fn& slot) {
 
 OpTable no_op_table() {
   OpTable t;
-  set_no_op(t.embed);
-  set_no_op(t.rms_norm);
-  set_no_op(t.rope);
-  set_no_op(t.dense_gemm);
-  set_no_op(t.add);
-  set_no_op(t.swiglu);
-  set_no_op(t.softmax);
-  set_no_op(t.copy_cols);
-  set_no_op(t.kv_write);
-  set_no_op(t.attention_gqa);
-  set_no_op(t.moe_gate);
-  set_no_op(t.sparse_moe);
-  set_no_op(t.attention_mla);
+#define CAI_OP_NO_OP(op, Id, params) set_no_op(t.op);
+  CAI_HAL_OPS(CAI_OP_NO_OP)
+#undef CAI_OP_NO_OP
   return t;
 }
 

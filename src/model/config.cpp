@@ -127,7 +127,8 @@ Status read_hf_mla_moe(const json& cfg, ModelConfig& c, const std::string& where
   return {};
 }
 
-// GGUF deepseek2 (llama.cpp converters, ik and mainline flavours; FORMATS.md §1.6 and §3).
+// GGUF deepseek2 (llama.cpp converters, ik and mainline flavours; docs/design/formats.md#gguf-metadata-keys and
+// docs/design/formats.md#deepseek-gguf-flavours).
 Status read_gguf_mla_moe(const json& md, const std::string& arch, ModelConfig& c) {
   auto key = [&](const char* k) { return arch + "." + k; };
   const std::string where = "GGUF " + arch;
@@ -175,8 +176,8 @@ hal::RopeParams ModelConfig::rope_params() const {
   return p;
 }
 
-hal::RopeFreqConfig ModelConfig::rope_freq_config() const {
-  hal::RopeFreqConfig c;
+RopeFreqConfig ModelConfig::rope_freq_config() const {
+  RopeFreqConfig c;
   c.n_rot = rope_dim;
   c.freq_base = rope_theta;
   c.freq_divisors = rope_freq_divisors;

@@ -8,7 +8,7 @@
 
 #include "core/status.h"
 #include "hal/op_table.h"
-#include "hal/rope_freqs.h"
+#include "model/rope_freqs.h"
 
 namespace cai {
 
@@ -63,19 +63,19 @@ struct ModelConfig {
 
   // What the `rope` op needs besides its frequency table (style, rotated dims) ...
   hal::RopeParams rope_params() const;
-  // ... and how that table is computed (hal::rope_inv_freqs); layers build it at load and own it on the device.
-  hal::RopeFreqConfig rope_freq_config() const;
+  // ... and how that table is computed (rope_inv_freqs); layers build it at load and own it on the device.
+  RopeFreqConfig rope_freq_config() const;
   bool is_mla() const { return kv_lora_rank > 0; }
 };
 
-// YaRN magnitude factor get_m(s, k) = 0.1 k ln s + 1 (1 when s <= 1). FORMATS.md §4.2.
+// YaRN magnitude factor get_m(s, k) = 0.1 k ln s + 1 (1 when s <= 1). docs/design/formats.md#yarn.
 float yarn_get_mscale(float factor, float k);
 
 // From a Hugging Face config.json object (llama and qwen2 families). Missing required fields name the field.
 Result<ModelConfig> config_from_hf(const nlohmann::json& cfg);
 // From GGUF metadata (keys `<arch>.*`); the caller adds rope_freqs.weight divisors if the file has that tensor.
 Result<ModelConfig> config_from_gguf(const nlohmann::json& metadata);
-// Llama-3 rope_scaling → per-pair divisors (FORMATS.md §4.3).
+// Llama-3 rope_scaling → per-pair divisors (docs/design/formats.md#llama-3-frequency-scaling).
 std::vector<float> llama3_rope_divisors(int rope_dim, float theta, float factor, float low_freq_factor,
                                         float high_freq_factor, int original_ctx);
 

@@ -14,10 +14,9 @@ namespace {
 
 // The activations the output head multiplies on a fast path may be 8-bit whatever its weight type when the layers'
 // weights are coarser than 8 bits (4- to 6-bit layers beside a Q8_0 head, as llama.cpp writes Qwen2-0.5B's tied
-// embedding): their own rounding then dwarfs what 8-bit activations add. TinyStories-656K with Q4_0 layers and a Q8_0
-// head, 1,022 teacher-forced tokens against the F16 file's logits: mean KL 0.0656 nats exact, 0.0659 fast with 16-bit
-// head activations, 0.0660 with 8-bit (README, "--precision"). Otherwise (8-bit or wider layers) the weight's own
-// grain.
+// embedding): their own rounding then dwarfs what 8-bit activations add, as the KL against the F16 file's logits of
+// TinyStories-656K with Q4_0 layers and a Q8_0 head shows (docs/perf/2026-12-03-q8_0-head-int8.md). Otherwise (8-bit
+// or wider layers) the weight's own grain.
 hal::ActivationGrain head_grain(const WeightStore& w) {
   for (const char* layer_weight : {"blk.0.ffn_up.weight", "blk.0.ffn_up_exps.weight"}) {
     const auto it = w.all().find(layer_weight);

@@ -5,10 +5,10 @@ namespace cai::ops {
 
 namespace {
 
-template <class Fn, class... Args>
-Status dispatch(hal::Device& d, Fn hal::OpTable::*member, hal::OpId id, Args&&... args) {
-  Fn fn = d.ops().*member;
-  if (!fn) return unsupported("op {} is not supported on device {}", hal::op_name(id), d.name());
+template <auto Member, class... Args>
+Status dispatch(hal::Device& d, Args&&... args) {
+  const auto fn = d.ops().*Member;
+  if (!fn) return unsupported("op {} is not supported on device {}", hal::op_name(hal::op_id<Member>()), d.name());
   const hal::OpContext ctx = d.op_context();
   return fn(ctx, std::forward<Args>(args)...);
 }
@@ -19,10 +19,10 @@ Status embed(hal::Device& d, const TensorView& table, const TensorView& ids, con
   if (ids.dtype != DType::kI32 || ids.n_elements() != out.rows())
     return invalid_argument("embed: ids {} must be I32 with one id per output row ({})", ids.shape_string(),
                             out.rows());
-  return dispatch(d, &hal::OpTable::embed, hal::OpId::kEmbed, table, ids, out);
+  return dispatch<&hal::OpTable::embed>(d, table, ids, out);
 }
 Status rms_norm(hal::Device& d, const TensorView& x, const TensorView& w, float eps, const TensorView& out) {
-  return dispatch(d, &hal::OpTable::rms_norm, hal::OpId::kRmsNorm, x, w, eps, out);
+  return dispatch<&hal::OpTable::rms_norm>(d, x, w, eps, out);
 }
 Status rope(hal::Device& d, const TensorView& x, const TensorView& pos, const TensorView& inv_freq,
             const hal::RopeParams& p) {
@@ -30,29 +30,27 @@ Status rope(hal::Device& d, const TensorView& x, const TensorView& pos, const Te
     return invalid_argument("rope: {} positions for {} tokens", pos.n_elements(), x.dim(0));
   if (inv_freq.dtype != DType::kF32 || inv_freq.n_elements() != p.n_rot / 2)
     return invalid_argument("rope: {} inverse frequencies for {} rotated dims", inv_freq.n_elements(), p.n_rot);
-  return dispatch(d, &hal::OpTable::rope, hal::OpId::kRope, x, pos, inv_freq, p);
+  return dispatch<&hal::OpTable::rope>(d, x, pos, inv_freq, p);
 }
 Status dense_gemm(hal::Device& d, const TensorView& w, const TensorView& x, const TensorView* bias,
                   const TensorView& y) {
-  return dispatch(d, &hal::OpTable::dense_gemm, hal::OpId::kDenseGemm, w, x, bias, y);
+  return dispatch<&hal::OpTable::dense_gemm>(d, w, x, bias, y);
 }
 Status add(hal::Device& d, const TensorView& a, const TensorView& b, const TensorView& out) {
-  return dispatch(d, &hal::OpTable::add, hal::OpId::kAdd, a, b, out);
+  return dispatch<&hal::OpTable::add>(d, a, b, out);
 }
 Status swiglu(hal::Device& d, const TensorView& gate, const TensorView& up, const TensorView& out) {
-  return dispatch(d, &hal::OpTable::swiglu, hal::OpId::kSwiglu, gate, up, out);
+  return dispatch<&hal::OpTable::swiglu>(d, gate, up, out);
 }
-Status softmax(hal::Device& d, const TensorView& x) {
-  return dispatch(d, &hal::OpTable::softmax, hal::OpId::kSoftmax, x);
-}
+Status softmax(hal::Device& d, const TensorView& x) { return dispatch<&hal::OpTable::softmax>(d, x); }
 Status copy_cols(hal::Device& d, const TensorView& src, int64_t src_col, const TensorView& dst, int64_t dst_col,
                  int64_t n_cols) {
-  return dispatch(d, &hal::OpTable::copy_cols, hal::OpId::kCopyCols, src, src_col, dst, dst_col, n_cols);
+  return dispatch<&hal::OpTable::copy_cols>(d, src, src_col, dst, dst_col, n_cols);
 }
 Status kv_write(hal::Device& d, const TensorView& src, const TensorView& slots, const TensorView& cache) {
   if (slots.dtype != DType::kI32 || slots.n_elements() != src.rows())
     return invalid_argument("kv_write: {} slots for {} rows", slots.n_elements(), src.rows());
-  return dispatch(d, &hal::OpTable::kv_write, hal::OpId::kKvWrite, src, slots, cache);
+  return dispatch<&hal::OpTable::kv_write>(d, src, slots, cache);
 }
 
 namespace {
@@ -70,12 +68,12 @@ Status check_attn_batch(const char* op, const hal::AttnBatch& b) {
 Status attention_gqa(hal::Device& d, const hal::AttentionParams& p, const hal::AttnBatch& batch, const TensorView& q,
                      const TensorView& k_cache, const TensorView& v_cache, const TensorView& out) {
   CAI_TRY(check_attn_batch("attention_gqa", batch));
-  return dispatch(d, &hal::OpTable::attention_gqa, hal::OpId::kAttentionGqa, p, batch, q, k_cache, v_cache, out);
+  return dispatch<&hal::OpTable::attention_gqa>(d, p, batch, q, k_cache, v_cache, out);
 }
 
 Status moe_gate(hal::Device& d, const hal::MoeGateParams& p, const TensorView& logits, const TensorView* bias,
                 const TensorView& ids, const TensorView& weights) {
-  return dispatch(d, &hal::OpTable::moe_gate, hal::OpId::kMoeGate, p, logits, bias, ids, weights);
+  return dispatch<&hal::OpTable::moe_gate>(d, p, logits, bias, ids, weights);
 }
 Status sparse_moe(hal::Device& d, const hal::ExpertWeights& w, const TensorView& x, const TensorView& ids,
                   const TensorView& weights, const TensorView& out) {
@@ -85,13 +83,13 @@ Status sparse_moe(hal::Device& d, const hal::ExpertWeights& w, const TensorView&
     return invalid_argument(
         "sparse_moe: experts gate {} up {} down {} must be stacked [E, ffn, {}] / [E, {}, ffn]; ids I32",
         w.gate.shape_string(), w.up.shape_string(), w.down.shape_string(), x.cols(), x.cols());
-  return dispatch(d, &hal::OpTable::sparse_moe, hal::OpId::kSparseMoe, w, x, ids, weights, out);
+  return dispatch<&hal::OpTable::sparse_moe>(d, w, x, ids, weights, out);
 }
 Status attention_mla(hal::Device& d, const hal::MlaParams& p, const hal::AttnBatch& batch, const TensorView& q,
                      const TensorView& w_uk, const TensorView& w_uv, const TensorView& latent, const TensorView& out) {
   CAI_TRY(check_attn_batch("attention_mla", batch));
   CAI_TRY(hal::check_mla_weights(p, w_uk, w_uv));
-  return dispatch(d, &hal::OpTable::attention_mla, hal::OpId::kAttentionMla, p, batch, q, w_uk, w_uv, latent, out);
+  return dispatch<&hal::OpTable::attention_mla>(d, p, batch, q, w_uk, w_uv, latent, out);
 }
 
 }  // namespace cai::ops

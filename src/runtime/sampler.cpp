@@ -28,8 +28,8 @@ constexpr size_t kDrawLanes = 8;
 // A draw over the whole vocabulary in id order (no top-k or top-p), weights w[i] = exp((l[i] - mx) · inv_t), those
 // under min_p (the top token weighs 1) set to 0. The weights and each block's sum come in one vectorised pass; the
 // draw then walks the block sums to the block where the running sum passes u · total and walks that block, instead
-// of two dependent chains of double adds over the whole vocabulary (the mass, then the walk: most of a 150k-token
-// draw's 0.47 ms).
+// of two dependent chains of double adds over the whole vocabulary (the mass, then the walk), which would take most
+// of a draw's time.
 int32_t draw_in_id_order(std::span<const float> logits, float mx, float inv_t, float min_p, std::mt19937_64& rng) {
   const size_t vocab = logits.size(), blocks = (vocab + kDrawBlock - 1) / kDrawBlock;
   thread_local std::vector<float> weight;
@@ -80,7 +80,8 @@ int32_t draw_in_id_order(std::span<const float> logits, float mx, float inv_t, f
 
 int32_t argmax(std::span<const float> logits) {
   // The largest value first, in kLanes independent running maxima (vector max instructions; one running best is a
-  // chain of dependent compares, 5 % of a 16-stream serving step over a 150k vocabulary), then its first position.
+  // chain of dependent compares, which shows in a 16-stream serving step over a 150k vocabulary: `cai serve` under
+  // bench/load_bench.mjs), then its first position.
   // NaNs never win a compare, as in a plain scan; a NaN first value stays the answer (nothing compares above it).
   const size_t n = logits.size();
   if (n == 0) return 0;
@@ -131,7 +132,7 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
   thread_local std::vector<float> weight;
   thread_local std::vector<int32_t> ids;
   weight.resize(vocab);
-  // exp_poly: a vectorised loop, where a libm call per logit was 3 % of cai serve's samples at 16 streams.
+  // exp_poly: a vectorised loop, where a libm call per logit shows in `cai serve`'s profile at 16 streams.
   for (size_t i = 0; i < vocab; ++i) weight[i] = exp_poly((logits[i] - mx) * inv_t);
   auto by_logit = [&](int32_t a, int32_t b) {
     const float la = logits[static_cast<size_t>(a)], lb = logits[static_cast<size_t>(b)];

@@ -6,7 +6,7 @@
 
 #include <string_view>
 
-#include "server/openai_request.h"
+#include "server/openai/openai_request.h"
 
 namespace cai::server {
 

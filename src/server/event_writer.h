@@ -8,8 +8,8 @@
 
 #include "cai/engine.h"
 #include "server/error_shape.h"
-#include "server/openai_response.h"
-#include "server/sse.h"
+#include "server/openai/openai_response.h"
+#include "server/http/sse.h"
 
 namespace cai::server {
 

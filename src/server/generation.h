@@ -12,7 +12,7 @@
 
 #include "cai/engine.h"
 #include "server/metrics.h"
-#include "server/openai_response.h"
+#include "server/openai/openai_response.h"
 
 namespace cai::server {
 

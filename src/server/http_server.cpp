@@ -16,10 +16,10 @@
 
 #include "core/log.h"
 #include "hal/process_group.h"
-#include "server/anthropic_request.h"
-#include "server/auth.h"
-#include "server/http_transport.h"
-#include "server/sse.h"
+#include "server/anthropic/anthropic_request.h"
+#include "server/http/auth.h"
+#include "server/http/http_transport.h"
+#include "server/http/sse.h"
 #include "server/web/chat_page.h"
 
 namespace cai::server {

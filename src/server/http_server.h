@@ -11,10 +11,10 @@
 
 #include "cai/engine.h"
 #include "core/status.h"
-#include "server/connection.h"
+#include "server/http/connection.h"
 #include "server/error_shape.h"
 #include "server/metrics.h"
-#include "server/openai_request.h"
+#include "server/openai/openai_request.h"
 #include "server/prompt_builder.h"
 
 namespace httplib {

@@ -11,7 +11,7 @@
 
 #include "cai/engine.h"
 #include "hal/hal.h"
-#include "server/connection.h"
+#include "server/http/connection.h"
 
 namespace cai::server {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "server/tool_prompt.h"
+#include "server/tools/tool_prompt.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 

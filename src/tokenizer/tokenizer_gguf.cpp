@@ -1,4 +1,5 @@
-// Tokenizer::from_gguf_metadata: builds a Tokenizer from GGUF tokenizer.ggml.* metadata (llama.cpp rules, FORMATS §5).
+// Tokenizer::from_gguf_metadata: builds a Tokenizer from GGUF tokenizer.ggml.* metadata (llama.cpp rules,
+// docs/design/formats.md#tokenizer-metadata).
 #include <nlohmann/json.hpp>
 
 #include "core/log.h"
@@ -14,8 +15,8 @@ namespace {
 using nlohmann::json;
 using tok::TokenKind;
 
-// Pre-tokenizer regexes of tokenizer.ggml.pre (FORMATS §5 D/G/L/Q/K/C/V; D2 and G1 are kGpt2Regex, K6 = D3,
-// C1 = K1, C4 = K5).
+// Pre-tokenizer regexes of tokenizer.ggml.pre (docs/design/formats.md#pre-tokenizer-regexes D/G/L/Q/K/C/V; D2 and G1
+// are kGpt2Regex, K6 = D3, C1 = K1, C4 = K5).
 constexpr const char kPunctRun[] = R"([\p{P}\$\+<=>\^~\|]+)";
 constexpr const char kNumberRun[] = R"(\p{N}+)";
 constexpr const char kThreeDigits[] = R"([0-9][0-9][0-9])";

@@ -38,7 +38,7 @@ TEST(DeviceProfiles, EveryShippedProfileLoadsWithItsFileNameAsId) {
   EXPECT_EQ(find_profile(profiles, "no-such-chip"), nullptr);
 }
 
-// The 21 entries of ../shared/design/device-profiles.json (id, memory GiB, bandwidth GB/s; 0 = null there).
+// The 21 entries of tests/data/chips/device-profiles.json (id, memory GiB, bandwidth GB/s; 0 = null there).
 TEST(DeviceProfiles, GatheredFactsAreKept) {
   struct Fact {
     const char* id;
@@ -63,9 +63,9 @@ TEST(DeviceProfiles, GatheredFactsAreKept) {
   }
 }
 
-// Where the design file is present, every fact and source in it is still in the shipped profile.
+// Every fact and source of the gathered chip facts (tests/data/chips/device-profiles.json) is in the shipped profile.
 TEST(DeviceProfiles, AgreeWithTheDesignFileWherePresent) {
-  const std::string design = std::string(CAI_SOURCE_DIR) + "/../shared/design/device-profiles.json";
+  const std::string design = test::data_path("chips/device-profiles.json");
   if (!std::filesystem::exists(design)) GTEST_SKIP() << design << " is not beside this checkout";
   const auto profiles = shipped();
   const nlohmann::json entries = nlohmann::json::parse(test::read_file(design));

@@ -13,7 +13,8 @@
 namespace cai::chips {
 namespace {
 
-// Sum over the tensor-info records of (ne[0] / block elems) × block bytes × ne[1..]: GGUF §1.4, type table §1.5.
+// Sum over the tensor-info records of (ne[0] / block elems) × block bytes × ne[1..]:
+// docs/design/formats.md#gguf-tensor-infos, docs/design/formats.md#gguf-type-ids.
 uint64_t gguf_tensor_bytes(const std::string& path) {
   const std::string f = test::read_file(path);
   size_t pos = 0;
@@ -70,7 +71,8 @@ uint64_t gguf_tensor_bytes(const std::string& path) {
   return total;
 }
 
-// Sum over every header entry of product(shape) × element size (safetensors §6), for every *.safetensors in `dir`.
+// Sum over every header entry of product(shape) × element size (docs/design/formats.md#safetensors), for every
+// *.safetensors in `dir`.
 uint64_t safetensors_bytes(const std::string& file) {
   const std::string f = test::read_file(file);
   uint64_t n = 0;

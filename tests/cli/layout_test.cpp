@@ -1,4 +1,4 @@
-// One model over several devices (docs/devices.md): the reference-logit oracles through pipeline stages and
+// One model over several devices (docs/multi-device.md): the reference-logit oracles through pipeline stages and
 // tensor-parallel ranks on simt devices (CAI_SIMT_DEVICES), on the CPU beside a simt device, and with the routed
 // experts on the CPU (--moe-device cpu); each device holding only its share of the weights; and the layout errors.
 #include <gtest/gtest.h>

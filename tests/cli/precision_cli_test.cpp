@@ -1,8 +1,8 @@
 // The quality of --precision fast: on the real TinyStories-656K (Q8_0 and F16) over 1,022 teacher-forced tokens of our
 // own story text, the fast path's next-token choice agrees with the exact path's at ≥ 99 % of positions and the mean
-// KL divergence of its distribution from the exact one is < 1e-3 nats (issue 10's gate). Measured: Q8_0 99.5 % and
-// 6.0e-5 nats, since Q8_0 takes 16-bit activations except in the MLP's gate and up (int8 everywhere, as the K-quants
-// keep: 98.3 % and 5.2e-4 nats, the flips spread over every projection); F16 has no integer kernel: identical.
+// KL divergence of its distribution from the exact one is < 1e-3 nats. Q8_0 takes 16-bit activations except in the
+// MLP's gate and up (docs/perf/2026-12-03-q8_0-gate-up-int8.md has the measured agreement); F16 has no integer kernel
+// and must be identical.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 

@@ -62,7 +62,8 @@ TEST(Dequant, Q4_0NibbleOrder) {
   EXPECT_EQ(x[33], 0.0f);
 }
 
-// Sub-block scales {1,2,3,4,33,40,50,63} and mins {5,6,7,8,17,20,45,62}, packed by hand per FORMATS.md §2.3:
+// Sub-block scales {1,2,3,4,33,40,50,63} and mins {5,6,7,8,17,20,45,62}, packed by hand per
+// docs/design/formats.md#k-quants:
 // bytes 0-3 = sc[s] | (sc[s+4] >> 4) << 6, bytes 4-7 = m[s] | (m[s+4] >> 4) << 6, bytes 8-11 = sc[s+4]&15 | m[s+4]<<4.
 constexpr uint8_t kPackedScales[12] = {0x81, 0x82, 0xC3, 0xC4, 0x45, 0x46, 0x87, 0xC8, 0x11, 0x48, 0xD2, 0xEF};
 constexpr int kSc[8] = {1, 2, 3, 4, 33, 40, 50, 63};
@@ -138,7 +139,8 @@ TEST(Dequant, Q6_K) {
 }
 
 // ---- The GGUF types past the first eight. Blocks are filled with byte patterns; the expected value of every element
-// is computed here from the layout rules (FORMATS.md §2.2/§2.3, quant_iq.h), then a few are spelled out by hand.
+// is computed here from the layout rules (docs/design/formats.md#32-element-blocks, docs/design/formats.md#k-quants,
+// quant_iq.h), then a few are spelled out by hand.
 
 TEST(Dequant, NewGgufTypesReachableByGgmlId) {
   struct Row {
@@ -268,8 +270,8 @@ TEST(Dequant, Q2_K) {
 }
 
 TEST(Dequant, Q3_K) {
-  // Sixteen 6-bit scales v_k, packed by the rule of FORMATS.md §2.3: low nibble in byte k (k < 8) or the high nibble
-  // of byte k − 8, high 2 bits at bit 2·(k/4) of byte 8 + k%4. Signed scale = v_k − 32.
+  // Sixteen 6-bit scales v_k, packed by the rule of docs/design/formats.md#k-quants: low nibble in byte k (k < 8) or
+  // the high nibble of byte k − 8, high 2 bits at bit 2·(k/4) of byte 8 + k%4. Signed scale = v_k − 32.
   auto v = [](int b, int k) { return (k * 4 + 3 * b) & 63; };
   auto fill = [&](uint8_t* p, int b) {
     for (int i = 0; i < 32; ++i) p[i] = pat(b, i, 29, 3);        // hmask

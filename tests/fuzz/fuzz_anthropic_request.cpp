@@ -4,10 +4,10 @@
 #include <cstdint>
 #include <string_view>
 
-#include "server/anthropic_request.h"
+#include "server/anthropic/anthropic_request.h"
 #include "server/error_shape.h"
-#include "server/sse.h"
-#include "server/tool_calls.h"
+#include "server/http/sse.h"
+#include "server/tools/tool_calls.h"
 
 namespace {
 

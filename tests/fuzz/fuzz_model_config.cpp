@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "hal/rope_freqs.h"
+#include "model/rope_freqs.h"
 #include "model/config.h"
 #include "model/loaders/gguf.h"
 
@@ -37,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (c.rope_dim < 0 || c.rope_dim > c.head_dim || c.rope_dim % 2 != 0) std::abort();
   if (!c.rope_freq_divisors.empty() && c.rope_freq_divisors.size() != static_cast<size_t>(c.rope_dim / 2)) std::abort();
   (void)c.rope_params();
-  const auto inv_freqs = cai::hal::rope_inv_freqs(c.rope_freq_config());  // what every layer builds at load
+  const auto inv_freqs = cai::rope_inv_freqs(c.rope_freq_config());  // what every layer builds at load
   if (inv_freqs.size() != static_cast<size_t>(c.rope_dim / 2)) std::abort();
   return 0;
 }

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "server/openai_request.h"
-#include "server/sse.h"
+#include "server/openai/openai_request.h"
+#include "server/http/sse.h"
 #include "tokenizer/reasoning_parser.h"
 
 namespace {

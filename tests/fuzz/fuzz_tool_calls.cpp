@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/tool_calls.h"
+#include "server/tools/tool_calls.h"
 
 namespace {
 

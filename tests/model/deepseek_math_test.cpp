@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "hal/hal.h"
-#include "hal/rope_freqs.h"
+#include "model/rope_freqs.h"
 #include "model/config.h"
 #include "model/layers/attention_mla.h"
 #include "ops/ops.h"
@@ -43,7 +43,7 @@ ModelConfig deepseek_config(int rope_dim, float factor, int orig_ctx, int nope, 
 // tests/data/oracle/deepseek_v3_tiny/README.md: inv_freq [1, 0.0625, 0.0025, 0.00025], scale 0.26464226.
 TEST(DeepSeekMath, TinyOracleYarnConstants) {
   const ModelConfig c = deepseek_config(8, 4.0f, 256, 16, 1.0f);
-  const std::vector<float> f = hal::rope_inv_freqs(c.rope_freq_config());
+  const std::vector<float> f = rope_inv_freqs(c.rope_freq_config());
   const std::vector<float> want = {1.0f, 0.0625f, 0.0025f, 0.00025f};
   ASSERT_EQ(f.size(), want.size());
   for (size_t i = 0; i < f.size(); ++i) EXPECT_NEAR(f[i], want[i], 1e-7f * (1 + want[i]));
@@ -51,10 +51,10 @@ TEST(DeepSeekMath, TinyOracleYarnConstants) {
   EXPECT_EQ(c.rope_style, hal::RopeStyle::kNorm);
 }
 
-// FORMATS.md §4.2: V3/R1 (d 64, s 40, L 4096, β 32/1) → low 10, high 23, m = 1.36889, scale 0.135234.
+// docs/design/formats.md#yarn: V3/R1 (d 64, s 40, L 4096, β 32/1) → low 10, high 23, m = 1.36889, scale 0.135234.
 TEST(DeepSeekMath, R1YarnConstants) {
   const ModelConfig c = deepseek_config(64, 40.0f, 4096, 128, 1.0f);
-  const std::vector<float> f = hal::rope_inv_freqs(c.rope_freq_config());
+  const std::vector<float> f = rope_inv_freqs(c.rope_freq_config());
   for (int i = 0; i < 32; ++i) {
     const double base = std::pow(10000.0, -2.0 * i / 64);
     const double ramp = std::clamp((i - 10) / 13.0, 0.0, 1.0);  // 0 up to low = 10, 1 from high = 23

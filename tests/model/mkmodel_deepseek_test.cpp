@@ -203,10 +203,10 @@ TEST(MkmodelDeepseek, FastPrecisionPacksStackedExpertsAndStaysNearExact) {
   EXPECT_GT(n_stacks, 0);
 }
 
-// GGUF: deepseek2 keys per FORMATS.md §1.6 in mainline llama.cpp's MLA layout (one KV head of kv_lora + rope, the
-// per-head sizes in key_length_mla / value_length_mla, kv_b split into attn_k_b / attn_v_b exactly as CAI splits the
-// HF kv_b_proj at load), experts stacked [n_expert, out, in] holding the HF experts; the reader takes the head sizes
-// back.
+// GGUF: deepseek2 keys per docs/design/formats.md#gguf-metadata-keys in mainline llama.cpp's MLA layout (one KV head of
+// kv_lora + rope, the per-head sizes in key_length_mla / value_length_mla, kv_b split into attn_k_b / attn_v_b exactly
+// as CAI splits the HF kv_b_proj at load), experts stacked [n_expert, out, in] holding the HF experts; the reader takes
+// the head sizes back.
 TEST(MkmodelDeepseek, GgufHasDeepseek2KeysAndStackedExperts) {
   TempDir dir;
   make_model("--arch deepseek2 --preset tiny --seed 4 -o " + dir / "m.gguf");
@@ -272,8 +272,9 @@ TEST(MkmodelDeepseek, GgufHasDeepseek2KeysAndStackedExperts) {
   }
 }
 
-// FP8 checkpoints look like the official one (FORMATS.md §7): F8_E4M3 projections with F32 [ceil(out/128),
-// ceil(in/128)] scales where each block's largest |w| codes to 448; embeddings, norms and router BF16, bias F32.
+// FP8 checkpoints look like the official one (docs/design/formats.md#fp8-e4m3-and-deepseek-block-scales): F8_E4M3
+// projections with F32 [ceil(out/128), ceil(in/128)] scales where each block's largest |w| codes to 448; embeddings,
+// norms and router BF16, bias F32.
 TEST(MkmodelDeepseek, Fp8CheckpointHasBlockScales) {
   TempDir dir;
   make_model("--arch deepseek2 --preset tiny --seed 4 --format hf --dtype fp8 -o " + dir / "fp8");

@@ -14,9 +14,9 @@
 #include "core/dtype.h"
 #include "core/quant.h"
 #include "model/loaders/gguf.h"
-#include "model/loaders/gguf_writer.h"
+#include "writers/gguf_writer.h"
 #include "model/loaders/safetensors.h"
-#include "model/loaders/safetensors_writer.h"
+#include "writers/safetensors_writer.h"
 #include "model_test_util.h"
 #include "test_paths.h"
 
@@ -300,7 +300,7 @@ bool mkmodel(const std::string& args) {
   return std::system(cmd.c_str()) == 0;
 }
 
-// HF name → GGUF name (FORMATS.md §3) for the llama/qwen2 tensors.
+// HF name → GGUF name (docs/design/formats.md#tensor-names) for the llama/qwen2 tensors.
 std::string gguf_name(const std::string& hf) {
   if (hf == "model.embed_tokens.weight") return "token_embd.weight";
   if (hf == "model.norm.weight") return "output_norm.weight";

@@ -14,7 +14,7 @@
 #include "core/weight_row.h"
 #include "model/config.h"
 #include "model/loaders/gguf.h"
-#include "model/loaders/gguf_writer.h"
+#include "writers/gguf_writer.h"
 #include "model/loaders/safetensors.h"
 #include "model_test_util.h"
 #include "test_paths.h"

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/quant.h"
-#include "hal/cpu/kernels/gemm.h"
+#include "hal/cpu/kernels/kernels.h"
 #include "model/loaders/gguf.h"
 #include "test_paths.h"
 
@@ -48,7 +48,7 @@ TEST(QuantCrossCheck, TinyStoriesQ8_0MatchesF16) {
     ++n_checked;
   }
   EXPECT_GT(n_checked, 10);
-  EXPECT_LT(std::sqrt(err2 / sig2), 0.01);  // FORMATS.md §8 measured 0.4 %
+  EXPECT_LT(std::sqrt(err2 / sig2), 0.01);  // 0.4 % measured: docs/design/formats.md#how-the-facts-are-checked
 }
 
 TEST(QuantCrossCheck, GemmOnRealWeightsAgreesAcrossDtypes) {
@@ -69,8 +69,8 @@ TEST(QuantCrossCheck, GemmOnRealWeightsAgreesAcrossDtypes) {
   std::vector<float> x(static_cast<size_t>(n * in)), yq(static_cast<size_t>(n * out)), yf(yq.size());
   for (auto& v : x) v = dist(rng);
   TensorView xv = TensorView::make(x.data(), DType::kF32, {n, in});
-  ASSERT_TRUE(hal::cpu::cpu_dense_gemm({}, vq, xv, nullptr, TensorView::make(yq.data(), DType::kF32, {n, out})).ok());
-  ASSERT_TRUE(hal::cpu::cpu_dense_gemm({}, vf, xv, nullptr, TensorView::make(yf.data(), DType::kF32, {n, out})).ok());
+  ASSERT_TRUE(hal::cpu::dense_gemm({}, vq, xv, nullptr, TensorView::make(yq.data(), DType::kF32, {n, out})).ok());
+  ASSERT_TRUE(hal::cpu::dense_gemm({}, vf, xv, nullptr, TensorView::make(yf.data(), DType::kF32, {n, out})).ok());
   double err2 = 0, sig2 = 0;
   for (size_t i = 0; i < yq.size(); ++i) {
     err2 += (yq[i] - yf[i]) * (yq[i] - yf[i]);

@@ -11,7 +11,7 @@
 
 #include "core/quant.h"
 #include "hal/hal.h"
-#include "hal/rope_freqs.h"
+#include "model/rope_freqs.h"
 #include "ops/ref/ref_ops.h"
 
 namespace cai {
@@ -351,11 +351,11 @@ std::vector<OpCase> op_cases() {
       cases.push_back({name, 2e-5f, [style, yarn](const hal::OpTable& t, const hal::OpContext& c, Env& env) {
                          std::vector<float> x = random_floats(3 * 4 * 16, 4);
                          std::vector<int32_t> pos = {0, 7, 300};
-                         hal::RopeFreqConfig fc;
+                         RopeFreqConfig fc;
                          fc.n_rot = 10;
                          fc.yarn_factor = yarn;
                          fc.yarn_orig_ctx = 256;
-                         std::vector<float> inv_freq = hal::rope_inv_freqs(fc);
+                         std::vector<float> inv_freq = rope_inv_freqs(fc);
                          hal::RopeParams p;
                          p.style = style;
                          p.n_rot = 10;  // partial rotation: dims 0..1 and 12..15 pass through

@@ -1,7 +1,7 @@
-// Tests for cpu_dense_gemm: every weight dtype × shapes × ISA (scalar/avx2/avx512) × bias × threads vs a double
+// Tests for dense_gemm: every weight dtype × shapes × ISA (scalar/avx2/avx512) × bias × threads vs a double
 // reference over dequantize_row, bit-exact per-ISA dequant tables, FP8 block scales on ragged shapes, NaN codes and
 // the error paths.
-#include "hal/cpu/kernels/gemm.h"
+#include "hal/cpu/kernels/kernels.h"
 
 #include <gtest/gtest.h>
 
@@ -53,7 +53,7 @@ int check(Weights& w, int64_t n, bool with_bias, ThreadPool* pool, std::mt19937&
   TensorView yv = TensorView::make(y.data(), DType::kF32, {n, w.out});
   TensorView bv = TensorView::make(bias.data(), DType::kF32, {w.out});
   OpContext ctx{pool, nullptr, invariant};
-  Status st = cpu_dense_gemm(ctx, w.view(), xv, with_bias ? &bv : nullptr, yv);
+  Status st = dense_gemm(ctx, w.view(), xv, with_bias ? &bv : nullptr, yv);
   EXPECT_TRUE(st.ok()) << st.to_string();
   std::vector<double> ref, tol;
   reference(w, x, with_bias ? bias.data() : nullptr, n, &ref, &tol);
@@ -166,12 +166,12 @@ TEST_P(GemmAllTypes, BatchInvariantRowsEqualSoloRows) {
       const TensorView bv = TensorView::make(bias.data(), DType::kF32, {w.out});
       const OpContext ctx{&pool, nullptr, true};
       std::vector<float> y(static_cast<size_t>(n * w.out)), y1(static_cast<size_t>(w.out));
-      ASSERT_TRUE(cpu_dense_gemm(ctx, w.view(), TensorView::make(x.data(), DType::kF32, {n, in}), &bv,
-                                 TensorView::make(y.data(), DType::kF32, {n, w.out}))
+      ASSERT_TRUE(dense_gemm(ctx, w.view(), TensorView::make(x.data(), DType::kF32, {n, in}), &bv,
+                             TensorView::make(y.data(), DType::kF32, {n, w.out}))
                       .ok());
       for (int64_t i = 0; i < n; ++i) {
-        ASSERT_TRUE(cpu_dense_gemm(ctx, w.view(), TensorView::make(x.data() + i * in, DType::kF32, {1, in}), &bv,
-                                   TensorView::make(y1.data(), DType::kF32, {1, w.out}))
+        ASSERT_TRUE(dense_gemm(ctx, w.view(), TensorView::make(x.data() + i * in, DType::kF32, {1, in}), &bv,
+                               TensorView::make(y1.data(), DType::kF32, {1, w.out}))
                         .ok());
         ASSERT_EQ(0, std::memcmp(y1.data(), y.data() + i * w.out, y1.size() * sizeof(float)))
             << dtype_name(t) << " n=" << n << " in=" << in << " row " << i;
@@ -218,9 +218,9 @@ TEST_P(GemmAllTypes, NanWeightCodePropagates) {
   w[64 + 40] = 0x7F;                     // row 1 has a NaN
   for (int64_t n : {1, 12}) {            // fused and panel paths
     std::vector<float> x(static_cast<size_t>(n * 64), 1.0f), y(static_cast<size_t>(n * 2));
-    Status st = cpu_dense_gemm({}, TensorView::make(w.data(), DType::kF8_E4M3, {2, 64}),
-                               TensorView::make(x.data(), DType::kF32, {n, 64}), nullptr,
-                               TensorView::make(y.data(), DType::kF32, {n, 2}));
+    Status st = dense_gemm({}, TensorView::make(w.data(), DType::kF8_E4M3, {2, 64}),
+                           TensorView::make(x.data(), DType::kF32, {n, 64}), nullptr,
+                           TensorView::make(y.data(), DType::kF32, {n, 2}));
     ASSERT_TRUE(st.ok()) << st.to_string();
     EXPECT_EQ(y[0], 64.0f) << n;
     EXPECT_TRUE(std::isnan(y[static_cast<size_t>(2 * n - 1)])) << n;
@@ -240,9 +240,9 @@ TEST_P(GemmAllTypes, EveryFp8CodeDecodesExactly) {
   for (int64_t r = 0; r < out; ++r) w[static_cast<size_t>(r * in + r % 32)] = codes[static_cast<size_t>(r)];
   for (int64_t n : {1, 12}) {
     std::vector<float> x(static_cast<size_t>(n * in), 1.0f), y(static_cast<size_t>(n * out));
-    ASSERT_TRUE(cpu_dense_gemm({}, TensorView::make(w.data(), DType::kF8_E4M3, {out, in}),
-                               TensorView::make(x.data(), DType::kF32, {n, in}), nullptr,
-                               TensorView::make(y.data(), DType::kF32, {n, out}))
+    ASSERT_TRUE(dense_gemm({}, TensorView::make(w.data(), DType::kF8_E4M3, {out, in}),
+                           TensorView::make(x.data(), DType::kF32, {n, in}), nullptr,
+                           TensorView::make(y.data(), DType::kF32, {n, out}))
                     .ok());
     for (int64_t r = 0; r < out; ++r)
       EXPECT_EQ(y[static_cast<size_t>((n - 1) * out + r)], fp8_e4m3_to_f32(codes[static_cast<size_t>(r)]))
@@ -389,28 +389,28 @@ TEST(Gemm, RejectsBadInput) {
   std::vector<int32_t> ibuf(64, 0);
   auto f32 = [&](std::initializer_list<int64_t> d) { return TensorView::make(buf.data(), DType::kF32, d); };
   TensorView w = f32({8, 32}), x = f32({2, 32}), y = f32({2, 8}), b = f32({8});
-  EXPECT_TRUE(cpu_dense_gemm({}, w, x, &b, y).ok());
-  EXPECT_EQ(cpu_dense_gemm({}, f32({8, 32, 1}), x, nullptr, y).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(cpu_dense_gemm({}, w, f32({2, 16}), nullptr, y).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(cpu_dense_gemm({}, w, x, nullptr, f32({2, 9})).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(cpu_dense_gemm({}, w, x, nullptr, f32({3, 8})).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(dense_gemm({}, w, x, &b, y).ok());
+  EXPECT_EQ(dense_gemm({}, f32({8, 32, 1}), x, nullptr, y).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(dense_gemm({}, w, f32({2, 16}), nullptr, y).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(dense_gemm({}, w, x, nullptr, f32({2, 9})).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(dense_gemm({}, w, x, nullptr, f32({3, 8})).code(), StatusCode::kInvalidArgument);
   TensorView b9 = f32({9});
-  EXPECT_EQ(cpu_dense_gemm({}, w, x, &b9, y).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(dense_gemm({}, w, x, &b9, y).code(), StatusCode::kInvalidArgument);
   TensorView wi = TensorView::make(ibuf.data(), DType::kI32, {2, 32});
-  Status st = cpu_dense_gemm({}, wi, x, nullptr, f32({2, 2}));
+  Status st = dense_gemm({}, wi, x, nullptr, f32({2, 2}));
   EXPECT_EQ(st.code(), StatusCode::kUnsupported);
   EXPECT_NE(st.message().find("i32"), std::string::npos);
   TensorView wq = TensorView::make(buf.data(), DType::kQ8_0, {8, 48});
-  st = cpu_dense_gemm({}, wq, f32({2, 48}), nullptr, y);
+  st = dense_gemm({}, wq, f32({2, 48}), nullptr, y);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("q8_0"), std::string::npos);
   TensorView ws = w;
   ws.scale = buf.data();
-  EXPECT_EQ(cpu_dense_gemm({}, ws, x, nullptr, y).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(dense_gemm({}, ws, x, nullptr, y).code(), StatusCode::kInvalidArgument);
   TensorView xh = TensorView::make(buf.data(), DType::kF16, {2, 32});
-  EXPECT_EQ(cpu_dense_gemm({}, w, xh, nullptr, y).code(), StatusCode::kUnsupported);
+  EXPECT_EQ(dense_gemm({}, w, xh, nullptr, y).code(), StatusCode::kUnsupported);
   TensorView wnull = TensorView::make(nullptr, DType::kF32, {8, 32});
-  EXPECT_EQ(cpu_dense_gemm({}, wnull, x, nullptr, y).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(dense_gemm({}, wnull, x, nullptr, y).code(), StatusCode::kInvalidArgument);
 }
 
 TEST(Gemm, EmptyBatchAndEmptyInnerDim) {
@@ -418,11 +418,11 @@ TEST(Gemm, EmptyBatchAndEmptyInnerDim) {
   TensorView w = TensorView::make(nullptr, DType::kF32, {2, 0});
   TensorView x = TensorView::make(nullptr, DType::kF32, {3, 0});
   TensorView b = TensorView::make(bias.data(), DType::kF32, {2});
-  ASSERT_TRUE(cpu_dense_gemm({}, w, x, &b, TensorView::make(y.data(), DType::kF32, {3, 2})).ok());
+  ASSERT_TRUE(dense_gemm({}, w, x, &b, TensorView::make(y.data(), DType::kF32, {3, 2})).ok());
   EXPECT_EQ(y, (std::vector<float>{1.5f, -2.0f, 1.5f, -2.0f, 1.5f, -2.0f}));
   TensorView w2 = TensorView::make(y.data(), DType::kF32, {2, 3});
   TensorView x0 = TensorView::make(nullptr, DType::kF32, {0, 3});
-  EXPECT_TRUE(cpu_dense_gemm({}, w2, x0, nullptr, TensorView::make(nullptr, DType::kF32, {0, 2})).ok());
+  EXPECT_TRUE(dense_gemm({}, w2, x0, nullptr, TensorView::make(nullptr, DType::kF32, {0, 2})).ok());
 }
 
 TEST(CpuFeatures, NamesAndOverride) {

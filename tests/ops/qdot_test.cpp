@@ -1,5 +1,5 @@
 // Tests for --precision fast on the CPU: activation quantization (int8 and int16), every integer dot kernel of every
-// ISA against an exact dot of the same quantized values, the tables' coverage, and cpu_dense_gemm's fast path (close to
+// ISA against an exact dot of the same quantized values, the tables' coverage, and dense_gemm's fast path (close to
 // the exact path, batch-invariant, exact where no kernel exists).
 #include <gtest/gtest.h>
 
@@ -10,7 +10,6 @@
 
 #include "core/quant_act.h"
 #include "core/thread_pool.h"
-#include "hal/cpu/kernels/gemm.h"
 #include "hal/cpu/kernels/gemm_kernels.h"
 #include "hal/cpu/kernels/kernels.h"
 #include "hal/cpu/kernels/qdot_groups.h"
@@ -380,8 +379,8 @@ GemmRun gemm(Weights& w, const std::vector<float>& x, int64_t n, const std::vect
   OpContext ctx{pool, nullptr, true};
   ctx.precision = p;
   const TensorView bv = TensorView::make(const_cast<float*>(bias.data()), DType::kF32, {w.out});
-  r.status = cpu_dense_gemm(ctx, w.view(), TensorView::make(const_cast<float*>(x.data()), DType::kF32, {n, w.in}), &bv,
-                            TensorView::make(r.y.data(), DType::kF32, {n, w.out}));
+  r.status = dense_gemm(ctx, w.view(), TensorView::make(const_cast<float*>(x.data()), DType::kF32, {n, w.in}), &bv,
+                        TensorView::make(r.y.data(), DType::kF32, {n, w.out}));
   return r;
 }
 
@@ -443,7 +442,7 @@ TEST_P(GemmFastPerIsa, CloseToExactAndBatchInvariant) {
   }
 }
 
-// Packed weights (interleaved row groups) through cpu_dense_gemm: within activation rounding of the exact path on the
+// Packed weights (interleaved row groups) through dense_gemm: within activation rounding of the exact path on the
 // row-major weights, batch-invariant, bias added, and refused with a clear error on the exact path. 37 activation rows
 // take the pair kernels where the ISA has them: on one thread groups 0 and 1 go as a pair, on the pool's one-group
 // chunks each alone, and the bits agree. 21 rows take a 16-row tile where the ISA has one, then 5 rows.

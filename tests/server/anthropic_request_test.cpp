@@ -2,7 +2,7 @@
 // tool_choice and thinking mapped onto ApiRequest, and every refused field named.
 #include <gtest/gtest.h>
 
-#include "server/anthropic_request.h"
+#include "server/anthropic/anthropic_request.h"
 
 namespace cai::server {
 namespace {

@@ -2,7 +2,7 @@
 // reasons, errors), and the non-streaming message built from the same events.
 #include <gtest/gtest.h>
 
-#include "server/anthropic_response.h"
+#include "server/anthropic/anthropic_response.h"
 #include "server/error_shape.h"
 
 namespace cai::server {

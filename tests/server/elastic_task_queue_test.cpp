@@ -1,5 +1,5 @@
 // ElasticTaskQueue: a thread per task up to the cap (tasks past it wait), idle threads retire, shutdown runs the rest.
-#include "server/elastic_task_queue.h"
+#include "server/http/elastic_task_queue.h"
 
 #include <gtest/gtest.h>
 

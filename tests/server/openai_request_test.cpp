@@ -1,7 +1,7 @@
 // OpenAI request validation: every field's type and range, unknown/ignored/unsupported parameters, defaults.
 #include <gtest/gtest.h>
 
-#include "server/openai_request.h"
+#include "server/openai/openai_request.h"
 
 namespace cai::server {
 namespace {

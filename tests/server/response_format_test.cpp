@@ -1,6 +1,6 @@
 // response_format: the three types, the schema's property order as the client wrote it, refusals naming the field or
 // keyword, and one compiled grammar for a repeated format.
-#include "server/response_format.h"
+#include "server/openai/response_format.h"
 
 #include <gtest/gtest.h>
 

@@ -5,11 +5,11 @@
 #include <iterator>
 
 #include "fake_engine.h"
-#include "server/auth.h"
+#include "server/http/auth.h"
 #include "server/config_file.h"
 #include "server/metrics.h"
 #include "server/prompt_builder.h"
-#include "server/sse.h"
+#include "server/http/sse.h"
 
 namespace cai::server {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <random>
 
-#include "server/tool_calls.h"
+#include "server/tools/tool_calls.h"
 #include "real_chat_template.h"
 #include "test_paths.h"
 

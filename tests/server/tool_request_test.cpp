@@ -2,8 +2,8 @@
 // field), and the grammar that forces a call for tool_choice "required" or a named function.
 #include <gtest/gtest.h>
 
-#include "server/openai_request.h"
-#include "server/tool_grammar.h"
+#include "server/openai/openai_request.h"
+#include "server/tools/tool_grammar.h"
 
 namespace cai::server {
 namespace {

@@ -30,7 +30,7 @@ struct CommonOptions {
   // verbs that serve, run and benchmark); "exact": F32 activations, the reference path (`cai eval`'s default).
   std::string precision = "fast";
   bool repack = true;  // --no-repack: keep the file's weight layout under fast (LoadOptions::repack)
-  // The layout over a --device list (docs/devices.md): pipeline stages (one per device), their layer counts, and
+  // The layout over a --device list (docs/multi-device.md): pipeline stages (one per device), their layer counts, and
   // the device that keeps and runs the routed experts.
   int tp = 1;
   int ep = 1;

@@ -36,7 +36,8 @@ struct Source {
   std::vector<TensorView> views;  // [0] = the tensor; experts: [e] = expert e
 };
 
-// The HF tensor as a host view, with its FP8 block scales attached (FORMATS.md §7).
+// The HF tensor as a host view, with its FP8 block scales attached
+// (docs/design/formats.md#fp8-e4m3-and-deepseek-block-scales).
 Result<TensorView> source_view(const SafetensorsCheckpoint& ckpt, const std::string& name) {
   const SafetensorsTensor* t = ckpt.find(name);
   if (!t->dtype) return unsupported("tensor '{}' has dtype {}, which cannot be converted", name, t->dtype_name);
@@ -157,7 +158,8 @@ Result<std::vector<GgufTensorSpec>> gguf_tensors(const std::map<std::string, Sou
     if (src.views.size() > 1) shape.insert(shape.begin(), static_cast<int64_t>(src.views.size()));
     ordered[order_key(name)] = {name, shape, role_of(name, src.shape.size(), has_output), row_maker(src, permute)};
   }
-  if (!rope_freq_divisors.empty()) {  // Llama-3 / linear scaling: per-pair divisors (FORMATS.md §4.3)
+  // Llama-3 / linear scaling: per-pair divisors (docs/design/formats.md#llama-3-frequency-scaling)
+  if (!rope_freq_divisors.empty()) {
     ordered[order_key("rope_freqs.weight")] = {
         "rope_freqs.weight",
         {static_cast<int64_t>(rope_freq_divisors.size())},

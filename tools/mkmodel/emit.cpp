@@ -13,7 +13,7 @@
 
 #include "core/quant.h"
 #include "core/weight_row.h"
-#include "model/loaders/safetensors_writer.h"
+#include "writers/safetensors_writer.h"
 
 namespace cai::mkmodel {
 namespace {
@@ -54,9 +54,9 @@ TensorFill encoded_rows(RowMaker make_row, DType dtype, std::vector<int64_t> sha
   };
 }
 
-// DeepSeek FP8 (FORMATS.md §7): each 128×128 block of W [rows, cols] is stored as e4m3(w / s) with s = amax / 448.
-// The weight's fill records s per block; the `_scale_inv` fill, added right after it (writers fill in order), copies
-// them out.
+// DeepSeek FP8 (docs/design/formats.md#fp8-e4m3-and-deepseek-block-scales): each 128×128 block of W [rows, cols] is
+// stored as e4m3(w / s) with s = amax / 448. The weight's fill records s per block; the `_scale_inv` fill, added right
+// after it (writers fill in order), copies them out.
 struct Fp8Scales {
   std::vector<float> scale_inv;  // [ceil(rows/128), ceil(cols/128)]
   bool filled = false;

@@ -28,7 +28,7 @@ struct EmitStats {
 
 // The type a GGUF tensor of `role` gets when `requested` is asked for and its rows hold `cols` elements.
 DType gguf_tensor_dtype(GgufRole role, DType requested, int64_t cols);
-// general.file_type for a requested type (FORMATS.md §1.5; q4_K/q5_K are the _M mixes).
+// general.file_type for a requested type (docs/design/formats.md#gguf-type-ids; q4_K/q5_K are the _M mixes).
 uint32_t gguf_file_type(DType requested);
 
 // A GGUF file: general.alignment/name/file_type, then `metadata` (architecture and tokenizer keys), then the tensors,

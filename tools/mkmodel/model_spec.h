@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "model/loaders/gguf_writer.h"
+#include "writers/gguf_writer.h"
 
 namespace cai::mkmodel {
 
@@ -124,16 +124,19 @@ class WeightValues {
 Result<ModelSpec> build_llama_family(const ModelShape& shape, uint64_t seed);  // "llama" and "qwen2"
 Result<ModelSpec> build_deepseek2(const ModelShape& shape, uint64_t seed);     // "deepseek2" (HF deepseek_v3)
 
-// GGUF metadata from a shape; the random builders and the HF converter share them (FORMATS.md §1.6).
-// Keys every architecture has (<arch>.context_length ... vocab_size) plus YaRN keys when yarn_factor > 1.
+// GGUF metadata from a shape; the random builders and the HF converter share them
+// (docs/design/formats.md#gguf-metadata-keys). Keys every architecture has (<arch>.context_length ... vocab_size) plus
+// YaRN keys when yarn_factor > 1.
 void common_gguf_keys(const ModelShape& s, int64_t rope_dims, GgufWriter& w);
 void llama_family_gguf_keys(const ModelShape& s, GgufWriter& w);
 void deepseek2_gguf_keys(const ModelShape& s, GgufWriter& w);
-// Mainline llama.cpp's MLA tensors (its kv_b split, FORMATS.md §3): kv_b_proj [n_head·(nope+v), kv_lora], given row
-// by row by kv_b_row, becomes attn_k_b [n_head, kv_lora, nope] (each head's k_nope rows, transposed) and attn_v_b
-// [n_head, v, kv_lora] (each head's v rows), appended to `out` under the prefix `block` ("blk.N.").
+// Mainline llama.cpp's MLA tensors (its kv_b split, docs/design/formats.md#converter-transformations): kv_b_proj
+// [n_head·(nope+v), kv_lora], given row by row by kv_b_row, becomes attn_k_b [n_head, kv_lora, nope] (each head's
+// k_nope rows, transposed) and attn_v_b [n_head, v, kv_lora] (each head's v rows), appended to `out` under the prefix
+// `block` ("blk.N.").
 void add_kv_b_split(const ModelShape& s, const std::string& block, RowMaker kv_b_row, std::vector<GgufTensorSpec>& out);
-// GGUF row r of a llama q/k weight (or bias) holds HF row llama_permuted_row(r, head_dim) (FORMATS.md §3).
+// GGUF row r of a llama q/k weight (or bias) holds HF row llama_permuted_row(r, head_dim)
+// (docs/design/formats.md#converter-transformations).
 int64_t llama_permuted_row(int64_t r, int64_t head_dim);
 
 }  // namespace cai::mkmodel

@@ -9,15 +9,15 @@
 #include <vector>
 
 #include "core/status.h"
-#include "model/loaders/gguf_writer.h"
+#include "writers/gguf_writer.h"
 
 namespace cai::mkmodel {
 
-// GGUF token types (FORMATS.md §5).
+// GGUF token types (docs/design/formats.md#tokenizer-metadata).
 enum TokenType : int32_t { kTokenNormal = 1, kTokenControl = 3, kTokenUserDefined = 4, kTokenUnused = 5 };
 
-// Pre-tokenizer regexes of tokenizer.json Split steps (tokenizer data, FORMATS.md §5 Q1 and L1 in HF's
-// case-insensitive spelling): GGUF tokenizer.ggml.pre "qwen2" and "llama-bpe".
+// Pre-tokenizer regexes of tokenizer.json Split steps (tokenizer data, docs/design/formats.md#pre-tokenizer-regexes Q1
+// and L1 in HF's case-insensitive spelling): GGUF tokenizer.ggml.pre "qwen2" and "llama-bpe".
 inline constexpr std::string_view kQwen2Regex =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";

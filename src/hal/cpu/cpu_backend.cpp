@@ -46,8 +46,9 @@ size_t meminfo_bytes(const char* key) {
 }
 
 // Backs [p, p + n) with memory (MADV_POPULATE_WRITE, Linux 5.14) instead of a page fault per 4 KiB as it is first
-// written: on a VM whose memory the hypervisor backs lazily that halves the cost (3.3 → 1.4 s/GiB measured on a
-// Firecracker guest). The range is split into 2 MiB pieces over the pool's threads, which zero their pages in parallel.
+// written: on a VM whose memory the hypervisor backs lazily (a Firecracker guest) that costs far less per GiB (the
+// load time `cai bench` prints). The range is split into 2 MiB pieces over the pool's threads, which zero their pages
+// in parallel.
 // A hint: where the kernel lacks it, the writes fault the pages in.
 void prefault(void* p, size_t n, ThreadPool* pool) {
 #ifdef MADV_POPULATE_WRITE

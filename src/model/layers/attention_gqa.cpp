@@ -29,7 +29,7 @@ Result<AttentionGqa> AttentionGqa::load(WeightStore& w, const ModelConfig& cfg, 
   a.attn_.head_dim_v = cfg.head_dim;
   a.attn_.scale = 1.0f / std::sqrt(static_cast<float>(cfg.head_dim));
   a.rope_ = cfg.rope_params();
-  CAI_ASSIGN_OR_RETURN(a.rope_inv_freq_, w.upload_f32("rope.inv_freq", hal::rope_inv_freqs(cfg.rope_freq_config()),
+  CAI_ASSIGN_OR_RETURN(a.rope_inv_freq_, w.upload_f32("rope.inv_freq", rope_inv_freqs(cfg.rope_freq_config()),
                                                       w.placement().layer_device(layer)));
   return a;
 }

@@ -48,7 +48,7 @@ Result<AttentionMla> AttentionMla::load(WeightStore& w, const ModelConfig& cfg, 
             softmax_scale(cfg),
             0};
   a.rope_ = cfg.rope_params();
-  CAI_ASSIGN_OR_RETURN(a.rope_inv_freq_, w.upload_f32("rope.inv_freq", hal::rope_inv_freqs(cfg.rope_freq_config()),
+  CAI_ASSIGN_OR_RETURN(a.rope_inv_freq_, w.upload_f32("rope.inv_freq", rope_inv_freqs(cfg.rope_freq_config()),
                                                       w.placement().layer_device(layer)));
   if (cfg.yarn_factor > 1.0f && cfg.yarn_mscale_all_dim > 0.0f)
     a.rope_.mscale =

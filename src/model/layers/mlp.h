@@ -9,9 +9,10 @@
 namespace cai {
 
 // The activations the gate and up projections (dense MLPs, shared and routed experts) multiply may be 8-bit on a fast
-// path whatever the weight type: on TinyStories-656K Q8_0, 8-bit activations for gate and up alone keep 99.5 % of the
-// exact path's next tokens (mean KL 6e-5 nats) against 98.3 % with every projection 8-bit; they are 59 % of a
-// Qwen2-1.5B layer's multiply-adds (tests/cli/precision_cli_test.cpp, README "--precision").
+// path whatever the weight type: on TinyStories-656K Q8_0, 8-bit activations for gate and up alone keep the exact
+// path's next tokens with a margin that 8-bit activations for every projection lose, and gate and up carry more than
+// half of a Qwen2-1.5B layer's multiply-adds (tests/cli/precision_cli_test.cpp;
+// docs/perf/2026-12-03-q8_0-gate-up-int8.md).
 inline constexpr hal::ActivationGrain kGateUpGrain = hal::ActivationGrain::k8Bit;
 
 class DenseMlp {

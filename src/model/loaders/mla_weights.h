@@ -1,7 +1,8 @@
 // DeepSeek MLA's up-projection as the model reads it: per head, attn_k_b [n_head, kv_lora, nope] (W_UK transposed: row
 // (h, c) holds column c of head h's k_nope rows) and attn_v_b [n_head, v, kv_lora] (W_UV), the layout mainline
-// llama.cpp GGUFs store (FORMATS.md §3), read as stored. Files with the joint kv_b_proj instead (HF checkpoints, older
-// GGUFs: attn_kv_b [n_head·(nope + v), kv_lora], each head's rows [k_nope ‖ v]) are split on the host at load.
+// llama.cpp GGUFs store (docs/design/formats.md#converter-transformations), read as stored. Files with the joint
+// kv_b_proj instead (HF checkpoints, older GGUFs: attn_kv_b [n_head·(nope + v), kv_lora], each head's rows
+// [k_nope ‖ v]) are split on the host at load.
 #pragma once
 
 #include <array>

@@ -1,4 +1,5 @@
-// safetensors parsing and validation (FORMATS.md §6), and HF checkpoint directories (single file or index + shards).
+// safetensors parsing and validation (docs/design/formats.md#safetensors), and HF checkpoint directories (single file
+// or index + shards).
 #include "model/loaders/safetensors.h"
 
 #include <nlohmann/json.hpp>

@@ -303,23 +303,7 @@ Status attention_mla(const OpContext&, const hal::MlaParams& p, const hal::AttnB
 }  // namespace
 
 const hal::OpTable& op_table() {
-  static const hal::OpTable table = [] {
-    hal::OpTable t;
-    t.embed = embed;
-    t.rms_norm = rms_norm;
-    t.rope = rope;
-    t.dense_gemm = dense_gemm;
-    t.add = add;
-    t.swiglu = swiglu;
-    t.softmax = softmax;
-    t.copy_cols = copy_cols;
-    t.kv_write = kv_write;
-    t.attention_gqa = attention_gqa;
-    t.moe_gate = moe_gate;
-    t.sparse_moe = sparse_moe;
-    t.attention_mla = attention_mla;
-    return t;
-  }();
+  static const hal::OpTable table = CAI_OP_TABLE_OF_KERNELS();
   return table;
 }
 

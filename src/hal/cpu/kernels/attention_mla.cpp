@@ -11,7 +11,6 @@
 #include "core/thread_pool.h"
 #include "core/weight_row.h"
 #include "hal/cpu/kernels/attention_mla_expanded.h"
-#include "hal/cpu/kernels/gemm.h"
 #include "hal/cpu/kernels/gemm_kernels.h"
 #include "hal/cpu/kernels/kernels.h"
 #include "hal/cpu/kernels/mla_bf16.h"
@@ -84,8 +83,8 @@ Status head_gemm(const OpContext& ctx, const TensorView& w, int64_t r0, int n_ou
   rows.device = w.device;
   OpContext here = ctx;
   here.pool = nullptr;
-  CAI_TRY(cpu_dense_gemm(here, rows, TensorView::make(s.x.data(), DType::kF32, {nj, n_in}), nullptr,
-                         TensorView::make(s.y.data(), DType::kF32, {nj, n_out})));
+  CAI_TRY(dense_gemm(here, rows, TensorView::make(s.x.data(), DType::kF32, {nj, n_in}), nullptr,
+                     TensorView::make(s.y.data(), DType::kF32, {nj, n_out})));
   for (int j = 0; j < nj; ++j) std::copy_n(s.y.data() + static_cast<int64_t>(j) * n_out, n_out, y + j * ldy);
   return {};
 }
@@ -180,7 +179,8 @@ Status attention_mla(const OpContext& ctx, const MlaParams& p, const AttnBatch& 
   Status failed;  // the first work item's error
   parallel_rows(ctx, batch.n_seqs() * n_chunks, 1, [&](int64_t b, int64_t e) {
     // Each thread keeps its scratch across calls (a decode step calls once per layer): buffers freed and allocated
-    // again each call came back from the kernel as fresh zeroed pages, 5 % of a DeepSeek decode step in page faults.
+    // again each call come back from the kernel as fresh zeroed pages, and a decode step pays their page faults
+    // (`BM_attention_mla_decode`).
     thread_local MlaScratch s;
     s.w_rows.resize(static_cast<size_t>(kRowChunk) * std::max(p.kv_lora, p.qk_nope));
     s.kv_buf.resize(static_cast<size_t>(p.block_size) * width);

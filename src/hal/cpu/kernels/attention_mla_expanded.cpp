@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
-#include "hal/cpu/kernels/gemm.h"
+#include "hal/cpu/kernels/kernels.h"
 #include "hal/cpu/kernels/gemm_kernels.h"
 
 namespace cai::hal::cpu {
@@ -74,14 +74,14 @@ Status attention_mla_expanded(const OpContext& ctx, const MlaParams& p, const At
     rows.elem0 += p.kv_lora;
     kv_read_rows(rows, p.qk_rope, k_rope.data() + t0 * p.qk_rope, p.qk_rope);
   }
-  // F32 weights and activations whatever the precision: int8 latents moved V by 0.6 % and flipped the tiny DeepSeek's
-  // expert choices downstream (MkmodelDeepseek.FastPrecisionPacksStackedExpertsAndStaysNearExact).
+  // F32 weights and activations whatever the precision: int8 latents move V enough to flip the tiny DeepSeek's expert
+  // choices downstream (MkmodelDeepseek.FastPrecisionPacksStackedExpertsAndStaysNearExact).
   unpack_w_uk_w_uv(ctx, p, w_uk, w_uv, uk.data(), uv.data());
   const TensorView latents = TensorView::make(c_kv.data(), DType::kF32, {n_ctx, p.kv_lora});
-  CAI_TRY(cpu_dense_gemm(ctx, TensorView::make(uk.data(), DType::kF32, {ld_k, p.kv_lora}), latents, nullptr,
-                         TensorView::make(k.data(), DType::kF32, {n_ctx, ld_k})));
-  CAI_TRY(cpu_dense_gemm(ctx, TensorView::make(uv.data(), DType::kF32, {ld_v, p.kv_lora}), latents, nullptr,
-                         TensorView::make(v.data(), DType::kF32, {n_ctx, ld_v})));
+  CAI_TRY(dense_gemm(ctx, TensorView::make(uk.data(), DType::kF32, {ld_k, p.kv_lora}), latents, nullptr,
+                     TensorView::make(k.data(), DType::kF32, {n_ctx, ld_k})));
+  CAI_TRY(dense_gemm(ctx, TensorView::make(uv.data(), DType::kF32, {ld_v, p.kv_lora}), latents, nullptr,
+                     TensorView::make(v.data(), DType::kF32, {n_ctx, ld_v})));
 
   // (The workers read the scratch through these: a lambda names this thread's thread_local, not the caller's.)
   const float* k_rows = k.data();

@@ -1,6 +1,6 @@
-// cpu_dense_gemm: validation, ISA dispatch, the fused decode path (few rows), the batch-invariant tiled path (serving
+// dense_gemm: validation, ISA dispatch, the fused decode path (few rows), the batch-invariant tiled path (serving
 // batches) and the packed-panel prefill path.
-#include "hal/cpu/kernels/gemm.h"
+#include "hal/cpu/kernels/kernels.h"
 
 #include <algorithm>
 #include <functional>
@@ -43,13 +43,13 @@ constexpr int64_t kFusedMaxRows = 8;
 constexpr int64_t kPanelK = 256;      // weight columns per packed panel (a multiple of every block size)
 constexpr int64_t kFp8Block = 128;    // DeepSeek scale block edge
 constexpr int64_t kDecodeGrain = 16;  // weight rows per thread chunk at least
-// Activation rows from which the fast path runs two packed groups at a time where the ISA has a pair kernel: a
-// Qwen2-1.5B Q4_0 prefill of 256 tokens 271-276 -> 294-302 tok/s at two threads, while at 16 rows (batched decode)
-// pairs measured no faster and at one row (decode) 20 % slower.
+// Activation rows from which the fast path runs two packed groups at a time where the ISA has a pair kernel: pairs
+// speed up prefill (`cai bench -p 256 -t 2` on Qwen2-1.5B's shape in Q4_0; `gemm/q4_0_r16/8960x1536/n64/t1`), while
+// at 16 rows (batched decode) they are no faster and at one row (decode) slower.
 constexpr int64_t kPairMinRows = 32;
 // Batch-invariant batches that would need more than one fused pass decode weights once into a tile buffer instead
-// (`cai bench -b N`, Qwen2-0.5B Q8_0: at 16 sequences 8 % more tokens/s than two fused passes; at 4 and 8, 15-20 %
-// fewer, so one fused pass stays the choice up to kFusedMaxRows).
+// (`cai bench -b N` on Qwen2-0.5B's shape in Q8_0: at 16 sequences more tokens/s than two fused passes, at 4 and 8
+// fewer than one fused pass, which so stays the choice up to kFusedMaxRows; `gemm/q8_0/8960x1536/n16-invariant/t1`).
 constexpr int64_t kTiledMinRows = kFusedMaxRows + 1;
 constexpr int64_t kTileK = 1024;   // columns decoded at a time (a multiple of every block size)
 constexpr int kTilePanelRows = 6;  // weight rows decoded together (a multiple of every ISA's tile_rows); with
@@ -377,8 +377,13 @@ bool tiled_applies(const Gemm& g) { return g.k->tile && !g.w->scale && g.in % 32
 
 }  // namespace
 
-Status cpu_dense_gemm(const hal::OpContext& ctx, const TensorView& w, const TensorView& x, const TensorView* bias,
-                      const TensorView& y) {
+// w [out, in] any dtype with a kernel (F32, F16, BF16, every GGUF quant type, F8_E4M3 with or without w.scale block
+// scales; under ctx.precision fast also the packed row groups of qdot_groups.h); x [n, in] F32; bias [out] F32 or
+// null; y [n, out] F32. Exact: weights are dequantized exactly per block and accumulated in F32; fast: integer dot
+// products against quantized activations where qdot_kernels.h has a kernel for the dtype. ctx.pool (may be null) splits
+// the work. Shape / dtype problems → Status.
+Status dense_gemm(const hal::OpContext& ctx, const TensorView& w, const TensorView& x, const TensorView* bias,
+                  const TensorView& y) {
   CAI_TRY(validate(w, x, bias, y));
   if (group_rows(w.dtype) > 1) CAI_TRY(validate_packed(ctx, w));
   Gemm g{&active_gemm_kernels(),

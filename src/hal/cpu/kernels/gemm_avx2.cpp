@@ -15,6 +15,7 @@
 #include "core/quant_k.h"
 #include "hal/cpu/kernels/gemm_codes_iq_avx2.h"
 #include "hal/cpu/kernels/vec_simd.h"
+#include "hal/cpu/kernels/gemm_decoder_list.h"
 
 namespace cai::hal::cpu {
 
@@ -145,7 +146,8 @@ struct QxKD {
   }
 };
 
-// Q6_K: chunk c is half h = c/4, group gi = c%4 (see FORMATS.md §2.3); 16 signed scales, one per 16 elements.
+// Q6_K: chunk c is half h = c/4, group gi = c%4 (see docs/design/formats.md#k-quants); 16 signed scales, one per 16
+// elements.
 struct Q6Hdr {
   float dsc[16];
 };
@@ -300,29 +302,9 @@ void set(GemmKernels& k, DType t) {
 
 GemmKernels make_table() {
   GemmKernels k{};
-  set<F32D>(k, DType::kF32);
-  set<F16D>(k, DType::kF16);
-  set<BF16D>(k, DType::kBF16);
-  set<F8D>(k, DType::kF8_E4M3);
-  set<Q8_0D>(k, DType::kQ8_0);
-  set<Q4_0D>(k, DType::kQ4_0);
-  set<QxKD<false>>(k, DType::kQ4_K);
-  set<QxKD<true>>(k, DType::kQ5_K);
-  set<Q6KD>(k, DType::kQ6_K);
-  set<CodesD<qc::Q41Q51<false>>>(k, DType::kQ4_1);
-  set<CodesD<qc::Q50>>(k, DType::kQ5_0);
-  set<CodesD<qc::Q41Q51<true>>>(k, DType::kQ5_1);
-  set<CodesD<qc::Q2K>>(k, DType::kQ2_K);
-  set<CodesD<qc::Q3K>>(k, DType::kQ3_K);
-  set<CodesD<qc::IQ4NL>>(k, DType::kIQ4_NL);
-  set<CodesD<qc::IQ4XS>>(k, DType::kIQ4_XS);
-  set<CodesD<qc::IQ3XXS>>(k, DType::kIQ3_XXS);
-  set<CodesD<qc::IQ3S>>(k, DType::kIQ3_S);
-  set<CodesD<qc::IQ2XXS>>(k, DType::kIQ2_XXS);
-  set<CodesD<qc::IQ2XS>>(k, DType::kIQ2_XS);
-  set<CodesD<qc::IQ2S>>(k, DType::kIQ2_S);
-  set<CodesD<qc::IQ1S>>(k, DType::kIQ1_S);
-  set<CodesD<qc::IQ1M>>(k, DType::kIQ1_M);
+#define CAI_SET_DECODER(D, t) set<D>(k, DType::t);
+  CAI_GEMM_DECODERS(CAI_SET_DECODER)
+#undef CAI_SET_DECODER
   k.micro = &micro;
   k.nr = kNr;
   k.mr = kMr;

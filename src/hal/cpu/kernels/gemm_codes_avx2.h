@@ -1,8 +1,9 @@
 // Integer stage of the GEMM decoders for the GGUF types whose elements are scale·code (− offset): each decoder turns
 // one 32-element chunk into 32 int8 codes plus the f32 scales (and offsets) of its two 16-element halves, with AVX2
 // integer instructions. gemm_avx2.cpp and gemm_avx512.cpp widen the codes to floats in their own register width.
-// Included only by those two files (AVX-512 implies AVX2); everything here has internal linkage so the copies
-// compiled with different ISA flags never meet in the link. Layouts: FORMATS.md §2 and core/quant_iq.h.
+// Included only by those two files (AVX-512 implies AVX2); everything here has internal linkage so the copies compiled
+// with different ISA flags never meet in the link. Layouts: docs/design/formats.md#quant-block-layouts and
+// core/quant_iq.h.
 #pragma once
 
 #include <immintrin.h>
@@ -160,7 +161,7 @@ struct Q3K {
   static constexpr bool kAffine = false;
   using Hdr = Scales16;
   // Scale k: low 4 bits from byte k (k < 8) or the high nibble of byte k − 8, top 2 bits from bits 2(k/4).. of byte
-  // 8 + k%4 (FORMATS.md §2.3), minus 32.
+  // 8 + k%4 (docs/design/formats.md#k-quants), minus 32.
   static Hdr header(const uint8_t* b) {
     Hdr h;
     const __m128i raw = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 96)), nib = _mm_set1_epi8(15);

@@ -133,7 +133,8 @@ struct QxKD {
   }
 };
 
-// Q6_K: chunk c is half h = c/4, group gi = c%4 (see FORMATS.md §2.3); 16 signed scales, one per 16 elements.
+// Q6_K: chunk c is half h = c/4, group gi = c%4 (see docs/design/formats.md#k-quants); 16 signed scales, one per 16
+// elements.
 struct Q6Hdr {
   float dsc[16];
 };

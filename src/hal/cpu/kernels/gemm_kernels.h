@@ -55,7 +55,7 @@ struct GemmKernels {
 };
 
 const GemmKernels& gemm_kernels_scalar();
-// The table of active_cpu_isa(): what cpu_dense_gemm dispatches through (also the KV cache's fast F16/BF16 decode).
+// The table of active_cpu_isa(): what dense_gemm dispatches through (also the KV cache's fast F16/BF16 decode).
 const GemmKernels& active_gemm_kernels();
 #if defined(__x86_64__)
 const GemmKernels& gemm_kernels_avx2();

@@ -38,24 +38,9 @@ void kv_axpy_block(const KvRows& r, int64_t n, const float* a, int64_t lda, int 
 // decode costs more than the products that use the rows).
 const float* weight_rows_f32(const TensorView& w, int64_t r, int nt, float* buf);
 
-Status embed(const OpContext&, const TensorView& table, const TensorView& ids, const TensorView& out);
-Status rms_norm(const OpContext&, const TensorView& x, const TensorView& w, float eps, const TensorView& out);
-Status rope(const OpContext&, const TensorView& x, const TensorView& pos, const TensorView& inv_freq,
-            const RopeParams& p);
-Status add(const OpContext&, const TensorView& a, const TensorView& b, const TensorView& out);
-Status swiglu(const OpContext&, const TensorView& gate, const TensorView& up, const TensorView& out);
-Status softmax(const OpContext&, const TensorView& x);
-Status copy_cols(const OpContext&, const TensorView& src, int64_t src_col, const TensorView& dst, int64_t dst_col,
-                 int64_t n_cols);
-Status kv_write(const OpContext&, const TensorView& src, const TensorView& slots, const TensorView& cache);
-Status attention_gqa(const OpContext&, const AttentionParams& p, const AttnBatch& batch, const TensorView& q,
-                     const TensorView& k_cache, const TensorView& v_cache, const TensorView& out);
-
-Status moe_gate(const OpContext&, const MoeGateParams& p, const TensorView& logits, const TensorView* bias,
-                const TensorView& ids, const TensorView& weights);
-Status sparse_moe(const OpContext&, const ExpertWeights& w, const TensorView& x, const TensorView& ids,
-                  const TensorView& weights, const TensorView& out);
-Status attention_mla(const OpContext&, const MlaParams& p, const AttnBatch& batch, const TensorView& q,
-                     const TensorView& w_uk, const TensorView& w_uv, const TensorView& latent, const TensorView& out);
+// The kernel of every op (CAI_HAL_OPS; dense_gemm's is in gemm.cpp).
+#define CAI_OP_KERNEL(op, Id, params) Status op params;
+CAI_HAL_OPS(CAI_OP_KERNEL)
+#undef CAI_OP_KERNEL
 
 }  // namespace cai::hal::cpu

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "core/thread_pool.h"
-#include "hal/cpu/kernels/gemm.h"
 #include "hal/cpu/kernels/kernels.h"
 
 namespace cai::hal::cpu {
@@ -90,7 +89,7 @@ namespace {
 
 // One expert's SwiGLU MLP over its m gathered tokens xs [m, hidden] into down [m, hidden]. The scratch is a thread's
 // own and outlives the call: a prompt's experts take tens of MiB a layer, which fresh vectors would zero (and fault in)
-// again for every layer (16 % of a V2-Lite prefill's samples).
+// again for every layer, a cost that shows in the profile of a prefill (`cai bench` on DeepSeek-V2-Lite's shape).
 struct ExpertScratch {
   std::vector<float> gate, up;
 };
@@ -106,10 +105,10 @@ Status run_expert(const OpContext& ctx, const ExpertWeights& w, int64_t e, float
   const TensorView gv = TensorView::make(s.gate.data(), DType::kF32, {m, ffn});
   const TensorView uv = TensorView::make(s.up.data(), DType::kF32, {m, ffn});
   const TensorView dv = TensorView::make(down, DType::kF32, {m, hidden});
-  CAI_TRY(cpu_dense_gemm(ctx, gate_w, xv, nullptr, gv));
-  CAI_TRY(cpu_dense_gemm(ctx, up_w, xv, nullptr, uv));
+  CAI_TRY(dense_gemm(ctx, gate_w, xv, nullptr, gv));
+  CAI_TRY(dense_gemm(ctx, up_w, xv, nullptr, uv));
   CAI_TRY(swiglu(ctx, gv, uv, gv));
-  return cpu_dense_gemm(ctx, down_w, gv, nullptr, dv);
+  return dense_gemm(ctx, down_w, gv, nullptr, dv);
 }
 
 }  // namespace

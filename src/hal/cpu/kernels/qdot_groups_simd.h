@@ -20,9 +20,9 @@ inline int32_t load_i32(const void* p) {
 constexpr int kGroupRows = kPackedGroupRows;
 
 // The group kernels read each weight byte once, in order; on their own the hardware prefetchers keep too few lines in
-// flight (Q4_K 1536×1536 at one activation row: 84 µs without, 51 µs with), so each code load asks for the line
-// 4 KiB ahead (kDefaultAhead). Always inlined: GCC otherwise takes the function for one without effects and drops its
-// calls from the always-inlined helpers (the Q6_K, Q2_K and Q3_K kernels had no prefetch left).
+// flight (`gemm/q4_k_r16/1536x1536/n1/t1`), so each code load asks for the line 4 KiB ahead (kDefaultAhead). Always
+// inlined: GCC otherwise takes the function for one without effects and drops its calls from the always-inlined helpers
+// (the Q6_K, Q2_K and Q3_K kernels then prefetch nothing).
 constexpr int kDefaultAhead = 4096;
 template <int kAhead = kDefaultAhead>
 [[gnu::always_inline]] inline void prefetch_ahead(const uint8_t* p) {
@@ -30,15 +30,15 @@ template <int kAhead = kDefaultAhead>
 }
 
 // Two exceptions, measured on Zen 5 with the weights on huge pages as the model keeps them (cai-bench-kernels,
-// 8960×1536, interleaved runs; README):
+// 8960×1536, interleaved runs):
 // - The AVX-512 Q8_0 kernels (int16 and int8 activations) at one activation row ask for nothing (kPrefetchQ8, below):
 //   they stream a 544-byte block in about 40 instructions, the hardware prefetchers keep up with that, and one
-//   prefetch per code load only took issue slots (int16, two threads: 365-382 → 312-317 µs; Qwen2-1.5B Q8_0 decode
-//   on one thread 12-13 → 15-16 tok/s). The AVX2 ones, two passes of 8 rows per block, lost 2-6 % without.
-// - Q6_K, whose blocks are read as two streams (low and high bits), asks 16 KiB ahead (16 rows, one thread:
-//   1,423-1,440 → 1,313-1,339 µs; one row, two threads: 306-322 → 262-287 µs; AVX2 2-8 % faster too).
-// - So does Q5_K, whose 5th bits come from a second stream (16 rows, one thread: 1,118-1,177 → 1,005-1,042 µs; Q4_K,
-//   one stream, moved within the noise at 16 KiB and stays at 4).
+//   prefetch per code load only takes issue slots (`gemm/q8_0_r16/8960x1536/n1/pool`; decode in `cai bench`). The
+//   AVX2 ones, two passes of 8 rows per block, are slower without and keep theirs.
+// - Q6_K, whose blocks are read as two streams (low and high bits), asks 16 KiB ahead, faster at one row and at 16,
+//   AVX2 too (`gemm/q6_k_r16/8960x1536/n16/t1`, `gemm/q6_k_r16/8960x1536/n1/pool`).
+// - So does Q5_K, whose 5th bits come from a second stream (`gemm/q5_k_r16/8960x1536/n16/t1`); Q4_K, one stream,
+//   gains nothing measurable from 16 KiB and stays at 4.
 constexpr int kQ6_KAhead = 16384, kQ5_KAhead = 16384;
 
 // The rows of a group one vector holds, and the operations the group kernels need on them. A field of U bytes per
@@ -81,9 +81,9 @@ struct RowLanes {
   static I mullo(I a, I b) { return _mm512_mullo_epi32(a, b); }
   static I dot_u8s8(I acc, I u, I s) { return _mm512_dpbusd_epi32(acc, u, s); }
   // The same with s the 4 bytes (2 int16) at p in every lane, broadcast from the instruction's memory operand
-  // ({1to16}): from intrinsics GCC emits a separate vpbroadcastd load, one more micro-op per product, and with 16
-  // activation rows the front end then sets the pace (Q4_0 1536×1536 at 16 rows: 8-10 % faster this way). Where one
-  // broadcast feeds two groups (the pair kernels) the register form stays ahead.
+  // ({1to16}): from intrinsics GCC emits a separate vpbroadcastd load, one more micro-op per product, and with several
+  // activation rows the front end then sets the pace (`gemm/q4_k_r16/1536x1536/n16/t1`: two calls of the 8-row
+  // kernel). Where one broadcast feeds two groups (the pair kernels) the register form stays ahead.
   static I dot_u8s8_at(I acc, I u, const int8_t* p) {
     asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*reinterpret_cast<const int32_t*>(p)));
     return acc;
@@ -182,8 +182,8 @@ void q8_0_r16_dot16_nx(const uint8_t* w, const ActBlockQ16* x, const float* xd, 
       const uint8_t* blk = w + b * kBlock;
       L::I s[NX];
       for (auto& v : s) v = L::zero();
-        // Unrolled, the 16 pairs' loads and broadcasts overlap: 1.25× at 8 activation rows (left to itself GCC keeps
-        // the loop).
+        // Unrolled, the 16 pairs' loads and broadcasts overlap (`gemm/q8_0_r16/8960x1536/n16/t1`, two calls of 8
+        // rows; left to itself GCC keeps the loop).
 #pragma GCC unroll 16
       for (int p = 0; p < kActBlock / 2; ++p) {
         const uint8_t* at = blk + kCodes + (p * kGroupRows + h * L::kRows) * 2;
@@ -502,9 +502,9 @@ template <int NX>
 
 // Adds Q6_K activation block 4·hb + G (low: its ql quads, high: the half super-block's qh quads) into acc, both
 // halves' sums in registers. No 16-row tile: with both halves' chains of 16 rows the register file overflows, and
-// keeping half 0's scaled sums in an L1 buffer instead made 16 rows 5-15 % slower than two calls of 8
-// (`cai-bench-kernels`; README). The 4 × 4 tile of qdot_wide_tile.h fared no better: 10 % faster than two calls
-// of 8 with the weights in L1, 25 % slower from DRAM (`gemm/q6_k_r16/8960x1536/n16/t1`).
+// keeping half 0's scaled sums in an L1 buffer instead is slower than two calls of 8. The 4 × 4 tile of
+// qdot_wide_tile.h fares no better: faster than two calls of 8 with the weights in L1, slower from DRAM, where decode
+// reads them (`gemm/q6_k_r16/8960x1536/n16/t1`).
 template <int NX, int G>
 [[gnu::always_inline]] inline void q6_k_block_into(const uint8_t* low, const uint8_t* high, const ActBlockQ8* a,
                                                    int64_t ldx, L::F dsc0, L::F dsc1, L::F (&acc)[NX]) {

@@ -2,7 +2,7 @@
 // qdot_k_scalar.h (group_byte, group_dot_rows): the reference the SIMD group kernels (qdot_groups_simd.h) are tested
 // against. A 4-bit code selects a signed level of quant_grids::kIq4nlValues; per row and activation block the integer
 // sum Σ level·a.q is exact, then acc = fma(isum, scale · a.d, acc) with scale = d (IQ4_NL) or d · (ls − 32) (IQ4_XS,
-// in float, as dequantize_iq4_xs computes it). Layouts: FORMATS.md and core/quant_iq.h.
+// in float, as dequantize_iq4_xs computes it). Layouts: docs/design/formats.md#iq-quants and core/quant_iq.h.
 #pragma once
 
 #include <cmath>

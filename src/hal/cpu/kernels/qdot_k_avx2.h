@@ -5,7 +5,7 @@
 // each), scales them in float once per activation block, and subtracts one vector term for the weight offsets
 // (mins, or the bias of the signed types) built from the ActBlockQ8::sum fields of its 8 activation blocks. Every
 // row runs the same float operations in the same order whatever the number of rows (batch invariance). Layouts:
-// FORMATS.md §2.3, core/quant_k.cpp; the scalar reference is qdot_k_scalar.h.
+// docs/design/formats.md#k-quants, core/quant_k.cpp; the scalar reference is qdot_k_scalar.h.
 #pragma once
 
 #include <immintrin.h>
@@ -104,10 +104,10 @@ template <int D>
 
 inline __m256i k_load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 
-// The 16 six-bit fields of a Q4_K / Q5_K scales field (12 bytes at p) as bytes: sc_0..7, then m_0..7. The same
-// packing as quant_k::scale_min (FORMATS.md §2.3), unpacked for all 16 at once: bytes 0..3 and 4..7 hold sc_0..3 and
-// m_0..3 in their low 6 bits and the top 2 bits of sc_4..7 and m_4..7 in bits 6..7; bytes 8..11 hold the low 4 bits
-// of sc_4..7 (low nibble) and m_4..7 (high nibble).
+// The 16 six-bit fields of a Q4_K / Q5_K scales field (12 bytes at p) as bytes: sc_0..7, then m_0..7. The same packing
+// as quant_k::scale_min (docs/design/formats.md#k-quants), unpacked for all 16 at once: bytes 0..3 and 4..7 hold
+// sc_0..3 and m_0..3 in their low 6 bits and the top 2 bits of sc_4..7 and m_4..7 in bits 6..7; bytes 8..11 hold the
+// low 4 bits of sc_4..7 (low nibble) and m_4..7 (high nibble).
 inline __m128i k_scale_min_bytes(const uint8_t* p) {
   const __m128i w =
       _mm_setr_epi32(static_cast<int>(block_bytes::load_u32(p)), static_cast<int>(block_bytes::load_u32(p + 4)), 0, 0);
@@ -255,7 +255,7 @@ template <bool kPer32>
 // own 8-lane accumulator.
 template <DType T, int NX>
 void k_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t in, float* out) {
-  constexpr int kBytes = T == DType::kQ2_K   ? 84  // super-block bytes, FORMATS.md §1.5
+  constexpr int kBytes = T == DType::kQ2_K   ? 84  // super-block bytes, docs/design/formats.md#gguf-type-ids
                          : T == DType::kQ3_K ? 110
                          : T == DType::kQ4_K ? 144
                          : T == DType::kQ5_K ? 176

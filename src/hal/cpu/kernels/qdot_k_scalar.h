@@ -2,7 +2,7 @@
 // SIMD versions (qdot_k_avx2.h) are tested against. Every activation block (32 elements, one ActBlockQ8) meets one
 // 32-element stretch of a 256-element super-block; its integer products are summed exactly in int, the weight
 // offsets (mins, or the code bias of the signed types) are folded in through ActBlockQ8::sum, and the float scales
-// are applied once per activation block. Layouts: FORMATS.md §2.3 and core/quant_k.cpp.
+// are applied once per activation block. Layouts: docs/design/formats.md#k-quants and core/quant_k.cpp.
 #pragma once
 
 #include <cmath>

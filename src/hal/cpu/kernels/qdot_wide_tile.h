@@ -7,8 +7,8 @@
 // layout takes one broadcast load per product. The scales meet the sums the same way, so every output gets the
 // one-row kernel's int32 sums, float multiply and fused multiply-add: the same bits. Per block and 16 × 16 outputs
 // that is 128 vpdpbusd beside 16 vmulps and 16 vfmadd on the same two ports, the bound of either form: with the
-// weights in L1 this tile and the one it replaced both issue 4.8-5.0 G vpdpbusd a second on one Zen 5 core (88 % of
-// that bound); from DRAM (`gemm/q4_0_r16/8960x1536/n16/t1`) this one is 3-15 % faster (README). Included by
+// weights in L1 this tile and a tile over the one-row layout both issue vpdpbusd close to that bound on a Zen 5 core;
+// from DRAM, where decode reads the weights, this one is faster (`gemm/q4_0_r16/8960x1536/n16/t1`). Included by
 // qdot_simd_table.h; internal linkage.
 #pragma once
 

@@ -1,6 +1,7 @@
 // Device views of weight matrices (any weight dtype, FP8 block scales) and their decoders, bit-exact with
-// src/core/quant*.cpp and weight_row.cpp (FORMATS.md §2, §7). The types added in ABI 2.1 decode in dequant_q.cuh
-// and dequant_iq.cuh.
+// src/core/quant*.cpp and weight_row.cpp (docs/design/formats.md#quant-block-layouts,
+// docs/design/formats.md#fp8-e4m3-and-deepseek-block-scales). The types added in ABI 2.1 decode in dequant_q.cuh and
+// dequant_iq.cuh.
 #pragma once
 
 #include "hal/cuda/kernels/block_load.cuh"

@@ -1,7 +1,7 @@
-// Fast decoders of the IQ types (codebook quants, FORMATS.md §2; layouts after ggml's ggml-common.h):
-// v[0..8) = elements i0 .. i0+7 of one block, i0 a multiple of 8. In every 256-element IQ1/IQ2/IQ3 block such a chunk
-// is one grid entry (or two 4-element ones), and sub-block ib = i0/32 holds chunks l = 0..3. The float operations are
-// the format's, in its order, so the values are bit-exact with src/core's dequantize_row.
+// Fast decoders of the IQ types (codebook quants, docs/design/formats.md#iq-quants; layouts after ggml's
+// ggml-common.h): v[0..8) = elements i0 .. i0+7 of one block, i0 a multiple of 8. In every 256-element IQ1/IQ2/IQ3
+// block such a chunk is one grid entry (or two 4-element ones), and sub-block ib = i0/32 holds chunks l = 0..3. The
+// float operations are the format's, in its order, so the values are bit-exact with src/core's dequantize_row.
 #pragma once
 
 #include "hal/cuda/kernels/block_load.cuh"

@@ -1,6 +1,7 @@
-// Fast decoders of the 32-element types Q4_1, Q5_0, Q5_1 and the K-quants Q2_K, Q3_K (FORMATS.md §2.2, §2.3):
-// v[0..8) = elements i0 .. i0+7 of one block, i0 a multiple of 8. The float operations are the format's, in its
-// order, so the values are bit-exact with src/core's dequantize_row.
+// Fast decoders of the 32-element types Q4_1, Q5_0, Q5_1 and the K-quants Q2_K, Q3_K
+// (docs/design/formats.md#32-element-blocks, docs/design/formats.md#k-quants): v[0..8) = elements i0 .. i0+7 of one
+// block, i0 a multiple of 8. The float operations are the format's, in its order, so the values are bit-exact with
+// src/core's dequantize_row.
 #pragma once
 
 #include "hal/cuda/kernels/block_load.cuh"

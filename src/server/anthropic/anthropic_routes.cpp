@@ -1,0 +1,64 @@
+// The Anthropic Messages API routes (POST /v1/messages, /v1/messages/count_tokens): the request translated into an
+// ApiRequest and run through the chat route's prompt building, submission and response flow, answered in Anthropic's
+// shapes.
+#include <httplib.h>
+
+#include <algorithm>
+#include <ctime>
+
+#include "server/anthropic/anthropic_request.h"
+#include "server/anthropic/anthropic_response.h"
+#include "server/generation.h"
+#include "server/http_server.h"
+#include "server/http/request_body.h"
+#include "server/http/sse.h"
+#include "server/tools/tool_calls.h"
+
+namespace cai::server {
+
+namespace {
+
+constexpr ErrorShape kShape = ErrorShape::kAnthropic;
+
+}  // namespace
+
+void HttpServer::handle_anthropic(AnthropicRoute route, const httplib::ContentReader& reader, httplib::Response& res) {
+  BodyBudget budget(body_bytes_in_flight_, body_bytes_in_flight_limit(options_));
+  std::string body;
+  if (std::optional<ApiError> e = read_body(reader, options_.max_body_bytes, budget, body))
+    return send_error_and_close(res, *e, kShape);
+  const Clock::time_point arrival = Clock::now();
+  Engine* eng = engine();
+  if (!eng) return send_error(res, loading_error(), kShape);
+  ApiError error;
+  std::optional<ApiRequest> req = parse_anthropic_request(route, body, error);
+  if (!req) return send_error(res, error, kShape);
+  ApiRequest& api = *req;
+  const std::vector<std::string>& served = options_.model_names;
+  if (!api.model.empty() && std::find(served.begin(), served.end(), api.model) == served.end())
+    return send_error(res, model_not_found_error(api.model, served), kShape);
+  BuiltPrompt prompt;
+  if (route == AnthropicRoute::kCountTokens) {
+    if (!build_prompt(api, prompt, error)) return send_error(res, error, kShape);
+    res.set_content(json_text({{"input_tokens", prompt.tokens.size()}}), "application/json");
+    return;
+  }
+  // max_tokens is a cap Anthropic clients always send, often larger than the context a local model has (Claude Code
+  // asks for 32000): it is lowered to the room the prompt leaves rather than refused.
+  const int max_tokens = api.max_tokens.value_or(0);
+  api.max_tokens.reset();
+  GenerationRequest gen_request;
+  if (!prepare(api, prompt, gen_request, error)) return send_error(res, error, kShape);
+  gen_request.max_tokens = std::min(max_tokens, eng->ctx_size() - static_cast<int>(prompt.tokens.size()));
+  Result<std::shared_ptr<Generation>> gen = Generation::submit(*eng, metrics_, std::move(gen_request), arrival);
+  if (!gen.ok()) return send_error(res, submit_error(gen.status()), kShape);
+  ResponseMeta meta{new_response_id("msg_"), static_cast<int64_t>(std::time(nullptr)),
+                    api.model.empty() ? served.front() : api.model};
+  std::optional<ToolSyntax> tool_syntax;
+  if (!api.tools.empty() && api.tool_choice != ToolChoice::kNone) tool_syntax = prompts_->tool_style().syntax;
+  auto writer = std::make_shared<AnthropicWriter>(std::move(meta), prompt.opens_think, tool_syntax);
+  if (api.stream) return respond_stream(std::move(gen).value(), std::move(writer), res);
+  respond_full(std::move(gen).value(), std::move(writer), res);
+}
+
+}  // namespace cai::server
