@@ -12,8 +12,11 @@ RequestState::RequestState(GenerationRequest request, EventCallback on_event, co
   if (tokenizer) {
     decoder_ = std::make_unique<Tokenizer::StreamingDecoder>(*tokenizer, /*skip_special=*/true,
                                                              /*continues_text=*/true);
-    if (request_.max_reasoning_tokens >= 0)
-      budget_.emplace(request_.max_reasoning_tokens, request_.prompt_opens_think, reasoning_close_tokens(*tokenizer));
+    // A required structure after open reasoning gets half the output for the reasoning unless the request set a
+    // budget, so that it always ends with the structure.
+    int budget = request_.max_reasoning_tokens;
+    if (budget < 0 && request_.grammar && request_.prompt_opens_think) budget = request_.max_tokens / 2;
+    if (budget >= 0) budget_.emplace(budget, request_.prompt_opens_think, reasoning_close_tokens(*tokenizer));
   }
   for (const std::string& s : request_.stop) max_stop_len_ = std::max(max_stop_len_, s.size());
 }

@@ -1,6 +1,8 @@
 // Error bodies: OpenAI's object or Anthropic's, and Anthropic's names for HTTP statuses.
 #include "server/error_shape.h"
 
+#include <fmt/format.h>
+
 namespace cai::server {
 
 ErrorShape error_shape_for(std::string_view path) {
@@ -26,7 +28,12 @@ int error_status(const ApiError& e, ErrorShape shape) {
 
 nlohmann::json error_body(const ApiError& e, ErrorShape shape) {
   if (shape == ErrorShape::kOpenAI) return error_json(e);
-  return {{"type", "error"}, {"error", {{"type", anthropic_error_type(e.http_status)}, {"message", e.message}}}};
+  // Anthropic's wording for a prompt over the context, which clients match to compact the conversation.
+  const std::string message =
+      e.code == "context_length_exceeded" && e.prompt_tokens >= 0
+          ? fmt::format("prompt is too long: {} tokens > {} maximum", e.prompt_tokens, e.context_tokens)
+          : e.message;
+  return {{"type", "error"}, {"error", {{"type", anthropic_error_type(e.http_status)}, {"message", message}}}};
 }
 
 }  // namespace cai::server

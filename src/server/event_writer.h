@@ -26,7 +26,7 @@ class EventWriter {
   virtual bool failed(ApiError* error) const = 0;
   virtual nlohmann::json result(const Usage& usage) = 0;
   // What a stream sends while a request produces nothing (so that a vanished client is noticed).
-  virtual std::string keep_alive() const { return kSseKeepAlive; }
+  virtual std::string keep_alive(const Usage& /*usage*/) { return kSseKeepAlive; }
   // The shape of error bodies.
   virtual ErrorShape error_shape() const { return ErrorShape::kOpenAI; }
 };

@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <ctime>
 
 #include "core/log.h"
+#include "server/access_log.h"
 #include "hal/process_group.h"
 #include "server/anthropic/anthropic_request.h"
 #include "server/http/auth.h"
@@ -68,15 +70,6 @@ ApiError body_too_large_error(size_t max_body) {
   e.http_status = 413;
   e.code = "request_too_large";
   e.message = "the request body is larger than the limit of " + std::to_string(max_body) + " bytes";
-  return e;
-}
-
-ApiError model_not_found_error(const std::string& model, const std::vector<std::string>& served) {
-  std::string names;
-  for (const std::string& id : served) names += (names.empty() ? "'" : ", '") + id + "'";
-  ApiError e = bad_request(fmt::format("the model '{}' does not exist; this server serves {}", model, names), "model");
-  e.http_status = 404;
-  e.code = "model_not_found";
   return e;
 }
 
@@ -179,6 +172,9 @@ Status HttpServer::attach(std::unique_ptr<Engine> engine) {
   if (!tok) return unsupported("model {} has no tokenizer; the server needs one", engine->model().source);
   const std::string& source = options_.chat_template.empty() ? tok->chat_template() : options_.chat_template;
   CAI_ASSIGN_OR_RETURN(PromptBuilder prompts, PromptBuilder::create(*tok, source));
+  for (const auto& [token, bias] : options_.logit_bias)
+    if (token < 0 || token >= prompts.n_vocab())
+      return invalid_argument("--logit-bias: token {} is not in the vocabulary (0..{})", token, prompts.n_vocab() - 1);
   if (!prompts.has_template())
     CAI_LOG_WARN(
         "the model has no chat template: chat messages are joined as plain text (contents separated by a "
@@ -201,6 +197,10 @@ void HttpServer::serve_socket(int fd) { http_->serve_socket(fd); }
 void HttpServer::install_routes() {
   // Refusals before the body is read (so the connection is closed after them).
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    // Every response names its request, as OpenAI's (x-request-id) and Anthropic's (request-id) do.
+    const std::string request_id = new_response_id("req_");
+    res.set_header("request-id", request_id);
+    res.set_header("x-request-id", request_id);
     const ErrorShape shape = error_shape_for(req.path);
     if (std::optional<ApiError> e = content_length_error(req, options_.max_body_bytes)) {
       send_error_and_close(res, *e, shape);
@@ -241,7 +241,11 @@ void HttpServer::install_routes() {
   // Counted just before the response is written (so a client that reads /metrics next sees its request).
   http_->set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     metrics_.count_request(endpoint_label(req.path), res.status);
-    CAI_LOG_DEBUG("{} {} → {}", req.method, req.path, res.status);
+    // A generation answered with 200 logs its own line when it ends (access_log.h), with its tokens.
+    const bool generation =
+        req.path == "/v1/chat/completions" || req.path == "/v1/completions" || req.path == "/v1/messages";
+    if (!(generation && res.status == 200))
+      log_request(req.method, req.path, res.status, res.get_header_value("request-id"), res.body);
   });
 
   http_->Get("/", [](const httplib::Request&, httplib::Response& res) {
@@ -274,23 +278,40 @@ void HttpServer::install_routes() {
           group->size(), hal::group_failure().empty() ? 0 : 1);
     res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
   });
-  auto model_json = [this](const std::string& id) {
-    json m = {{"id", id}, {"object", "model"}, {"created", std::time(nullptr)}, {"owned_by", "cai"}};
+  // /v1/models in OpenAI's shape, or in Anthropic's when the request carries anthropic-version (Anthropic SDKs and
+  // Claude Code list models that way).
+  auto model_json = [this](const std::string& id, bool anthropic) {
+    if (anthropic)
+      return json{{"type", "model"},
+                  {"id", id},
+                  {"display_name", id},
+                  {"created_at", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(started_))}};
+    json m = {{"id", id}, {"object", "model"}, {"created", started_}, {"owned_by", "cai"}};
     if (Engine* e = engine()) m["max_model_len"] = e->ctx_size();
     return m;
   };
-  http_->Get("/v1/models", [this, model_json](const httplib::Request&, httplib::Response& res) {
+  http_->Get("/v1/models", [this, model_json](const httplib::Request& req, httplib::Response& res) {
     if (!engine()) return send_error(res, loading_error());
+    const bool anthropic = req.has_header("anthropic-version");
+    const std::vector<std::string> ids = listed_models(options_.model_names);
     json data = json::array();
-    for (const std::string& id : options_.model_names) data.push_back(model_json(id));
-    res.set_content(json_text({{"object", "list"}, {"data", std::move(data)}}), "application/json");
+    for (const std::string& id : ids) data.push_back(model_json(id, anthropic));
+    if (!anthropic)
+      return res.set_content(json_text({{"object", "list"}, {"data", std::move(data)}}), "application/json");
+    res.set_content(json_text({{"data", std::move(data)},
+                               {"has_more", false},
+                               {"first_id", ids.empty() ? json(nullptr) : json(ids.front())},
+                               {"last_id", ids.empty() ? json(nullptr) : json(ids.back())}}),
+                    "application/json");
   });
   http_->Get("/v1/models/(.+)", [this, model_json](const httplib::Request& req, httplib::Response& res) {
     if (!engine()) return send_error(res, loading_error());
     const std::string id = req.matches[1].str();
-    if (std::find(options_.model_names.begin(), options_.model_names.end(), id) == options_.model_names.end())
-      return send_error(res, model_not_found_error(id, options_.model_names));
-    res.set_content(json_text(model_json(id)), "application/json");
+    const bool anthropic = req.has_header("anthropic-version");
+    if (!serves_model(options_.model_names, id))
+      return send_error(res, model_not_found_error(id, options_.model_names),
+                        anthropic ? ErrorShape::kAnthropic : ErrorShape::kOpenAI);
+    res.set_content(json_text(model_json(id, anthropic)), "application/json");
   });
   // The generation routes read their bodies themselves (see read_body), under max_body_bytes whatever the encoding.
   using ReaderHandler = httplib::Server::HandlerWithContentReader;

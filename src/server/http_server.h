@@ -3,10 +3,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cai/engine.h"
@@ -16,6 +18,7 @@
 #include "server/metrics.h"
 #include "server/openai/openai_request.h"
 #include "server/prompt_builder.h"
+#include "server/served_models.h"
 
 namespace httplib {
 class ContentReader;
@@ -27,16 +30,22 @@ namespace cai::server {
 enum class AnthropicRoute;
 class EventWriter;
 class Generation;
+struct AccessLine;
 class HttpTransport;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8000;      // 0 = any free port (see HttpServer::port())
   std::string api_key;  // non-empty: /v1/* needs "Authorization: Bearer <api_key>" or "x-api-key"
-  // Model ids clients may use (--served-model-name a,b,...): /v1/models lists each; a request naming another gets 404;
-  // a response names the id its request used, or the first.
+  // Model ids clients may use (--served-model-name a,b,...), each exact or a glob (claude-*; served_models.h):
+  // /v1/models lists the exact ones; a request naming another gets 404; a response names the id its request used, or
+  // the first exact one.
   std::vector<std::string> model_names = {"cai"};
-  int default_max_tokens = 8192;            // chat max_tokens when the request gives none (0: all the context left)
+  int default_max_tokens = 8192;  // chat max_tokens when the request gives none (0: all the context left)
+  int max_output_tokens = 0;      // every request's max_tokens is lowered to this (0: no cap; --max-output-tokens)
+  // Biases every request gets on top of its own logit_bias (--logit-bias ID:BIAS; a request's bias for the same token
+  // wins). attach() refuses ids outside the vocabulary.
+  std::vector<std::pair<int32_t, float>> logit_bias;
   std::string chat_template;                // template source replacing the model's ("" = the model's own)
   size_t max_body_bytes = size_t(8) << 20;  // larger bodies → 413
   size_t max_body_bytes_in_flight = 0;      // all bodies being read or served at once (0 = 16 × max_body_bytes): 429
@@ -73,11 +82,14 @@ class HttpServer {
   bool build_prompt(const ApiRequest& api, BuiltPrompt& prompt, ApiError& error) const;
   // Validated request → prompt tokens and a GenerationRequest; false with `error` set when refused.
   bool prepare(const ApiRequest& api, BuiltPrompt& prompt, GenerationRequest& gen, ApiError& error) const;
-  void respond_full(std::shared_ptr<Generation> gen, std::shared_ptr<EventWriter> writer, httplib::Response& res);
+  // The answer to a submitted generation, whole or streamed; `line` is its access-log line (written when it ends).
+  void respond_full(std::shared_ptr<Generation> gen, std::shared_ptr<EventWriter> writer, httplib::Response& res,
+                    const AccessLine& line);
   // respond_full's answer to a client that finished sending before its answer was ready (see the definition).
   void respond_full_to_quiet_client(std::shared_ptr<Generation> gen, std::shared_ptr<EventWriter> writer,
-                                    httplib::Response& res);
-  void respond_stream(std::shared_ptr<Generation> gen, std::shared_ptr<EventWriter> writer, httplib::Response& res);
+                                    httplib::Response& res, const AccessLine& line);
+  void respond_stream(std::shared_ptr<Generation> gen, std::shared_ptr<EventWriter> writer, httplib::Response& res,
+                      const AccessLine& line);
   Engine* engine() const { return ready_.load(std::memory_order_acquire) ? engine_.get() : nullptr; }
 
   ServerOptions options_;
@@ -91,6 +103,7 @@ class HttpServer {
   std::atomic<bool> stopped_{false};
   std::atomic<size_t> body_bytes_in_flight_{0};
   ServerMetrics metrics_;
+  const std::time_t started_ = std::time(nullptr);  // /v1/models' `created` for every model
 };
 
 // Writes `error` as the response (status + error object in `shape`; a 429 or 503 also gets "Retry-After: 1").
@@ -105,7 +118,6 @@ ApiError loading_error();
 // 413 for a body over `max_body` bytes.
 ApiError body_too_large_error(size_t max_body);
 // 404 for a model id outside `served`, naming the ids that are served.
-ApiError model_not_found_error(const std::string& model, const std::vector<std::string>& served);
 
 // The open-connection cap for a server over an engine with these options: at least `requested`, and room for every
 // request the engine holds (running or waiting) plus spares for /health and /metrics, so that a full engine queue

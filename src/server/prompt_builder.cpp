@@ -86,6 +86,13 @@ Result<std::string> PromptBuilder::chat_text(const nlohmann::ordered_json& origi
   return text;
 }
 
+std::string PromptBuilder::with_prefill(std::string rendered, const std::string& prefill) const {
+  if (prefill.empty()) return rendered;
+  if (!tpl_ && !rendered.empty()) rendered += "\n\n";
+  if (prompt_opens_think(rendered)) rendered += "\n</think>\n\n";
+  return rendered + prefill;
+}
+
 Result<BuiltPrompt> PromptBuilder::chat(const nlohmann::ordered_json& messages, const ToolOffer& tools) const {
   CAI_ASSIGN_OR_RETURN(std::string text, chat_text(messages, tools));
   return encode(text);

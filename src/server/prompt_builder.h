@@ -30,6 +30,9 @@ class PromptBuilder {
   // The chat prompt's text: rendered with add_generation_prompt=true, bos_token and eos_token, and the `tools` offered
   // (see tool_prompt.h). Template errors (e.g. raise_exception on a bad role order) → invalid_argument.
   Result<std::string> chat_text(const nlohmann::ordered_json& messages, const ToolOffer& tools = {}) const;
+  // `rendered` (chat_text's) with the start of the answer a client gave (an Anthropic prefill) appended, for the model
+  // to continue: after a <think> the template opened is closed, or after a blank line without a template.
+  std::string with_prefill(std::string rendered, const std::string& prefill) const;
   // chat_text, encoded.
   Result<BuiltPrompt> chat(const nlohmann::ordered_json& messages, const ToolOffer& tools = {}) const;
   // How the model writes tool calls, and what its template does with tools.

@@ -56,6 +56,8 @@ class Tokenizer {
   bool add_bos_default() const { return add_bos_; }
   // End of generation: EOS, EOT/EOM and tokens such as <|im_end|>, <|eot_id|>, <｜end▁of▁sentence｜>.
   bool is_eog(int32_t id) const;
+  // Every end-of-generation id (eos, eot, eom and known end-of-turn tokens), sorted.
+  const std::vector<int32_t>& eog_ids() const { return eog_ids_; }
   bool is_special(int32_t id) const;  // control/unknown/unused: skipped by decode(skip_special)
   int32_t n_vocab() const { return vocab_->size(); }
   // Id of the token whose stored text is exactly `text`.

@@ -101,6 +101,40 @@ TEST(EngineGrammar, ReasoningStaysFreeAndTheAnswerIsConstrained) {
   expect_valid(d.content + rest.content);
 }
 
+// A model that wants to stop inside its reasoning (here: end-of-sequence biased by +100) cannot end a request that
+// requires a structure: EOS is banned until </think>, which a default budget of half of max_tokens forces, and the
+// answer is the JSON the schema asks for.
+TEST(EngineGrammar, TheReasoningCannotEndARequiredStructure) {
+  auto engine = Engine::create(load("models/stories260K.gguf"), EngineOptions{});
+  ASSERT_TRUE(engine.ok());
+  Engine& e = **engine;
+  const Tokenizer& tok = *e.model().tokenizer;
+  ASSERT_FALSE(tok.eog_ids().empty());
+  for (bool constrained : {false, true}) {
+    GenerationRequest r;
+    r.prompt = tok.encode("Once upon a time", true);
+    r.sampling.temperature = 1.0f;
+    r.sampling.seed = 7;
+    for (int32_t id : tok.eog_ids()) r.sampling.logit_bias.emplace_back(id, 100.0f);
+    r.max_tokens = 400;  // 200 for the reasoning, the rest holds the byte-spelled JSON
+    r.prompt_opens_think = true;
+    if (constrained)
+      r.grammar = std::make_shared<const grammar::Grammar>(grammar::Grammar::json_schema(json::parse(kSchema)).value());
+    Collector c;
+    ASSERT_TRUE(e.submit(r, c.callback()).ok());
+    c.wait();
+    EXPECT_EQ(c.last.finish, FinishReason::kStop) << c.text;
+    if (!constrained) {
+      EXPECT_EQ(c.last.n_generated_tokens, 1) << c.text;  // free text: the biased end comes first
+      continue;
+    }
+    ReasoningParser parser(/*prompt_opened_think=*/true);
+    ReasoningDelta d = parser.push(c.text), rest = parser.finish();
+    EXPECT_FALSE(d.reasoning.empty()) << c.text;
+    expect_valid(d.content + rest.content);
+  }
+}
+
 // Speculative decoding verifies every drafted position through the grammar's mask as it advances (and through the
 // forced reasoning close): greedy structured output, with and without reasoning, is the text decoding without
 // speculation gives. The model drafting for itself knows no grammar: its drafts stand in the free reasoning and fall

@@ -201,13 +201,8 @@ TEST(AnthropicRequest, RefusesBadFieldsNamingThem) {
       {"stop_sequences empty entry", {{"stop_sequences", {""}}}, "stop_sequences"},
       {"stream text", {{"stream", "yes"}}, "stream"},
       {"metadata number", {{"metadata", 5}}, "metadata"},
-      {"unknown field", {{"frequency_penalty", 1}}, "frequency_penalty"},
       {"no messages", {{"messages", nullptr}}, "messages"},
       {"empty messages", {{"messages", json::array()}}, "messages"},
-      {"system role", {{"messages", json::array({{{"role", "system"}, {"content", "x"}}})}}, "messages[0].role"},
-      {"unknown message field",
-       {{"messages", json::array({{{"role", "user"}, {"content", "x"}, {"name", "n"}}})}},
-       "messages[0].name"},
       {"image block",
        {{"messages", user(json::array({{{"type", "image"}, {"source", json::object()}}}))}},
        "messages[0].content[0].type"},
@@ -236,9 +231,9 @@ TEST(AnthropicRequest, RefusesBadFieldsNamingThem) {
                        {"content", json::array({{{"type", "tool_use"}, {"id", "a"}, {"name", "t"}, {"input", "x"}}})}},
                       {{"role", "user"}, {"content", "ok"}}})}},
        "messages[1].content[0].input"},
-      {"assistant prefill",
-       {{"messages", json::array({{{"role", "user"}, {"content", "a"}}, {{"role", "assistant"}, {"content", "b"}}})}},
-       "messages[1]"},
+      {"prefill with a tool call",
+       {{"messages", json::array({{{"role", "user"}, {"content", "a"}}, prior_call})}},
+       "messages"},
       {"system number", {{"system", 3}}, "system"},
       {"system image block", {{"system", json::array({{{"type", "image"}}})}}, "system[0]"},
       {"tools object", {{"tools", json::object()}}, "tools"},
@@ -268,7 +263,22 @@ TEST(AnthropicRequest, RefusesBadFieldsNamingThem) {
        {{"max_tokens", 2000}, {"thinking", {{"type", "enabled"}, {"budget_tokens", 2000}}}},
        "thinking.budget_tokens"},
       {"thinking without budget", {{"thinking", {{"type", "enabled"}}}}, "thinking.budget_tokens"},
-      {"thinking bad type", {{"thinking", {{"type", "adaptive"}}}}, "thinking.type"},
+      {"thinking bad type", {{"thinking", {{"type", "sometimes"}}}}, "thinking.type"},
+      {"tool role", {{"messages", json::array({{{"role", "tool"}, {"content", "x"}}})}}, "messages[0].role"},
+      {"system message image",
+       {{"messages", json::array({{{"role", "system"}, {"content", json::array({{{"type", "image"}}})}},
+                                  {{"role", "user"}, {"content", "x"}}})}},
+       "messages[0].content[0]"},
+      {"thinking with a forced tool",
+       {{"thinking", {{"type", "adaptive"}}}, {"tool_choice", {{"type", "any"}}}, {"tools", json::array({tool})}},
+       "tool_choice"},
+      {"mcp servers", {{"mcp_servers", json::array({{{"type", "url"}, {"url", "http://x"}}})}}, "mcp_servers"},
+      {"output_config text", {{"output_config", "high"}}, "output_config"},
+      {"effort unknown", {{"output_config", {{"effort", "extreme"}}}}, "output_config.effort"},
+      {"format without schema", {{"output_config", {{"format", {{"type", "json_schema"}}}}}}, "output_config.format"},
+      {"format schema with an unknown keyword",
+       {{"output_config", {{"format", {{"type", "json_schema"}, {"schema", {{"type", "object"}, {"if", true}}}}}}}},
+       "output_config.format"},
   };
   for (const BadCase& c : cases) {
     json body = base();
@@ -284,6 +294,103 @@ TEST(AnthropicRequest, RefusesBadFieldsNamingThem) {
     EXPECT_EQ(err.param, c.param) << c.name << ": " << err.message;
     EXPECT_FALSE(err.message.empty()) << c.name;
   }
+}
+
+// What Claude Code 2.x and current SDKs send: fields this route accepts (context_management, container,
+// inference_geo, an empty mcp_servers), adaptive thinking with an effort, system messages inside `messages`, the newer
+// tool fields, and fields it has never heard of — all accepted, each with its documented meaning.
+TEST(AnthropicRequest, AcceptsWhatCurrentClientsSend) {
+  json body = base();
+  body["system"] = "You are Claude Code.";
+  body["messages"] =
+      json::array({{{"role", "user"}, {"content", "Fix the bug."}},
+                   {{"role", "system"}, {"content", "The user changed plans."}},
+                   {{"role", "assistant"}, {"content", "Looking."}},
+                   {{"role", "user"}, {"content", "Go on."}},
+                   {{"role", "system"}, {"content", json::array({{{"type", "text"}, {"text", "Late."}}})}}});
+  body["thinking"] = {{"type", "adaptive"}, {"display", "summarized"}};
+  body["output_config"] = {{"effort", "medium"}};
+  body["context_management"] = {{"edits", json::array({{{"type", "clear_tool_uses_20250919"}}})}};
+  body["container"] = "c_1";
+  body["inference_geo"] = "us";
+  body["mcp_servers"] = json::array();
+  body["a_field_from_the_future"] = {{"x", 1}};
+  body["tools"] = json::array({{{"name", "Bash"},
+                                {"input_schema", {{"type", "object"}}},
+                                {"strict", true},
+                                {"eager_input_streaming", true},
+                                {"input_examples", json::array({json::object()})},
+                                {"defer_loading", false},
+                                {"another_new_field", 1}}});
+  ApiError err;
+  std::optional<ApiRequest> req = parse(body, err);
+  ASSERT_TRUE(req) << err.message << " (" << err.param << ")";
+  const ordered_json expected = ordered_json::parse(R"([
+    {"role": "system", "content": "You are Claude Code.\n\nThe user changed plans.\n\nLate."},
+    {"role": "user", "content": "Fix the bug."},
+    {"role": "assistant", "content": "Looking."},
+    {"role": "user", "content": "Go on."}
+  ])");
+  EXPECT_EQ(req->messages, expected) << req->messages.dump(1);
+  EXPECT_EQ(req->max_reasoning_tokens, 2048);  // effort medium, as reasoning_effort medium
+  ASSERT_EQ(req->tools.size(), 1u);
+  EXPECT_EQ(req->tools[0]["function"]["name"], "Bash");
+  EXPECT_EQ(req->response_format, nullptr);
+}
+
+// A final assistant message is the start of the answer (prefill): it leaves the messages and the answer continues it.
+TEST(AnthropicRequest, FinalAssistantMessageIsAPrefill) {
+  json body = base();
+  body["messages"] =
+      json::array({{{"role", "user"}, {"content", "List three colours as JSON."}},
+                   {{"role", "assistant"}, {"content", json::array({{{"type", "text"}, {"text", "["}}})}}});
+  ApiError err;
+  std::optional<ApiRequest> req = parse(body, err);
+  ASSERT_TRUE(req) << err.message;
+  EXPECT_EQ(req->assistant_prefill, "[");
+  ASSERT_EQ(req->messages.size(), 1u);
+  EXPECT_EQ(req->messages[0]["role"], "user");
+}
+
+TEST(AnthropicRequest, EffortAndThinkingSetTheReasoningBudget) {
+  struct Case {
+    json thinking, output_config;
+    int budget;
+  };
+  const std::vector<Case> cases = {
+      {nullptr, {{"effort", "low"}}, 512},
+      {nullptr, {{"effort", "high"}}, 8192},
+      {nullptr, {{"effort", "max"}}, -1},
+      {{{"type", "adaptive"}}, nullptr, -1},
+      {{{"type", "enabled"}, {"budget_tokens", 1500}}, {{"effort", "low"}}, 1500},  // the explicit budget wins
+      {{{"type", "disabled"}}, {{"effort", "high"}}, 0},
+  };
+  for (const Case& c : cases) {
+    json body = base();
+    body["max_tokens"] = 4096;
+    if (!c.thinking.is_null()) body["thinking"] = c.thinking;
+    if (!c.output_config.is_null()) body["output_config"] = c.output_config;
+    ApiError err;
+    std::optional<ApiRequest> req = parse(body, err);
+    ASSERT_TRUE(req) << body.dump() << ": " << err.message;
+    EXPECT_EQ(req->max_reasoning_tokens, c.budget) << body.dump();
+  }
+}
+
+// output_config.format (Anthropic's structured outputs) constrains the answer as response_format does.
+TEST(AnthropicRequest, OutputFormatIsStructuredOutput) {
+  json body = base();
+  body["output_config"] = {{"format",
+                            {{"type", "json_schema"},
+                             {"schema",
+                              {{"type", "object"},
+                               {"properties", {{"answer", {{"type", "string"}}}}},
+                               {"required", {"answer"}},
+                               {"additionalProperties", false}}}}}};
+  ApiError err;
+  std::optional<ApiRequest> req = parse(body, err);
+  ASSERT_TRUE(req) << err.message;
+  ASSERT_NE(req->response_format, nullptr);
 }
 
 TEST(AnthropicRequest, RefusesBodiesThatAreNotJsonObjects) {

@@ -219,9 +219,21 @@ TEST(AnthropicWriter, ToolCallsBecomeToolUseBlocks) {
   EXPECT_EQ(message["stop_reason"], "tool_use");
 }
 
-TEST(AnthropicWriter, KeepAliveIsAPingEvent) {
+// A keep-alive before any event (the prompt still computing) opens the stream with message_start, as Anthropic's
+// streams always begin; later ones are pings, and the first event then starts no second message.
+TEST(AnthropicWriter, KeepAliveIsAPingAfterMessageStart) {
   AnthropicWriter w(meta(), false, std::nullopt);
-  EXPECT_EQ(names(parse_events(w.keep_alive())), std::vector<std::string>{"ping"});
+  Usage usage;
+  usage.prompt_tokens = 7;
+  const auto first = parse_events(w.keep_alive(usage));
+  ASSERT_EQ(names(first), (std::vector<std::string>{"message_start", "ping"}));
+  EXPECT_EQ(first[0].data["message"]["usage"]["input_tokens"], 7);
+  EXPECT_EQ(names(parse_events(w.keep_alive(usage))), std::vector<std::string>{"ping"});
+  StreamEvent ev;
+  ev.text = "Hi";
+  const std::vector<std::string> after = names(parse_events(w.stream(ev, usage)));
+  EXPECT_EQ(std::count(after.begin(), after.end(), "message_start"), 0) << after.front();
+  EXPECT_EQ(after.front(), "content_block_start:text");
 }
 
 TEST(ThinkingSignature, DependsOnTheText) {

@@ -2,6 +2,9 @@
 // Anthropic's shape, x-api-key auth, what reaches the engine, count_tokens against the tokenizer, disconnects.
 #include "server_fixture.h"
 
+#include <regex>
+#include <thread>
+
 #include "model/loaders/gguf.h"
 #include "tokenizer/tokenizer.h"
 
@@ -40,6 +43,69 @@ class AnthropicRoutesTest : public ServerTest {
     return out;
   }
 };
+
+// What Claude Code's first request carries (fields Anthropic added lately, a system message inside `messages`,
+// adaptive thinking with an effort, a model id it chose itself) is answered, and every response names its request.
+TEST_F(AnthropicRoutesTest, AnswersWhatClaudeCodeSends) {
+  ServerOptions o;
+  o.model_names = {"tiny", "claude-*"};
+  start(o, true, 4096);
+  auto r = post("/v1/messages", R"({"model": "claude-sonnet-4-5-20250929", "max_tokens": 32000,
+      "system": [{"type": "text", "text": "You are Claude Code."}],
+      "messages": [{"role": "user", "content": "Hello"}, {"role": "system", "content": "Be brief."}],
+      "thinking": {"type": "adaptive"}, "output_config": {"effort": "low"},
+      "context_management": {"edits": [{"type": "clear_thinking_20251015"}]},
+      "tools": [{"name": "Bash", "input_schema": {"type": "object"}, "eager_input_streaming": true}],
+      "metadata": {"user_id": "u"}, "stream": true})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_TRUE(r->get_header_value("request-id").starts_with("req_"));
+  EXPECT_EQ(r->get_header_value("request-id"), r->get_header_value("x-request-id"));
+  const std::vector<std::string> names = event_names(r->body);
+  ASSERT_GE(names.size(), 2u);
+  EXPECT_EQ(names[0], "message_start");
+  EXPECT_EQ(names[1], "ping");
+  const std::vector<GenerationRequest> reqs = engine_->requests();
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0].max_reasoning_tokens, 512);    // effort low
+  const size_t data = r->body.find("data: ") + 6;  // message_start's payload
+  EXPECT_EQ(json::parse(r->body.substr(data, r->body.find('\n', data) - data))["message"]["model"],
+            "claude-sonnet-4-5-20250929");
+  // Another id the glob does not cover is still refused.
+  r = post("/v1/messages", R"({"model": "gpt-4o", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+}
+
+// /v1/models in Anthropic's shape for Anthropic clients (anthropic-version), the exact names only, created stable.
+TEST_F(AnthropicRoutesTest, ListsModelsInAnthropicsShape) {
+  ServerOptions o;
+  o.model_names = {"tiny", "claude-*"};
+  start(o);
+  auto r = client_->Get("/v1/models", httplib::Headers{{"anthropic-version", "2023-06-01"}});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json list = json::parse(r->body);
+  ASSERT_EQ(list["data"].size(), 1u) << list;
+  EXPECT_EQ(list["data"][0]["type"], "model");
+  EXPECT_EQ(list["data"][0]["id"], "tiny");
+  EXPECT_TRUE(std::regex_match(list["data"][0]["created_at"].get<std::string>(),
+                               std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")))
+      << list;
+  EXPECT_EQ(list["has_more"], false);
+  EXPECT_EQ(list["first_id"], "tiny");
+  r = client_->Get("/v1/models/claude-haiku-4-5", httplib::Headers{{"anthropic-version", "2023-06-01"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["id"], "claude-haiku-4-5");
+  // The OpenAI shape without the header, with one `created` for every call.
+  auto a = client_->Get("/v1/models");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  auto b = client_->Get("/v1/models");
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(json::parse(a->body)["object"], "list");
+  EXPECT_EQ(json::parse(a->body)["data"][0]["created"], json::parse(b->body)["data"][0]["created"]);
+}
 
 TEST_F(AnthropicRoutesTest, AnswersAMessage) {
   start();
@@ -132,14 +198,18 @@ TEST_F(AnthropicRoutesTest, ErrorsComeInAnthropicsShape) {
   EXPECT_EQ(r->status, 404);
   EXPECT_EQ(anthropic_error_of(r)["type"], "not_found_error");
 
-  // A prompt past the context (64 tokens here).
+  // A prompt past the context (64 tokens here), in Anthropic's words, which Claude Code matches to compact.
   r = post("/v1/messages",
            R"({"max_tokens": 10, "messages": [{"role": "user", "content": ")" + std::string(2000, 'x') + R"("}]})");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400);
   e = anthropic_error_of(r);
   EXPECT_EQ(e["type"], "invalid_request_error");
-  EXPECT_NE(e["message"].get<std::string>().find("context"), std::string::npos) << e;
+  std::smatch m;
+  const std::string message = e["message"].get<std::string>();
+  ASSERT_TRUE(std::regex_match(message, m, std::regex(R"(prompt is too long: (\d+) tokens > (\d+) maximum)"))) << e;
+  EXPECT_EQ(std::stoi(m[2]), 63);  // the context less the token it must leave to generate
+  EXPECT_GT(std::stoi(m[1]), 63);
 
   // The OpenAI routes keep OpenAI's shape.
   r = post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "n": 99})");
@@ -230,6 +300,23 @@ TEST_F(AnthropicRoutesTest, CountTokensIsThePromptsTokenCount) {
   ASSERT_EQ(engine_->requests().size(), 1u);
   EXPECT_EQ(engine_->requests()[0].prompt, ids);
   EXPECT_EQ(json::parse(r->body)["usage"]["input_tokens"], ids.size());
+}
+
+// A final assistant message is continued: its text ends the prompt the engine gets (this model has no template, so
+// the prompt is the contents joined by blank lines, the prefill last).
+TEST_F(AnthropicRoutesTest, AFinalAssistantMessageIsContinued) {
+  start({}, true, 256);
+  auto r = post("/v1/messages", R"({"max_tokens": 4, "messages": [{"role": "user", "content": "Tell a story."},
+      {"role": "assistant", "content": "Once upon"}]})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  auto gguf = GgufFile::open(test::data_path("models/TinyStories-656K-Q8_0.gguf"));
+  ASSERT_TRUE(gguf.ok());
+  auto tok = Tokenizer::from_gguf_metadata(gguf.value()->metadata());
+  ASSERT_TRUE(tok.ok());
+  ASSERT_EQ(engine_->requests().size(), 1u);
+  EXPECT_EQ(engine_->requests()[0].prompt,
+            tok.value()->encode("Tell a story.\n\nOnce upon", tok.value()->add_bos_default(), true));
 }
 
 TEST_F(AnthropicRoutesTest, AClientThatHangsUpCancelsItsStream) {

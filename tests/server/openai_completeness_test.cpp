@@ -145,5 +145,36 @@ TEST_F(ServerTest, ChatDefaultMaxTokensIsBounded) {
   EXPECT_EQ(engine_->requests()[0].max_tokens, 64 - static_cast<int>(engine_->requests()[0].prompt.size()));
 }
 
+// --max-output-tokens lowers every request's max_tokens (before the room check: 500 asked in a 64-token context is
+// not refused), on both APIs; --logit-bias reaches every request, under the request's own bias for the same token.
+TEST_F(ServerTest, ServerWideOutputCapAndLogitBias) {
+  ServerOptions o;
+  o.max_output_tokens = 6;
+  o.logit_bias = {{1, 14.0f}, {5, -3.0f}};
+  start(o, true, 64);
+  ASSERT_EQ(post("/v1/chat/completions",
+                 R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 500, "logit_bias": {"5": 2}})")
+                ->status,
+            200);
+  ASSERT_EQ(post("/v1/completions", R"({"prompt": "x", "max_tokens": 3})")->status, 200);
+  ASSERT_EQ(post("/v1/messages", R"({"max_tokens": 32000, "messages": [{"role": "user", "content": "x"}]})")->status,
+            200);
+  const std::vector<GenerationRequest> g = engine_->requests();
+  ASSERT_EQ(g.size(), 3u);
+  EXPECT_EQ(g[0].max_tokens, 6);
+  EXPECT_EQ(g[1].max_tokens, 3);
+  EXPECT_EQ(g[2].max_tokens, 6);
+  using Bias = std::vector<std::pair<int32_t, float>>;
+  EXPECT_EQ(g[0].sampling.logit_bias, (Bias{{5, 2.0f}, {1, 14.0f}}));
+  EXPECT_EQ(g[1].sampling.logit_bias, (Bias{{1, 14.0f}, {5, -3.0f}}));
+  server_->stop();
+  o.logit_bias = {{4096, 1.0f}};  // past the 2048-token vocabulary of the test model
+  server_ = std::make_unique<HttpServer>(o);
+  ASSERT_TRUE(server_->start().ok());
+  const Status st = server_->attach(std::make_unique<FakeEngine>(64));
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+  EXPECT_NE(st.message().find("--logit-bias"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace cai::server

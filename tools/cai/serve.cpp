@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <charconv>
 #include <filesystem>
 #include <mutex>
 #include <thread>
@@ -29,9 +30,22 @@ struct ServeOptions {
   EngineOptions engine;
   std::string kv_memory;  // "512MiB" etc.; empty = the engine default
   std::string chat_template_file;
-  double header_timeout_s = 10;  // --header-timeout
-  double idle_timeout_s = 5;     // --idle-timeout
+  double header_timeout_s = 10;         // --header-timeout
+  double idle_timeout_s = 5;            // --idle-timeout
+  std::vector<std::string> logit_bias;  // --logit-bias ID:BIAS,...
 };
+
+// "ID:BIAS" → (id, bias), e.g. "1:14" or "128001:-100".
+Result<std::pair<int32_t, float>> parse_logit_bias(const std::string& item) {
+  const size_t colon = item.find(':');
+  int32_t id = -1;
+  float bias = 0;
+  const char* end = item.data() + item.size();
+  if (colon == std::string::npos || std::from_chars(item.data(), item.data() + colon, id).ptr != item.data() + colon ||
+      id < 0 || std::from_chars(item.data() + colon + 1, end, bias).ptr != end || !(bias >= -100 && bias <= 100))
+    return invalid_argument("--logit-bias: '{}' is not TOKEN_ID:BIAS with a bias in [-100, 100]", item);
+  return std::pair{id, bias};
+}
 
 // Fills every option the command line (or environment) left unset from the YAML file: flags win.
 Status apply_config_file(CLI::App& cmd, const std::string& path) {
@@ -64,6 +78,10 @@ Status finish_options(ServeOptions& o) {
   }
   if (!o.kv_memory.empty()) {
     CAI_ASSIGN_OR_RETURN(o.engine.kv_memory_bytes, server::parse_byte_size(o.kv_memory));
+  }
+  for (const std::string& item : o.logit_bias) {
+    CAI_ASSIGN_OR_RETURN(auto token_bias, parse_logit_bias(item));
+    o.http.logit_bias.push_back(token_bias);
   }
   auto ms = [](double seconds) { return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)); };
   o.http.connections.header_timeout = ms(o.header_timeout_s);
@@ -155,12 +173,18 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--api-key", o->http.api_key, "require \"Authorization: Bearer KEY\" on /v1/*")
       ->envname("CAI_API_KEY");
   cmd->add_option("--served-model-name,--model-name", o->http.model_names,
-                  "model ids clients may use, e.g. a,b,c (/v1/models lists each; responses name the one asked for, "
-                  "else the first; default: the file/directory name)")
+                  "model ids clients may use, e.g. a,b,c, or globs such as 'claude-*' (/v1/models lists the exact "
+                  "ids; responses name the one asked for, else the first; default: the file/directory name)")
       ->delimiter(',');
   cmd->add_option("--default-max-tokens", o->http.default_max_tokens,
                   "chat max_tokens when a request gives none (default 8192; 0 = all the context the prompt leaves)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-output-tokens", o->http.max_output_tokens,
+                  "most tokens any request may generate: larger max_tokens are lowered to it (0 = no cap)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--logit-bias", o->logit_bias,
+                  "TOKEN_ID:BIAS,... added to every request's logits (a request's own logit_bias for a token wins)")
+      ->delimiter(',');
   cmd->add_option("--chat-template", o->chat_template_file, "Jinja chat template file replacing the model's");
   cmd->add_option("--max-body", o->http.max_body_bytes, "largest request body in bytes (larger: 413)");
   cmd->add_option("--max-batch", o->engine.max_batch, "most sequences per step")->check(CLI::PositiveNumber);

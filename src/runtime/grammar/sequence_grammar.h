@@ -23,6 +23,9 @@ class SequenceGrammar {
 
   // Whether the next token is constrained.
   bool active() const { return active_ && state_ >= 0; }
+  // Whether the output is still inside <think>, before the constrained text: it may not end there (the structure the
+  // request requires comes after the reasoning), so the caller bans end-of-generation tokens.
+  bool in_reasoning() const { return !active_; }
   // Masks `logits` (the whole vocabulary row) for the next token; only when active().
   void apply(std::span<float> logits) { masker_->apply(state_, logits); }
   // Whether `token` may come next (only when active()).

@@ -6,10 +6,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <mutex>
+#include <regex>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "core/log.h"
+#include "server/openai/response_format.h"
 #include "server/tools/tool_calls.h"
 
 namespace cai::server {
@@ -23,6 +27,17 @@ namespace {
 // Most stop_sequences one request may give.
 constexpr size_t kMaxStopSequences = 64;
 
+// A field this route does not know is ignored, as Anthropic's newer fields reach it from newer clients before this
+// server knows them; each field (indices left out: messages[].content[].x) is logged once per process.
+void ignore_field(const std::string& path) {
+  static std::mutex mu;
+  static std::set<std::string> seen;
+  static const std::regex index(R"(\[\d+\])");
+  const std::string name = std::regex_replace(path, index, "[]");
+  std::lock_guard lock(mu);
+  if (seen.insert(name).second) CAI_LOG_INFO("anthropic: ignoring the field '{}', unknown to this server", name);
+}
+
 // Records the first error; every check returns false once it failed.
 class Checker {
  public:
@@ -34,12 +49,11 @@ class Checker {
   }
   bool failed() const { return failed_; }
 
-  // Every key of `obj` is one of `known`.
+  // The keys of `obj` outside `known` are ignored (ignore_field); never fails.
   bool only_keys(const ordered_json& obj, std::initializer_list<std::string_view> known, const std::string& where) {
     for (auto it = obj.begin(); it != obj.end(); ++it)
       if (std::find(known.begin(), known.end(), it.key()) == known.end())
-        return fail(fmt::format("{}: unknown field '{}'", where.empty() ? "request" : where, it.key()),
-                    where.empty() ? it.key() : where + "." + it.key());
+        ignore_field(where.empty() ? it.key() : where + "." + it.key());
     return true;
   }
   // obj[key] as a string (required or not); false when present with another type.
@@ -107,10 +121,16 @@ class MessageTranslator {
  public:
   MessageTranslator(Checker& c, ordered_json& out) : c_(c), out_(out) {}
 
-  bool system(const ordered_json& s) {
+  // The top-level system prompt, and each role "system" message (as Claude Code sends mid-conversation), joined into
+  // the one system message in their order.
+  bool system(const ordered_json& s, const std::string& param) {
     std::string text;
-    if (!text_of(c_, s, "system", text)) return false;
-    if (!text.empty()) out_.push_back({{"role", "system"}, {"content", text}});
+    if (!text_of(c_, s, param, text)) return false;
+    if (text.empty()) return true;
+    if (!out_.empty() && out_[0]["role"] == "system")
+      out_[0]["content"] = out_[0]["content"].get<std::string>() + "\n\n" + text;
+    else
+      out_.insert(out_.begin(), ordered_json{{"role", "system"}, {"content", text}});
     return true;
   }
 
@@ -120,12 +140,13 @@ class MessageTranslator {
     std::string role;
     if (!c_.only_keys(m, {"role", "content"}, where) || !c_.string(m, "role", role, where + ".role", true))
       return false;
-    if (role != "user" && role != "assistant")
-      return c_.fail(fmt::format("'{}.role' must be \"user\" or \"assistant\", not \"{}\"", where, role),
+    if (role != "user" && role != "assistant" && role != "system")
+      return c_.fail(fmt::format("'{}.role' must be \"user\", \"assistant\" or \"system\", not \"{}\"", where, role),
                      where + ".role");
     auto content = m.find("content");
     if (content == m.end() || content->is_null())
       return c_.fail(fmt::format("'{}.content' is required", where), where + ".content");
+    if (role == "system") return system(*content, where + ".content");
     if (content->is_string()) return out_.push_back({{"role", role}, {"content", content->get<std::string>()}}), true;
     if (!content->is_array())
       return c_.fail(fmt::format("'{}.content' must be a string or an array of content blocks", where),
@@ -258,20 +279,22 @@ class MessageTranslator {
   std::set<std::string> tool_use_ids_;
 };
 
-bool read_messages(Checker& c, const ordered_json& doc, ordered_json& out) {
+// The messages in OpenAI form; a final assistant message (prefill) becomes the text the answer continues.
+bool read_messages(Checker& c, const ordered_json& doc, ApiRequest& req) {
+  ordered_json& out = req.messages;
   out = ordered_json::array();
   MessageTranslator t(c, out);
-  if (auto s = doc.find("system"); s != doc.end() && !s->is_null() && !t.system(*s)) return false;
+  if (auto s = doc.find("system"); s != doc.end() && !s->is_null() && !t.system(*s, "system")) return false;
   auto msgs = doc.find("messages");
   if (msgs == doc.end() || msgs->is_null()) return c.fail("'messages' is required", "messages");
   if (!msgs->is_array() || msgs->empty()) return c.fail("'messages' must be a non-empty array", "messages");
   for (size_t i = 0; i < msgs->size(); ++i)
     if (!t.message((*msgs)[i], i)) return false;
-  if (msgs->back().value("role", ordered_json()) == "assistant")
-    return c.fail(
-        "the last message must come from the user: continuing an assistant message (prefill) is not "
-        "supported",
-        fmt::format("messages[{}]", msgs->size() - 1));
+  if (out.empty() || out.back()["role"] != "assistant") return true;
+  if (out.back().contains("tool_calls"))
+    return c.fail("a final assistant message is continued as text: it cannot hold tool_use blocks", "messages");
+  req.assistant_prefill = out.back()["content"].get<std::string>();
+  out.erase(out.size() - 1);
   return true;
 }
 
@@ -290,7 +313,10 @@ bool read_tools(Checker& c, const ordered_json& doc, ApiRequest& req) {
       return c.fail(fmt::format("'{}': tools of type '{}' are not supported (custom tools with an input_schema only)",
                                 where, type),
                     where + ".type");
-    if (!c.only_keys(t, {"type", "name", "description", "input_schema", "cache_control"}, where) ||
+    if (!c.only_keys(t,
+                     {"type", "name", "description", "input_schema", "cache_control", "strict", "eager_input_streaming",
+                      "input_examples", "defer_loading"},
+                     where) ||
         !c.string(t, "name", name, where + ".name", true) ||
         !c.string(t, "description", description, where + ".description", false))
       return false;
@@ -350,21 +376,26 @@ bool read_tool_choice(Checker& c, const ordered_json& doc, ApiRequest& req) {
   return true;
 }
 
-// thinking {"type": "enabled", "budget_tokens": N} → a reasoning budget of N; {"type": "disabled"} → 0.
+// thinking {"type": "enabled", "budget_tokens": N} → a reasoning budget of N; {"type": "disabled"} → 0;
+// {"type": "adaptive"} → the model decides, within output_config.effort's budget if given (else none). `display`
+// (summarized / omitted) is accepted: CAI always returns the reasoning it generated.
 bool read_thinking(Checker& c, const ordered_json& doc, ApiRequest& req) {
   auto th = doc.find("thinking");
   if (th == doc.end() || th->is_null()) return true;
   if (!th->is_object()) return c.fail("'thinking' must be an object", "thinking");
-  std::string type;
-  if (!c.only_keys(*th, {"type", "budget_tokens"}, "thinking") || !c.string(*th, "type", type, "thinking.type", true))
+  std::string type, display;
+  if (!c.only_keys(*th, {"type", "budget_tokens", "display"}, "thinking") ||
+      !c.string(*th, "type", type, "thinking.type", true) ||
+      !c.string(*th, "display", display, "thinking.display", false))
     return false;
+  if (type == "adaptive") return true;
   if (type == "disabled") {
     if (th->contains("budget_tokens")) return c.fail("'thinking.budget_tokens' needs type \"enabled\"", "thinking");
     req.max_reasoning_tokens = 0;
     return true;
   }
   if (type != "enabled")
-    return c.fail(fmt::format("'thinking.type' must be \"enabled\" or \"disabled\", not \"{}\"", type),
+    return c.fail(fmt::format("'thinking.type' must be \"enabled\", \"adaptive\" or \"disabled\", not \"{}\"", type),
                   "thinking.type");
   int64_t budget = 0;
   bool given = false;
@@ -377,6 +408,56 @@ bool read_thinking(Checker& c, const ordered_json& doc, ApiRequest& req) {
         fmt::format("'thinking.budget_tokens' ({}) must be less than 'max_tokens' ({})", budget, *req.max_tokens),
         "thinking.budget_tokens");
   req.max_reasoning_tokens = static_cast<int>(budget);
+  return true;
+}
+
+// output_config {"effort": low | medium | high | max} → a reasoning budget (512, 2048, 8192 tokens; max: none) where
+// thinking set none; {"format": {"type": "json_schema", "schema": {...}}} → structured output, as response_format.
+bool read_output_config(Checker& c, const ordered_json& doc, bool thinking_budget_given, ApiRequest& req) {
+  auto oc = doc.find("output_config");
+  if (oc == doc.end() || oc->is_null()) return true;
+  if (!oc->is_object()) return c.fail("'output_config' must be an object", "output_config");
+  std::string effort;
+  if (!c.only_keys(*oc, {"effort", "format"}, "output_config") ||
+      !c.string(*oc, "effort", effort, "output_config.effort", false))
+    return false;
+  if (!effort.empty()) {
+    const int budget = effort == "max" ? -1 : reasoning_budget_for(effort);
+    if (budget < -1 || effort == "none" || effort == "minimal")
+      return c.fail(fmt::format("'output_config.effort' must be low, medium, high or max, not \"{}\"", effort),
+                    "output_config.effort");
+    if (!thinking_budget_given) req.max_reasoning_tokens = budget;
+  }
+  auto format = oc->find("format");
+  if (format == oc->end() || format->is_null()) return true;
+  if (!format->is_object() || format->value("type", ordered_json()) != "json_schema" || !format->contains("schema"))
+    return c.fail("'output_config.format' must be {\"type\": \"json_schema\", \"schema\": {...}}",
+                  "output_config.format");
+  c.only_keys(*format, {"type", "schema"}, "output_config.format");
+  const ordered_json response_format = {{"type", "json_schema"},
+                                        {"json_schema", {{"name", "output"}, {"schema", (*format)["schema"]}}}};
+  Result<std::shared_ptr<const grammar::Grammar>> g = parse_response_format(response_format);
+  if (!g.ok()) return c.fail("'output_config.format': " + g.status().message(), "output_config.format");
+  req.response_format = std::move(g).value();
+  return true;
+}
+
+// Anthropic refuses thinking together with a tool_choice that forces a call; so does this route, in its words.
+bool check_thinking_with_forced_tool(Checker& c, const ordered_json& doc, const ApiRequest& req) {
+  auto th = doc.find("thinking");
+  const bool thinking = th != doc.end() && th->is_object() && th->value("type", "") != "disabled";
+  if (thinking && (req.tool_choice == ToolChoice::kRequired || req.tool_choice == ToolChoice::kFunction))
+    return c.fail("Thinking may not be enabled when tool_choice forces tool use.", "tool_choice");
+  return true;
+}
+
+// Fields accepted with no effect here: context_management (CAI edits no context), container and inference_geo;
+// mcp_servers only when empty (this server connects to no MCP server).
+bool read_accepted_fields(Checker& c, const ordered_json& doc) {
+  auto mcp = doc.find("mcp_servers");
+  if (mcp != doc.end() && !mcp->is_null() && !(mcp->is_array() && mcp->empty()))
+    return c.fail("'mcp_servers': this server does not connect to MCP servers (give the tools in 'tools')",
+                  "mcp_servers");
   return true;
 }
 
@@ -438,11 +519,13 @@ std::optional<ApiRequest> parse_anthropic_request(AnthropicRoute route, std::str
   Checker c(error);
   const bool ok = c.only_keys(doc,
                               {"model", "messages", "system", "max_tokens", "stop_sequences", "temperature", "top_p",
-                               "top_k", "tools", "tool_choice", "thinking", "metadata", "stream", "service_tier"},
+                               "top_k", "tools", "tool_choice", "thinking", "metadata", "stream", "service_tier",
+                               "output_config", "context_management", "container", "mcp_servers", "inference_geo"},
                               "") &&
-                  read_scalars(c, doc, route, req) && read_messages(c, doc, req.messages) &&
-                  read_stop_sequences(c, doc, req) && read_tools(c, doc, req) && read_tool_choice(c, doc, req) &&
-                  read_thinking(c, doc, req);
+                  read_scalars(c, doc, route, req) && read_messages(c, doc, req) && read_stop_sequences(c, doc, req) &&
+                  read_tools(c, doc, req) && read_tool_choice(c, doc, req) && read_thinking(c, doc, req) &&
+                  read_output_config(c, doc, req.max_reasoning_tokens != -1, req) && read_accepted_fields(c, doc) &&
+                  check_thinking_with_forced_tool(c, doc, req);
   if (!ok) return std::nullopt;
   return req;
 }

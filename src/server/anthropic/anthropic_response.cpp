@@ -129,12 +129,7 @@ json AnthropicWriter::message_json(json content, const Usage& usage) const {
 
 std::string AnthropicWriter::stream(const StreamEvent& ev, const Usage& usage) {
   if (done_ || ev.index != 0) return {};
-  std::string out;
-  if (!started_) {
-    out += sse_event("message_start", {{"type", "message_start"}, {"message", message_json(json::array(), usage)}});
-    out += keep_alive();
-    started_ = true;
-  }
+  std::string out = start(usage);
   for (const BlockEvent& be : advance(ev)) out += sse_event(be.name, be.body);
   if (ev.finish == FinishReason::kNone) return out;
   end(ev);
@@ -189,6 +184,16 @@ bool AnthropicWriter::failed(ApiError* error) const {
 
 json AnthropicWriter::result(const Usage& usage) { return message_json(content_, usage); }
 
-std::string AnthropicWriter::keep_alive() const { return sse_event("ping", {{"type", "ping"}}); }
+std::string AnthropicWriter::start(const Usage& usage) {
+  if (started_) return {};
+  started_ = true;
+  return sse_event("message_start", {{"type", "message_start"}, {"message", message_json(json::array(), usage)}}) +
+         sse_event("ping", {{"type", "ping"}});
+}
+
+std::string AnthropicWriter::keep_alive(const Usage& usage) {
+  std::string out = start(usage);
+  return out.empty() ? sse_event("ping", {{"type", "ping"}}) : out;
+}
 
 }  // namespace cai::server

@@ -28,14 +28,15 @@ class AnthropicWriter : public EventWriter {
   // offers tools (nullopt: the whole answer is text).
   AnthropicWriter(ResponseMeta meta, bool opens_think, std::optional<ToolSyntax> tool_syntax);
 
-  // message_start and a ping before the first event's blocks; message_delta and message_stop after the last; an
-  // engine error or cancellation ends the stream with an error event.
+  // message_start and a ping first (before the first event's blocks, or as the first keep-alive while the prompt is
+  // computed); message_delta and message_stop after the last; an engine error or cancellation ends the stream with an
+  // error event.
   std::string stream(const StreamEvent& ev, const Usage& usage) override;
   bool done() const override { return done_; }
   void collect(const StreamEvent& ev) override;
   bool failed(ApiError* error) const override;
   nlohmann::json result(const Usage& usage) override;
-  std::string keep_alive() const override;
+  std::string keep_alive(const Usage& usage) override;
   ErrorShape error_shape() const override { return ErrorShape::kAnthropic; }
 
  private:
@@ -57,6 +58,8 @@ class AnthropicWriter : public EventWriter {
   // Records the final event; the stop reason (null after an error).
   void end(const StreamEvent& ev);
   nlohmann::json message_json(nlohmann::json content, const Usage& usage) const;
+  // message_start and a ping, once; "" after that.
+  std::string start(const Usage& usage);
 
   ResponseMeta meta_;
   ReasoningParser parser_;

@@ -7,11 +7,13 @@
 #include <ctime>
 
 #include "server/anthropic/anthropic_request.h"
+#include "server/access_log.h"
 #include "server/anthropic/anthropic_response.h"
 #include "server/generation.h"
 #include "server/http_server.h"
 #include "server/http/request_body.h"
 #include "server/http/sse.h"
+#include "server/served_models.h"
 #include "server/tools/tool_calls.h"
 
 namespace cai::server {
@@ -35,7 +37,7 @@ void HttpServer::handle_anthropic(AnthropicRoute route, const httplib::ContentRe
   if (!req) return send_error(res, error, kShape);
   ApiRequest& api = *req;
   const std::vector<std::string>& served = options_.model_names;
-  if (!api.model.empty() && std::find(served.begin(), served.end(), api.model) == served.end())
+  if (!api.model.empty() && !serves_model(served, api.model))
     return send_error(res, model_not_found_error(api.model, served), kShape);
   BuiltPrompt prompt;
   if (route == AnthropicRoute::kCountTokens) {
@@ -50,15 +52,18 @@ void HttpServer::handle_anthropic(AnthropicRoute route, const httplib::ContentRe
   GenerationRequest gen_request;
   if (!prepare(api, prompt, gen_request, error)) return send_error(res, error, kShape);
   gen_request.max_tokens = std::min(max_tokens, eng->ctx_size() - static_cast<int>(prompt.tokens.size()));
+  if (options_.max_output_tokens > 0)
+    gen_request.max_tokens = std::min(gen_request.max_tokens, options_.max_output_tokens);
   Result<std::shared_ptr<Generation>> gen = Generation::submit(*eng, metrics_, std::move(gen_request), arrival);
   if (!gen.ok()) return send_error(res, submit_error(gen.status()), kShape);
   ResponseMeta meta{new_response_id("msg_"), static_cast<int64_t>(std::time(nullptr)),
-                    api.model.empty() ? served.front() : api.model};
+                    api.model.empty() ? default_model(served) : api.model};
   std::optional<ToolSyntax> tool_syntax;
   if (!api.tools.empty() && api.tool_choice != ToolChoice::kNone) tool_syntax = prompts_->tool_style().syntax;
+  const AccessLine line{"POST", "/v1/messages", meta.model, res.get_header_value("request-id"), arrival};
   auto writer = std::make_shared<AnthropicWriter>(std::move(meta), prompt.opens_think, tool_syntax);
-  if (api.stream) return respond_stream(std::move(gen).value(), std::move(writer), res);
-  respond_full(std::move(gen).value(), std::move(writer), res);
+  if (api.stream) return respond_stream(std::move(gen).value(), std::move(writer), res, line);
+  respond_full(std::move(gen).value(), std::move(writer), res, line);
 }
 
 }  // namespace cai::server

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <random>
 
+#include "server/access_log.h"
 #include "server/http/connection.h"
 #include "server/generation.h"
 #include "server/http_server.h"
@@ -44,9 +45,13 @@ ApiError submit_error(const Status& st) {
 
 namespace {
 
-ApiError context_error(std::string message, ApiKind kind) {
+// A request of (at least) n_tokens tokens where at most max_tokens fit (a prompt alone: the context less the one token
+// it must leave to generate).
+ApiError context_error(std::string message, ApiKind kind, int64_t n_tokens, int64_t max_tokens) {
   ApiError e = bad_request(std::move(message), kind == ApiKind::kChat ? "messages" : "prompt");
   e.code = "context_length_exceeded";
+  e.prompt_tokens = n_tokens;
+  e.context_tokens = max_tokens;
   return e;
 }
 
@@ -79,7 +84,7 @@ bool HttpServer::build_prompt(const ApiRequest& api, BuiltPrompt& prompt, ApiErr
       error = bad_request(text.status().message(), param);
       return false;
     }
-    rendered = std::move(text).value();
+    rendered = prompts_->with_prefill(std::move(text).value(), api.assistant_prefill);
   }
   const std::string& text = api.kind == ApiKind::kChat ? rendered : api.prompt_text;
   // A text longer than this cannot fit the context: tokenizing megabytes takes long, and the answer is known.
@@ -88,7 +93,8 @@ bool HttpServer::build_prompt(const ApiRequest& api, BuiltPrompt& prompt, ApiErr
     error = context_error(fmt::format("the prompt text has {} bytes but the model's context of {} tokens holds at most "
                                       "{} (no token spans more than {} bytes)",
                                       text.size(), engine_->ctx_size(), max_bytes, prompts_->longest_token_bytes()),
-                          api.kind);
+                          api.kind, static_cast<int64_t>(text.size() / prompts_->longest_token_bytes()),
+                          engine_->ctx_size() - 1);
     return false;
   }
   // Past a megabyte, a sliced count refuses a text over the context before the whole of it is encoded at once.
@@ -99,7 +105,7 @@ bool HttpServer::build_prompt(const ApiRequest& api, BuiltPrompt& prompt, ApiErr
       error = context_error(fmt::format("the prompt has more than {} tokens but the model's context holds {}: nothing "
                                         "is left to generate",
                                         at_least, engine_->ctx_size()),
-                            api.kind);
+                            api.kind, static_cast<int64_t>(at_least), engine_->ctx_size() - 1);
       return false;
     }
   }
@@ -119,7 +125,7 @@ bool HttpServer::prepare(const ApiRequest& api, BuiltPrompt& prompt, GenerationR
     error = context_error(fmt::format("the prompt has {} tokens but the model's context holds {}: nothing is left to "
                                       "generate",
                                       n_prompt, n_ctx),
-                          api.kind);
+                          api.kind, n_prompt, n_ctx - 1);
     return false;
   }
   const int room = n_ctx - n_prompt;
@@ -131,18 +137,27 @@ bool HttpServer::prepare(const ApiRequest& api, BuiltPrompt& prompt, GenerationR
                         "logit_bias");
     return false;
   }
-  if (api.max_tokens && *api.max_tokens > room) {
+  // --max-output-tokens lowers what a request asks for before it is checked against the room left.
+  std::optional<int> asked = api.max_tokens;
+  if (asked && options_.max_output_tokens > 0) asked = std::min(*asked, options_.max_output_tokens);
+  if (asked && *asked > room) {
     error = context_error(fmt::format("this model's maximum context length is {} tokens; the request asks for {} "
                                       "({} in the prompt, {} to generate)",
-                                      n_ctx, n_prompt + *api.max_tokens, n_prompt, *api.max_tokens),
-                          api.kind);
+                                      n_ctx, n_prompt + *asked, n_prompt, *asked),
+                          api.kind, n_prompt + *asked, n_ctx);
     return false;
   }
   // Defaults: completions stop after 16 tokens as OpenAI's; chat after --default-max-tokens (0: the context left).
   const int chat_default = options_.default_max_tokens > 0 ? std::min(options_.default_max_tokens, room) : room;
-  gen.max_tokens = api.max_tokens ? *api.max_tokens : api.kind == ApiKind::kChat ? chat_default : std::min(16, room);
+  gen.max_tokens = asked ? *asked : api.kind == ApiKind::kChat ? chat_default : std::min(16, room);
+  if (options_.max_output_tokens > 0) gen.max_tokens = std::min(gen.max_tokens, options_.max_output_tokens);
   gen.prompt = prompt.tokens;
   gen.sampling = api.sampling;
+  for (const auto& [token, bias] : options_.logit_bias) {
+    auto& own = gen.sampling.logit_bias;
+    if (std::none_of(own.begin(), own.end(), [&](const auto& tb) { return tb.first == token; }))
+      own.emplace_back(token, bias);
+  }
   if (!api.seed_given) gen.sampling.seed = random_seed();
   gen.stop = api.stop;
   gen.ignore_eos = api.ignore_eos;
@@ -153,13 +168,19 @@ bool HttpServer::prepare(const ApiRequest& api, BuiltPrompt& prompt, GenerationR
   gen.spec_tokens = api.speculative_tokens;
   gen.prompt_opens_think = prompt.opens_think;
   gen.grammar = api.response_format;
-  if (auto forced = forced_tool_grammar(prompts_->tool_style().syntax, tool_offer(api), api.parallel_tool_calls)) {
+  Result<std::shared_ptr<const grammar::Grammar>> forced =
+      forced_tool_grammar(prompts_->tool_style().syntax, tool_offer(api), api.parallel_tool_calls);
+  if (!forced.ok()) {  // a forced call's parameters schema the grammar cannot express
+    error = bad_request(forced.status().message(), "tools");
+    return false;
+  }
+  if (*forced) {
     if (gen.grammar) {
       error = bad_request("'response_format' cannot be combined with a tool_choice that requires a call",
                           "response_format");
       return false;
     }
-    gen.grammar = std::move(forced);
+    gen.grammar = std::move(forced).value();
   }
   return true;
 }
@@ -176,7 +197,7 @@ void HttpServer::handle_generate(ApiKind kind, const httplib::ContentReader& rea
   std::optional<ApiRequest> api = parse_api_request(kind, body, error);
   if (!api) return send_error(res, error);
   const std::vector<std::string>& served = options_.model_names;
-  if (!api->model.empty() && std::find(served.begin(), served.end(), api->model) == served.end())
+  if (!api->model.empty() && !serves_model(served, api->model))
     return send_error(res, model_not_found_error(api->model, served));
   BuiltPrompt prompt;
   GenerationRequest gen_request;
@@ -184,24 +205,27 @@ void HttpServer::handle_generate(ApiKind kind, const httplib::ContentReader& rea
   Result<std::shared_ptr<Generation>> gen = Generation::submit(*eng, metrics_, std::move(gen_request), arrival);
   if (!gen.ok()) return send_error(res, submit_error(gen.status()));
   ResponseMeta meta{new_response_id(kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-"),
-                    static_cast<int64_t>(std::time(nullptr)), api->model.empty() ? served.front() : api->model};
+                    static_cast<int64_t>(std::time(nullptr)), api->model.empty() ? default_model(served) : api->model};
+  const AccessLine line{"POST", kind == ApiKind::kChat ? "/v1/chat/completions" : "/v1/completions", meta.model,
+                        res.get_header_value("request-id"), arrival};
   auto writer =
       std::make_shared<ResponseWriter>(*api, std::move(meta), prompt.opens_think, prompts_->tool_style().syntax);
-  if (api->stream) return respond_stream(std::move(gen).value(), std::move(writer), res);
-  respond_full(std::move(gen).value(), std::move(writer), res);
+  if (api->stream) return respond_stream(std::move(gen).value(), std::move(writer), res, line);
+  respond_full(std::move(gen).value(), std::move(writer), res, line);
 }
 
 void HttpServer::respond_full(std::shared_ptr<Generation> gen, std::shared_ptr<EventWriter> writer,
-                              httplib::Response& res) {
+                              httplib::Response& res, const AccessLine& line) {
   const Connection* client = current_connection();
   while (!gen->finished()) {
     for (const StreamEvent& ev : gen->next(kQuietClientCheck)) writer->collect(ev);
     if (!gen->finished() && client && client->peer_done_sending())
-      return respond_full_to_quiet_client(std::move(gen), std::move(writer), res);
+      return respond_full_to_quiet_client(std::move(gen), std::move(writer), res, line);
   }
   ApiError error;
   if (writer->failed(&error)) return send_error(res, error, writer->error_shape());
   res.set_content(json_text(writer->result(gen->usage())), "application/json");
+  log_generation(line, gen->usage(), true);
 }
 
 // The client finished sending before its answer was ready: it hung up (the request must stop, freeing its KV blocks)
@@ -210,7 +234,7 @@ void HttpServer::respond_full(std::shared_ptr<Generation> gen, std::shared_ptr<E
 // space). A write that fails means the client is gone and cancels the request. An error found after this point
 // comes as the error object under the 200 already sent.
 void HttpServer::respond_full_to_quiet_client(std::shared_ptr<Generation> gen, std::shared_ptr<EventWriter> writer,
-                                              httplib::Response& res) {
+                                              httplib::Response& res, const AccessLine& line) {
   auto provider = [gen, writer](size_t, httplib::DataSink& sink) {
     if (!gen->finished())
       for (const StreamEvent& ev : gen->next(kQuietClientCheck)) writer->collect(ev);
@@ -226,20 +250,21 @@ void HttpServer::respond_full_to_quiet_client(std::shared_ptr<Generation> gen, s
     sink.done();
     return true;
   };
-  res.set_chunked_content_provider("application/json", std::move(provider), [gen](bool success) {
+  res.set_chunked_content_provider("application/json", std::move(provider), [gen, line](bool success) {
     if (!success) gen->cancel();
+    log_generation(line, gen->usage(), success);
   });
 }
 
 void HttpServer::respond_stream(std::shared_ptr<Generation> gen, std::shared_ptr<EventWriter> writer,
-                                httplib::Response& res) {
+                                httplib::Response& res, const AccessLine& line) {
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   const std::chrono::milliseconds keep_alive = options_.keep_alive;
   // A failed write means the client is gone: cancel at once so the engine frees the sequence's KV blocks.
   auto provider = [gen, writer, keep_alive](size_t, httplib::DataSink& sink) {
     const std::vector<StreamEvent> events = gen->next(keep_alive);
-    std::string out = events.empty() ? writer->keep_alive() : std::string();
+    std::string out = events.empty() ? writer->keep_alive(gen->usage()) : std::string();
     for (const StreamEvent& ev : events) out += writer->stream(ev, gen->usage());
     if (!out.empty() && !sink.write(out.data(), out.size())) {
       gen->cancel();
@@ -249,8 +274,9 @@ void HttpServer::respond_stream(std::shared_ptr<Generation> gen, std::shared_ptr
     if (gen->finished() || writer->done()) sink.done();
     return true;
   };
-  res.set_chunked_content_provider("text/event-stream", std::move(provider), [gen](bool success) {
+  res.set_chunked_content_provider("text/event-stream", std::move(provider), [gen, line](bool success) {
     if (!success) gen->cancel();
+    log_generation(line, gen->usage(), success);
   });
 }
 

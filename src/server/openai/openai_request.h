@@ -25,6 +25,10 @@ struct ApiError {
   std::string param;  // "" → null
   std::string type = "invalid_request_error";
   std::string code;  // "" → null
+  // code "context_length_exceeded": the request's tokens (at least) and the most that fit, for the Anthropic shape's
+  // wording (error_body).
+  int64_t prompt_tokens = -1;
+  int64_t context_tokens = -1;
 };
 
 ApiError bad_request(std::string message, std::string param = {});
@@ -67,6 +71,8 @@ struct ApiRequest {
   ToolChoice tool_choice = ToolChoice::kAuto;
   std::string tool_choice_name;  // kFunction: the function to call
   bool parallel_tool_calls = true;
+  // Anthropic: the text of a final assistant message (prefill), which the answer continues.
+  std::string assistant_prefill;
 };
 
 // Most choices one request may ask for (n).
