@@ -55,7 +55,8 @@ TEST(GgufSplit, FirstPartOpensAllPartsAsOneFile) {
   for (const auto& [key, value] : (*whole)->metadata().items()) EXPECT_EQ((*split)->metadata().at(key), value) << key;
 }
 
-// `cai eval` on the first part: bit-identical logits to the unsplit file (tokens 1..8, as in tests/data/quants/README.md).
+// `cai eval` on the first part: bit-identical logits to the unsplit file (tokens 1..8, as in
+// tests/data/quants/README.md).
 TEST(GgufSplit, CaiEvalOnTheFirstPartGivesTheLogitsOfTheWholeFile) {
   const std::string dir = test::make_temp_dir("split-eval");
   std::vector<std::vector<float>> logits;

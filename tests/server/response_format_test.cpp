@@ -38,8 +38,10 @@ TEST(ResponseFormat, RefusalsNameTheFieldOrKeyword) {
       {R"({"type": "json_schema", "json_schema": {"schema": {}}})", "response_format.json_schema.name"},
       {R"({"type": "json_schema", "json_schema": {"name": "s", "strict": "yes"}})",
        "response_format.json_schema.strict"},
-      {R"({"type": "json_schema", "json_schema": {"name": "s", "schema": {"type": "string", "pattern": "a"}}})",
-       "response_format.json_schema.schema: pattern:"}};
+      {R"({"type": "json_schema", "json_schema": {"name": "s", "schema": {"type": "string", "pattern": "(a)\\1"}}})",
+       "response_format.json_schema.schema: pattern: a backreference"},
+      {R"({"type": "json_schema", "json_schema": {"name": "s", "schema": {"type": "integer", "multipleOf": 2}}})",
+       "response_format.json_schema.schema: multipleOf:"}};
   for (const auto& [rf, expected] : cases) {
     auto g = parse_response_format(ordered_json::parse(rf));
     ASSERT_FALSE(g.ok()) << rf;

@@ -111,13 +111,14 @@ ToolOffer offer_of(const std::string& fields) {
 }
 
 TEST(ToolGrammar, ForcesCallsInTheModelsSyntax) {
-  EXPECT_EQ(forced_tool_grammar(ToolSyntax::kHermes, offer_of(kTools), true), nullptr);  // auto: free
-  EXPECT_EQ(
-      forced_tool_grammar(ToolSyntax::kHermes, offer_of(std::string(kTools) + R"(, "tool_choice": "none")"), true),
-      nullptr);
+  EXPECT_EQ(forced_tool_grammar(ToolSyntax::kHermes, offer_of(kTools), true).value(), nullptr);  // auto: free
+  EXPECT_EQ(forced_tool_grammar(ToolSyntax::kHermes, offer_of(std::string(kTools) + R"(, "tool_choice": "none")"), true)
+                .value(),
+            nullptr);
 
   auto required =
-      forced_tool_grammar(ToolSyntax::kHermes, offer_of(std::string(kTools) + R"(, "tool_choice": "required")"), true);
+      forced_tool_grammar(ToolSyntax::kHermes, offer_of(std::string(kTools) + R"(, "tool_choice": "required")"), true)
+          .value();
   ASSERT_NE(required, nullptr);
   const std::string weather =
       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>";
@@ -131,10 +132,12 @@ TEST(ToolGrammar, ForcesCallsInTheModelsSyntax) {
   ParsedAnswer parsed = parse_tool_calls(ToolSyntax::kHermes, weather + "\n" + now);
   ASSERT_EQ(parsed.tool_calls.size(), 2u);
 
-  auto named = forced_tool_grammar(
-      ToolSyntax::kGeneric,
-      offer_of(std::string(kTools) + R"(, "tool_choice": {"type": "function", "function": {"name": "get_weather"}})"),
-      /*parallel=*/false);
+  auto named =
+      forced_tool_grammar(ToolSyntax::kGeneric,
+                          offer_of(std::string(kTools) +
+                                   R"(, "tool_choice": {"type": "function", "function": {"name": "get_weather"}})"),
+                          /*parallel=*/false)
+          .value();
   ASSERT_NE(named, nullptr);
   const std::string call = R"({"name": "get_weather", "arguments": {"city": "Oslo"}})";
   EXPECT_TRUE(named->matches(call));
@@ -142,13 +145,45 @@ TEST(ToolGrammar, ForcesCallsInTheModelsSyntax) {
   EXPECT_FALSE(named->matches(R"({"name": "now", "arguments": {}})"));
   ASSERT_EQ(parse_tool_calls(ToolSyntax::kGeneric, call).tool_calls.size(), 1u);
 
-  auto ds = forced_tool_grammar(ToolSyntax::kDeepSeek, offer_of(std::string(kTools) + R"(, "tool_choice": "required")"),
-                                true);
+  auto ds =
+      forced_tool_grammar(ToolSyntax::kDeepSeek, offer_of(std::string(kTools) + R"(, "tool_choice": "required")"), true)
+          .value();
   const std::string ds_call =
       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>now\n```json\n{}\n```"
       "<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
   EXPECT_TRUE(ds->matches(ds_call));
   ASSERT_EQ(parse_tool_calls(ToolSyntax::kDeepSeek, ds_call).tool_calls.size(), 1u);
+}
+
+// zod 4's .int() bounds, .email() and a discriminated union in a forced tool's parameters are enforced; a keyword
+// the grammar cannot express is an error naming the tool and the keyword, never "any JSON object".
+TEST(ToolGrammar, ForcedArgumentsFollowTheSchemaOrTheRequestIsRefused) {
+  const std::string tools = R"("tools": [{"type": "function", "function": {"name": "add_user", "parameters": {
+      "$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "properties": {
+        "age": {"type": "integer", "minimum": -9007199254740991, "maximum": 9007199254740991},
+        "email": {"type": "string", "format": "email"},
+        "kind": {"oneOf": [{"type": "object", "properties": {"t": {"type": "string", "const": "a"}},
+                            "required": ["t"], "additionalProperties": false},
+                           {"type": "object", "properties": {"t": {"type": "string", "const": "b"}},
+                            "required": ["t"], "additionalProperties": false}]}},
+      "required": ["age", "email", "kind"], "additionalProperties": false}}}], "tool_choice": "required")";
+  auto g = forced_tool_grammar(ToolSyntax::kGeneric, offer_of(tools), false);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_TRUE(
+      (*g)->matches(R"({"name": "add_user", "arguments": {"age": 30, "email": "a@b.io", "kind": {"t": "b"}}})"));
+  EXPECT_FALSE((*g)->matches(R"({"name": "add_user", "arguments": {}})"));
+  EXPECT_FALSE(
+      (*g)->matches(R"({"name": "add_user", "arguments": {"age": 1.5, "email": "a@b.io", "kind": {"t": "b"}}})"));
+
+  const std::string refused = R"("tools": [{"type": "function", "function": {"name": "f", "parameters": {
+      "type": "object", "properties": {"n": {"type": "integer", "multipleOf": 3}}}}}], "tool_choice": "required")";
+  auto bad = forced_tool_grammar(ToolSyntax::kGeneric, offer_of(refused), false);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message().rfind("tools[0].function.parameters: multipleOf:", 0), 0u) << bad.status().message();
+  // Not forced: the schema is not compiled, and nothing is refused.
+  EXPECT_EQ(forced_tool_grammar(ToolSyntax::kGeneric, offer_of(refused.substr(0, refused.rfind(','))), false).value(),
+            nullptr);
 }
 
 }  // namespace

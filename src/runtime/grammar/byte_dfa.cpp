@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "runtime/grammar/char_automaton.h"
 #include "runtime/grammar/grammar_node.h"
 #include "runtime/grammar/json_grammar.h"
 
@@ -98,6 +99,7 @@ class ProgramBuilder {
         return exit;
       }
       case Node::Kind::kRepeat: return emit_repeat(n, from);
+      case Node::Kind::kAutomaton: return emit_automaton(*n.automaton, from);
       case Node::Kind::kJsonValue: {
         if (p_.rule_starts.size() < 2) {
           const int32_t start = new_node();
@@ -115,6 +117,22 @@ class ProgramBuilder {
       }
     }
     return -1;
+  }
+
+  // One node per DFA state (a fresh entry, as the start state may be re-entered), accepting states → the exit.
+  int32_t emit_automaton(const ContentDfa& dfa, int32_t from) {
+    const int32_t exit = new_node();
+    if (exit < 0) return -1;
+    const auto base = static_cast<int32_t>(p_.nodes.size());
+    for (size_t i = 0; i < dfa.states.size(); ++i)
+      if (new_node() < 0) return -1;
+    if (!dfa.empty()) at(from).epsilon.push_back(base);
+    for (size_t i = 0; i < dfa.states.size(); ++i) {
+      for (const RangeEdge& e : dfa.states[i].edges)
+        at(base + static_cast<int32_t>(i)).bytes.push_back({e.lo, e.hi, base + e.target});
+      if (dfa.states[i].accepting) at(base + static_cast<int32_t>(i)).epsilon.push_back(exit);
+    }
+    return exit;
   }
 
   int32_t emit_repeat(const Node& n, int32_t from) {

@@ -75,6 +75,13 @@ Grammar byte_set(const std::bitset<256>& set) {
   return NodeBuilder::wrap(std::move(n));
 }
 
+Grammar automaton(std::shared_ptr<const ContentDfa> dfa) {
+  Node n;
+  n.kind = Node::Kind::kAutomaton;
+  n.automaton = std::move(dfa);
+  return NodeBuilder::wrap(std::move(n));
+}
+
 Grammar repeat(Grammar item, int min, int max, std::optional<Grammar> separator) {
   Node n;
   n.kind = Node::Kind::kRepeat;

@@ -35,12 +35,12 @@ class Grammar {
   // One JSON value valid against `schema`, written compactly except for an optional single space after ':' and ','.
   // Properties come in the order the schema lists them: pass an ordered_json to keep the client's order (a
   // nlohmann::json has its keys sorted).
-  // Supported: type (a name or an array of names: object, array, string, number, integer, boolean, null),
-  // properties / required / additionalProperties (properties appear in schema order; extra properties are never
-  // produced), items / minItems / maxItems, enum, const, anyOf, minLength / maxLength, minimum / maximum (integers),
-  // $defs / definitions / $ref ("#/$defs/NAME", "#/definitions/NAME", "#"; not recursive), annotations (title,
-  // description, default, examples, $schema, $id, $comment, strict). Anything else is kInvalidArgument whose message
-  // starts with the keyword, e.g. "pattern: ...".
+  // Supported (docs/structured-output.md, "Supported JSON Schema", says exactly what is enforced): type, enum, const,
+  // anyOf / oneOf / allOf (with sibling keywords), nullable, properties / required / additionalProperties /
+  // propertyNames / minProperties / maxProperties, items / prefixItems / additionalItems (tuples) / minItems /
+  // maxItems, minimum / maximum / exclusiveMinimum / exclusiveMaximum (exact, up to ±(2^53 - 1)), minLength /
+  // maxLength, pattern (regex.h), format (string_formats.h), $defs / definitions / $ref (not recursive), annotations.
+  // Anything else is kInvalidArgument whose message starts with the keyword, e.g. "multipleOf: ...".
   static Result<Grammar> json_schema(const nlohmann::ordered_json& schema);
   static Result<Grammar> json_schema(const nlohmann::json& schema);
   // Any JSON object (response_format json_object), nesting at most kMaxJsonDepth.

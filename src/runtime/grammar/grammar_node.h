@@ -1,5 +1,5 @@
 // The expression tree behind a Grammar, and the builders the schema compiler needs beyond the public API (byte
-// sets, bounded repetition).
+// sets, bounded repetition, embedded automata).
 #pragma once
 
 #include <bitset>
@@ -11,6 +11,8 @@
 
 namespace cai::grammar {
 
+struct ContentDfa;  // char_automaton.h
+
 struct Node {
   enum class Kind {
     kLiteral,      // the bytes of `text`
@@ -19,6 +21,7 @@ struct Node {
     kAlternative,  // one of the children
     kRepeat,       // children[0] between min and max times (max < 0: unbounded), children[1] (if any) between items
     kJsonValue,    // any JSON value, nesting bounded by kMaxJsonDepth (a recursive rule in the compiled program)
+    kAutomaton,    // a string of `automaton` (a DFA: the contents of a string under `pattern` / `format`)
   };
   Kind kind = Kind::kLiteral;
   std::string text;
@@ -26,6 +29,7 @@ struct Node {
   std::vector<std::shared_ptr<const Node>> children;
   int min = 0;
   int max = -1;
+  std::shared_ptr<const ContentDfa> automaton;
 };
 
 struct NodeBuilder {
@@ -36,6 +40,8 @@ struct NodeBuilder {
 Grammar byte_range(unsigned char lo, unsigned char hi);
 // One byte from `set`.
 Grammar byte_set(const std::bitset<256>& set);
+// The strings `dfa` accepts (it must accept at least one).
+Grammar automaton(std::shared_ptr<const ContentDfa> dfa);
 // `item` between `min` and `max` times (max < 0: no limit), `separator` (if given) between consecutive items.
 Grammar repeat(Grammar item, int min, int max, std::optional<Grammar> separator = std::nullopt);
 

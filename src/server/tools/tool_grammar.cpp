@@ -7,17 +7,17 @@ using grammar::Grammar;
 
 namespace {
 
-Grammar arguments_grammar(const nlohmann::ordered_json& function) {
+// The grammar of `function`'s arguments: its parameters schema (in the client's property order), or any JSON object
+// when it has none.
+Result<Grammar> arguments_grammar(const nlohmann::ordered_json& function) {
   auto params = function.find("parameters");
   if (params == function.end() || params->is_null()) return Grammar::json_object();
-  Result<Grammar> g = Grammar::json_schema(nlohmann::json::parse(params->dump()));
-  return g.ok() ? std::move(g).value() : Grammar::json_object();
+  return Grammar::json_schema(*params);
 }
 
 // One call of `function` in `syntax` (DeepSeek's calls-begin/-end frame is added around all calls).
-Grammar call_grammar(ToolSyntax syntax, const nlohmann::ordered_json& function) {
+Grammar call_grammar(ToolSyntax syntax, const nlohmann::ordered_json& function, const Grammar& args) {
   const std::string name = function["name"].get<std::string>();
-  Grammar args = arguments_grammar(function);
   switch (syntax) {
     case ToolSyntax::kDeepSeek:
       return Grammar::sequence({Grammar::literal("<｜tool▁call▁begin｜>function<｜tool▁sep｜>" + name + "\n```json\n"),
@@ -36,14 +36,18 @@ Grammar call_grammar(ToolSyntax syntax, const nlohmann::ordered_json& function) 
 
 }  // namespace
 
-std::shared_ptr<const Grammar> forced_tool_grammar(ToolSyntax syntax, const ToolOffer& offer, bool parallel) {
+Result<std::shared_ptr<const Grammar>> forced_tool_grammar(ToolSyntax syntax, const ToolOffer& offer, bool parallel) {
   if (offer.tools.empty() || (offer.choice != ToolChoice::kRequired && offer.choice != ToolChoice::kFunction))
-    return nullptr;
+    return std::shared_ptr<const Grammar>();
   std::vector<Grammar> options;
-  for (const nlohmann::ordered_json& tool : offer.tools) {
-    const nlohmann::ordered_json& function = tool["function"];
+  for (size_t i = 0; i < offer.tools.size(); ++i) {
+    const nlohmann::ordered_json& function = offer.tools[i]["function"];
     if (offer.choice == ToolChoice::kFunction && function["name"] != offer.function) continue;
-    options.push_back(call_grammar(syntax, function));
+    // A schema the grammar cannot express is refused: "any object" instead would let arguments through that do not
+    // match the function's parameters.
+    Result<Grammar> args = arguments_grammar(function);
+    if (!args.ok()) return invalid_argument("tools[{}].function.parameters: {}", i, args.status().message());
+    options.push_back(call_grammar(syntax, function, args.value()));
   }
   Grammar call = Grammar::alternatives(std::move(options));
   Grammar calls = parallel ? Grammar::one_or_more(std::move(call), Grammar::literal("\n")) : std::move(call);

@@ -10,8 +10,9 @@
 
 namespace cai::server {
 
-// Null unless `offer` requires a call. A parameters schema the grammar cannot express (e.g. "pattern") constrains
-// that function's arguments to any JSON object instead.
-std::shared_ptr<const grammar::Grammar> forced_tool_grammar(ToolSyntax syntax, const ToolOffer& offer, bool parallel);
+// Null unless `offer` requires a call. A function whose parameters schema the grammar cannot express is
+// kInvalidArgument, "tools[i].function.parameters: " and the compiler's message naming the keyword (a 400).
+Result<std::shared_ptr<const grammar::Grammar>> forced_tool_grammar(ToolSyntax syntax, const ToolOffer& offer,
+                                                                    bool parallel);
 
 }  // namespace cai::server
