@@ -202,7 +202,10 @@ std::optional<ContentDfa> limit_length(const ContentDfa& dfa, int min_chars, int
   ContentDfa out;
   for (size_t k = 0; k < table.size(); ++k) {
     if (table.size() > kMaxAutomatonStates) return std::nullopt;
-    const auto [s, count, in_escape] = table.key(k);
+    // Plain variables, not a structured binding: the lambda below captures them (C++20 allows it; clang 14 does not).
+    const int32_t s = std::get<0>(table.key(k));
+    const int count = std::get<1>(table.key(k));
+    const bool in_escape = std::get<2>(table.key(k));
     const int more = max_chars < 0 ? std::min(count + 1, min_chars) : count + 1;  // the count after a new character
     std::vector<RangeEdge> edges;
     for (const RangeEdge& e : dfa.states[static_cast<size_t>(s)].edges) {

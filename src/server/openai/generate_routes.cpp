@@ -153,10 +153,10 @@ bool HttpServer::prepare(const ApiRequest& api, BuiltPrompt& prompt, GenerationR
   if (options_.max_output_tokens > 0) gen.max_tokens = std::min(gen.max_tokens, options_.max_output_tokens);
   gen.prompt = prompt.tokens;
   gen.sampling = api.sampling;
-  for (const auto& [token, bias] : options_.logit_bias) {
+  for (const std::pair<int32_t, float>& server_bias : options_.logit_bias) {
     auto& own = gen.sampling.logit_bias;
-    if (std::none_of(own.begin(), own.end(), [&](const auto& tb) { return tb.first == token; }))
-      own.emplace_back(token, bias);
+    if (std::none_of(own.begin(), own.end(), [&](const auto& tb) { return tb.first == server_bias.first; }))
+      own.push_back(server_bias);
   }
   if (!api.seed_given) gen.sampling.seed = random_seed();
   gen.stop = api.stop;
