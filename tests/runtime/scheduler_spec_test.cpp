@@ -4,18 +4,14 @@
 
 #include "runtime/sched/scheduler.h"
 #include "runtime_test_util.h"
+#include "scheduler_test_util.h"
 
 namespace cai {
 namespace {
 
 using test::Ids;
 using test::iota_tokens;
-
-Scheduler make(int max_batch, int budget, int block_size, int n_blocks) {
-  Result<Scheduler> s = Scheduler::create({max_batch, budget, block_size, n_blocks, true});
-  EXPECT_TRUE(s.ok()) << s.status().to_string();
-  return std::move(s).value();
-}
+using test::make_scheduler;
 
 // Runs the prompt step of request 1 (prompt 0..n-1) and samples `first`.
 void prefill(Scheduler& s, int n_prompt, int max_tokens, int32_t first) {
@@ -30,7 +26,7 @@ void prefill(Scheduler& s, int n_prompt, int max_tokens, int32_t first) {
 }
 
 TEST(SchedulerSpec, AcceptedDraftTokensAdvanceTheRequest) {
-  Scheduler s = make(4, 512, 4, 20);
+  Scheduler s = make_scheduler(4, 512, 4, 20);
   prefill(s, 6, 20, 100);
   ASSERT_TRUE(s.set_draft(1, {101, 102, 103}).ok());
   SchedulerOutput out = s.schedule();
@@ -59,7 +55,7 @@ TEST(SchedulerSpec, AcceptedDraftTokensAdvanceTheRequest) {
 }
 
 TEST(SchedulerSpec, DraftsStayWithinMaxTokensAndBudget) {
-  Scheduler s = make(4, 512, 4, 20);
+  Scheduler s = make_scheduler(4, 512, 4, 20);
   prefill(s, 6, 3, 100);  // 1 of 3 tokens generated: one more can come from a draft, then the sampled one
   ASSERT_TRUE(s.set_draft(1, {101, 102, 103}).ok());
   SchedulerOutput out = s.schedule();
@@ -71,7 +67,7 @@ TEST(SchedulerSpec, DraftsStayWithinMaxTokensAndBudget) {
   EXPECT_EQ((*done)[0].status, RequestStatus::kFinishedLength);
   EXPECT_EQ((*done)[0].n_generated, 3);
 
-  Scheduler b = make(4, 3, 4, 20);  // a 3-token budget: the last token and two drafts
+  Scheduler b = make_scheduler(4, 3, 4, 20);  // a 3-token budget: the last token and two drafts
   ASSERT_TRUE(b.add(1, iota_tokens(2), 20).ok());
   SchedulerOutput o1 = b.schedule();
   const SampledToken t1{1, 9, false};
@@ -81,8 +77,8 @@ TEST(SchedulerSpec, DraftsStayWithinMaxTokensAndBudget) {
 }
 
 TEST(SchedulerSpec, ADraftNeverPreemptsAndRejectedBlocksAreNotCached) {
-  Scheduler s = make(4, 512, 4, 3);  // 12 positions
-  prefill(s, 7, 5, 100);             // blocks 0, 1 hold positions 0..7
+  Scheduler s = make_scheduler(4, 512, 4, 3);  // 12 positions
+  prefill(s, 7, 5, 100);                       // blocks 0, 1 hold positions 0..7
   ASSERT_TRUE(s.set_draft(1, {1, 2, 3, 4, 5, 6}).ok());
   SchedulerOutput out = s.schedule();
   EXPECT_EQ(out.requests[0].n_draft, 3);  // max_tokens leaves room for 3 drafts, and the third block holds them
@@ -101,7 +97,7 @@ TEST(SchedulerSpec, ADraftNeverPreemptsAndRejectedBlocksAreNotCached) {
 }
 
 TEST(SchedulerSpec, RejectsAcceptedTokensThatAreNotTheDraft) {
-  Scheduler s = make(4, 512, 4, 20);
+  Scheduler s = make_scheduler(4, 512, 4, 20);
   prefill(s, 6, 20, 100);
   ASSERT_TRUE(s.set_draft(1, {101, 102}).ok());
   SchedulerOutput out = s.schedule();

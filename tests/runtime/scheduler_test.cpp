@@ -13,18 +13,14 @@
 #include <vector>
 
 #include "runtime_test_util.h"
+#include "scheduler_test_util.h"
 
 namespace cai {
 namespace {
 
 using test::Ids;
 using test::iota_tokens;
-
-Scheduler make(int max_batch, int budget, int block_size, int n_blocks, bool prefix_caching = true) {
-  Result<Scheduler> s = Scheduler::create({max_batch, budget, block_size, n_blocks, prefix_caching});
-  EXPECT_TRUE(s.ok()) << s.status().to_string();
-  return std::move(s).value();
-}
+using test::make_scheduler;
 
 // Stands in for the engine: checks each scheduled range against a simulated KV cache (every slot remembers
 // the token and position written there), writes the new positions, samples token 1000·id + k for the k-th
@@ -89,7 +85,7 @@ Ids expected_outputs(uint64_t id, int n) {
 }
 
 TEST(Scheduler, ChunkedPrefillTakesFourSteps) {
-  Scheduler s = make(4, 256, 16, 100);
+  Scheduler s = make_scheduler(4, 256, 16, 100);
   ASSERT_TRUE(s.add(1, iota_tokens(1000), 3).ok());
   FakeEngine e(s);
   const int starts[] = {0, 256, 512, 768};
@@ -115,7 +111,7 @@ TEST(Scheduler, ChunkedPrefillTakesFourSteps) {
 }
 
 TEST(Scheduler, DecodesRunBeforeNewPrefills) {
-  Scheduler s = make(4, 256, 16, 100);
+  Scheduler s = make_scheduler(4, 256, 16, 100);
   FakeEngine e(s);
   ASSERT_TRUE(s.add(1, iota_tokens(10), 5).ok());
   e.step();
@@ -131,7 +127,7 @@ TEST(Scheduler, DecodesRunBeforeNewPrefills) {
 }
 
 TEST(Scheduler, SecondRequestComputesOnlyItsNewTokens) {
-  Scheduler s = make(4, 512, 16, 100);
+  Scheduler s = make_scheduler(4, 512, 16, 100);
   FakeEngine e(s);
   Ids shared = iota_tokens(64, 7);
   Ids a = shared, b = shared;
@@ -171,7 +167,7 @@ TEST(Scheduler, SecondRequestComputesOnlyItsNewTokens) {
 TEST(Scheduler, FollowersShareTheirLeadersPromptBlocks) {
   for (bool caching : {true, false}) {
     SCOPED_TRACE(caching ? "prefix caching" : "no prefix caching");
-    Scheduler s = make(4, 32, 16, 100, caching);
+    Scheduler s = make_scheduler(4, 32, 16, 100, caching);
     FakeEngine e(s);
     const Ids prompt = iota_tokens(70, 7);  // 4 full blocks + 6 tokens
     ASSERT_TRUE(s.add(1, prompt, 4).ok());
@@ -197,7 +193,7 @@ TEST(Scheduler, FollowersShareTheirLeadersPromptBlocks) {
 }
 
 TEST(Scheduler, PreemptsNewestWhenBlocksRunOutAndResumes) {
-  Scheduler s = make(4, 64, 4, 6);  // 24 KV slots
+  Scheduler s = make_scheduler(4, 64, 4, 6);  // 24 KV slots
   FakeEngine e(s);
   ASSERT_TRUE(s.add(1, iota_tokens(8), 10).ok());
   ASSERT_TRUE(s.add(2, iota_tokens(8, 100), 10).ok());
@@ -229,7 +225,7 @@ TEST(Scheduler, PreemptsNewestWhenBlocksRunOutAndResumes) {
 }
 
 TEST(Scheduler, RespectsMaxBatch) {
-  Scheduler s = make(2, 512, 16, 200);
+  Scheduler s = make_scheduler(2, 512, 16, 200);
   FakeEngine e(s);
   for (uint64_t id = 1; id <= 5; ++id) ASSERT_TRUE(s.add(id, iota_tokens(20, int32_t(id) * 50), 3).ok());
   SchedulerOutput out = e.step();
@@ -241,7 +237,7 @@ TEST(Scheduler, RespectsMaxBatch) {
 }
 
 TEST(Scheduler, CancelFreesBlocksAtOnce) {
-  Scheduler s = make(1, 512, 16, 20);
+  Scheduler s = make_scheduler(1, 512, 16, 20);
   FakeEngine e(s);
   ASSERT_TRUE(s.add(1, iota_tokens(40), 8).ok());
   ASSERT_TRUE(s.add(2, iota_tokens(40, 500), 8).ok());
@@ -271,7 +267,7 @@ TEST(Scheduler, CancelFreesBlocksAtOnce) {
 }
 
 TEST(Scheduler, StopFinishesEarly) {
-  Scheduler s = make(4, 512, 16, 20);
+  Scheduler s = make_scheduler(4, 512, 16, 20);
   FakeEngine e(s);
   ASSERT_TRUE(s.add(1, iota_tokens(5), 50).ok());
   e.step();
@@ -283,7 +279,7 @@ TEST(Scheduler, StopFinishesEarly) {
 }
 
 TEST(Scheduler, RejectsBadRequests) {
-  Scheduler s = make(4, 512, 4, 4);                // 16 KV positions in all
+  Scheduler s = make_scheduler(4, 512, 4, 4);      // 16 KV positions in all
   EXPECT_TRUE(s.add(1, iota_tokens(10), 7).ok());  // 10 + 7 - 1 = 16 positions: fits alone
   Status st = s.add(2, iota_tokens(10), 8);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
@@ -300,7 +296,7 @@ TEST(Scheduler, RejectsBadRequests) {
 }
 
 TEST(Scheduler, UpdateChecksTheStep) {
-  Scheduler s = make(4, 512, 16, 20);
+  Scheduler s = make_scheduler(4, 512, 16, 20);
   EXPECT_EQ(s.update({}, {}).status().code(), StatusCode::kInternal);
   ASSERT_TRUE(s.add(1, iota_tokens(5), 3).ok());
   SchedulerOutput out = s.schedule();
@@ -313,7 +309,7 @@ TEST(Scheduler, UpdateChecksTheStep) {
 }
 
 TEST(Scheduler, TokenBudgetHookClamps) {
-  Scheduler s = make(4, 256, 16, 100);
+  Scheduler s = make_scheduler(4, 256, 16, 100);
   EXPECT_EQ(s.set_token_budget(1), 4);
   EXPECT_EQ(s.set_token_budget(1000), 256);
   EXPECT_EQ(s.set_token_budget(100), 100);
@@ -352,7 +348,7 @@ void check_blocks(const Scheduler& s) {
 }
 
 void soak(uint32_t seed, bool prefix_caching) {
-  Scheduler s = make(6, 32, 4, 24, prefix_caching);  // 96 KV slots: constant preemption
+  Scheduler s = make_scheduler(6, 32, 4, 24, prefix_caching);  // 96 KV slots: constant preemption
   FakeEngine e(s);
   std::mt19937 rng(seed);
   auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
