@@ -2,6 +2,7 @@
 // the README may use.
 #pragma once
 
+#include <map>
 #include <regex>
 #include <set>
 #include <string>
@@ -11,15 +12,19 @@
 
 namespace cai::test {
 
-// The verbs under "Subcommands:" in `cai --help`.
-inline std::vector<std::string> cai_verbs() {
-  const std::string help = run_command(cai_bin() + " --help").out;
-  std::vector<std::string> verbs;
-  const size_t at = help.find("Subcommands:");
-  if (at == std::string::npos) return verbs;
-  static const std::regex line(R"(\n  ([a-z]+) )");
-  for (std::sregex_iterator it(help.begin() + static_cast<std::ptrdiff_t>(at), help.end(), line), end; it != end; ++it)
-    verbs.push_back((*it)[1]);
+// The verbs under "Subcommands:" in `cai --help` (read once per test process).
+inline const std::vector<std::string>& cai_verbs() {
+  static const std::vector<std::string> verbs = [] {
+    const std::string help = run_command(cai_bin() + " --help").out;
+    std::vector<std::string> out;
+    const size_t at = help.find("Subcommands:");
+    if (at == std::string::npos) return out;
+    static const std::regex line(R"(\n  ([a-z]+) )");
+    for (std::sregex_iterator it(help.begin() + static_cast<std::ptrdiff_t>(at), help.end(), line), end; it != end;
+         ++it)
+      out.push_back((*it)[1]);
+    return out;
+  }();
   return verbs;
 }
 
@@ -36,9 +41,14 @@ inline std::set<std::string> help_flags(const std::string& help) {
   return flags;
 }
 
-// The flags of `cai VERB --help` ("" = `cai --help`).
-inline std::set<std::string> verb_flags(const std::string& verb) {
-  return help_flags(run_command(cai_bin() + (verb.empty() ? "" : " " + verb) + " --help").out);
+// The flags of `cai VERB --help` ("" = `cai --help`), each verb's help read once per test process.
+inline const std::set<std::string>& verb_flags(const std::string& verb) {
+  static std::map<std::string, std::set<std::string>> read;
+  auto it = read.find(verb);
+  if (it == read.end())
+    it =
+        read.emplace(verb, help_flags(run_command(cai_bin() + (verb.empty() ? "" : " " + verb) + " --help").out)).first;
+  return it->second;
 }
 
 }  // namespace cai::test

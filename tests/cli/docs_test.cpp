@@ -165,11 +165,11 @@ TEST(Docs, EveryCitedPageExists) {
 
 TEST(Docs, CliPageNamesEveryFlagOfEveryVerb) {
   const std::string page = test::read_file((repo() / "docs/cli.md").string());
-  const std::vector<std::string> verbs = test::cai_verbs();
+  const std::vector<std::string>& verbs = test::cai_verbs();
   ASSERT_GE(verbs.size(), 8u);
   for (const std::string& verb : verbs) {
     EXPECT_NE(page.find("cai " + verb), std::string::npos) << "docs/cli.md never shows `cai " << verb << "`";
-    const std::set<std::string> flags = test::verb_flags(verb);
+    const std::set<std::string>& flags = test::verb_flags(verb);
     EXPECT_GE(flags.size(), 2u) << verb;
     for (const std::string& flag : flags) {
       // A flag counts as documented where it appears whole: not as the start of a longer flag.

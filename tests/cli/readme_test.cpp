@@ -96,9 +96,9 @@ int check_cai_flags(const std::string& cmd) {
   for (size_t i = 0; i + 1 < w.size(); ++i) {
     if (!is_cai(w[i])) continue;
     const std::string verb = w[i + 1];
-    const std::vector<std::string> verbs = test::cai_verbs();
+    const std::vector<std::string>& verbs = test::cai_verbs();
     EXPECT_NE(std::find(verbs.begin(), verbs.end(), verb), verbs.end()) << "no verb `cai " << verb << "`: " << cmd;
-    const std::set<std::string> flags = test::verb_flags(verb);
+    const std::set<std::string>& flags = test::verb_flags(verb);
     for (size_t j = i + 2; j < w.size() && w[j] != "&&" && w[j] != "|"; ++j) {
       if (w[j].size() > 1 && w[j][0] == '-' && !std::isdigit(static_cast<unsigned char>(w[j][1]))) {
         EXPECT_TRUE(flags.count(w[j])) << "`cai " << verb << "` has no flag " << w[j] << ": " << cmd;
