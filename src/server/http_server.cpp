@@ -126,9 +126,10 @@ std::optional<ApiError> content_length_error(const httplib::Request& req, size_t
 // The endpoint label metrics count requests under (a fixed set, so unknown paths cannot grow the series).
 std::string endpoint_label(const std::string& path) {
   for (const char* known : {"/", "/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions",
-                            "/v1/messages", "/v1/messages/count_tokens"})
+                            "/v1/messages", "/v1/messages/count_tokens", "/v1/responses"})
     if (path == known) return path;
   if (path.starts_with("/v1/models/")) return "/v1/models";
+  if (path.starts_with("/v1/responses/")) return "/v1/responses/{id}";
   return "other";
 }
 
@@ -242,8 +243,8 @@ void HttpServer::install_routes() {
   http_->set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     metrics_.count_request(endpoint_label(req.path), res.status);
     // A generation answered with 200 logs its own line when it ends (access_log.h), with its tokens.
-    const bool generation =
-        req.path == "/v1/chat/completions" || req.path == "/v1/completions" || req.path == "/v1/messages";
+    const bool generation = req.path == "/v1/chat/completions" || req.path == "/v1/completions" ||
+                            req.path == "/v1/messages" || (req.path == "/v1/responses" && req.method == "POST");
     if (!(generation && res.status == 200))
       log_request(req.method, req.path, res.status, res.get_header_value("request-id"), res.body);
   });
@@ -331,6 +332,7 @@ void HttpServer::install_routes() {
                                                                 const httplib::ContentReader& reader) {
                 handle_anthropic(AnthropicRoute::kCountTokens, reader, res);
               }));
+  install_responses_routes();
 }
 
 }  // namespace cai::server

@@ -32,6 +32,7 @@ class EventWriter;
 class Generation;
 struct AccessLine;
 class HttpTransport;
+class ResponseStore;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -51,6 +52,9 @@ struct ServerOptions {
   size_t max_body_bytes_in_flight = 0;      // all bodies being read or served at once (0 = 16 × max_body_bytes): 429
   ConnectionLimits connections;             // open connections, head deadline and size, keep-alive and I/O waits
   std::chrono::milliseconds keep_alive{1000};  // SSE comment interval while a request produces nothing
+  // The Responses API's store (previous_response_id, GET /v1/responses/{id}): at most this many responses and bytes.
+  size_t response_store_entries = 1024;
+  size_t response_store_bytes = size_t(256) << 20;
 };
 
 class HttpServer {
@@ -77,6 +81,9 @@ class HttpServer {
   void handle_generate(ApiKind kind, const httplib::ContentReader& reader, httplib::Response& res);
   // The Anthropic Messages API (anthropic_routes.cpp): POST /v1/messages or /v1/messages/count_tokens.
   void handle_anthropic(AnthropicRoute route, const httplib::ContentReader& reader, httplib::Response& res);
+  // The OpenAI Responses API (responses_routes.cpp): POST /v1/responses, GET and DELETE /v1/responses/{id}.
+  void install_responses_routes();
+  void handle_responses(const httplib::ContentReader& reader, httplib::Response& res);
   // The request's prompt as tokens; false with `error` set when refused (a text longer than the context could hold is
   // refused before it is tokenized).
   bool build_prompt(const ApiRequest& api, BuiltPrompt& prompt, ApiError& error) const;
@@ -103,6 +110,7 @@ class HttpServer {
   std::atomic<bool> stopped_{false};
   std::atomic<size_t> body_bytes_in_flight_{0};
   ServerMetrics metrics_;
+  std::shared_ptr<ResponseStore> responses_;
   const std::time_t started_ = std::time(nullptr);  // /v1/models' `created` for every model
 };
 

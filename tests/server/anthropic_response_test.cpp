@@ -4,36 +4,17 @@
 
 #include "server/anthropic/anthropic_response.h"
 #include "server/error_shape.h"
+#include "named_sse.h"
 
 namespace cai::server {
 namespace {
 
+using test_support::parse_named_events;
+using test_support::scripted_events;
+using test_support::SseEvent;
+using test_support::usage_after;
+
 using nlohmann::json;
-
-struct SseEvent {
-  std::string name;
-  json data;
-};
-
-// Splits Anthropic's stream into its events, checking the framing and that each event's name is its data's type.
-std::vector<SseEvent> parse_events(const std::string& text) {
-  std::vector<SseEvent> out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t end = text.find("\n\n", pos);
-    EXPECT_NE(end, std::string::npos) << text.substr(pos);
-    if (end == std::string::npos) break;
-    const std::string event = text.substr(pos, end - pos);
-    pos = end + 2;
-    const size_t nl = event.find('\n');
-    EXPECT_TRUE(event.starts_with("event: ") && nl != std::string::npos) << event;
-    EXPECT_EQ(event.substr(nl + 1, 6), "data: ") << event;
-    SseEvent e{event.substr(7, nl - 7), json::parse(event.substr(nl + 7))};
-    EXPECT_EQ(e.data["type"], e.name);
-    out.push_back(std::move(e));
-  }
-  return out;
-}
 
 std::vector<std::string> names(const std::vector<SseEvent>& events) {
   std::vector<std::string> out;
@@ -44,24 +25,6 @@ std::vector<std::string> names(const std::vector<SseEvent>& events) {
     out.push_back(n);
   }
   return out;
-}
-
-std::vector<StreamEvent> script(const std::vector<std::string>& pieces, FinishReason finish = FinishReason::kStop) {
-  std::vector<StreamEvent> out;
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    StreamEvent ev;
-    ev.text = pieces[i];
-    ev.n_prompt_tokens = 10;
-    ev.n_cached_prompt_tokens = 4;
-    ev.n_generated_tokens = static_cast<int>(i + 1);
-    if (i + 1 == pieces.size()) ev.finish = finish;
-    out.push_back(ev);
-  }
-  return out;
-}
-
-Usage usage_after(const StreamEvent& ev) {
-  return {ev.n_prompt_tokens, ev.n_generated_tokens, ev.n_cached_prompt_tokens};
 }
 
 std::string run_stream(AnthropicWriter& w, const std::vector<StreamEvent>& events) {
@@ -82,9 +45,9 @@ ResponseMeta meta() { return {"msg_test", 0, "cai-test"}; }
 
 TEST(AnthropicWriter, StreamsThinkingThenTextInAnthropicsEventOrder) {
   // The prompt opened <think>: the output is reasoning until </think>, then the answer.
-  const auto events = script({"Let me", " think.", "</think>", "Hello", " world"});
+  const auto events = scripted_events({"Let me", " think.", "</think>", "Hello", " world"});
   AnthropicWriter w(meta(), /*opens_think=*/true, std::nullopt);
-  const std::vector<SseEvent> got = parse_events(run_stream(w, events));
+  const std::vector<SseEvent> got = parse_named_events(run_stream(w, events));
   const std::vector<std::string> expected = {"message_start",
                                              "ping",
                                              "content_block_start:thinking",
@@ -141,7 +104,7 @@ TEST(AnthropicWriter, StreamsThinkingThenTextInAnthropicsEventOrder) {
 }
 
 TEST(AnthropicWriter, ReportsStopSequenceAndMaxTokens) {
-  auto events = script({"Once", " upon"});
+  auto events = scripted_events({"Once", " upon"});
   events.back().stop_sequence = "END";
   AnthropicWriter w(meta(), false, std::nullopt);
   const json message = run_full(w, events);
@@ -150,31 +113,31 @@ TEST(AnthropicWriter, ReportsStopSequenceAndMaxTokens) {
   EXPECT_EQ(message["content"], json::parse(R"([{"type": "text", "text": "Once upon"}])"));
 
   AnthropicWriter streamed(meta(), false, std::nullopt);
-  const std::vector<SseEvent> got = parse_events(run_stream(streamed, events));
+  const std::vector<SseEvent> got = parse_named_events(run_stream(streamed, events));
   EXPECT_EQ(got[got.size() - 2].data["delta"]["stop_sequence"], "END");
 
   AnthropicWriter cut(meta(), false, std::nullopt);
-  EXPECT_EQ(run_full(cut, script({"a", "b"}, FinishReason::kLength))["stop_reason"], "max_tokens");
+  EXPECT_EQ(run_full(cut, scripted_events({"a", "b"}, FinishReason::kLength))["stop_reason"], "max_tokens");
 }
 
 TEST(AnthropicWriter, EmptyAnswerHasNoBlocks) {
   AnthropicWriter w(meta(), false, std::nullopt);
-  const std::vector<SseEvent> got = parse_events(run_stream(w, script({""})));
+  const std::vector<SseEvent> got = parse_named_events(run_stream(w, scripted_events({""})));
   EXPECT_EQ(names(got), (std::vector<std::string>{"message_start", "ping", "message_delta", "message_stop"}));
 }
 
 TEST(AnthropicWriter, AnEngineErrorEndsTheStreamWithAnErrorEvent) {
-  auto events = script({"Once", " upon"}, FinishReason::kError);
+  auto events = scripted_events({"Once", " upon"}, FinishReason::kError);
   events.back().error = "device lost";
   AnthropicWriter w(meta(), false, std::nullopt);
-  const std::vector<SseEvent> got = parse_events(run_stream(w, events));
+  const std::vector<SseEvent> got = parse_named_events(run_stream(w, events));
   ASSERT_FALSE(got.empty());
   EXPECT_EQ(got.back().name, "error");
   EXPECT_EQ(got.back().data["error"]["type"], "api_error");
   EXPECT_NE(got.back().data["error"]["message"].get<std::string>().find("device lost"), std::string::npos);
   for (const SseEvent& e : got) EXPECT_NE(e.name, "message_stop");
 
-  auto oom = script({"x"}, FinishReason::kError);
+  auto oom = scripted_events({"x"}, FinishReason::kError);
   oom.back().error_code = StatusCode::kOutOfMemory;
   AnthropicWriter full(meta(), false, std::nullopt);
   for (const StreamEvent& ev : oom) full.collect(ev);
@@ -186,10 +149,10 @@ TEST(AnthropicWriter, AnEngineErrorEndsTheStreamWithAnErrorEvent) {
 
 TEST(AnthropicWriter, ToolCallsBecomeToolUseBlocks) {
   // Qwen2.5's syntax (see tool_calls.h): text, then a call in <tool_call> tags, split mid-JSON across events.
-  const auto events = script({"Let me check.", "<tool_call>\n{\"name\": \"weather\", \"argu",
-                              "ments\": {\"city\": \"Paris\"}}\n</tool_call>"});
+  const auto events = scripted_events({"Let me check.", "<tool_call>\n{\"name\": \"weather\", \"argu",
+                                       "ments\": {\"city\": \"Paris\"}}\n</tool_call>"});
   AnthropicWriter w(meta(), false, ToolSyntax::kHermes);
-  const std::vector<SseEvent> got = parse_events(run_stream(w, events));
+  const std::vector<SseEvent> got = parse_named_events(run_stream(w, events));
   std::vector<std::string> kinds = names(got);
   ASSERT_GE(kinds.size(), 8u);
   EXPECT_EQ(kinds[2], "content_block_start:text");
@@ -225,13 +188,13 @@ TEST(AnthropicWriter, KeepAliveIsAPingAfterMessageStart) {
   AnthropicWriter w(meta(), false, std::nullopt);
   Usage usage;
   usage.prompt_tokens = 7;
-  const auto first = parse_events(w.keep_alive(usage));
+  const auto first = parse_named_events(w.keep_alive(usage));
   ASSERT_EQ(names(first), (std::vector<std::string>{"message_start", "ping"}));
   EXPECT_EQ(first[0].data["message"]["usage"]["input_tokens"], 7);
-  EXPECT_EQ(names(parse_events(w.keep_alive(usage))), std::vector<std::string>{"ping"});
+  EXPECT_EQ(names(parse_named_events(w.keep_alive(usage))), std::vector<std::string>{"ping"});
   StreamEvent ev;
   ev.text = "Hi";
-  const std::vector<std::string> after = names(parse_events(w.stream(ev, usage)));
+  const std::vector<std::string> after = names(parse_named_events(w.stream(ev, usage)));
   EXPECT_EQ(std::count(after.begin(), after.end(), "message_start"), 0) << after.front();
   EXPECT_EQ(after.front(), "content_block_start:text");
 }

@@ -6,13 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <mutex>
-#include <regex>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "core/log.h"
+#include "server/ignored_fields.h"
 #include "server/openai/response_format.h"
 #include "server/tools/tool_calls.h"
 
@@ -26,17 +24,6 @@ namespace {
 
 // Most stop_sequences one request may give.
 constexpr size_t kMaxStopSequences = 64;
-
-// A field this route does not know is ignored, as Anthropic's newer fields reach it from newer clients before this
-// server knows them; each field (indices left out: messages[].content[].x) is logged once per process.
-void ignore_field(const std::string& path) {
-  static std::mutex mu;
-  static std::set<std::string> seen;
-  static const std::regex index(R"(\[\d+\])");
-  const std::string name = std::regex_replace(path, index, "[]");
-  std::lock_guard lock(mu);
-  if (seen.insert(name).second) CAI_LOG_INFO("anthropic: ignoring the field '{}', unknown to this server", name);
-}
 
 // Records the first error; every check returns false once it failed.
 class Checker {
@@ -53,7 +40,7 @@ class Checker {
   bool only_keys(const ordered_json& obj, std::initializer_list<std::string_view> known, const std::string& where) {
     for (auto it = obj.begin(); it != obj.end(); ++it)
       if (std::find(known.begin(), known.end(), it.key()) == known.end())
-        ignore_field(where.empty() ? it.key() : where + "." + it.key());
+        ignore_field("anthropic", where.empty() ? it.key() : where + "." + it.key());
     return true;
   }
   // obj[key] as a string (required or not); false when present with another type.
