@@ -1,7 +1,7 @@
 // Starts a real `cai serve` on a free loopback port for the e2e tests and stops it afterwards.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { constants, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -99,4 +99,37 @@ export async function metric(server, pattern) {
   const m = text.match(pattern);
   assert.ok(m, `no ${pattern} in /metrics`);
   return Number(m[1]);
+}
+
+// A model for the coding-agent tests: random weights of a tiny Qwen2 shape in a Hugging Face directory, with
+// DeepSeek-V3's real BPE vocabulary and chat template (tests/data/tokenizer/deepseek-v3), so that an agent's long
+// system prompt stays as few tokens as on a real model (a byte-level vocabulary makes it several times longer).
+// Token 0 begins and token 1 ends a sequence.
+export function writeAgentModel() {
+  const dir = join(tempDir("cai-agent-model-"), "model");
+  const made = spawnSync(join(dirname(caiBin), "cai-mkmodel"),
+                         ["--arch", "qwen2", "--preset", "tiny", "--hidden", "64", "--heads", "2", "--kv-heads", "1",
+                          "--ffn", "128", "--layers", "1", "--vocab", "129280", "--ctx", "65536", "--format", "hf",
+                          "--dtype", "f16", "-o", dir], { encoding: "utf8" });
+  assert.equal(made.status, 0, made.stderr);
+  copyFileSync(join(dirname(caiBin), "testdata", "tokenizer", "deepseek-v3", "tokenizer.json"),
+               join(dir, "tokenizer.json"));
+  copyFileSync(join(repoRoot, "tests", "data", "tokenizer", "deepseek-v3", "tokenizer_config.json"),
+               join(dir, "tokenizer_config.json"));
+  const config = JSON.parse(readFileSync(join(dir, "config.json"), "utf8"));
+  writeFileSync(join(dir, "config.json"), JSON.stringify({ ...config, bos_token_id: 0, eos_token_id: 1 }));
+  return dir;
+}
+
+// Runs a client's command line to its end (killed after `timeoutMs`); resolves to { code, stdout, stderr }.
+export function runTool(bin, args, { cwd, env, timeoutMs = 120_000 }) {
+  const proc = spawn(bin, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  proc.stdout.on("data", (d) => { stdout += d; });
+  proc.stderr.on("data", (d) => { stderr += d; });
+  return new Promise((ok) => {
+    const timer = setTimeout(() => proc.kill("SIGKILL"), timeoutMs);
+    proc.on("exit", (code) => { clearTimeout(timer); ok({ code, stdout, stderr }); });
+  });
 }
