@@ -77,6 +77,24 @@ TEST(AnthropicRequest, AnAssistantTurnOfOnlyToolUseHasNullContent) {
   EXPECT_EQ(req->messages[2], ordered_json::parse(R"({"role": "tool", "tool_call_id": "toolu_7", "content": ""})"));
 }
 
+// Claude Code's Read tool on an image file answers with an image block: a note for a text-only model, not a refusal
+// that would stop the agent. An image the user sends is refused.
+TEST(AnthropicRequest, AnImageInAToolResultBecomesANote) {
+  json body = base();
+  body["messages"] = json::parse(R"([{"role": "user", "content": "Look at a.png"},
+      {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {}}]},
+      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+          {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}},
+          {"type": "text", "text": "a.png, 1 KB"}]}]}])");
+  ApiError err;
+  std::optional<ApiRequest> req = parse(body, err);
+  ASSERT_TRUE(req) << err.message;
+  EXPECT_EQ(req->messages[2]["content"], "[image omitted: this model reads text only]\n\na.png, 1 KB");
+  body["messages"] = json::parse(R"([{"role": "user", "content": [{"type": "image", "source": {}}]}])");
+  EXPECT_FALSE(parse(body, err));
+  EXPECT_EQ(err.param, "messages[0].content[0].type");
+}
+
 TEST(AnthropicRequest, ReadsScalarsStopSequencesAndStream) {
   json body = base();
   body["system"] = "You are terse.";

@@ -46,17 +46,18 @@ TEST_F(ResponsesRequestTest, InputItemsBecomeChatMessages) {
       {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": null},
       {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Sure.", "annotations": []}]},
       {"type": "function_call", "call_id": "call_1", "name": "exec_command", "arguments": "{\"cmd\":\"ls\"}"},
-      {"type": "function_call_output", "call_id": "call_1", "output": "a.txt"},
+      {"type": "function_call_output", "call_id": "call_1", "output": [{"type": "input_text", "text": "a.png"},
+          {"type": "input_image", "image_url": "data:image/png;base64,AA=="}]},
       {"role": "system", "content": "Late rule."},
-      {"role": "user", "content": [{"type": "input_text", "text": "Now?"}, {"type": "input_image", "image_url": "x"}]}]})");
+      {"role": "user", "content": [{"type": "input_text", "text": "Now?"}]}]})");
   ASSERT_TRUE(r) << error_.message;
   EXPECT_EQ(r->api.messages, ordered_json::parse(R"([
       {"role": "system", "content": "Base.\n\nRules.\n\nLate rule."},
       {"role": "user", "content": "List files"},
       {"role": "assistant", "content": "Sure.", "tool_calls": [{"id": "call_1", "type": "function",
           "function": {"name": "exec_command", "arguments": "{\"cmd\":\"ls\"}"}}]},
-      {"role": "tool", "content": "a.txt", "tool_call_id": "call_1"},
-      {"role": "user", "content": "Now?\n\n[image omitted: this model reads text only]"}])"));
+      {"role": "tool", "content": "a.png\n\n[image omitted: this model reads text only]", "tool_call_id": "call_1"},
+      {"role": "user", "content": "Now?"}])"));
 }
 
 TEST_F(ResponsesRequestTest, FunctionCustomAndNamespaceToolsAreOfferedAsFunctions) {
@@ -125,6 +126,9 @@ TEST_F(ResponsesRequestTest, UnknownFieldsAreIgnoredAndUnsupportedOnesRefused) {
   EXPECT_EQ(refused(R"({"input": [{"type": "function_call_output", "call_id": "nope", "output": "x"}]})").param,
             "input[0].call_id");
   EXPECT_EQ(refused(R"({"input": "x", "tools": [{"type": "function", "name": "bad name"}]})").param, "tools[0]");
+  // A text-only model cannot read an image the user sends: refused, so that the user knows.
+  EXPECT_EQ(refused(R"({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]})").param,
+            "input[0].content[0].type");
   EXPECT_EQ(refused("[1]").message, "the request body must be a JSON object");
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "server/ignored_fields.h"
+#include "server/media_note.h"
 #include "server/openai/response_format.h"
 #include "server/tools/tool_calls.h"
 
@@ -84,19 +85,25 @@ class Checker {
   bool failed_ = false;
 };
 
-// The text of `content`: a string, or an array of text blocks joined by blank lines. `param` names the field.
-bool text_of(Checker& c, const ordered_json& content, const std::string& param, std::string& out) {
+// The text of `content`: a string, or an array of text blocks joined by blank lines. `param` names the field. In a
+// tool's result (`from_tool`), image and document blocks become notes (media_note.h).
+bool text_of(Checker& c, const ordered_json& content, const std::string& param, std::string& out,
+             bool from_tool = false) {
   if (content.is_string()) return out = content.get<std::string>(), true;
   if (!content.is_array()) return c.fail(fmt::format("'{}' must be a string or an array of text blocks", param), param);
   for (size_t i = 0; i < content.size(); ++i) {
     const ordered_json& block = content[i];
     const std::string where = fmt::format("{}[{}]", param, i);
-    if (!block.is_object() || !block.contains("type") || block["type"] != "text")
-      return c.fail(fmt::format("'{}' must be a text block ({{\"type\": \"text\", \"text\": ...}})", where), where);
+    const ordered_json type = block.is_object() ? block.value("type", ordered_json()) : ordered_json();
     std::string text;
-    if (!c.only_keys(block, {"type", "text", "cache_control", "citations"}, where) ||
-        !c.string(block, "text", text, where + ".text", true))
+    if (from_tool && (type == "image" || type == "document")) {
+      text = media_note(type.get<std::string>());
+    } else if (type != "text") {
+      return c.fail(fmt::format("'{}' must be a text block ({{\"type\": \"text\", \"text\": ...}})", where), where);
+    } else if (!c.only_keys(block, {"type", "text", "cache_control", "citations"}, where) ||
+               !c.string(block, "text", text, where + ".text", true)) {
       return false;
+    }
     if (!out.empty()) out += "\n\n";
     out += text;
   }
@@ -196,7 +203,8 @@ class MessageTranslator {
       return c_.fail(fmt::format("'{}.tool_use_id' \"{}\" answers no earlier tool_use block", where, id),
                      where + ".tool_use_id");
     auto content = b.find("content");
-    if (content != b.end() && !content->is_null() && !text_of(c_, *content, where + ".content", text)) return false;
+    if (content != b.end() && !content->is_null() && !text_of(c_, *content, where + ".content", text, true))
+      return false;
     auto is_error = b.find("is_error");
     if (is_error != b.end() && !is_error->is_null() && !is_error->is_boolean())
       return c_.fail(fmt::format("'{}.is_error' must be a boolean", where), where + ".is_error");

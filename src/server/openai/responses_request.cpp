@@ -7,14 +7,11 @@
 #include <map>
 
 #include "server/ignored_fields.h"
+#include "server/media_note.h"
 
 namespace cai::server {
 
 using nlohmann::ordered_json;
-
-std::string media_note(std::string_view type) {
-  return fmt::format("[{} omitted: this model reads text only]", type);
-}
 
 namespace {
 
@@ -78,8 +75,9 @@ class Translator {
     return true;
   }
 
-  // The text of a message's content (a string or an array of parts), images and files as notes.
-  bool content_text(const ordered_json& content, const std::string& param, std::string& out) {
+  // The text of a message's content (a string or an array of parts); in a tool's output (`from_tool`), images and files
+  // become notes.
+  bool content_text(const ordered_json& content, const std::string& param, std::string& out, bool from_tool = false) {
     if (content.is_string()) return out = content.get<std::string>(), true;
     if (!content.is_array()) return fail(fmt::format("'{}' must be a string or an array of content parts", param), param);
     for (size_t i = 0; i < content.size(); ++i) {
@@ -92,8 +90,12 @@ class Translator {
         if (!string_field(part, "text", where + ".text", text, true)) return false;
       } else if (type == "refusal") {
         if (!string_field(part, "refusal", where + ".refusal", text, true)) return false;
-      } else if (type == "input_image" || type == "input_file" || type == "input_audio") {
+      } else if (from_tool && (type == "input_image" || type == "input_file")) {
         text = media_note(type.substr(6));
+      } else if (type == "input_image" || type == "input_file" || type == "input_audio") {
+        return fail(fmt::format("'{}': this model reads text only (content parts of type '{}' are not supported)",
+                                where, type),
+                    where + ".type");
       } else {
         return fail(fmt::format("'{}': content parts of type '{}' are not supported", where, type), where + ".type");
       }
@@ -275,7 +277,7 @@ class Translator {
                   where + ".call_id");
     const ordered_json* output = field(it, "output");
     if (!is_set(output)) return fail(fmt::format("'{}.output' is required", where), where + ".output");
-    if (!content_text(*output, where + ".output", text)) return false;
+    if (!content_text(*output, where + ".output", text, /*from_tool=*/true)) return false;
     push({{"role", "tool"}, {"tool_call_id", call_id}, {"content", text}});
     return true;
   }

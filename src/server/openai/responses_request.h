@@ -38,16 +38,13 @@ struct ResponsesRequest {
 };
 
 // Parses and validates a body; `store` resolves previous_response_id. Input items: messages (roles user, assistant,
-// system, developer; text parts, images and files replaced by a note for a text-only model), function_call and
-// function_call_output, custom_tool_call and its output, reasoning (dropped, as R1's template drops reasoning).
-// System and developer messages join the instructions into one system message, in order. Function and custom tools
+// system, developer; text parts), function_call and function_call_output (images and files in an output replaced by a
+// note, media_note.h), custom_tool_call and its output, reasoning (dropped, as R1's template drops reasoning). System
+// and developer messages join the instructions into one system message, in order. Function and custom tools
 // are offered (a custom tool as a function with one string parameter, "input"), and those of namespace tools under
 // "<namespace>__<name>"; tools OpenAI runs on its own servers (web_search, file_search, ...) are left out and logged
 // once. Fields this route does not know are ignored and
 // logged once per name; background, conversation and prompt (stored prompt templates) are refused when set.
 std::optional<ResponsesRequest> parse_responses_request(std::string_view body, ResponseStore& store, ApiError& error);
-
-// The text a text-only model reads in place of an image or a file it was sent (`type` names it, e.g. "image").
-std::string media_note(std::string_view type);
 
 }  // namespace cai::server
