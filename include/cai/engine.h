@@ -48,6 +48,10 @@ struct GenerationRequest {
   std::vector<std::string> stop;  // stop strings (not included in the output)
   bool ignore_eos = false;
   int top_logprobs = -1;  // -1: no logprobs; 0..20: logprob of the chosen token + this many alternatives
+  // With top_logprobs >= 0: the first event of choice 0 also carries the log-probability of each prompt token given
+  // the ones before it (StreamEvent::prompt_logprobs). The prompt is then computed whole, none of it taken from the
+  // prefix cache, since the cached part's logits are gone.
+  bool prompt_logprobs = false;
   // Choices (1..kMaxChoices) generated from the prompt, sharing its KV blocks. Choice i > 0 samples with a seed
   // derived from sampling.seed and i; choice 0 uses sampling.seed itself.
   int n = 1;
@@ -84,6 +88,9 @@ struct StreamEvent {
   std::string text;                    // new text since the previous event (UTF-8 complete; may be empty)
   std::vector<int32_t> tokens;         // token ids generated since the previous event
   std::vector<TokenLogprob> logprobs;  // one per token this event covers, when requested
+  // GenerationRequest::prompt_logprobs: one per prompt token, in the first event of choice 0; the first token has no
+  // context, so its logprob is NaN and it has no alternatives.
+  std::vector<TokenLogprob> prompt_logprobs;
   FinishReason finish = FinishReason::kNone;
   std::string error;                        // when finish == kError
   std::string stop_sequence;                // when finish == kStop because of a stop string: that string ("" for EOS)

@@ -15,6 +15,7 @@
 #include "core/thread_pool.h"
 #include "runtime/engine_kv_sizing.h"
 #include "runtime/grammar/masker_cache.h"
+#include "runtime/prompt_logprobs.h"
 #include "runtime/request_state.h"
 #include "runtime/sched/scheduler.h"
 #include "runtime/spec/make_drafter.h"
@@ -245,7 +246,8 @@ void EngineImpl::add_choices(Pending& p) {
     const uint64_t id = p.id + static_cast<uint64_t>(i);
     GenerationRequest r = i + 1 < n ? p.request : std::move(p.request);
     r.sampling.seed = choice_seed(r.sampling.seed, i);
-    Status st = sched_.add(id, r.prompt, r.max_tokens, i == 0 ? 0 : p.id);
+    const bool reuse_prefix = !(i == 0 && r.prompt_logprobs && r.top_logprobs >= 0);
+    Status st = sched_.add(id, r.prompt, r.max_tokens, i == 0 ? 0 : p.id, reuse_prefix);
     prompt_tokens_ += i == 0 ? r.prompt.size() : 0;
     const bool starts_in_reasoning = r.prompt_opens_think;
     RequestState& rs =
@@ -308,10 +310,22 @@ void EngineImpl::run_step() {
     if (r.sample)  // the last token's row, and each draft token's
       for (int i = r.n_new - 1 - r.n_draft; i < r.n_new; ++i) batch.logit_rows.push_back(q_begin + i);
   }
-  std::vector<float> logits(batch.logit_rows.size() * static_cast<size_t>(lm_.model->config().vocab_size));
+  const size_t n_sampled_rows = batch.logit_rows.size();
+  std::vector<PromptLogprobRow> prompt_rows;  // their rows follow the sampled ones
+  for (size_t i = 0; i < out.requests.size(); ++i) {
+    auto it = live_.find(out.requests[i].id);
+    if (it != live_.end() && it->second.wants_prompt_logprobs() && lm_.tokenizer)
+      add_prompt_logprob_rows(out.requests[i], *sched_.request(out.requests[i].id), q_begins[i], it->second,
+                              *lm_.tokenizer, batch, prompt_rows);
+  }
+  const size_t vocab = static_cast<size_t>(lm_.model->config().vocab_size);
+  std::vector<float> logits(batch.logit_rows.size() * vocab);
   const bool hidden = drafter_ && drafter_->needs_hidden();
   hidden_.resize(hidden ? batch.tokens.size() * static_cast<size_t>(lm_.model->config().hidden_size) : 0);
   Status st = lm_.model->forward(batch, kv_, logits.data(), hidden ? hidden_.data() : nullptr);
+  if (st.ok() && !prompt_rows.empty())
+    score_prompt_rows(prompt_rows, std::span<const float>(logits).subspan(n_sampled_rows * vocab), vocab,
+                      *lm_.tokenizer, host_pool_);
   if (st.ok()) st = sample_and_emit(out, logits);
   if (st.ok()) st = draft_next(out, q_begins);
   if (!st.ok()) fail_step(out, st);
@@ -400,6 +414,7 @@ Status EngineImpl::sample_and_emit(const SchedulerOutput& out, const std::vector
     d.rs->count_draft(d.r->n_draft, t.n_accepted());
     ev.tokens = t.tokens;
     ev.logprobs = std::move(t.logprobs);
+    ev.prompt_logprobs = d.rs->take_prompt_logprobs();
     ev.text = std::move(t.text);
     sampled.push_back({d.r->id, t.tokens.back(), t.stop, {t.tokens.begin(), t.tokens.end() - 1}});
     generated_tokens_ += t.tokens.size();

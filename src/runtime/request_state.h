@@ -4,6 +4,8 @@
 
 #include <memory>
 #include <optional>
+#include <utility>
+#include <vector>
 #include <string>
 
 #include "cai/engine.h"
@@ -45,6 +47,15 @@ class RequestState {
   void count_draft(int drafted, int accepted) { n_draft_tokens_ += drafted, n_accepted_tokens_ += accepted; }
   int n_draft_tokens() const { return n_draft_tokens_; }
   int n_accepted_tokens() const { return n_accepted_tokens_; }
+  // GenerationRequest::prompt_logprobs for this choice (choice 0 only); the prompt position whose logprob comes next
+  // (positions recomputed after a preemption are known already), adding it, and taking those not yet sent.
+  bool wants_prompt_logprobs() const { return index_ == 0 && request_.prompt_logprobs && request_.top_logprobs >= 0; }
+  int next_prompt_logprob() const { return n_prompt_logprobs_; }
+  void add_prompt_logprob(TokenLogprob lp) {
+    prompt_logprobs_.push_back(std::move(lp));
+    ++n_prompt_logprobs_;
+  }
+  std::vector<TokenLogprob> take_prompt_logprobs() { return std::exchange(prompt_logprobs_, {}); }
 
  private:
   GenerationRequest request_;
@@ -60,6 +71,8 @@ class RequestState {
   bool stopped_ = false;
   std::string stop_string_;
   int n_draft_tokens_ = 0, n_accepted_tokens_ = 0;
+  std::vector<TokenLogprob> prompt_logprobs_;  // not yet sent, from position 0 (NaN: no context) on
+  int n_prompt_logprobs_ = 0;                  // positions known
 };
 
 }  // namespace cai

@@ -15,8 +15,7 @@ void ignore_field(std::string_view route, const std::string& path, std::string_v
   static const std::regex index(R"(\[\d+\])");
   const std::string name = std::regex_replace(path, index, "[]");
   std::lock_guard lock(mu);
-  if (seen.insert(std::string(route) + " " + name).second)
-    CAI_LOG_INFO("{}: ignoring '{}' ({})", route, name, why);
+  if (seen.insert(std::string(route) + " " + name).second) CAI_LOG_INFO("{}: ignoring '{}' ({})", route, name, why);
 }
 
 }  // namespace cai::server

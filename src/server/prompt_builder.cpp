@@ -26,6 +26,8 @@ BuiltPrompt PromptBuilder::encode(const std::string& text) const {
   BuiltPrompt out;
   out.tokens = tok_->encode(text, add_bos, /*parse_special=*/true);
   out.opens_think = prompt_opens_think(text);
+  out.added_bos = add_bos;
+  out.text = text;
   return out;
 }
 
@@ -102,7 +104,7 @@ Result<BuiltPrompt> PromptBuilder::completion_tokens(const std::vector<int32_t>&
   for (int32_t id : ids)
     if (id < 0 || id >= tok_->n_vocab())
       return invalid_argument("prompt token id {} is outside the vocabulary (0..{})", id, tok_->n_vocab() - 1);
-  return BuiltPrompt{ids, false};
+  return BuiltPrompt{ids, false, false, tok_->decode(ids)};
 }
 
 }  // namespace cai::server

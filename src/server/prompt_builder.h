@@ -19,6 +19,8 @@ namespace cai::server {
 struct BuiltPrompt {
   std::vector<int32_t> tokens;
   bool opens_think = false;  // the rendered prompt ends inside <think> (output starts as reasoning)
+  bool added_bos = false;    // tokens[0] is a BOS the text did not hold
+  std::string text;          // the text the tokens encode (decoded for a prompt given as token ids)
 };
 
 class PromptBuilder {

@@ -1,6 +1,6 @@
 // E2E: the official `openai` client against a real `cai serve`: n choices (whole and streamed), model aliases from
-// --served-model-name and from a --config file, a logit_bias ban, stop strings across tokens, and the reasoning
-// budget on a model whose chat template opens <think>.
+// --served-model-name and from a --config file, a logit_bias ban, stop strings across tokens, echo with prompt logprobs
+// (how lm-evaluation-harness scores), and the reasoning budget on a model whose chat template opens <think>.
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -72,6 +72,37 @@ describe("n, aliases, logit_bias and stop strings (TinyStories, --served-model-n
     assert.deepEqual(finish, ["length", "length", "length"]);
     assert.equal(usage.completion_tokens, 36);
     assert.equal(usage.prompt_tokens, whole.usage.prompt_tokens);
+  });
+
+  // Each prompt token's echoed logprob is the logprob the model gives that token when it writes it after the tokens
+  // before it (forced by logit_bias: reported logprobs are the model's own, before any bias).
+  test("echo with logprobs and max_tokens 0 scores the prompt as generation does", async () => {
+    const ids = [1, 57, 301, 88, 412, 9];
+    const scored = await client.completions.create({ model: "tiny", prompt: ids, max_tokens: 0, echo: true,
+                                                     logprobs: 1 });
+    const choice = scored.choices[0];
+    assert.equal(choice.finish_reason, "length");
+    assert.equal(scored.usage.completion_tokens, 0);
+    const lp = choice.logprobs;
+    assert.equal(lp.tokens.length, ids.length);
+    assert.equal(lp.token_logprobs[0], null);
+    assert.equal(lp.top_logprobs[0], null);
+    assert.equal(choice.text, lp.tokens.join(""));
+    for (let k = 1; k < ids.length; ++k) {
+      const written = await client.completions.create({ model: "tiny", prompt: ids.slice(0, k), max_tokens: 1,
+                                                        logprobs: 0, logit_bias: { [ids[k]]: 100 } });
+      const w = written.choices[0].logprobs;
+      assert.equal(w.tokens[0], lp.tokens[k]);
+      assert.ok(Math.abs(w.token_logprobs[0] - lp.token_logprobs[k]) < 1e-4, `${k}: ${w.token_logprobs[0]} vs ${lp.token_logprobs[k]}`);
+    }
+    // Echo also prefixes generated text; max_tokens 0 without echo, and echo on chat, are refused.
+    const echoed = await client.completions.create({ model: "tiny", prompt: "Once", max_tokens: 3, echo: true,
+                                                     temperature: 0 });
+    assert.ok(echoed.choices[0].text.startsWith("Once") && echoed.choices[0].text.length > 4);
+    await assert.rejects(client.completions.create({ model: "tiny", prompt: "Once", max_tokens: 0 }),
+                         (err) => err.status === 400 && err.param === "max_tokens");
+    await assert.rejects(client.chat.completions.create({ model: "tiny", messages: PROMPT, echo: true }),
+                         (err) => err.status === 400 && err.param === "echo");
   });
 
   test("logit_bias -100 bans a token the greedy reply used", async () => {

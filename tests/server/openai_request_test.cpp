@@ -204,15 +204,24 @@ TEST(OpenAiRequest, CompletionPrompts) {
   auto ids = parse_api_request(ApiKind::kCompletion, R"({"prompt": [1, 2, 3]})", err);
   ASSERT_TRUE(ids);
   EXPECT_EQ(ids->prompt_tokens, (std::vector<int32_t>{1, 2, 3}));
+  // echo (lm-evaluation-harness's scoring: echo, logprobs, max_tokens 0).
+  auto echo =
+      parse_api_request(ApiKind::kCompletion, R"({"prompt": "x", "echo": true, "logprobs": 1, "max_tokens": 0})", err);
+  ASSERT_TRUE(echo) << err.message;
+  EXPECT_TRUE(echo->echo);
+  EXPECT_EQ(echo->max_tokens, 0);
+  EXPECT_FALSE(
+      parse_api_request(ApiKind::kChat, R"({"messages": [{"role": "user", "content": "x"}], "echo": true})", err));
+  EXPECT_EQ(err.param, "echo");
   auto nested = parse_api_request(ApiKind::kCompletion, R"({"prompt": [[4, 5]]})", err);
   ASSERT_TRUE(nested);
   EXPECT_EQ(nested->prompt_tokens, (std::vector<int32_t>{4, 5}));
 
   for (const char* bad :
        {R"({"prompt": ["a", "b"]})", R"({"prompt": [1, -2]})", R"({"prompt": 5})", R"({"prompt": []})", R"({})",
-        R"({"prompt": "x", "logprobs": 6})", R"({"prompt": "x", "echo": true})", R"({"prompt": "x", "best_of": 2})",
-        R"({"prompt": "x", "suffix": "y"})", R"({"prompt": "x", "messages": []})",
-        R"({"prompt": "x", "top_logprobs": 1})"}) {
+        R"({"prompt": "x", "logprobs": 6})", R"({"prompt": "x", "max_tokens": 0})", R"({"prompt": "x", "best_of": 2})",
+        R"({"prompt": "x", "echo": true, "logprobs": 1, "n": 2})", R"({"prompt": "x", "suffix": "y"})",
+        R"({"prompt": "x", "messages": []})", R"({"prompt": "x", "top_logprobs": 1})"}) {
     ApiError e;
     EXPECT_FALSE(parse_api_request(ApiKind::kCompletion, bad, e)) << bad;
     EXPECT_EQ(e.http_status, 400);

@@ -12,7 +12,9 @@ using nlohmann::ordered_json;
 
 class ResponsesRequestTest : public ::testing::Test {
  protected:
-  std::optional<ResponsesRequest> parse(const std::string& body) { return parse_responses_request(body, store_, error_); }
+  std::optional<ResponsesRequest> parse(const std::string& body) {
+    return parse_responses_request(body, store_, error_);
+  }
   // The request's error, which must exist.
   ApiError refused(const std::string& body) {
     EXPECT_FALSE(parse(body)) << body;
@@ -142,7 +144,8 @@ TEST_F(ResponsesRequestTest, PreviousResponseIdContinuesTheStoredConversation) {
   ASSERT_TRUE(r) << error_.message;
   ASSERT_EQ(r->api.messages.size(), 4u) << r->api.messages.dump();
   EXPECT_EQ(r->api.messages[0], ordered_json::parse(R"({"role": "system", "content": "New."})"));
-  EXPECT_EQ(r->api.messages[3], ordered_json::parse(R"({"role": "tool", "content": "sunny", "tool_call_id": "call_9"})"));
+  EXPECT_EQ(r->api.messages[3],
+            ordered_json::parse(R"({"role": "tool", "content": "sunny", "tool_call_id": "call_9"})"));
   EXPECT_EQ(r->conversation.size(), 3u);
   EXPECT_EQ(r->settings["previous_response_id"], "resp_1");
   const ApiError e = refused(R"({"previous_response_id": "resp_404", "input": "x"})");

@@ -78,8 +78,8 @@ TEST_F(ResponsesRoutesTest, PreviousResponseIdCarriesTheConversation) {
   ASSERT_TRUE(first);
   ASSERT_EQ(first->status, 200) << first->body;
   const std::string id = json::parse(first->body)["id"];
-  auto second = post("/v1/responses", R"({"input": "Again", "instructions": "Second rules.", "previous_response_id": ")" +
-                                          id + R"("})");
+  auto second = post("/v1/responses",
+                     R"({"input": "Again", "instructions": "Second rules.", "previous_response_id": ")" + id + R"("})");
   ASSERT_TRUE(second);
   ASSERT_EQ(second->status, 200) << second->body;
   EXPECT_EQ(json::parse(second->body)["previous_response_id"], id);
@@ -91,8 +91,7 @@ TEST_F(ResponsesRoutesTest, PreviousResponseIdCarriesTheConversation) {
   auto unstored = post("/v1/responses", R"({"input": "x", "store": false})");
   ASSERT_TRUE(unstored);
   const std::string unstored_id = json::parse(unstored->body)["id"];
-  auto refused =
-      post("/v1/responses", R"({"input": "y", "previous_response_id": ")" + unstored_id + R"("})");
+  auto refused = post("/v1/responses", R"({"input": "y", "previous_response_id": ")" + unstored_id + R"("})");
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->status, 400);
   EXPECT_EQ(error_of(refused)["code"], "previous_response_not_found");

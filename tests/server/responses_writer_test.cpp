@@ -48,13 +48,23 @@ TEST(ResponsesWriter, StreamsReasoningThenTextInTheApisEventOrder) {
   const auto events = scripted_events({"Let me", " think.", "</think>", "Hello", " world"});
   ResponsesWriter w(request(R"({"input": "Hi"})", store), meta(), /*opens_think=*/true, std::nullopt, nullptr);
   const std::vector<SseEvent> got = run_stream(w, events);
-  const std::vector<std::string> expected = {
-      "response.created",           "response.in_progress",         "response.output_item.added",
-      "response.content_part.added", "response.reasoning_text.delta", "response.reasoning_text.delta",
-      "response.reasoning_text.done", "response.content_part.done",   "response.output_item.done",
-      "response.output_item.added", "response.content_part.added",   "response.output_text.delta",
-      "response.output_text.delta", "response.output_text.done",     "response.content_part.done",
-      "response.output_item.done",  "response.completed"};
+  const std::vector<std::string> expected = {"response.created",
+                                             "response.in_progress",
+                                             "response.output_item.added",
+                                             "response.content_part.added",
+                                             "response.reasoning_text.delta",
+                                             "response.reasoning_text.delta",
+                                             "response.reasoning_text.done",
+                                             "response.content_part.done",
+                                             "response.output_item.done",
+                                             "response.output_item.added",
+                                             "response.content_part.added",
+                                             "response.output_text.delta",
+                                             "response.output_text.delta",
+                                             "response.output_text.done",
+                                             "response.content_part.done",
+                                             "response.output_item.done",
+                                             "response.completed"};
   EXPECT_EQ(names(got), expected);
   for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].data["sequence_number"], i) << got[i].name;
   EXPECT_EQ(got[0].data["response"]["status"], "in_progress");
@@ -132,8 +142,7 @@ TEST(ResponsesWriter, AFinishedResponseIsStoredUnlessTheRequestSaysNot) {
 
 TEST(ResponsesWriter, LengthIsIncompleteAndAnErrorFailsTheResponse) {
   ResponseStore store(8, 1 << 20);
-  ResponsesWriter w(request(R"({"input": "Hi", "max_output_tokens": 2})", store), meta(), false, std::nullopt,
-                    nullptr);
+  ResponsesWriter w(request(R"({"input": "Hi", "max_output_tokens": 2})", store), meta(), false, std::nullopt, nullptr);
   const std::vector<SseEvent> got = run_stream(w, scripted_events({"a", "b"}, FinishReason::kLength));
   EXPECT_EQ(got.back().name, "response.incomplete");
   EXPECT_EQ(got.back().data["response"]["incomplete_details"]["reason"], "max_output_tokens");

@@ -32,7 +32,7 @@ Scheduler::Scheduler(const SchedulerOptions& options)
     : options_(options), kv_(options.n_blocks, options.block_size, options.prefix_caching),
       token_budget_(options.max_tokens_per_step) {}
 
-Status Scheduler::add(uint64_t id, std::vector<int32_t> prompt, int max_tokens, uint64_t follows) {
+Status Scheduler::add(uint64_t id, std::vector<int32_t> prompt, int max_tokens, uint64_t follows, bool reuse_prefix) {
   if (requests_.count(id)) return invalid_argument("request id {} is already queued or running", id);
   if (prompt.empty()) return invalid_argument("request {} has an empty prompt", id);
   if (max_tokens < 1) return invalid_argument("request {}: max_tokens must be at least 1, got {}", id, max_tokens);
@@ -50,6 +50,7 @@ Status Scheduler::add(uint64_t id, std::vector<int32_t> prompt, int max_tokens, 
   r.tokens = std::move(prompt);
   r.max_tokens = max_tokens;
   r.follows = follows;
+  r.reuse_prefix = reuse_prefix;
   requests_.emplace(id, std::move(r));
   waiting_.push_back(id);
   return {};
@@ -133,7 +134,7 @@ void Scheduler::schedule_waiting(SchedulerOutput& out, int& budget) {
 }
 
 bool Scheduler::admission_prefix(const SchedRequest& r, ComputedPrefix& prefix) const {
-  prefix = kv_.get_computed_blocks(r.tokens);
+  prefix = r.reuse_prefix ? kv_.get_computed_blocks(r.tokens) : ComputedPrefix{};
   const SchedRequest* lead = r.follows ? request(r.follows) : nullptr;
   if (!lead || lead->status != RequestStatus::kRunning) return true;  // the leader is gone or queued: no sharing
   if (lead->n_computed < lead->n_prompt) return false;

@@ -32,6 +32,7 @@ struct SchedRequest {
   int n_cached_prompt_tokens = 0;  // prompt tokens found in the prefix cache (or shared) at first admission
   uint64_t follows = 0;            // a sibling with the same prompt whose prompt KV blocks this one shares (0: none)
   std::vector<int32_t> draft;      // speculative tokens to verify after the last one at its next decode step
+  bool reuse_prefix = true;        // false: the prompt is computed whole, none of it from the prefix cache
   int n_generated() const { return int(tokens.size()) - n_prompt; }
 };
 
@@ -54,8 +55,9 @@ class Scheduler {
   // Queues a request. invalid_argument for a duplicate id, an empty prompt, max_tokens < 1, or a request
   // that could not fit in the whole KV cache even alone (it would preempt forever). With `follows` (a request queued
   // earlier with the same prompt: the other choices of an n > 1 request) it is admitted once that request's prompt is
-  // computed and takes its full prompt blocks by reference instead of computing them.
-  Status add(uint64_t id, std::vector<int32_t> prompt, int max_tokens, uint64_t follows = 0);
+  // computed and takes its full prompt blocks by reference instead of computing them. Without `reuse_prefix` nothing
+  // is taken from the prefix cache (the caller wants the logits of every prompt position).
+  Status add(uint64_t id, std::vector<int32_t> prompt, int max_tokens, uint64_t follows = 0, bool reuse_prefix = true);
 
   // Picks this step's work: running requests first (preempting the most recently admitted ones when
   // blocks run out), then waiting requests FIFO while budget, batch slots and blocks last.

@@ -150,6 +150,9 @@ bool HttpServer::prepare(const ApiRequest& api, BuiltPrompt& prompt, GenerationR
   // Defaults: completions stop after 16 tokens as OpenAI's; chat after --default-max-tokens (0: the context left).
   const int chat_default = options_.default_max_tokens > 0 ? std::min(options_.default_max_tokens, room) : room;
   gen.max_tokens = asked ? *asked : api.kind == ApiKind::kChat ? chat_default : std::min(16, room);
+  // max_tokens 0 (echo): the engine computes the prompt and one token, which the writer leaves out.
+  if (gen.max_tokens == 0) gen.max_tokens = 1;
+  gen.prompt_logprobs = api.echo && api.top_logprobs >= 0;
   if (options_.max_output_tokens > 0) gen.max_tokens = std::min(gen.max_tokens, options_.max_output_tokens);
   gen.prompt = prompt.tokens;
   gen.sampling = api.sampling;
@@ -210,6 +213,7 @@ void HttpServer::handle_generate(ApiKind kind, const httplib::ContentReader& rea
                         res.get_header_value("request-id"), arrival};
   auto writer =
       std::make_shared<ResponseWriter>(*api, std::move(meta), prompt.opens_think, prompts_->tool_style().syntax);
+  if (api->echo) writer->echo(prompt.text, prompt.added_bos);
   if (api->stream) return respond_stream(std::move(gen).value(), std::move(writer), res, line);
   respond_full(std::move(gen).value(), std::move(writer), res, line);
 }

@@ -219,7 +219,9 @@ void read_sampling(FieldReader& r, ApiRequest& req) {
 
 void read_lengths_and_counts(FieldReader& r, ApiRequest& req) {
   int64_t v = 0;
-  if (r.integer("max_tokens", v, 1, std::numeric_limits<int32_t>::max())) req.max_tokens = static_cast<int>(v);
+  // max_tokens 0 asks for the prompt's logprobs only (echo), as lm-evaluation-harness scores continuations.
+  const int64_t min_tokens = req.echo ? 0 : 1;
+  if (r.integer("max_tokens", v, min_tokens, std::numeric_limits<int32_t>::max())) req.max_tokens = static_cast<int>(v);
   if (r.integer("max_completion_tokens", v, 1, std::numeric_limits<int32_t>::max()))
     req.max_tokens = static_cast<int>(v);
   if (r.integer("n", v, 1, kMaxChoices)) req.n = static_cast<int>(v);
@@ -357,8 +359,6 @@ void check_keys(FieldReader& r, const json& body, ApiKind kind) {
     }
     return r.fail(fmt::format("Unrecognized request argument supplied: {}", key), key);
   }
-  bool echo = false;
-  if (r.boolean("echo", echo) && echo) r.fail("'echo' is not supported by this server", "echo");
 }
 
 }  // namespace
@@ -389,6 +389,8 @@ std::optional<ApiRequest> parse_api_request(ApiKind kind, std::string_view body,
   } else {
     read_prompt(r, req);
   }
+  if (r.boolean("echo", req.echo) && req.echo && kind == ApiKind::kChat)
+    r.fail("'echo' is a completions parameter (/v1/completions)", "echo");
   read_lengths_and_counts(r, req);
   read_sampling(r, req);
   read_stop(r, req);
@@ -399,6 +401,8 @@ std::optional<ApiRequest> parse_api_request(ApiKind kind, std::string_view body,
   read_speculation(r, req);
   read_response_format(r, req, body);
   r.boolean("ignore_eos", req.ignore_eos);
+  if (req.echo && req.top_logprobs >= 0 && req.n > 1)
+    r.fail("'echo' with 'logprobs' scores the prompt once: ask for n = 1", "n");
   if (r.failed()) return std::nullopt;
   return req;
 }

@@ -58,7 +58,10 @@ struct ApiRequest {
   bool include_usage = false;  // stream_options.include_usage
   int top_logprobs = -1;       // -1: no logprobs
   bool ignore_eos = false;     // extension (vLLM): keep generating past EOS
-  int n = 1;                   // choices, 1..kMaxChoices
+  // Completions: the prompt is repeated before each choice's text (and, with logprobs, its tokens' logprobs before the
+  // generated ones'); with max_tokens 0 (allowed only with echo) nothing is generated.
+  bool echo = false;
+  int n = 1;  // choices, 1..kMaxChoices
   // Reasoning budget in tokens (-1: none), from max_reasoning_tokens or reasoning_effort (see reasoning_budget_for).
   int max_reasoning_tokens = -1;
   // Extensions: this request's speculative decoding (GenerationRequest::spec_method / spec_tokens).
@@ -84,8 +87,8 @@ int reasoning_budget_for(std::string_view effort);
 
 // Parses and validates a /v1/chat/completions or /v1/completions body. Unknown parameters are rejected unless they
 // are OpenAI parameters that do not change the output (user, metadata, store, ...); parameters this server cannot
-// honour (tools on completions, n > kMaxChoices, echo, ...) are rejected with a message saying so. logit_bias keys are
-// checked against the vocabulary later (the parser does not know it).
+// honour (tools on completions, n > kMaxChoices, echo on chat, ...) are rejected with a message saying so. logit_bias
+// keys are checked against the vocabulary later (the parser does not know it).
 std::optional<ApiRequest> parse_api_request(ApiKind kind, std::string_view body, ApiError& error);
 
 }  // namespace cai::server

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <random>
 
 namespace cai::server {
@@ -60,10 +61,15 @@ json completion_logprobs_json(const std::vector<TokenLogprob>& lps, size_t text_
   size_t offset = text_offset0;
   for (const TokenLogprob& lp : lps) {
     tokens.push_back(lp.text);
-    token_logprobs.push_back(lp.logprob);
-    json alts = json::object();
-    for (const auto& [text, logprob] : lp.top) alts[text] = logprob;
-    top.push_back(std::move(alts));
+    if (std::isnan(lp.logprob)) {  // an echoed prompt's first token: nothing before it to score it
+      token_logprobs.push_back(nullptr);
+      top.push_back(nullptr);
+    } else {
+      token_logprobs.push_back(lp.logprob);
+      json alts = json::object();
+      for (const auto& [text, logprob] : lp.top) alts[text] = logprob;
+      top.push_back(std::move(alts));
+    }
     offsets.push_back(offset);
     offset += lp.text.size();
   }

@@ -14,7 +14,7 @@
 namespace cai::server {
 
 struct StoredResponse {
-  nlohmann::json response;               // the response object as it was returned
+  nlohmann::json response;              // the response object as it was returned
   nlohmann::ordered_json conversation;  // the chat messages up to and including its answer, instructions left out
 };
 

@@ -43,7 +43,8 @@ ApiError engine_end_error(FinishReason finish, const std::string& message, Statu
 
 ResponseWriter::ResponseWriter(const ApiRequest& request, ResponseMeta meta, bool opens_think, ToolSyntax tool_syntax)
     : kind_(request.kind), want_logprobs_(request.top_logprobs >= 0), include_usage_(request.include_usage),
-      tool_syntax_(tool_syntax), parallel_tool_calls_(request.parallel_tool_calls), meta_(std::move(meta)),
+      tool_syntax_(tool_syntax), parallel_tool_calls_(request.parallel_tool_calls),
+      generate_nothing_(request.max_tokens == 0), meta_(std::move(meta)),
       choices_(static_cast<size_t>(request.n), Choice(opens_think)) {
   if (request.kind == ApiKind::kChat && !tool_offer(request).tools.empty())
     for (Choice& c : choices_) c.tools.emplace(tool_syntax);
@@ -106,7 +107,36 @@ std::string ResponseWriter::stream_chat(int index, Choice& c, const StreamEvent&
   return out;
 }
 
-std::string ResponseWriter::stream_completion(int index, Choice& c, const StreamEvent& ev) {
+void ResponseWriter::echo(std::string prompt_text, bool added_bos) {
+  echo_text_ = std::move(prompt_text);
+  echo_added_bos_ = added_bos;
+}
+
+StreamEvent ResponseWriter::completion_view(Choice& c, const StreamEvent& ev) const {
+  StreamEvent out = ev;
+  if (generate_nothing_) {
+    out.text.clear();
+    out.tokens.clear();
+    out.logprobs.clear();
+    if (ev.finish == FinishReason::kStop) out.finish = FinishReason::kLength;
+  }
+  if (!echo_text_ || c.echoed) return out;
+  c.echoed = true;
+  out.text = *echo_text_ + out.text;
+  std::vector<TokenLogprob> lps = ev.prompt_logprobs;
+  if (echo_added_bos_ && !lps.empty()) lps[0].text.clear();
+  lps.insert(lps.end(), out.logprobs.begin(), out.logprobs.end());
+  out.logprobs = std::move(lps);
+  return out;
+}
+
+Usage ResponseWriter::reported(Usage u) const {
+  if (generate_nothing_) u.completion_tokens = 0;
+  return u;
+}
+
+std::string ResponseWriter::stream_completion(int index, Choice& c, const StreamEvent& event) {
+  const StreamEvent ev = completion_view(c, event);
   json lp = ev.logprobs.empty() ? json(nullptr) : logprobs_json(c, ev.logprobs);
   if (ev.text.empty() && lp.is_null()) return {};
   return sse_data(completion_chunk_json(meta_, index, ev.text, FinishReason::kNone, lp));
@@ -117,6 +147,7 @@ std::string ResponseWriter::stream(const StreamEvent& ev, const Usage& usage) {
   Choice& c = choices_[static_cast<size_t>(ev.index)];
   std::string out = kind_ == ApiKind::kChat ? stream_chat(ev.index, c, ev) : stream_completion(ev.index, c, ev);
   if (ev.finish == FinishReason::kNone) return out;
+  const FinishReason finish = kind_ == ApiKind::kCompletion ? completion_view(c, ev).finish : ev.finish;
   if (!end_choice(c, ev)) {
     out += sse_data(error_json(engine_end_error(error_finish_, error_, error_code_)));
     out += kSseDone;
@@ -124,19 +155,20 @@ std::string ResponseWriter::stream(const StreamEvent& ev, const Usage& usage) {
     return out;
   }
   json last = kind_ == ApiKind::kChat ? chat_chunk_json(meta_, ev.index, json::object(), ev.finish, nullptr)
-                                      : completion_chunk_json(meta_, ev.index, "", ev.finish, nullptr);
+                                      : completion_chunk_json(meta_, ev.index, "", finish, nullptr);
   if (c.tools) last["choices"][0]["finish_reason"] = chat_finish_reason_json(ev.finish, !c.tools->calls().empty());
   out += sse_data(last);
   if (n_ended_ < static_cast<int>(choices_.size())) return out;
-  if (include_usage_) out += sse_data(usage_chunk_json(meta_, kind_ == ApiKind::kChat, usage));
+  if (include_usage_) out += sse_data(usage_chunk_json(meta_, kind_ == ApiKind::kChat, reported(usage)));
   out += kSseDone;
   done_ = true;
   return out;
 }
 
-void ResponseWriter::collect(const StreamEvent& ev) {
-  if (ev.index < 0 || static_cast<size_t>(ev.index) >= choices_.size()) return;
-  Choice& c = choices_[static_cast<size_t>(ev.index)];
+void ResponseWriter::collect(const StreamEvent& event) {
+  if (event.index < 0 || static_cast<size_t>(event.index) >= choices_.size()) return;
+  Choice& c = choices_[static_cast<size_t>(event.index)];
+  const StreamEvent ev = kind_ == ApiKind::kCompletion ? completion_view(c, event) : event;
   if (kind_ == ApiKind::kChat) {
     ReasoningDelta d = c.parser.push(ev.text);
     c.reasoning += d.reasoning;
@@ -170,7 +202,7 @@ json ResponseWriter::result(const Usage& usage) {
   std::vector<ChoiceResult> out;
   for (Choice& c : choices_) out.push_back({c.reasoning, c.text, c.finish, logprobs_json(c, c.logprobs), c.tool_calls});
   if (kind_ == ApiKind::kChat) return chat_completion_json(meta_, out, usage);
-  return completion_json(meta_, out, usage);
+  return completion_json(meta_, out, reported(usage));
 }
 
 }  // namespace cai::server

@@ -35,6 +35,9 @@ class ResponseWriter : public EventWriter {
   // Non-streaming result after every final event: the response object, or the error a choice ended with.
   bool failed(ApiError* error) const override;
   nlohmann::json result(const Usage& usage) override;
+  // Completions with echo: each choice's text starts with `prompt_text`, and with logprobs its logprobs with the
+  // prompt's (choice 0's first event brings them; a BOS the server added, `added_bos`, is listed with empty text).
+  void echo(std::string prompt_text, bool added_bos);
 
  private:
   struct Choice {
@@ -47,6 +50,7 @@ class ResponseWriter : public EventWriter {
     std::vector<TokenLogprob> logprobs;
     std::optional<ToolCallStream> tools;  // with tools offered
     std::vector<ToolCall> tool_calls;     // non-streaming: the calls of the answer
+    bool echoed = false;                  // echo: the prompt went out before the choice's first text
   };
 
   std::string stream_chat(int index, Choice& c, const StreamEvent& ev);
@@ -54,12 +58,20 @@ class ResponseWriter : public EventWriter {
   nlohmann::json logprobs_json(Choice& c, const std::vector<TokenLogprob>& lps);
   // Records a choice's final event; false when it ended with an error (kept for failed()).
   bool end_choice(Choice& c, const StreamEvent& ev);
+  // A completion event as the client sees it: the echoed prompt before the choice's first text, nothing generated
+  // with max_tokens 0.
+  StreamEvent completion_view(Choice& c, const StreamEvent& ev) const;
+  // The usage as reported: no completion tokens with max_tokens 0.
+  Usage reported(Usage u) const;
 
   ApiKind kind_;
   bool want_logprobs_;
   bool include_usage_;
   ToolSyntax tool_syntax_;
   bool parallel_tool_calls_;
+  bool generate_nothing_;  // max_tokens 0
+  std::optional<std::string> echo_text_;
+  bool echo_added_bos_ = false;
   ResponseMeta meta_;
   std::vector<Choice> choices_;
   int n_ended_ = 0;

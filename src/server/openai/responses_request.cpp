@@ -28,12 +28,12 @@ constexpr std::array<std::string_view, 41> kKnown = {
     "ignore_eos", "max_reasoning_tokens", "speculative_method", "num_speculative_tokens", "client_metadata"};
 // Extensions passed to the chat request unchanged.
 constexpr std::array<std::string_view, 12> kPassThrough = {
-    "seed", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty", "stop", "logit_bias",
-    "ignore_eos", "max_reasoning_tokens", "speculative_method", "num_speculative_tokens"};
+    "seed", "top_k",      "min_p",      "presence_penalty",     "frequency_penalty",  "repetition_penalty",
+    "stop", "logit_bias", "ignore_eos", "max_reasoning_tokens", "speculative_method", "num_speculative_tokens"};
 // Tool types OpenAI runs on its own servers: this server has none of them.
-constexpr std::array<std::string_view, 9> kHostedTools = {"web_search",       "web_search_preview", "file_search",
-                                                          "code_interpreter", "image_generation",   "computer",
-                                                          "computer_use_preview", "mcp",            "local_shell"};
+constexpr std::array<std::string_view, 9> kHostedTools = {
+    "web_search", "web_search_preview",   "file_search", "code_interpreter", "image_generation",
+    "computer",   "computer_use_preview", "mcp",         "local_shell"};
 
 template <size_t N>
 bool one_of(const std::array<std::string_view, N>& names, std::string_view s) {
@@ -79,7 +79,8 @@ class Translator {
   // become notes.
   bool content_text(const ordered_json& content, const std::string& param, std::string& out, bool from_tool = false) {
     if (content.is_string()) return out = content.get<std::string>(), true;
-    if (!content.is_array()) return fail(fmt::format("'{}' must be a string or an array of content parts", param), param);
+    if (!content.is_array())
+      return fail(fmt::format("'{}' must be a string or an array of content parts", param), param);
     for (size_t i = 0; i < content.size(); ++i) {
       const ordered_json& part = content[i];
       const std::string where = fmt::format("{}[{}]", param, i);
@@ -93,9 +94,9 @@ class Translator {
       } else if (from_tool && (type == "input_image" || type == "input_file")) {
         text = media_note(type.substr(6));
       } else if (type == "input_image" || type == "input_file" || type == "input_audio") {
-        return fail(fmt::format("'{}': this model reads text only (content parts of type '{}' are not supported)",
-                                where, type),
-                    where + ".type");
+        return fail(
+            fmt::format("'{}': this model reads text only (content parts of type '{}' are not supported)", where, type),
+            where + ".type");
       } else {
         return fail(fmt::format("'{}': content parts of type '{}' are not supported", where, type), where + ".type");
       }
@@ -272,9 +273,9 @@ class Translator {
     std::string call_id, text;
     if (!string_field(it, "call_id", where + ".call_id", call_id, true)) return false;
     if (!call_ids_.contains(call_id))
-      return fail(fmt::format("'{}.call_id' \"{}\" answers no earlier function_call in the conversation", where,
-                              call_id),
-                  where + ".call_id");
+      return fail(
+          fmt::format("'{}.call_id' \"{}\" answers no earlier function_call in the conversation", where, call_id),
+          where + ".call_id");
     const ordered_json* output = field(it, "output");
     if (!is_set(output)) return fail(fmt::format("'{}.output' is required", where), where + ".output");
     if (!content_text(*output, where + ".output", text, /*from_tool=*/true)) return false;

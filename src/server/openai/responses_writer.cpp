@@ -77,8 +77,10 @@ void ResponsesWriter::close(std::vector<Event>& out) {
     logprobs_ = json::array();
   } else if (item["type"] == "custom_tool_call") {
     const std::string input = custom_input(open_text_);
-    out.push_back({"response.custom_tool_call_input.delta", {{"item_id", id}, {"output_index", index}, {"delta", input}}});
-    out.push_back({"response.custom_tool_call_input.done", {{"item_id", id}, {"output_index", index}, {"input", input}}});
+    out.push_back(
+        {"response.custom_tool_call_input.delta", {{"item_id", id}, {"output_index", index}, {"delta", input}}});
+    out.push_back(
+        {"response.custom_tool_call_input.done", {{"item_id", id}, {"output_index", index}, {"input", input}}});
     item["input"] = input;
     item["status"] = "completed";
     calls_.push_back({item["call_id"], called_name(item), json{{"input", input}}.dump()});
@@ -95,15 +97,14 @@ void ResponsesWriter::close(std::vector<Event>& out) {
 
 void ResponsesWriter::reasoning_delta(std::vector<Event>& out, const std::string& text) {
   if (open_ != Open::kReasoning)
-    open(out, Open::kReasoning,
-         {{"id", new_response_id("rs_")}, {"type", "reasoning"}, {"summary", json::array()}, {"content", json::array()}},
-         {{"type", "reasoning_text"}, {"text", ""}});
+    open(
+        out, Open::kReasoning,
+        {{"id", new_response_id("rs_")}, {"type", "reasoning"}, {"summary", json::array()}, {"content", json::array()}},
+        {{"type", "reasoning_text"}, {"text", ""}});
   open_text_ += text;
-  out.push_back({"response.reasoning_text.delta",
-                 {{"item_id", items_.back()["id"]},
-                  {"output_index", items_.size() - 1},
-                  {"content_index", 0},
-                  {"delta", text}}});
+  out.push_back(
+      {"response.reasoning_text.delta",
+       {{"item_id", items_.back()["id"]}, {"output_index", items_.size() - 1}, {"content_index", 0}, {"delta", text}}});
 }
 
 void ResponsesWriter::text_delta(std::vector<Event>& out, const std::string& text) {
@@ -143,8 +144,9 @@ void ResponsesWriter::add_answer(std::vector<Event>& out, const ToolCallStream::
     }
     open_text_ += call.arguments;
     if (!call.arguments.empty() && items_.back()["type"] == "function_call")
-      out.push_back({"response.function_call_arguments.delta",
-                     {{"item_id", items_.back()["id"]}, {"output_index", items_.size() - 1}, {"delta", call.arguments}}});
+      out.push_back(
+          {"response.function_call_arguments.delta",
+           {{"item_id", items_.back()["id"]}, {"output_index", items_.size() - 1}, {"delta", call.arguments}}});
   }
 }
 

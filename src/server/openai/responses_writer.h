@@ -70,11 +70,11 @@ class ResponsesWriter : public EventWriter {
 
   nlohmann::json items_ = nlohmann::json::array();  // the output items so far, the open one last
   Open open_ = Open::kNone;
-  std::string open_text_;      // the open item's text (reasoning, message) or arguments (call)
-  int open_call_ = -1;         // the ToolCallStream index of the open call
+  std::string open_text_;                              // the open item's text (reasoning, message) or arguments (call)
+  int open_call_ = -1;                                 // the ToolCallStream index of the open call
   nlohmann::json logprobs_ = nlohmann::json::array();  // the open message's token logprobs
-  std::vector<ToolCall> calls_;  // every call, for the stored conversation
-  std::string answer_;           // the message text, for the stored conversation
+  std::vector<ToolCall> calls_;                        // every call, for the stored conversation
+  std::string answer_;                                 // the message text, for the stored conversation
   int reasoning_tokens_ = 0;
   int sequence_ = 0;
   bool started_ = false;
