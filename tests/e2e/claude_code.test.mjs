@@ -5,12 +5,12 @@
 // The model is writeAgentModel's (server_harness.mjs): DeepSeek-V3's real BPE vocabulary keeps Claude Code's
 // ~11k-token system prompt ~11k tokens. Random weights never choose end-of-sequence by themselves: the server biases it
 // (--logit-bias 1:14, token 1 is <｜end▁of▁sentence｜>) and caps answers (--max-output-tokens), so each turn ends at once with `end_turn`. Claude Code
-// gets a temporary HOME and no traffic beyond the server (CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC).
+// gets a temporary HOME and no traffic beyond the server (CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC, agentEnv).
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 
-import { repoRoot, runTool, startServer, tempDir, writeAgentModel } from "./server_harness.mjs";
+import { agentEnv, repoRoot, runTool, startServer, tempDir, writeAgentModel } from "./server_harness.mjs";
 
 const claudeBin = join(repoRoot, "node_modules", ".bin", "claude");
 const KEY = "e2e-key";
@@ -18,8 +18,8 @@ const KEY = "e2e-key";
 // Runs `claude -p PROMPT ...args` against the server; resolves to { code, stdout, stderr }.
 function claude(origin, args) {
   const home = tempDir("cai-claude-home-");
-  const env = { ...process.env, HOME: home, ANTHROPIC_BASE_URL: origin, ANTHROPIC_AUTH_TOKEN: KEY,
-                CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1", DISABLE_AUTOUPDATER: "1" };
+  const env = agentEnv(home, { ANTHROPIC_BASE_URL: origin, ANTHROPIC_AUTH_TOKEN: KEY,
+                              CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1", DISABLE_AUTOUPDATER: "1" });
   for (const name of ["ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_API_KEY"]) delete env[name];
   return runTool(claudeBin, ["-p", "Say hello", ...args], { cwd: home, env });
 }

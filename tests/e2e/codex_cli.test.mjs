@@ -6,13 +6,14 @@
 // The model is writeAgentModel's (server_harness.mjs). One server biases end-of-sequence (--logit-bias 1:14, token 1)
 // so each turn ends at once and completes; the other lets the random weights write until --max-output-tokens, so the
 // streamed text reaches Codex as an agent message and the turn ends as an incomplete response (OpenAI's semantics:
-// Codex reports "max_output_tokens"). Codex gets a temporary CODEX_HOME with update checks, analytics and feedback off.
+// Codex reports "max_output_tokens"). Codex gets a temporary CODEX_HOME with update checks, analytics and feedback off,
+// and no network beyond the server (agentEnv).
 import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 
-import { repoRoot, runTool, startServer, tempDir, writeAgentModel } from "./server_harness.mjs";
+import { agentEnv, repoRoot, runTool, startServer, tempDir, writeAgentModel } from "./server_harness.mjs";
 
 const codexBin = join(repoRoot, "node_modules", ".bin", "codex");
 const KEY = "e2e-key";
@@ -43,7 +44,7 @@ enabled = false
 async function codex(home, args) {
   const cwd = join(home, "work");
   mkdirSync(cwd, { recursive: true });
-  const env = { ...process.env, CODEX_HOME: home, CAI_API_KEY: KEY };
+  const env = agentEnv(home, { CODEX_HOME: home, CAI_API_KEY: KEY });
   for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY"]) delete env[name];
   const r = await runTool(codexBin, ["exec", "--strict-config", "--json", "--skip-git-repo-check", ...args],
                           { cwd, env });

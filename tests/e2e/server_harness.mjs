@@ -133,3 +133,16 @@ export function runTool(bin, args, { cwd, env, timeoutMs = 120_000 }) {
     proc.on("exit", (code) => { clearTimeout(timer); ok({ code, stdout, stderr }); });
   });
 }
+
+// The environment a coding-agent CLI runs in: this process's, with a scratch HOME (and XDG directories under it), the
+// npm registry unreachable and offline (some agents install plugins at start), and every proxy-aware HTTP client sent
+// to a dead loopback port for anything but the server, so that no update check, telemetry or download leaves the machine.
+export function agentEnv(home, extra = {}) {
+  const env = { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, ".config"), XDG_DATA_HOME: join(home, ".data"),
+                XDG_CACHE_HOME: join(home, ".cache"), XDG_STATE_HOME: join(home, ".state"),
+                npm_config_registry: "http://127.0.0.1:9/", npm_config_offline: "true",
+                HTTP_PROXY: "http://127.0.0.1:9", HTTPS_PROXY: "http://127.0.0.1:9", NO_PROXY: "127.0.0.1,localhost",
+                ...extra };
+  for (const name of ["http_proxy", "https_proxy", "no_proxy", "all_proxy", "ALL_PROXY"]) delete env[name];
+  return env;
+}

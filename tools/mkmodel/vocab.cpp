@@ -150,9 +150,13 @@ nlohmann::ordered_json hf_tokenizer_json(const SyntheticVocab& v, const std::str
       {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
   Json added = Json::array();
   Json vocab = Json::object();
+  // Appended to the object's entry vector directly: the tokens are distinct, and ordered_json's own insert looks for
+  // the key first, which makes a 150k-token vocabulary quadratic.
+  auto& entries = static_cast<Json::object_t::Container&>(vocab.get_ref<Json::object_t&>());
+  entries.reserve(v.tokens.size());
   for (size_t id = 0; id < v.tokens.size(); ++id) {
     if (v.types[id] != kTokenControl) {
-      vocab[v.tokens[id]] = id;
+      entries.emplace_back(v.tokens[id], id);
       continue;
     }
     added.push_back({{"id", id},
