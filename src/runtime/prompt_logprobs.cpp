@@ -32,8 +32,8 @@ void score_prompt_rows(std::span<const PromptLogprobRow> rows, std::span<const f
   pool.parallel_for(static_cast<int64_t>(rows.size()), 1, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const size_t k = static_cast<size_t>(i);
-      scored[k] = token_logprobs(logits.subspan(k * vocab, vocab), rows[k].token, rows[k].rs->request().top_logprobs,
-                                 tok);
+      scored[k] =
+          token_logprobs(logits.subspan(k * vocab, vocab), rows[k].token, rows[k].rs->request().top_logprobs, tok);
     }
   });
   for (size_t k = 0; k < rows.size(); ++k) rows[k].rs->add_prompt_logprob(std::move(scored[k]));

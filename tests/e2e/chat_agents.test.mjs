@@ -17,8 +17,8 @@ const KEY = "e2e-key";
 
 // The chat requests the server answered since its log had `from` characters: [{ prompt, cached }].
 function answered(server, from) {
-  return [...server.stderr().slice(from).matchAll(/POST \/v1\/chat\/completions 200 model model prompt (\d+) tokens \((\d+) cached\)/g)]
-    .map((m) => ({ prompt: Number(m[1]), cached: Number(m[2]) }));
+  const line = /POST \/v1\/chat\/completions 200 model model prompt (\d+) tokens \((\d+) cached\)/g;
+  return [...server.stderr().slice(from).matchAll(line)].map((m) => ({ prompt: Number(m[1]), cached: Number(m[2]) }));
 }
 
 // A scratch home with a work directory inside; resolves paths under it.
@@ -53,7 +53,8 @@ models:
     const from = server.stderr().length;
     const r = await runTool(bin("cn"), ["-p", "--config", config, "--format", "json", "Say hello"],
                             { cwd: join(home, "work"),
-                              env: agentEnv(home, { CONTINUE_CLI_ENABLE_TELEMETRY: "0", CONTINUE_METRICS_ENABLED: "0" }) });
+                              env: agentEnv(home, { CONTINUE_CLI_ENABLE_TELEMETRY: "0",
+                                                    CONTINUE_METRICS_ENABLED: "0" }) });
     assert.equal(r.code, 0, `stdout: ${r.stdout}\nstderr: ${r.stderr}`);
     const out = JSON.parse(r.stdout.trim().split("\n").at(-1));
     assert.equal(out.status, "success", r.stdout);
@@ -75,7 +76,8 @@ models:
     const env = agentEnv(home, { OPENCODE_CONFIG: config, OPENCODE_DISABLE_MODELS_FETCH: "1",
                                  OPENCODE_DISABLE_AUTOUPDATE: "1", OPENCODE_DISABLE_SHARE: "1",
                                  OPENCODE_DISABLE_LSP_DOWNLOAD: "1", OPENCODE_DISABLE_DEFAULT_PLUGINS: "1" });
-    const r = await runTool(bin("opencode"), ["run", "--format", "json", "Say hello"], { cwd: join(home, "work"), env });
+    const r = await runTool(bin("opencode"), ["run", "--format", "json", "Say hello"],
+                            { cwd: join(home, "work"), env });
     assert.equal(r.code, 0, `stdout: ${r.stdout}\nstderr: ${r.stderr}`);
     const events = r.stdout.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
     const text = events.filter((e) => e.type === "text").map((e) => e.part.text).join("");

@@ -93,7 +93,8 @@ describe("n, aliases, logit_bias and stop strings (TinyStories, --served-model-n
                                                         logprobs: 0, logit_bias: { [ids[k]]: 100 } });
       const w = written.choices[0].logprobs;
       assert.equal(w.tokens[0], lp.tokens[k]);
-      assert.ok(Math.abs(w.token_logprobs[0] - lp.token_logprobs[k]) < 1e-4, `${k}: ${w.token_logprobs[0]} vs ${lp.token_logprobs[k]}`);
+      assert.ok(Math.abs(w.token_logprobs[0] - lp.token_logprobs[k]) < 1e-4,
+                `${k}: ${w.token_logprobs[0]} vs ${lp.token_logprobs[k]}`);
     }
     // Echo also prefixes generated text; max_tokens 0 without echo, and echo on chat, are refused.
     const echoed = await client.completions.create({ model: "tiny", prompt: "Once", max_tokens: 3, echo: true,

@@ -23,7 +23,8 @@ const WEATHER = {
   strict: true,
   parameters: {
     type: "object",
-    properties: { city: { type: "string", enum: ["Paris", "Oslo"] }, days: { type: "integer", minimum: 1, maximum: 7 } },
+    properties: { city: { type: "string", enum: ["Paris", "Oslo"] },
+                  days: { type: "integer", minimum: 1, maximum: 7 } },
     required: ["city", "days"],
     additionalProperties: false,
   },

@@ -105,12 +105,13 @@ export async function metric(server, pattern) {
 // DeepSeek-V3's real BPE vocabulary and chat template (tests/data/tokenizer/deepseek-v3), so that an agent's long
 // system prompt stays as few tokens as on a real model (a byte-level vocabulary makes it several times longer).
 // Token 0 begins and token 1 ends a sequence.
-export function writeAgentModel() {
+// `mkmodelArgs` go to cai-mkmodel (e.g. --chain).
+export function writeAgentModel(mkmodelArgs = []) {
   const dir = join(tempDir("cai-agent-model-"), "model");
   const made = spawnSync(join(dirname(caiBin), "cai-mkmodel"),
                          ["--arch", "qwen2", "--preset", "tiny", "--hidden", "64", "--heads", "2", "--kv-heads", "1",
                           "--ffn", "128", "--layers", "1", "--vocab", "129280", "--ctx", "65536", "--format", "hf",
-                          "--dtype", "f16", "-o", dir], { encoding: "utf8" });
+                          "--dtype", "f16", ...mkmodelArgs, "-o", dir], { encoding: "utf8" });
   assert.equal(made.status, 0, made.stderr);
   copyFileSync(join(dirname(caiBin), "testdata", "tokenizer", "deepseek-v3", "tokenizer.json"),
                join(dir, "tokenizer.json"));
@@ -136,7 +137,7 @@ export function runTool(bin, args, { cwd, env, timeoutMs = 120_000 }) {
 
 // The environment a coding-agent CLI runs in: this process's, with a scratch HOME (and XDG directories under it), the
 // npm registry unreachable and offline (some agents install plugins at start), and every proxy-aware HTTP client sent
-// to a dead loopback port for anything but the server, so that no update check, telemetry or download leaves the machine.
+// to a dead loopback port for anything but the server: no update check, telemetry or download leaves the machine.
 export function agentEnv(home, extra = {}) {
   const env = { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, ".config"), XDG_DATA_HOME: join(home, ".data"),
                 XDG_CACHE_HOME: join(home, ".cache"), XDG_STATE_HOME: join(home, ".state"),

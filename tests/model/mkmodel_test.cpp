@@ -500,6 +500,42 @@ TEST(Mkmodel, SameSeedSameFileOtherSeedOtherWeights) {
   EXPECT_NE(a, c);
 }
 
+// --chain: a greedy model that reads a link's first token writes its second, whatever came before, in GGUF and HF
+// alike (the same weights); the links' rows are the only ones that differ from the unchained model.
+TEST(Mkmodel, TokenChainIsWhatTheModelWrites) {
+  TempDir dir;
+  const std::string chain = " --arch qwen2 --preset tiny --tie-embeddings false --chain 5:9,9:12,12:7,7:250";
+  ASSERT_TRUE(mkmodel(chain + " -o " + dir / "c.gguf"));
+  ASSERT_TRUE(mkmodel(chain + " --format hf --dtype f32 -o " + dir / "hf"));
+  compare_weights(dir / "c.gguf", dir / "hf", false, 0);
+  for (const std::string& model : {dir / "c.gguf", dir / "hf"}) {
+    for (const char* prompt : {"3,40,5", "100,5", "5"}) {
+      const test::CommandResult r = test::run_command(test::binary_path("cai") + " eval -m " + model + " --tokens " +
+                                                      prompt + " --greedy 4 --json");
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      const std::string last_line = r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1);  // the --json line
+      const json out = json::parse(last_line);
+      EXPECT_EQ(out["greedy"], json::parse("[9, 12, 7, 250]")) << model << " after " << prompt;
+    }
+  }
+  auto plain =
+      open_gguf((mkmodel(" --arch qwen2 --preset tiny --tie-embeddings false -o " + dir / "p.gguf"), dir / "p.gguf"));
+  auto chained = open_gguf(dir / "c.gguf");
+  ASSERT_TRUE(plain && chained);
+  const GgufTensorInfo* a = plain->find("token_embd.weight");
+  const GgufTensorInfo* b = chained->find("token_embd.weight");
+  const int64_t cols = a->ne[0];
+  const size_t row = row_bytes(a->dtype, cols);
+  for (int64_t r = 0; r < a->ne[1]; ++r) {
+    const bool linked = r == 5 || r == 9 || r == 12 || r == 7;
+    EXPECT_EQ(std::memcmp(a->data + r * row, b->data + r * row, row) != 0, linked) << "row " << r;
+  }
+  EXPECT_FALSE(mkmodel(" --preset tiny --tie-embeddings true --chain 5:9 -o " + dir / "x.gguf"));  // one matrix
+  EXPECT_FALSE(mkmodel(" --preset tiny --tie-embeddings false --chain 5:9,5:10 -o " + dir / "x.gguf"));
+  EXPECT_FALSE(mkmodel(" --preset tiny --tie-embeddings false --chain 5-9 -o " + dir / "x.gguf"));
+  EXPECT_FALSE(mkmodel(" --preset tiny --tie-embeddings false --chain 5:999 -o " + dir / "x.gguf"));
+}
+
 TEST(Mkmodel, RejectsBadArguments) {
   TempDir dir;
   EXPECT_FALSE(mkmodel("--preset tiny --vocab 100 -o " + dir / "x.gguf"));          // no room for the byte tokens

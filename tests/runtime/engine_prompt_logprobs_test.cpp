@@ -31,9 +31,9 @@ std::vector<float> reference(LoadedModel& lm, const std::vector<int32_t>& prompt
   const size_t vocab = static_cast<size_t>(lm.model->config().vocab_size);
   std::vector<float> out;
   for (size_t i = 0; i + 1 < prompt.size(); ++i)
-    out.push_back(token_logprobs(std::span<const float>(*logits).subspan(i * vocab, vocab), prompt[i + 1], 0,
-                                 *lm.tokenizer)
-                      .logprob);
+    out.push_back(
+        token_logprobs(std::span<const float>(*logits).subspan(i * vocab, vocab), prompt[i + 1], 0, *lm.tokenizer)
+            .logprob);
   return out;
 }
 

@@ -87,7 +87,7 @@ nlohmann::json deepseek_hf_config(const ModelShape& s) {
 // Adds one HF weight and its GGUF counterpart (same shape, same rows).
 void add(ModelSpec& m, std::string hf, std::string gguf, std::vector<int64_t> shape, Init init, GgufRole role,
          HfRole hf_role) {
-  WeightSpec w{std::move(hf), shape, init, hf_role};
+  WeightSpec w{std::move(hf), shape, init, hf_role, nullptr};
   RowMaker make_row = [values = WeightValues(w, m.seed)](int64_t r, float* dst) { values.row(r, dst); };
   m.weights.push_back(std::move(w));
   m.gguf_tensors.push_back({std::move(gguf), std::move(shape), role, std::move(make_row)});
@@ -101,7 +101,8 @@ void add_experts(ModelSpec& m, int64_t layer, const std::string& proj, int64_t n
     WeightSpec w{fmt::format("model.layers.{}.mlp.experts.{}.{}_proj.weight", layer, e, proj),
                  {out, in},
                  Init::kNormal,
-                 HfRole::kProjection};
+                 HfRole::kProjection,
+                 nullptr};
     values->emplace_back(w, m.seed);
     m.weights.push_back(std::move(w));
   }
@@ -133,7 +134,8 @@ void add_attention(ModelSpec& m, const ModelShape& s, const std::string& L, cons
   WeightSpec kv_b{L + "self_attn.kv_b_proj.weight",
                   {s.n_heads * (d.qk_nope_head_dim + d.v_head_dim), d.kv_lora_rank},
                   Init::kNormal,
-                  kProj};
+                  kProj,
+                  nullptr};
   add_kv_b_split(
       s, B, [values = WeightValues(kv_b, m.seed)](int64_t r, float* dst) { values.row(r, dst); }, m.gguf_tensors);
   m.weights.push_back(std::move(kv_b));

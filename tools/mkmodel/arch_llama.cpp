@@ -60,7 +60,7 @@ void add(ModelSpec& m, uint64_t seed, std::string hf, std::string gguf, std::vec
   const HfRole hf_role = role == GgufRole::kF32 || hf == "model.embed_tokens.weight" || hf == "lm_head.weight"
                              ? HfRole::kPlain
                              : HfRole::kProjection;
-  WeightSpec w{std::move(hf), shape, init, hf_role};
+  WeightSpec w{std::move(hf), shape, init, hf_role, nullptr};
   WeightValues values(w, seed);
   RowMaker make_row = [values](int64_t r, float* dst) { values.row(r, dst); };
   if (permute_head_dim > 0) {

@@ -149,6 +149,7 @@ struct Args {
   std::string out;
   int n_threads = 0;
   double shard_mb = 0;
+  std::vector<std::string> chain;  // --chain FROM:TO links (token_chain.cpp)
 };
 
 std::string preset_names(std::string_view family) {
@@ -225,6 +226,17 @@ Status run(const Args& a) {
   if (!arch) return invalid_argument("unknown architecture '{}' (qwen2, llama, deepseek2)", a.arch);
   CAI_ASSIGN_OR_RETURN(ModelShape shape, resolve_shape(a, *arch));
   CAI_ASSIGN_OR_RETURN(ModelSpec spec, arch->build(shape, a.seed));
+  if (!a.chain.empty()) {
+    std::vector<std::pair<int64_t, int64_t>> links;
+    for (const std::string& link : a.chain) {
+      int64_t from = 0, to = 0;
+      char sep = 0, extra = 0;
+      if (std::sscanf(link.c_str(), "%ld%c%ld%c", &from, &sep, &to, &extra) != 3 || sep != ':')
+        return invalid_argument("--chain takes FROM:TO token id pairs, not '{}'", link);
+      links.push_back({from, to});
+    }
+    CAI_TRY(add_token_chain(spec, links));
+  }
   CAI_ASSIGN_OR_RETURN(SyntheticVocab vocab, make_vocab(shape.vocab));
 
   ThreadPool pool(a.n_threads);
@@ -280,6 +292,10 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", a.out, "GGUF file, or HF directory")->required();
   app.add_option("--threads", a.n_threads, "worker threads (0 = all cores)")->capture_default_str();
   app.add_option("--shard-mb", a.shard_mb, "hf: shard size in MiB (0 = one model.safetensors)")->capture_default_str();
+  app.add_option("--chain", a.chain,
+                 "FROM:TO token id pairs, comma-separated: a model that reads FROM writes TO next (tests of clients "
+                 "that need a model to write a given text; needs --tie-embeddings false)")
+      ->delimiter(',');
   CLI11_PARSE(app, argc, argv);
 
   const cai::Status st = cai::mkmodel::run(a);

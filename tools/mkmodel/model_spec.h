@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,11 +74,15 @@ enum class HfRole {
 
 // A weight as the Hugging Face checkpoint stores it. Its values are a pure function of (seed, name, element index),
 // so any file layout (permuted, stacked, split, transposed) can rebuild any element without holding the tensor.
+// Values that replace some of a weight's random ones: row → (column, value) pairs.
+using RowOverrides = std::map<int64_t, std::vector<std::pair<int64_t, float>>>;
+
 struct WeightSpec {
   std::string name;            // HF name, e.g. "model.layers.0.self_attn.q_proj.weight"
   std::vector<int64_t> shape;  // PyTorch order
   Init init = Init::kNormal;
   HfRole hf_role = HfRole::kPlain;
+  std::shared_ptr<const RowOverrides> overrides;  // null: every value random
 };
 
 // How the GGUF emitter picks a tensor's type from the requested one.
@@ -111,18 +117,24 @@ class WeightValues {
  public:
   WeightValues(const WeightSpec& w, uint64_t seed);
   float at(int64_t index) const;
-  void row(int64_t r, float* dst) const;  // elements [r·cols, (r+1)·cols)
+  void row(int64_t r, float* dst) const;  // elements [r·cols, (r+1)·cols), overrides applied
   int64_t cols() const { return cols_; }
 
  private:
   uint64_t key_;
   Init init_;
   int64_t cols_;
+  std::shared_ptr<const RowOverrides> overrides_;
 };
 
 // Builders, one per architecture file. Each fills weights, gguf_tensors, hf_config and gguf_metadata.
 Result<ModelSpec> build_llama_family(const ModelShape& shape, uint64_t seed);  // "llama" and "qwen2"
 Result<ModelSpec> build_deepseek2(const ModelShape& shape, uint64_t seed);     // "deepseek2" (HF deepseek_v3)
+
+// Makes the model follow a token chain (token_chain.cpp): for each (from, to) link, a model that reads `from` writes
+// `to` next, greedily and with near certainty, whatever came before. Needs untied embeddings and at most hidden_size
+// links, each `from` once.
+Status add_token_chain(ModelSpec& m, const std::vector<std::pair<int64_t, int64_t>>& links);
 
 // GGUF metadata from a shape; the random builders and the HF converter share them
 // (docs/design/formats.md#gguf-metadata-keys). Keys every architecture has (<arch>.context_length ... vocab_size) plus

@@ -34,7 +34,7 @@ float unit_normalish(uint64_t bits) {
 
 WeightValues::WeightValues(const WeightSpec& w, uint64_t seed)
     : key_(mix64(seed * 0x9E3779B97F4A7C15ULL ^ name_hash(w.name))), init_(w.init),
-      cols_(w.shape.empty() ? 1 : w.shape.back()) {}
+      cols_(w.shape.empty() ? 1 : w.shape.back()), overrides_(w.overrides) {}
 
 float WeightValues::at(int64_t index) const {
   const float n = unit_normalish(mix64(key_ + static_cast<uint64_t>(index) * 0xD1B54A32D192ED03ULL));
@@ -44,6 +44,9 @@ float WeightValues::at(int64_t index) const {
 void WeightValues::row(int64_t r, float* dst) const {
   const int64_t base = r * cols_;
   for (int64_t c = 0; c < cols_; ++c) dst[c] = at(base + c);
+  if (!overrides_) return;
+  if (auto it = overrides_->find(r); it != overrides_->end())
+    for (const auto& [c, v] : it->second) dst[c] = v;
 }
 
 }  // namespace cai::mkmodel
