@@ -29,4 +29,9 @@ void log_generation(const AccessLine& line, const Usage& usage, bool finished) {
                usage.cached_tokens, usage.completion_tokens, seconds, line.request_id);
 }
 
+void log_prompt_text(std::string_view request_id, int n_tokens, const std::string& text) {
+  CAI_LOG_INFO("prompt request-id {} ({} tokens): {}", request_id, n_tokens,
+               nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
 }  // namespace cai::server

@@ -1,5 +1,6 @@
 // The access log: one info line per request (method, path, status, request id; for a generation also the model, its
-// tokens and duration), and the reason of a refusal. Prompt and output text are never logged.
+// tokens and duration), and the reason of a refusal. Prompt text is logged only when asked (--log-prompts), output
+// text never.
 #pragma once
 
 #include <string>
@@ -21,5 +22,7 @@ void log_request(std::string_view method, std::string_view path, int status, std
                  std::string_view body);
 // A generation request once its answer ended: `finished` false when the client went away first.
 void log_generation(const AccessLine& line, const Usage& usage, bool finished);
+// The prompt text of a generation request, as one line (a JSON string: newlines and quotes escaped).
+void log_prompt_text(std::string_view request_id, int n_tokens, const std::string& text);
 
 }  // namespace cai::server

@@ -52,6 +52,7 @@ struct ServerOptions {
   size_t max_body_bytes_in_flight = 0;      // all bodies being read or served at once (0 = 16 × max_body_bytes): 429
   ConnectionLimits connections;             // open connections, head deadline and size, keep-alive and I/O waits
   std::chrono::milliseconds keep_alive{1000};  // SSE comment interval while a request produces nothing
+  bool log_prompts = false;                    // --log-prompts: each generation's prompt text in the log (log_prompt)
   // The Responses API's store (previous_response_id, GET /v1/responses/{id}): at most this many responses and bytes.
   size_t response_store_entries = 1024;
   size_t response_store_bytes = size_t(256) << 20;
@@ -89,6 +90,8 @@ class HttpServer {
   bool build_prompt(const ApiRequest& api, BuiltPrompt& prompt, ApiError& error) const;
   // Validated request → prompt tokens and a GenerationRequest; false with `error` set when refused.
   bool prepare(const ApiRequest& api, BuiltPrompt& prompt, GenerationRequest& gen, ApiError& error) const;
+  // With --log-prompts: the prompt the model reads for the request answered in `res` (its request id), at info.
+  void log_prompt(const httplib::Response& res, const BuiltPrompt& prompt) const;
   // The answer to a submitted generation, whole or streamed; `line` is its access-log line (written when it ends).
   void respond_full(std::shared_ptr<Generation> gen, std::shared_ptr<EventWriter> writer, httplib::Response& res,
                     const AccessLine& line);

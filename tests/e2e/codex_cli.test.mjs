@@ -76,6 +76,7 @@ describe("Codex CLI against cai serve (/v1/responses)", () => {
     // Codex's instructions and tools went through the server's tokenizer.
     assert.ok(done.usage.input_tokens > 3000, JSON.stringify(done.usage));
     assert.match(ending.stderr(), /POST \/v1\/responses 200 model model prompt \d+ tokens/);
+    assert.ok(!ending.stderr().includes("Say hello"));  // no prompt text in the log without --log-prompts
 
     const second = await codex(home, ["resume", "--last", "And goodbye"]);
     assert.equal(second.code, 0, `stdout: ${second.stdout}\nstderr: ${second.stderr}`);

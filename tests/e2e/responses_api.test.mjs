@@ -1,7 +1,7 @@
 // E2E: the OpenAI Responses API (/v1/responses) with the official `openai` client and the OpenAI Agents SDK against a
 // real `cai serve` on stories260K (its byte tokens can spell JSON): a response and its typed event stream, a forced
 // function call answered through previous_response_id, structured output from a zod 4 schema (zodTextFormat and an
-// agent's outputType), reading back and deleting a stored response.
+// agent's outputType), reading back and deleting a stored response; --log-prompts.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -41,7 +41,7 @@ describe("the Responses API", () => {
   let server;
   let client;
   before(async () => {
-    server = await startServer([], { model: MODEL_PATH, ctxSize: 512 });
+    server = await startServer(["--log-prompts"], { model: MODEL_PATH, ctxSize: 512 });
     client = new OpenAI({ baseURL: server.baseURL, apiKey: "unused", maxRetries: 0 });
   });
   after(async () => { assert.equal(await server.stop(), 0); });
@@ -55,6 +55,8 @@ describe("the Responses API", () => {
     assert.ok(r.output_text.length > 0);
     assert.equal(r.usage.output_tokens, 8);
     assert.equal(r.instructions, "Tell a story.");
+    // --log-prompts: the prompt as the model reads it, one line with the request id.
+    assert.match(server.stderr(), /prompt request-id req_[0-9a-f]+ \(\d+ tokens\): "Tell a story\.\\n\\nOnce upon a time/);
     const again = await client.responses.retrieve(r.id);
     assert.deepEqual(again.output, r.output);
     await client.responses.delete(r.id);

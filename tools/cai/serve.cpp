@@ -186,6 +186,9 @@ void register_serve(CLI::App& app, int& exit_code) {
                   "TOKEN_ID:BIAS,... added to every request's logits (a request's own logit_bias for a token wins)")
       ->delimiter(',');
   cmd->add_option("--chat-template", o->chat_template_file, "Jinja chat template file replacing the model's");
+  cmd->add_flag("--log-prompts", o->http.log_prompts,
+                "log each generation request's prompt, as the model reads it (template applied), at info with its "
+                "request id (the access log never holds text otherwise)");
   cmd->add_option("--max-body", o->http.max_body_bytes, "largest request body in bytes (larger: 413)");
   cmd->add_option("--max-batch", o->engine.max_batch, "most sequences per step")->check(CLI::PositiveNumber);
   cmd->add_option("--max-tokens-per-step", o->engine.max_tokens_per_step, "token budget per step")

@@ -51,6 +51,7 @@ void HttpServer::handle_anthropic(AnthropicRoute route, const httplib::ContentRe
   api.max_tokens.reset();
   GenerationRequest gen_request;
   if (!prepare(api, prompt, gen_request, error)) return send_error(res, error, kShape);
+  log_prompt(res, prompt);
   gen_request.max_tokens = std::min(max_tokens, eng->ctx_size() - static_cast<int>(prompt.tokens.size()));
   if (options_.max_output_tokens > 0)
     gen_request.max_tokens = std::min(gen_request.max_tokens, options_.max_output_tokens);

@@ -205,6 +205,7 @@ void HttpServer::handle_generate(ApiKind kind, const httplib::ContentReader& rea
   BuiltPrompt prompt;
   GenerationRequest gen_request;
   if (!prepare(*api, prompt, gen_request, error)) return send_error(res, error);
+  log_prompt(res, prompt);
   Result<std::shared_ptr<Generation>> gen = Generation::submit(*eng, metrics_, std::move(gen_request), arrival);
   if (!gen.ok()) return send_error(res, submit_error(gen.status()));
   ResponseMeta meta{new_response_id(kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-"),
@@ -216,6 +217,11 @@ void HttpServer::handle_generate(ApiKind kind, const httplib::ContentReader& rea
   if (api->echo) writer->echo(prompt.text, prompt.added_bos);
   if (api->stream) return respond_stream(std::move(gen).value(), std::move(writer), res, line);
   respond_full(std::move(gen).value(), std::move(writer), res, line);
+}
+
+void HttpServer::log_prompt(const httplib::Response& res, const BuiltPrompt& prompt) const {
+  if (options_.log_prompts)
+    log_prompt_text(res.get_header_value("request-id"), static_cast<int>(prompt.tokens.size()), prompt.text);
 }
 
 void HttpServer::respond_full(std::shared_ptr<Generation> gen, std::shared_ptr<EventWriter> writer,

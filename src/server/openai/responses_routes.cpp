@@ -66,6 +66,7 @@ void HttpServer::handle_responses(const httplib::ContentReader& reader, httplib:
   BuiltPrompt prompt;
   GenerationRequest gen_request;
   if (!prepare(api, prompt, gen_request, error)) return send_error(res, error);
+  log_prompt(res, prompt);
   Result<std::shared_ptr<Generation>> gen = Generation::submit(*eng, metrics_, std::move(gen_request), arrival);
   if (!gen.ok()) return send_error(res, submit_error(gen.status()));
   ResponseMeta meta{new_response_id("resp_"), static_cast<int64_t>(std::time(nullptr)),
