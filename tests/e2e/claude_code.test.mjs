@@ -9,12 +9,11 @@
 // once with `end_turn`. For the tool round trip, cai-mkmodel's --chain makes the model write a given call. Claude Code
 // gets a temporary HOME and no traffic beyond the server (CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC, agentEnv).
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 
-import { agentEnv, caiBin, repoRoot, runTool, startServer, tempDir, writeAgentModel } from "./server_harness.mjs";
+import { agentEnv, chainLinks, repoRoot, runTool, startServer, tempDir, writeAgentModel } from "./server_harness.mjs";
 
 const claudeBin = join(repoRoot, "node_modules", ".bin", "claude");
 const KEY = "e2e-key";
@@ -77,16 +76,6 @@ describe("Claude Code against cai serve", () => {
   });
 });
 
-const V3_TOKENIZER = join(dirname(caiBin), "testdata", "tokenizer", "deepseek-v3", "tokenizer.json");
-const EOS = 1;
-
-// Token ids of `text` under DeepSeek-V3's tokenizer.
-function tokenIds(text) {
-  const r = spawnSync(caiBin, ["tokenize", "-m", V3_TOKENIZER, "-p", text], { encoding: "utf8" });
-  assert.equal(r.status, 0, r.stderr);
-  return JSON.parse(r.stdout).ids;
-}
-
 // DeepSeek-R1's chat template: DeepSeek-V3's, whose generation prompt also opens <think>.
 function r1TemplateFile() {
   const v3 = JSON.parse(readFileSync(join(repoRoot, "tests", "data", "tokenizer", "deepseek-v3",
@@ -98,25 +87,18 @@ function r1TemplateFile() {
   return path;
 }
 
-// The --chain links (cai-mkmodel) of a model that, after R1's generation prompt, closes <think> and calls Bash with
-// `pwd`, and after a tool's output writes "Done.": each token of the two texts leads to the next, the last to EOS.
-function toolCallChain() {
-  const links = [];
-  for (const [prompt, answer] of [["<｜Assistant｜><think>\n", "</think><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>Bash" +
-                                                             "<｜tool▁sep｜>{\"command\":\"pwd\"}<｜tool▁call▁end｜>" +
-                                                             "<｜tool▁calls▁end｜>"],
-                                  ["<｜tool▁outputs▁end｜>", "Done."]]) {
-    const ids = [tokenIds(prompt).at(-1), ...tokenIds(answer), EOS];
-    for (let i = 0; i + 1 < ids.length; ++i) links.push(`${ids[i]}:${ids[i + 1]}`);
-  }
-  assert.equal(new Set(links.map((l) => l.split(":")[0])).size, links.length, links.join(","));
-  return links.join(",");
-}
+// A model that, after R1's generation prompt, closes <think> and calls Bash with `pwd`, and after a tool's output
+// writes "Done." (chainLinks, server_harness.mjs).
+const TOOL_CALL_TURNS = [
+  ["<｜Assistant｜><think>\n", "</think><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>Bash<｜tool▁sep｜>" +
+                               "{\"command\":\"pwd\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>"],
+  ["<｜tool▁outputs▁end｜>", "Done."],
+];
 
 describe("a Claude Code tool round trip with DeepSeek-R1's template", () => {
   let server;
   before(async () => {
-    const model = writeAgentModel(["--tie-embeddings", "false", "--chain", toolCallChain()]);
+    const model = writeAgentModel(["--tie-embeddings", "false", "--chain", chainLinks(TOOL_CALL_TURNS)]);
     server = await startServer(["--api-key", KEY, "--served-model-name", "claude-*", "--chat-template",
                                 r1TemplateFile(), "--max-output-tokens", "64", "--kv-memory", "1GiB"],
                                { model, ctxSize: 65536 });

@@ -6,14 +6,15 @@
 // The model is writeAgentModel's (server_harness.mjs). One server biases end-of-sequence (--logit-bias 1:14, token 1)
 // so each turn ends at once and completes; the other lets the random weights write until --max-output-tokens, so the
 // streamed text reaches Codex as an agent message and the turn ends as an incomplete response (OpenAI's semantics:
-// Codex reports "max_output_tokens"). Codex gets a temporary CODEX_HOME with update checks, analytics and feedback off,
+// Codex reports "max_output_tokens"). A third model, written with cai-mkmodel --chain, calls Codex's exec_command tool
+// with `pwd` and answers "Done." after its output: a tool round trip. Codex gets a temporary CODEX_HOME with update checks, analytics and feedback off,
 // and no network beyond the server (agentEnv).
 import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 
-import { agentEnv, repoRoot, runTool, startServer, tempDir, writeAgentModel } from "./server_harness.mjs";
+import { agentEnv, chainLinks, repoRoot, runTool, startServer, tempDir, writeAgentModel } from "./server_harness.mjs";
 
 const codexBin = join(repoRoot, "node_modules", ".bin", "codex");
 const KEY = "e2e-key";
@@ -56,15 +57,25 @@ describe("Codex CLI against cai serve (/v1/responses)", () => {
   const model = writeAgentModel();
   let ending;   // ends every answer at once
   let writing;  // writes until --max-output-tokens
+  let calling;  // calls exec_command, then answers
   before(async () => {
     const common = ["--api-key", KEY, "--kv-memory", "1GiB"];
     ending = await startServer([...common, "--max-output-tokens", "16", "--logit-bias", "1:14"],
                                { model, ctxSize: 65536 });
     writing = await startServer([...common, "--max-output-tokens", "6"], { model, ctxSize: 65536 });
+    const chain = chainLinks([
+      ["<｜Assistant｜>", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>exec_command<｜tool▁sep｜>{\"cmd\":\"pwd\"}" +
+                         "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"],
+      ["<｜tool▁outputs▁end｜>", "Done."],
+    ]);
+    calling = await startServer([...common, "--max-output-tokens", "64"],
+                                { model: writeAgentModel(["--tie-embeddings", "false", "--chain", chain]),
+                                  ctxSize: 65536 });
   });
   after(async () => {
     assert.equal(await ending.stop(), 0);
     assert.equal(await writing.stop(), 0);
+    assert.equal(await calling.stop(), 0);
   });
 
   test("a turn completes, and a resumed turn sends the conversation back", async () => {
@@ -84,6 +95,25 @@ describe("Codex CLI against cai serve (/v1/responses)", () => {
     assert.ok(again, second.stdout);
     assert.ok(again.usage.input_tokens > done.usage.input_tokens, JSON.stringify([done.usage, again.usage]));
     assert.ok(again.usage.cached_input_tokens > 3000, JSON.stringify(again.usage));  // the prefix cache
+  });
+
+  test("a tool round trip: exec_command runs, its output goes back, the model answers", async () => {
+    const home = codexHome(calling.baseURL, "model");
+    const r = await codex(home, ["Where am I?"]);
+    assert.equal(r.code, 0, `stdout: ${r.stdout}\nstderr: ${r.stderr}`);
+    const command = r.events.find((e) => e.type === "item.completed" && e.item.type === "command_execution");
+    assert.ok(command, r.stdout);
+    assert.match(command.item.command, /\bpwd$/);
+    assert.equal(command.item.exit_code, 0);
+    assert.ok(command.item.aggregated_output.includes(join(home, "work")), command.item.aggregated_output);
+    const message = r.events.find((e) => e.type === "item.completed" && e.item.type === "agent_message");
+    assert.equal(message?.item.text, "Done.", r.stdout);
+    assert.ok(r.events.some((e) => e.type === "turn.completed"), r.stdout);
+    // Two requests: the call, then its output sent back with the conversation (mostly from the prefix cache).
+    const line = /POST \/v1\/responses 200 model model prompt (\d+) tokens \((\d+) cached\)/g;
+    const answered = [...calling.stderr().matchAll(line)];
+    assert.equal(answered.length, 2, calling.stderr());
+    assert.ok(Number(answered[1][2]) > 3000, answered[1][0]);
   });
 
   test("streamed text reaches Codex as an agent message", async () => {

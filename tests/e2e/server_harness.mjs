@@ -147,3 +147,22 @@ export function agentEnv(home, extra = {}) {
   for (const name of ["http_proxy", "https_proxy", "no_proxy", "all_proxy", "ALL_PROXY"]) delete env[name];
   return env;
 }
+
+// The `cai-mkmodel --chain` links of an agent model (writeAgentModel) that answers each prompt ending in one of `turns`'
+// texts with that turn's answer: `turns` is [[prompt tail, answer], ...]; the tail's last token leads to the answer's
+// first, each answer token to the next, the last to end-of-sequence (token 1). No token may lead two links.
+export function chainLinks(turns) {
+  const tokenizer = join(dirname(caiBin), "testdata", "tokenizer", "deepseek-v3", "tokenizer.json");
+  const ids = (text) => {
+    const r = spawnSync(caiBin, ["tokenize", "-m", tokenizer, "-p", text], { encoding: "utf8" });
+    assert.equal(r.status, 0, r.stderr);
+    return JSON.parse(r.stdout).ids;
+  };
+  const links = [];
+  for (const [tail, answer] of turns) {
+    const chain = [ids(tail).at(-1), ...ids(answer), 1];
+    for (let i = 0; i + 1 < chain.length; ++i) links.push(`${chain[i]}:${chain[i + 1]}`);
+  }
+  assert.equal(new Set(links.map((l) => l.split(":")[0])).size, links.length, links.join(","));
+  return links.join(",");
+}

@@ -1,12 +1,10 @@
 // libFuzzer target: any bytes as a model's answer, split into content and tool calls by each syntax, whole and
-// streamed in pieces cut where the input says; both must agree, and every call must carry a valid name and a JSON
-// object as arguments.
+// streamed in pieces cut where the input says; both must agree, and every call must carry a valid name and
+// arguments that begin a JSON object (a call made streams its object as written, which the answer may cut off).
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "server/tools/tool_calls.h"
 
@@ -16,10 +14,8 @@ using namespace cai::server;
 
 void check(ToolSyntax syntax, std::string_view text, uint8_t step) {
   const ParsedAnswer whole = parse_tool_calls(syntax, text);
-  for (const ToolCall& c : whole.tool_calls) {
-    const auto args = nlohmann::json::parse(c.arguments, nullptr, /*allow_exceptions=*/false);
-    if (!is_valid_tool_name(c.name) || !args.is_object() || !c.id.starts_with("call_")) __builtin_trap();
-  }
+  for (const ToolCall& c : whole.tool_calls)
+    if (!is_valid_tool_name(c.name) || !c.arguments.starts_with('{') || !c.id.starts_with("call_")) __builtin_trap();
   ToolCallStream stream(syntax);
   std::string content;
   std::vector<ToolCall> calls;

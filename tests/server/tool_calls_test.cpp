@@ -143,25 +143,144 @@ TEST(ToolCalls, PlainTextStaysContent) {
 
 TEST(ToolCalls, MalformedCallsComeBackAsContent) {
   const std::vector<std::string> hermes = {
-      "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": }}\n</tool_call>",     // invalid JSON
-      "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}",                  // no closing tag
-      "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1",                    // cut off
-      "<tool_call>\n{\"name\": \"bad name\", \"arguments\": {}}\n</tool_call>",     // name not allowed
-      "<tool_call>\n{\"name\": \"f\", \"arguments\": [1]}\n</tool_call>",           // arguments not an object
-      "<tool_call>\n{\"name\": \"f\", \"arguments\": {}, \"x\": 1}\n</tool_call>",  // extra member
-      "<tool_call>\n{\"name\": \"f\", \"arguments\": {}} trailing </tool_call>",    // text before the tag
+      "<tool_call>\n{\"name\": \"bad name\", \"arguments\": {}}\n</tool_call>",        // name not allowed
+      "<tool_call>\n{\"name\": \"f\", \"arguments\": [1]}\n</tool_call>",              // arguments not an object
+      "<tool_call>\n{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": }\"}</tool_call>",  // a string, not an object
+      "<tool_call>\n{\"arguments\": {}, \"name\": \"f\"",                              // another form, never closed
+      "<tool_call>\n{\"name\": \"f\", \"argu",                                         // cut off before the arguments
+      "<tool_call>\n{\"name\": \"f\", \"x\": 1, \"arguments\": {}}\n</tool_call>",     // extra member before them
   };
   for (const std::string& text : hermes) {
     ParsedAnswer a = parse_both_ways(ToolSyntax::kHermes, text);
     EXPECT_EQ(a.content, text);
     EXPECT_TRUE(a.tool_calls.empty()) << text;
   }
-  const std::string ds_bad = kDsCall + "f\n```json\n{\"a\": 1}\n``" + kDsEnd;  // broken fence
+  const std::string ds_bad = kDsCall + "f\n```python\nprint({})\n```" + kDsEnd;  // no JSON object
   ParsedAnswer d = parse_both_ways(ToolSyntax::kDeepSeek, ds_bad);
   EXPECT_EQ(d.content, ds_bad);
   EXPECT_TRUE(d.tool_calls.empty());
-  ParsedAnswer g = parse_both_ways(ToolSyntax::kGeneric, "{\"name\": \"f\"}");  // no arguments
-  EXPECT_EQ(g.content, "{\"name\": \"f\"}");
+  for (const std::string text : {"{\"name\": \"f\"}", "{\"name\": \"Bob\", \"age\": 3}", "{\"name\": \"f\", \"argu"}) {
+    ParsedAnswer g = parse_both_ways(ToolSyntax::kGeneric, text);  // no arguments
+    EXPECT_EQ(g.content, text);
+    EXPECT_TRUE(g.tool_calls.empty()) << text;
+  }
+}
+
+// A call whose name comes after its arguments, or whose arguments are a string holding the object, is released whole
+// once complete, its arguments re-serialised.
+TEST(ToolCalls, OtherFormsOfCallComeWhole) {
+  ParsedAnswer a = parse_both_ways(ToolSyntax::kHermes,
+                                   "<tool_call>{\"arguments\": {\"a\": 1}, \"name\": \"f\"}</tool_call>"
+                                   "<tool_call>{\"name\": \"g\", \"arguments\": \"{\\\"b\\\": [2]}\"}</tool_call>");
+  EXPECT_EQ(a.content, "");
+  ASSERT_EQ(a.tool_calls.size(), 2u);
+  EXPECT_EQ(a.tool_calls[0].name, "f");
+  EXPECT_EQ(a.tool_calls[0].arguments, "{\"a\":1}");
+  EXPECT_EQ(a.tool_calls[1].name, "g");
+  EXPECT_EQ(a.tool_calls[1].arguments, "{\"b\":[2]}");
+  ParsedAnswer g = parse_both_ways(ToolSyntax::kGeneric, "{\"parameters\": {}, \"name\": \"h\"}");
+  ASSERT_EQ(g.tool_calls.size(), 1u);
+  EXPECT_EQ(g.tool_calls[0].arguments, "{}");
+}
+
+// Once made, a call stays: text after its arguments that is not the closing text expected is content, and the
+// arguments are what the model wrote even when that is not valid JSON.
+TEST(ToolCalls, CallsMadeStayWhenWhatFollowsGoesAstray) {
+  struct Case {
+    ToolSyntax syntax;
+    std::string text, arguments, content;
+  };
+  const std::vector<Case> cases = {
+      {ToolSyntax::kHermes, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": }}\n</tool_call>", "{\"a\": }", ""},
+      {ToolSyntax::kHermes, "<tool_call>\n{\"name\": \"f\", \"arguments\": {}, \"x\": 1}\n</tool_call>", "{}",
+       ", \"x\": 1}\n</tool_call>"},
+      {ToolSyntax::kHermes, "<tool_call>\n{\"name\": \"f\", \"arguments\": {}} trailing </tool_call>", "{}",
+       "trailing </tool_call>"},
+      {ToolSyntax::kDeepSeek, kDsCall + "f\n```json\n{\"a\": 1}\n``" + kDsEnd, "{\"a\": 1}", "``" + kDsEnd},
+      {ToolSyntax::kLlama3, "{\"name\": \"f\", \"parameters\": {\"a\": 1}, \"b\": 2}", "{\"a\": 1}", ", \"b\": 2}"},
+  };
+  for (const Case& c : cases) {
+    ParsedAnswer a = parse_both_ways(c.syntax, c.text);
+    ASSERT_EQ(a.tool_calls.size(), 1u) << c.text;
+    EXPECT_EQ(a.tool_calls[0].name, "f");
+    EXPECT_EQ(a.tool_calls[0].arguments, c.arguments) << c.text;
+    EXPECT_EQ(a.content, c.content) << c.text;
+  }
+}
+
+// An answer that ends inside a call's arguments (max_tokens) leaves the call with its arguments as far as written;
+// one that ends inside the closing text drops it.
+TEST(ToolCalls, ArgumentsCutOffByTheEndStayACall) {
+  struct Case {
+    ToolSyntax syntax;
+    std::string text, arguments;
+  };
+  const std::vector<Case> cases = {
+      {ToolSyntax::kHermes, "Checking. <tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1", "{\"a\": 1"},
+      {ToolSyntax::kHermes, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}", "{\"a\": 1}"},
+      {ToolSyntax::kHermes, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_", "{\"a\": 1}"},
+      {ToolSyntax::kHermes, "<tool_call>\n{\"name\": \"f\", \"arguments\": {", "{"},
+      {ToolSyntax::kDeepSeek, "<｜tool▁calls▁begin｜>" + kDsCall + "f\n```json\n{\"a\": [1, \"x\\",
+       "{\"a\": [1, \"x\\"},
+      {ToolSyntax::kDeepSeek, kDsCall + "f\n```json\n{\"a\": 2}\n`", "{\"a\": 2}"},
+      {ToolSyntax::kLlama3, "{\"name\": \"f\", \"parameters\": {\"text\": \"unfinished", "{\"text\": \"unfinished"},
+      {ToolSyntax::kGeneric, "{\"name\": \"f\", \"arguments\": {\"s\": \"caf\xC3", "{\"s\": \"caf\xC3"},
+  };
+  for (const Case& c : cases) {
+    ParsedAnswer a = parse_both_ways(c.syntax, c.text);
+    ASSERT_EQ(a.tool_calls.size(), 1u) << c.text;
+    EXPECT_EQ(a.tool_calls[0].name, "f");
+    EXPECT_EQ(a.tool_calls[0].arguments, c.arguments) << c.text;
+    EXPECT_EQ(a.content, c.text.starts_with("Checking.") ? "Checking." : "") << c.text;
+  }
+}
+
+// Each syntax fed one byte at a time: the call is made when its arguments object begins, long before it ends; the
+// arguments then come in pieces that are whole UTF-8 characters and add up to the object exactly as written.
+TEST(ToolCalls, ArgumentsStreamAsTheModelWritesThem) {
+  const std::string object = "{\"city\": \"Paris\", \"note\": \"a \\\"}\\\" b é✓🙂\", \"list\": [1, {\"x\": 2}]}";
+  const std::vector<std::pair<ToolSyntax, std::string>> cases = {
+      {ToolSyntax::kHermes,
+       "Let me see.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": " + object + "}\n</tool_call>"},
+      {ToolSyntax::kHermes, "<tool_call>{ \"name\" :\"get_weather\",\n\"parameters\":" + object + " }</tool_call>"},
+      {ToolSyntax::kDeepSeek, "<｜tool▁calls▁begin｜>" + kDsCall + "get_weather\n```json\n" + object + "\n```" +
+                                  kDsEnd + "<｜tool▁calls▁end｜>"},
+      {ToolSyntax::kDeepSeek, "<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>" + object + kDsEnd},
+      {ToolSyntax::kLlama3, "{\"name\": \"get_weather\", \"parameters\": " + object + "}"},
+      {ToolSyntax::kGeneric, " {\"name\": \"get_weather\", \"arguments\": " + object + "}\n"},
+  };
+  for (const auto& [syntax, text] : cases) {
+    const size_t object_at = text.find(object);
+    ToolCallStream stream(syntax);
+    std::string content, arguments;
+    size_t header_at = std::string::npos, pieces = 0;
+    for (size_t at = 0; at <= text.size(); ++at) {
+      const ToolCallStream::Delta d = at < text.size() ? stream.push(text.substr(at, 1)) : stream.finish();
+      content += d.content;
+      for (const ToolCallDelta& piece : d.calls) {
+        ASSERT_EQ(piece.index, 0) << text;
+        if (!piece.id.empty()) {
+          EXPECT_EQ(piece.name, "get_weather");
+          EXPECT_EQ(header_at, std::string::npos);
+          header_at = at;
+        }
+        EXPECT_NO_THROW((void)nlohmann::json(piece.arguments).dump()) << "a UTF-8 sequence split: " << text;
+        if (!piece.arguments.empty()) ++pieces;
+        arguments += piece.arguments;
+      }
+    }
+    EXPECT_EQ(header_at, object_at) << text;  // made with the object's first byte
+    EXPECT_GT(pieces, object.size() / 2) << text;
+    EXPECT_EQ(arguments, object) << text;
+    ASSERT_EQ(stream.calls().size(), 1u);
+    EXPECT_EQ(stream.calls()[0].arguments, object);
+    EXPECT_EQ(content, text.starts_with("Let me see.") ? "Let me see." : "") << text;
+    const ParsedAnswer whole = parse_both_ways(syntax, text);
+    EXPECT_EQ(whole.content, content);
+    ASSERT_EQ(whole.tool_calls.size(), 1u);
+    EXPECT_EQ(whole.tool_calls[0].name, "get_weather");
+    EXPECT_EQ(whole.tool_calls[0].arguments, object);
+  }
 }
 
 TEST(ToolCalls, ValidCallAfterMalformedOne) {
@@ -172,10 +291,14 @@ TEST(ToolCalls, ValidCallAfterMalformedOne) {
   EXPECT_EQ(a.tool_calls[0].name, "f");
 }
 
-TEST(ToolCalls, CallsOver128KiBAreContent) {
-  const std::string head = "<tool_call>{\"name\": \"f\", \"arguments\": {\"x\": \"";
-  for (const std::string& text : {head + std::string(130 << 10, 'a') + "\"}}</tool_call>",  // complete, too long
-                                  head + std::string(130 << 10, 'a')}) {                    // never closed
+// Before a call is made at most 128 KiB are held back (a call released whole counts in full); a call made streams
+// arguments of any length.
+TEST(ToolCalls, OnlyTextBeforeACallIsLimitedTo128KiB) {
+  const std::string value = "\"" + std::string(130 << 10, 'a') + "\"";
+  const std::string made = "<tool_call>{\"name\": \"f\", \"arguments\": {\"x\": " + value + "}}</tool_call>";
+  const std::string whole = "<tool_call>{\"arguments\": {\"x\": " + value + "}, \"name\": \"f\"}</tool_call>";
+  const std::string spaced = "<tool_call>" + std::string(130 << 10, ' ') + "{\"name\": \"f\", \"arguments\": {}}";
+  for (const std::string& text : {whole, whole.substr(0, 100 << 10), spaced}) {  // too long, never closed, padded
     EXPECT_EQ(parse_tool_calls(ToolSyntax::kHermes, text).content, text);
     ToolCallStream stream(ToolSyntax::kHermes);
     std::string content;
@@ -184,7 +307,15 @@ TEST(ToolCalls, CallsOver128KiBAreContent) {
     EXPECT_EQ(content, text);
     EXPECT_TRUE(stream.calls().empty());
   }
-  const std::string fits = head + std::string(100 << 10, 'a') + "\"}}</tool_call>";
+  ToolCallStream stream(ToolSyntax::kHermes);
+  std::string arguments;
+  for (size_t at = 0; at < made.size(); at += 1000)
+    for (const ToolCallDelta& piece : stream.push(made.substr(at, 1000)).calls) arguments += piece.arguments;
+  EXPECT_EQ(arguments, "{\"x\": " + value + "}");
+  EXPECT_EQ(stream.finish().content, "");
+  const std::string fits = "<tool_call>{\"arguments\": {\"x\": \"" + std::string(100 << 10, 'a') +
+                           "\"}, \"name\": \"f\"}"
+                           "</tool_call>";
   EXPECT_EQ(parse_tool_calls(ToolSyntax::kHermes, fits).tool_calls.size(), 1u);
 }
 
@@ -193,16 +324,20 @@ TEST(ToolCalls, StreamHoldsOnlyWhatMayStartACall) {
   EXPECT_EQ(s.push("Hello <tool").content, "Hello");  // the space is held with the possible tag
   ToolCallStream::Delta d = s.push("box> ok");
   EXPECT_EQ(d.content, " <toolbox> ok");
-  d = s.push(" <tool_call>{\"name\": \"f\", \"arguments\": {\"k\": \"v\"}}</tool_");
+  d = s.push(" <tool_call>{\"name\": \"f\", \"argu");
   EXPECT_EQ(d.content, "");
-  EXPECT_TRUE(d.calls.empty());  // not released before its closing tag
-  d = s.push("call>");
+  EXPECT_TRUE(d.calls.empty());  // not made before its arguments begin
+  d = s.push("ments\": {\"k\": ");
   ASSERT_EQ(d.calls.size(), 2u);
   EXPECT_EQ(d.calls[0].name, "f");
-  EXPECT_EQ(nlohmann::json::parse(d.calls[1].arguments), nlohmann::json({{"k", "v"}}));
+  EXPECT_EQ(d.calls[1].arguments, "{\"k\": ");
+  d = s.push("\"v\"}}</tool_");
+  ASSERT_EQ(d.calls.size(), 1u);
+  EXPECT_EQ(d.calls[0].arguments, "\"v\"}");
+  EXPECT_TRUE(s.push("call>").calls.empty());
   EXPECT_EQ(s.finish().content, "");
   ASSERT_EQ(s.calls().size(), 1u);
-  EXPECT_EQ(s.calls()[0].id, d.calls[0].id);
+  EXPECT_EQ(s.calls()[0].arguments, "{\"k\": \"v\"}");
 }
 
 TEST(ToolCalls, NamesAsOpenAIAllows) {

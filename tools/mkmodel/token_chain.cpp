@@ -35,19 +35,18 @@ Status add_token_chain(ModelSpec& m, const std::vector<std::pair<int64_t, int64_
     (*embed)[from].push_back({static_cast<int64_t>(i), kEmbedValue});
     (*output)[to].push_back({static_cast<int64_t>(i), kOutputValue});
   }
-  const std::pair<std::string_view, std::shared_ptr<RowOverrides>> targets[] = {
-      {"model.embed_tokens.weight", embed}, {"lm_head.weight", output}};
-  const std::pair<std::string_view, std::string_view> gguf_names[] = {{"model.embed_tokens.weight", "token_embd.weight"},
-                                                                      {"lm_head.weight", "output.weight"}};
-  for (const auto& [hf, rows] : targets) {
-    auto w = std::find_if(m.weights.begin(), m.weights.end(), [&](const WeightSpec& x) { return x.name == hf; });
-    if (w == m.weights.end()) return internal_error("--chain: the model has no {}", hf);
-    w->overrides = rows;
-    std::string_view gguf;
-    for (const auto& [h, g] : gguf_names)
-      if (h == hf) gguf = g;
-    for (GgufTensorSpec& t : m.gguf_tensors)
-      if (t.name == gguf) t.make_row = [values = WeightValues(*w, m.seed)](int64_t r, float* dst) { values.row(r, dst); };
+  struct Target {
+    std::string_view hf, gguf;
+    std::shared_ptr<RowOverrides> rows;
+  };
+  for (const Target& t : {Target{"model.embed_tokens.weight", "token_embd.weight", embed},
+                          Target{"lm_head.weight", "output.weight", output}}) {
+    auto w = std::find_if(m.weights.begin(), m.weights.end(), [&](const WeightSpec& x) { return x.name == t.hf; });
+    if (w == m.weights.end()) return internal_error("--chain: the model has no {}", t.hf);
+    w->overrides = t.rows;
+    for (GgufTensorSpec& g : m.gguf_tensors)
+      if (g.name == t.gguf)
+        g.make_row = [values = WeightValues(*w, m.seed)](int64_t r, float* dst) { values.row(r, dst); };
   }
   return Status::ok_status();
 }
