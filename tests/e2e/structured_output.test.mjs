@@ -1,12 +1,15 @@
 // E2E: structured output through the official `openai` client against a real `cai serve` on a model that knows no
 // JSON (stories260K, trained on TinyStories; its byte tokens can spell any text): 10 schemas × 20 samples at
-// temperature 1 all parse and validate with ajv and finish with "stop"; json_object gives objects; schemas outside the
-// supported subset are a 400 naming the keyword.
+// temperature 1 all parse and validate with ajv and finish with "stop"; zodResponseFormat on what zod 4 writes for
+// .int(), .positive(), .email(), .uuid(), .regex() and discriminated unions; json_object gives objects; schemas outside
+// the supported subset are a 400 naming the keyword.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import Ajv from "ajv";
 import OpenAI from "openai";
+import { zodResponseFormat } from "openai/helpers/zod";
+import { z } from "zod";
 
 import { repoRoot, startServer } from "./server_harness.mjs";
 
@@ -100,6 +103,26 @@ describe("structured output (stories260K)", () => {
       assert.ok(value !== null && !Array.isArray(value), c.message.content);
     }
     for (const c of r.choices) assert.ok(["stop", "length"].includes(c.finish_reason));
+  });
+
+  // chat.completions.parse checks the answer with the zod schema itself; the schema is zod 4's own JSON Schema.
+  test("zodResponseFormat: zod 4 integers, formats, a pattern and a discriminated union", async () => {
+    const Contact = z.object({
+      id: z.uuid(),
+      email: z.email().max(24),
+      age: z.number().int().positive().max(120),
+      code: z.string().regex(/^[A-Z]{2}-\d{3}$/),
+      reach: z.discriminatedUnion("by", [z.object({ by: z.literal("mail"), floor: z.number().int().min(0).max(9) }),
+                                         z.object({ by: z.literal("phone") })]),
+    });
+    for (let seed = 0; seed < 4; ++seed) {
+      const r = await client.chat.completions.parse({ model: "stories260K", messages: PROMPT, max_tokens: 400,
+                                                      temperature: 1, seed,
+                                                      response_format: zodResponseFormat(Contact, "contact") });
+      const choice = r.choices[0];
+      assert.equal(choice.finish_reason, "stop", choice.message.content);
+      assert.deepEqual(Contact.parse(choice.message.parsed), choice.message.parsed);
+    }
   });
 
   test("schemas outside the subset are a 400 naming the keyword", async () => {
