@@ -174,6 +174,17 @@ TEST_F(AnthropicRoutesTest, StreamsTheEventSequence) {
   EXPECT_EQ(text, "Once upon a time");
 }
 
+// A forced tool whose schema the grammar cannot express is named as this API names it.
+TEST_F(AnthropicRoutesTest, AnInexpressibleForcedToolSchemaIsNamedByItsField) {
+  start({}, true, 4096);
+  auto r = post("/v1/messages", R"({"max_tokens": 5, "messages": [{"role": "user", "content": "x"}],
+      "tool_choice": {"type": "any"}, "tools": [{"name": "ok", "input_schema": {"type": "object"}},
+      {"name": "t", "input_schema": {"type": "object", "properties": {"a": {"not": {"type": "string"}}}}}]})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_TRUE(anthropic_error_of(r)["message"].get<std::string>().starts_with("tools[1].input_schema: not")) << r->body;
+}
+
 TEST_F(AnthropicRoutesTest, ErrorsComeInAnthropicsShape) {
   start();
   auto r = post("/v1/messages", R"({"messages": [{"role": "user", "content": "Hello"}]})");

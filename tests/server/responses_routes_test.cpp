@@ -110,7 +110,19 @@ TEST_F(ResponsesRoutesTest, RefusalsComeInOpenAIsShape) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400);
   EXPECT_EQ(error_of(r)["code"], "context_length_exceeded");
+  EXPECT_EQ(error_of(r)["param"], "input");
   EXPECT_EQ(engine_->requests().size(), 0u);
+}
+
+// A forced call whose schema the grammar cannot express names that schema where this request holds it.
+TEST_F(ResponsesRoutesTest, AnInexpressibleForcedToolSchemaIsNamedByItsField) {
+  start({}, true, 4096);
+  auto r = post("/v1/responses", R"({"input": "x", "tool_choice": "required", "tools": [
+      {"type": "namespace", "name": "ns", "tools": [{"type": "function", "name": "f", "parameters": {"type": "object",
+          "properties": {"a": {"not": {"type": "string"}}}}}]}]})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_TRUE(error_of(r)["message"].get<std::string>().starts_with("tools[0].tools[0].parameters: not")) << r->body;
 }
 
 TEST_F(ResponsesRoutesTest, EngineLengthIsAnIncompleteResponse) {

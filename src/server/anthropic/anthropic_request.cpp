@@ -328,6 +328,7 @@ bool read_tools(Checker& c, const ordered_json& doc, ApiRequest& req) {
     if (!description.empty()) function["description"] = description;
     function["parameters"] = *schema;
     req.tools.push_back({{"type", "function"}, {"function", std::move(function)}});
+    req.tool_schema_paths.push_back(where + ".input_schema");
   }
   return true;
 }

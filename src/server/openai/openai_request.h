@@ -71,6 +71,9 @@ struct ApiRequest {
   std::shared_ptr<const grammar::Grammar> response_format;
   // Tool calling (chat; see tool_request.h): the validated tool definitions as sent ([] when none) and the choice.
   nlohmann::ordered_json tools = nlohmann::ordered_json::array();
+  // Where the request holds each tool's parameters schema, as its API names it, for errors (Anthropic:
+  // "tools[i].input_schema"); empty: the chat route's "tools[i].function.parameters".
+  std::vector<std::string> tool_schema_paths;
   ToolChoice tool_choice = ToolChoice::kAuto;
   std::string tool_choice_name;  // kFunction: the function to call
   bool parallel_tool_calls = true;

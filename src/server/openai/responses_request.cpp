@@ -154,7 +154,7 @@ class Translator {
       }
       out_.tools[called] = {name, ns, type == "custom"};
       tool_index_[called] = chat_tools_.size();
-      tool_param_[chat_tools_.size()] = where;
+      tool_paths_.push_back(where);
       chat_tools_.push_back({{"type", "function"}, {"function", std::move(fn)}});
     }
     return true;
@@ -187,6 +187,7 @@ class Translator {
     if (mode != "auto" && mode != "required")
       return fail(fmt::format("'tool_choice.mode' must be auto or required, not '{}'", mode), "tool_choice.mode");
     ordered_json kept = ordered_json::array();
+    std::vector<std::string> kept_paths;
     for (const ordered_json& t : *allowed) {
       std::string n = t.is_object() ? t.value("name", std::string()) : std::string();
       if (const std::string ns = t.is_object() ? t.value("namespace", std::string()) : std::string(); !ns.empty())
@@ -196,18 +197,17 @@ class Translator {
         return fail(fmt::format("'tool_choice.tools' names '{}', which is not among the request's tools", n),
                     "tool_choice.tools");
       kept.push_back(chat_tools_[it->second]);
+      kept_paths.push_back(tool_paths_[it->second]);
     }
     chat_tools_ = std::move(kept);
+    tool_paths_ = std::move(kept_paths);
     out = mode;
     return true;
   }
 
   const ordered_json& chat_tools() const { return chat_tools_; }
-  // The request field a chat tools[i] came from (for error messages).
-  std::string tool_param(size_t i) const {
-    auto it = tool_param_.find(i);
-    return it == tool_param_.end() ? "tools" : it->second;
-  }
+  // The request field each of chat_tools() came from, e.g. "tools[2]" or "tools[4].tools[0]" (for error messages).
+  const std::vector<std::string>& tool_paths() const { return tool_paths_; }
 
  private:
   void push(ordered_json m) { out_.conversation.push_back(std::move(m)); }
@@ -297,7 +297,7 @@ class Translator {
   std::set<std::string> call_ids_;
   ordered_json chat_tools_ = ordered_json::array();
   std::map<std::string, size_t> tool_index_;
-  std::map<size_t, std::string> tool_param_;
+  std::vector<std::string> tool_paths_;
 };
 
 // The chat messages a conversation runs as: one system message (the instructions, then every system and developer
@@ -326,7 +326,10 @@ std::string responses_param(const std::string& chat_param, const Translator& t) 
                                                              {"messages", "input"},
                                                              {"logprobs", "top_logprobs"}};
   if (auto it = renamed.find(chat_param); it != renamed.end()) return it->second;
-  if (chat_param.starts_with("tools[")) return t.tool_param(std::stoul(chat_param.substr(6)));
+  if (chat_param.starts_with("tools[")) {
+    const size_t i = std::stoul(chat_param.substr(6));
+    return i < t.tool_paths().size() ? t.tool_paths()[i] : "tools";
+  }
   if (chat_param.starts_with("messages")) return "input";
   return chat_param;
 }
@@ -436,6 +439,7 @@ std::optional<ResponsesRequest> parse_responses_request(std::string_view body, R
     return std::nullopt;
   }
   out.api = std::move(*api);
+  for (const std::string& path : t.tool_paths()) out.api.tool_schema_paths.push_back(path + ".parameters");
 
   ordered_json& s = out.settings;
   auto given = [&](const char* key, ordered_json fallback) {

@@ -65,7 +65,10 @@ void HttpServer::handle_responses(const httplib::ContentReader& reader, httplib:
     return send_error(res, model_not_found_error(api.model, served));
   BuiltPrompt prompt;
   GenerationRequest gen_request;
-  if (!prepare(api, prompt, gen_request, error)) return send_error(res, error);
+  if (!prepare(api, prompt, gen_request, error)) {
+    if (error.param == "messages") error.param = "input";  // the chat request's field, as this API names it
+    return send_error(res, error);
+  }
   log_prompt(res, prompt);
   Result<std::shared_ptr<Generation>> gen = Generation::submit(*eng, metrics_, std::move(gen_request), arrival);
   if (!gen.ok()) return send_error(res, submit_error(gen.status()));

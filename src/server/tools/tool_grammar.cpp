@@ -1,6 +1,8 @@
 // Forced tool calls: one call per offered function as literal text around its arguments' JSON Schema grammar.
 #include "server/tools/tool_grammar.h"
 
+#include <fmt/format.h>
+
 namespace cai::server {
 
 using grammar::Grammar;
@@ -46,7 +48,11 @@ Result<std::shared_ptr<const Grammar>> forced_tool_grammar(ToolSyntax syntax, co
     // A schema the grammar cannot express is refused: "any object" instead would let arguments through that do not
     // match the function's parameters.
     Result<Grammar> args = arguments_grammar(function);
-    if (!args.ok()) return invalid_argument("tools[{}].function.parameters: {}", i, args.status().message());
+    if (!args.ok()) {
+      const std::string path =
+          i < offer.schema_paths.size() ? offer.schema_paths[i] : fmt::format("tools[{}].function.parameters", i);
+      return invalid_argument("{}: {}", path, args.status().message());
+    }
     options.push_back(call_grammar(syntax, function, args.value()));
   }
   Grammar call = Grammar::alternatives(std::move(options));

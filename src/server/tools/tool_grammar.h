@@ -11,7 +11,8 @@
 namespace cai::server {
 
 // Null unless `offer` requires a call. A function whose parameters schema the grammar cannot express is
-// kInvalidArgument, "tools[i].function.parameters: " and the compiler's message naming the keyword (a 400).
+// kInvalidArgument: where the request holds that schema (offer.schema_paths, else "tools[i].function.parameters"),
+// then the compiler's message naming the keyword (a 400).
 Result<std::shared_ptr<const grammar::Grammar>> forced_tool_grammar(ToolSyntax syntax, const ToolOffer& offer,
                                                                     bool parallel);
 

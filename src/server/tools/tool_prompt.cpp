@@ -19,6 +19,7 @@ ToolOffer tool_offer(const ApiRequest& req) {
   offer.tools = req.tools;
   offer.choice = req.tool_choice;
   offer.function = req.tool_choice_name;
+  offer.schema_paths = req.tool_schema_paths;
   return offer;
 }
 

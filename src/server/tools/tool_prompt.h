@@ -26,7 +26,8 @@ ToolTemplateStyle tool_template_style(std::string_view template_source);
 struct ToolOffer {
   nlohmann::ordered_json tools = nlohmann::ordered_json::array();
   ToolChoice choice = ToolChoice::kAuto;
-  std::string function;  // kFunction
+  std::string function;                   // kFunction
+  std::vector<std::string> schema_paths;  // ApiRequest::tool_schema_paths
 };
 // The offer of `req` (no tools when tool_choice is "none").
 ToolOffer tool_offer(const ApiRequest& req);
