@@ -31,6 +31,7 @@ enum class AnthropicRoute;
 class EventWriter;
 class Generation;
 struct AccessLine;
+class BodyBudget;
 class HttpTransport;
 class ResponseStore;
 
@@ -79,6 +80,11 @@ class HttpServer {
 
  private:
   void install_routes();
+  // A generation route's start: reads the request body under the body limits (its bytes held in `budget` while the
+  // request lives) and returns the engine; null once the request was answered with the error (too large, the
+  // server-wide budget spent, the model still loading), in `shape`.
+  Engine* read_generation_body(const httplib::ContentReader& reader, httplib::Response& res, BodyBudget& budget,
+                               std::string& body, ErrorShape shape = ErrorShape::kOpenAI);
   void handle_generate(ApiKind kind, const httplib::ContentReader& reader, httplib::Response& res);
   // The Anthropic Messages API (anthropic_routes.cpp): POST /v1/messages or /v1/messages/count_tokens.
   void handle_anthropic(AnthropicRoute route, const httplib::ContentReader& reader, httplib::Response& res);

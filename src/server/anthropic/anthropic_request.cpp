@@ -498,18 +498,9 @@ bool read_scalars(Checker& c, const ordered_json& doc, AnthropicRoute route, Api
 }  // namespace
 
 std::optional<ApiRequest> parse_anthropic_request(AnthropicRoute route, std::string_view body, ApiError& error) {
-  // nlohmann's lexer takes a NUL byte for the end of the input (ignoring what follows); JSON text never holds one.
-  if (body.find('\0') != std::string_view::npos) {
-    error = bad_request("the request body is not valid JSON (it holds a NUL byte)");
-    return std::nullopt;
-  }
-  const ordered_json doc = ordered_json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    error = bad_request(doc.is_discarded() ? "the request body is not valid JSON"
-                                           : "the request body must be a JSON "
-                                             "object");
-    return std::nullopt;
-  }
+  const std::optional<ordered_json> parsed = parse_body_object(body, error);
+  if (!parsed) return std::nullopt;
+  const ordered_json& doc = *parsed;
   ApiRequest req;
   req.kind = ApiKind::kChat;
   Checker c(error);

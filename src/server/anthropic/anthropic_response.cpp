@@ -98,12 +98,7 @@ std::vector<AnthropicWriter::BlockEvent> AnthropicWriter::advance(const StreamEv
     thinking_ += d.reasoning;
     delta(out, Block::kThinking, {{"type", "thinking_delta"}, {"thinking", d.reasoning}});
   }
-  if (tools_) {
-    add_content(out, tools_->push(d.content));
-    if (last) add_content(out, tools_->finish());
-  } else {
-    add_content(out, {d.content, {}});
-  }
+  for (const ToolCallStream::Delta& answer : answer_deltas(tools_.get(), d.content, last)) add_content(out, answer);
   if (last) close(out);
   return out;
 }

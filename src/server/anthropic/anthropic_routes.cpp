@@ -27,11 +27,9 @@ constexpr ErrorShape kShape = ErrorShape::kAnthropic;
 void HttpServer::handle_anthropic(AnthropicRoute route, const httplib::ContentReader& reader, httplib::Response& res) {
   BodyBudget budget(body_bytes_in_flight_, body_bytes_in_flight_limit(options_));
   std::string body;
-  if (std::optional<ApiError> e = read_body(reader, options_.max_body_bytes, budget, body))
-    return send_error_and_close(res, *e, kShape);
+  Engine* eng = read_generation_body(reader, res, budget, body, kShape);
+  if (!eng) return;
   const Clock::time_point arrival = Clock::now();
-  Engine* eng = engine();
-  if (!eng) return send_error(res, loading_error(), kShape);
   ApiError error;
   std::optional<ApiRequest> req = parse_anthropic_request(route, body, error);
   if (!req) return send_error(res, error, kShape);

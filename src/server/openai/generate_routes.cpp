@@ -188,14 +188,23 @@ bool HttpServer::prepare(const ApiRequest& api, BuiltPrompt& prompt, GenerationR
   return true;
 }
 
+Engine* HttpServer::read_generation_body(const httplib::ContentReader& reader, httplib::Response& res,
+                                         BodyBudget& budget, std::string& body, ErrorShape shape) {
+  if (std::optional<ApiError> e = read_body(reader, options_.max_body_bytes, budget, body)) {
+    send_error_and_close(res, *e, shape);
+    return nullptr;
+  }
+  Engine* eng = engine();
+  if (!eng) send_error(res, loading_error(), shape);
+  return eng;
+}
+
 void HttpServer::handle_generate(ApiKind kind, const httplib::ContentReader& reader, httplib::Response& res) {
   BodyBudget budget(body_bytes_in_flight_, body_bytes_in_flight_limit(options_));
   std::string body;
-  if (std::optional<ApiError> e = read_body(reader, options_.max_body_bytes, budget, body))
-    return send_error_and_close(res, *e);
+  Engine* eng = read_generation_body(reader, res, budget, body);
+  if (!eng) return;
   const Clock::time_point arrival = Clock::now();
-  Engine* eng = engine();
-  if (!eng) return send_error(res, loading_error());
   ApiError error;
   std::optional<ApiRequest> api = parse_api_request(kind, body, error);
   if (!api) return send_error(res, error);

@@ -22,6 +22,20 @@ ApiError bad_request(std::string message, std::string param) {
   return e;
 }
 
+std::optional<nlohmann::ordered_json> parse_body_object(std::string_view body, ApiError& error) {
+  if (body.find('\0') != std::string_view::npos) {
+    error = bad_request("the request body is not valid JSON (it holds a NUL byte)");
+    return std::nullopt;
+  }
+  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(body.begin(), body.end(), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    error = bad_request(doc.is_discarded() ? "the request body is not valid JSON"
+                                           : "the request body must be a JSON object");
+    return std::nullopt;
+  }
+  return doc;
+}
+
 json error_json(const ApiError& e) {
   json err = {{"message", e.message}, {"type", e.type}, {"param", nullptr}, {"code", nullptr}};
   if (!e.param.empty()) err["param"] = e.param;
@@ -364,20 +378,9 @@ void check_keys(FieldReader& r, const json& body, ApiKind kind) {
 }  // namespace
 
 std::optional<ApiRequest> parse_api_request(ApiKind kind, std::string_view body, ApiError& error) {
-  // nlohmann's lexer takes a NUL byte for the end of the input (ignoring what follows); JSON text never holds one.
-  if (body.find('\0') != std::string_view::npos) {
-    error = bad_request("the request body is not valid JSON (it holds a NUL byte)");
-    return std::nullopt;
-  }
-  const json doc = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) {
-    error = bad_request("the request body is not valid JSON");
-    return std::nullopt;
-  }
-  if (!doc.is_object()) {
-    error = bad_request("the request body must be a JSON object");
-    return std::nullopt;
-  }
+  const std::optional<nlohmann::ordered_json> parsed = parse_body_object(body, error);
+  if (!parsed) return std::nullopt;
+  const json doc(*parsed);
   ApiRequest req;
   req.kind = kind;
   FieldReader r(doc, error);

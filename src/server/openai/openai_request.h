@@ -32,6 +32,9 @@ struct ApiError {
 };
 
 ApiError bad_request(std::string message, std::string param = {});
+// A request body as a JSON object, its keys in the client's order; nullopt with `error` set when it is not JSON (a
+// NUL byte included: JSON text never holds one, and nlohmann's lexer would stop there) or not an object.
+std::optional<nlohmann::ordered_json> parse_body_object(std::string_view body, ApiError& error);
 // {"error": {...}} for `e`.
 nlohmann::json error_json(const ApiError& e);
 // Whether the answer to `e` tells the client when to come back ("Retry-After: 1"): a busy (429) or not ready (503)

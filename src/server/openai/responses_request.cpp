@@ -366,16 +366,9 @@ bool reasoning(Translator& t, const ordered_json& r, ordered_json& chat) {
 }  // namespace
 
 std::optional<ResponsesRequest> parse_responses_request(std::string_view body, ResponseStore& store, ApiError& error) {
-  if (body.find('\0') != std::string_view::npos) {
-    error = bad_request("the request body is not valid JSON (it holds a NUL byte)");
-    return std::nullopt;
-  }
-  const ordered_json doc = ordered_json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    error = bad_request(doc.is_discarded() ? "the request body is not valid JSON"
-                                           : "the request body must be a JSON object");
-    return std::nullopt;
-  }
+  const std::optional<ordered_json> parsed = parse_body_object(body, error);
+  if (!parsed) return std::nullopt;
+  const ordered_json& doc = *parsed;
   ResponsesRequest out;
   Translator t(out, error);
   for (auto it = doc.begin(); it != doc.end(); ++it)

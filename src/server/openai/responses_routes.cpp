@@ -51,11 +51,9 @@ void HttpServer::install_responses_routes() {
 void HttpServer::handle_responses(const httplib::ContentReader& reader, httplib::Response& res) {
   BodyBudget budget(body_bytes_in_flight_, body_bytes_in_flight_limit(options_));
   std::string body;
-  if (std::optional<ApiError> e = read_body(reader, options_.max_body_bytes, budget, body))
-    return send_error_and_close(res, *e);
+  Engine* eng = read_generation_body(reader, res, budget, body);
+  if (!eng) return;
   const Clock::time_point arrival = Clock::now();
-  Engine* eng = engine();
-  if (!eng) return send_error(res, loading_error());
   ApiError error;
   std::optional<ResponsesRequest> req = parse_responses_request(body, *responses_, error);
   if (!req) return send_error(res, error);

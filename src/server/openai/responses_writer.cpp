@@ -165,12 +165,7 @@ std::vector<ResponsesWriter::Event> ResponsesWriter::advance(const StreamEvent& 
   }
   if (want_logprobs_ && !d.content.empty())
     for (const json& lp : chat_logprobs_json(ev.logprobs)["content"]) logprobs_.push_back(lp);
-  if (tools_) {
-    add_answer(out, tools_->push(d.content));
-    if (last) add_answer(out, tools_->finish());
-  } else {
-    add_answer(out, {d.content, {}});
-  }
+  for (const ToolCallStream::Delta& answer : answer_deltas(tools_.get(), d.content, last)) add_answer(out, answer);
   if (last) close(out);
   return out;
 }

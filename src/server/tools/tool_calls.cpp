@@ -405,4 +405,11 @@ ToolCallStream::Delta ToolCallStream::drain(bool at_end) {
 
 const std::vector<ToolCall>& ToolCallStream::calls() const { return calls_; }
 
+std::vector<ToolCallStream::Delta> answer_deltas(ToolCallStream* tools, std::string_view content, bool last) {
+  if (!tools) return {{std::string(content), {}}};
+  std::vector<ToolCallStream::Delta> out = {tools->push(content)};
+  if (last) out.push_back(tools->finish());
+  return out;
+}
+
 }  // namespace cai::server

@@ -113,4 +113,8 @@ class ToolCallStream {
   std::vector<ToolCall> calls_;
 };
 
+// The answer text `content` through `tools` (all of it content when null: no tools offered) and, once the answer ends
+// (`last`), what `tools` still held: the deltas in the order they happen.
+std::vector<ToolCallStream::Delta> answer_deltas(ToolCallStream* tools, std::string_view content, bool last);
+
 }  // namespace cai::server
