@@ -75,6 +75,15 @@ ReasoningDelta ReasoningParser::push(std::string_view text) {
   }
 }
 
+ReasoningDelta ReasoningParser::push(std::string_view text, bool last) {
+  ReasoningDelta d = push(text);
+  if (!last) return d;
+  ReasoningDelta rest = finish();
+  d.reasoning += rest.reasoning;
+  d.content += rest.content;
+  return d;
+}
+
 ReasoningDelta ReasoningParser::finish() {
   ReasoningDelta out;
   if (state_ == State::kReasoning) {

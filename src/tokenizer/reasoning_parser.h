@@ -23,6 +23,8 @@ class ReasoningParser {
   ReasoningDelta push(std::string_view text);
   // End of output: releases whatever was held back into the section it belongs to.
   ReasoningDelta finish();
+  // push(text), then finish() when the output ends with it (`last`), as one delta.
+  ReasoningDelta push(std::string_view text, bool last);
   // Where the output is now: inside <think>…</think>, or past it (or never in it).
   bool in_reasoning() const { return state_ == State::kReasoning; }
   bool in_content() const { return state_ == State::kContent; }

@@ -88,12 +88,7 @@ void AnthropicWriter::add_content(std::vector<BlockEvent>& out, const ToolCallSt
 std::vector<AnthropicWriter::BlockEvent> AnthropicWriter::advance(const StreamEvent& ev) {
   std::vector<BlockEvent> out;
   const bool last = ev.finish != FinishReason::kNone;
-  ReasoningDelta d = parser_.push(ev.text);
-  if (last) {
-    ReasoningDelta rest = parser_.finish();
-    d.reasoning += rest.reasoning;
-    d.content += rest.content;
-  }
+  const ReasoningDelta d = parser_.push(ev.text, last);
   if (!d.reasoning.empty()) {
     thinking_ += d.reasoning;
     delta(out, Block::kThinking, {{"type", "thinking_delta"}, {"thinking", d.reasoning}});

@@ -77,12 +77,7 @@ std::string ResponseWriter::stream_chat(int index, Choice& c, const StreamEvent&
         sse_data(chat_chunk_json(meta_, index, {{"role", "assistant"}, {"content", ""}}, FinishReason::kNone, nullptr));
     c.sent_role = true;
   }
-  ReasoningDelta d = c.parser.push(ev.text);
-  if (ev.finish != FinishReason::kNone) {
-    ReasoningDelta rest = c.parser.finish();
-    d.reasoning += rest.reasoning;
-    d.content += rest.content;
-  }
+  ReasoningDelta d = c.parser.push(ev.text, ev.finish != FinishReason::kNone);
   std::vector<ToolCallDelta> calls;
   if (c.tools) {
     ToolCallStream::Delta td = c.tools->push(d.content);

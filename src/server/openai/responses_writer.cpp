@@ -153,12 +153,7 @@ void ResponsesWriter::add_answer(std::vector<Event>& out, const ToolCallStream::
 std::vector<ResponsesWriter::Event> ResponsesWriter::advance(const StreamEvent& ev) {
   std::vector<Event> out;
   const bool last = ev.finish != FinishReason::kNone;
-  ReasoningDelta d = parser_.push(ev.text);
-  if (last) {
-    ReasoningDelta rest = parser_.finish();
-    d.reasoning += rest.reasoning;
-    d.content += rest.content;
-  }
+  const ReasoningDelta d = parser_.push(ev.text, last);
   if (!d.reasoning.empty()) {
     reasoning_delta(out, d.reasoning);
     if (d.content.empty()) reasoning_tokens_ += static_cast<int>(ev.tokens.size());
