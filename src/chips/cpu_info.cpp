@@ -75,6 +75,36 @@ std::vector<std::string> present(const std::set<std::string>& f, std::initialize
   return out;
 }
 
+// AArch64 cores by MIDR implementer and part number (cpuinfo's "CPU implementer" and "CPU part"), with the products
+// built on them, as the Linux kernel's asm/cputype.h and LLVM's host CPU table name them; and the CAI profile of a
+// core that has one of its own (else cpu-arm64).
+struct ArmCore {
+  unsigned long implementer, part;
+  const char* name;
+  const char* profile;
+};
+constexpr ArmCore kArmCores[] = {
+    {0x41, 0xd08, "Arm Cortex-A72", "cpu-arm64"},
+    {0x41, 0xd0b, "Arm Cortex-A76", "cpu-arm64"},
+    {0x41, 0xd0c, "Arm Neoverse N1 (Ampere Altra, AWS Graviton2)", "cpu-arm64"},
+    {0x41, 0xd40, "Arm Neoverse V1 (AWS Graviton3)", "cpu-arm64"},
+    {0x41, 0xd49, "Arm Neoverse N2", "cpu-arm64"},
+    {0x41, 0xd4f, "Arm Neoverse V2 (AWS Graviton4, NVIDIA Grace)", "cpu-arm64"},
+    {0x48, 0xd01, "HiSilicon Kunpeng 920 (TaiShan v110 cores)", "cpu-kunpeng-920"},
+    {0x70, 0x662, "Phytium FTC662 (FT-2000+/64)", "cpu-arm64"},
+    {0x70, 0x663, "Phytium FTC663 (FT-2500, S2500)", "cpu-arm64"},
+    {0xc0, 0xac3, "Ampere AmpereOne", "cpu-arm64"},
+};
+
+const ArmCore* arm_core(const std::string& implementer, const std::string& part) {
+  if (implementer.empty() || part.empty()) return nullptr;
+  const unsigned long impl = std::strtoul(implementer.c_str(), nullptr, 0);
+  const unsigned long p = std::strtoul(part.c_str(), nullptr, 0);
+  for (const ArmCore& c : kArmCores)
+    if (c.implementer == impl && c.part == p) return &c;
+  return nullptr;
+}
+
 int count_numa_nodes(const std::string& sysfs_root) {
   int n = 0;
   std::error_code ec;
@@ -106,9 +136,12 @@ CpuInfo describe_cpu(const std::string& proc_root, const std::string& sysfs_root
     cpu.arch = "aarch64";
     cpu.isa_level = "aarch64";
     cpu.features = present(f, {"asimd", "asimdhp", "asimddp", "i8mm", "bf16", "sve", "sve2"});
-    cpu.profile = "cpu-arm64";
+    const ArmCore* core = arm_core(info.get("CPU implementer"), info.get("CPU part"));
+    cpu.profile = core ? core->profile : "cpu-arm64";
     if (cpu.model.empty())
-      cpu.model = fmt::format("aarch64 implementer {} part {}", info.get("CPU implementer"), info.get("CPU part"));
+      cpu.model =
+          core ? core->name
+               : fmt::format("aarch64 implementer {} part {}", info.get("CPU implementer"), info.get("CPU part"));
   }
   const std::string mem = read_key_values(fs::path(proc_root) / "meminfo").get("MemTotal");  // "131072 kB"
   cpu.memory_bytes = std::strtoull(mem.c_str(), nullptr, 10) * 1024;

@@ -81,16 +81,20 @@ const char* match_kind_name(MatchKind k) {
 
 std::optional<PciMatch> match_device(const PciDevice& dev, const std::vector<DeviceProfile>& profiles) {
   std::vector<const DeviceProfile*> by_id, by_class;
+  auto class_fits = [&](const DeviceProfile& p) { return !p.pci_class || class_matches(*p.pci_class, dev.class_code); };
   for (const DeviceProfile& p : profiles) {
     if (p.pci_vendor_id != dev.vendor_id) continue;
-    if (p.pci_class && !class_matches(*p.pci_class, dev.class_code)) continue;
     const auto& ids = p.pci_device_ids;
     if (!ids.empty()) {
+      // A listed id matches whatever class the function reports: AMD-derived boards (Hygon DCUs) may report a display
+      // controller (0x0380) where the profile names a co-processor.
       if (std::find(ids.begin(), ids.end(), dev.device_id) != ids.end()) by_id.push_back(&p);
-    } else if (p.pci_class || is_accelerator_class(dev.class_code)) {
+    } else if (p.pci_class ? class_fits(p) : is_accelerator_class(dev.class_code)) {
       by_class.push_back(&p);  // no ids: the profile's class, or any accelerator class of this vendor
     }
   }
+  // Among id matches, the class breaks ties: those whose class fits too come first.
+  std::stable_partition(by_id.begin(), by_id.end(), [&](const DeviceProfile* p) { return class_fits(*p); });
   const auto& hits = by_id.empty() ? by_class : by_id;
   if (hits.empty()) {
     if (!is_accelerator_class(dev.class_code)) return std::nullopt;
@@ -108,7 +112,11 @@ std::optional<PciMatch> match_device(const PciDevice& dev, const std::vector<Dev
   m.backend = m.profile->policies.backend;
   for (size_t i = 1; i < hits.size(); ++i) m.alternatives.push_back(hits[i]->id);
   const char* how = m.kind == MatchKind::kDeviceId ? "device id" : "class";
-  if (m.alternatives.empty()) {
+  if (m.kind == MatchKind::kDeviceId && !class_fits(*m.profile)) {
+    m.reason = fmt::format("{} matches {} by device id; its PCI class 0x{:06x} is not the profile's 0x{:06x}",
+                           pci_id(dev), m.profile->id, dev.class_code, *m.profile->pci_class);
+    if (!m.alternatives.empty()) m.reason += fmt::format(" (also fits: {})", fmt::join(m.alternatives, ", "));
+  } else if (m.alternatives.empty()) {
     m.reason = fmt::format("{} matches {} by {}", pci_id(dev), m.profile->id, how);
   } else {
     m.reason =

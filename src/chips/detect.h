@@ -60,14 +60,16 @@ struct Accelerator {
 };
 
 struct CpuInfo {
-  std::string model;  // "Intel(R) Xeon(R) ..." or "aarch64 implementer 0x41 part 0xd0c"
-  std::string arch;   // "x86_64", "aarch64"
+  // "Intel(R) Xeon(R) ..."; on AArch64 the core's name from its MIDR ("HiSilicon Kunpeng 920 (TaiShan v110 cores)"),
+  // or "aarch64 implementer 0x41 part 0xd0c" for a core CAI does not know.
+  std::string model;
+  std::string arch;  // "x86_64", "aarch64"
   int logical_cores = 0;
   std::string isa_level;              // "x86-64-v3", "x86-64-v4", "aarch64"
   std::vector<std::string> features;  // notable extras: avx512_vnni, amx_int8, asimddp, sve, ...
   int numa_nodes = 1;
   uint64_t memory_bytes = 0;  // MemTotal
-  std::string profile;        // "cpu-x86-64" / "cpu-arm64"
+  std::string profile;        // "cpu-x86-64", "cpu-arm64", or a core's own ("cpu-kunpeng-920")
 };
 // From <proc_root>/cpuinfo, <proc_root>/meminfo and <sysfs_root>/devices/system/node/node*.
 CpuInfo describe_cpu(const std::string& proc_root, const std::string& sysfs_root);

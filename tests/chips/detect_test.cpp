@@ -173,7 +173,9 @@ TEST(Detect, EveryProfiledVendorMatches) {
       {0x1002, 0x74a1, 0x120000, "amd-mi300x", {}},
       {0x19e5, 0xd803, 0x120000, "ascend-910-93", {}},
       {0x19e5, 0xd500, 0x120000, "ascend-310p3", {}},
-      {0x19e5, 0xd802, 0x020000, nullptr, {}},  // right id, wrong class
+      // A listed id matches whatever class the function reports; the class only orders equal id matches.
+      {0x19e5, 0xd802, 0x020000, "ascend-910b2", {"ascend-910b3", "ascend-910b4"}},
+      {0x1d94, 0x6210, 0x038000, "hygon-k100-ai", {}},
       {0x19e5, 0x1822, 0x020000, nullptr, {}},  // Hi1822 NIC
       {0x19e5, 0xa250, 0x120000, nullptr, {}},  // ZIP engine: accelerator class, no Ascend id
       {0xcabc, 0x0370, 0x120000, "cambricon-mlu370-x8", {"cambricon-mlu590"}},
@@ -239,11 +241,51 @@ TEST(Detect, X86LevelFollowsTheFlags) {
 TEST(Detect, DescribesAnArmCpu) {
   const CpuInfo c = describe_cpu(test::data_path("chips/proc-arm64"), test::data_path("chips/sysfs-plain"));
   EXPECT_EQ(c.arch, "aarch64");
-  EXPECT_EQ(c.model, "aarch64 implementer 0x41 part 0xd4f");
+  EXPECT_EQ(c.model, "Arm Neoverse V2 (AWS Graviton4, NVIDIA Grace)");  // from implementer 0x41, part 0xd4f
   EXPECT_EQ(c.logical_cores, 2);
   EXPECT_EQ(c.features, (std::vector<std::string>{"asimd", "asimdhp", "asimddp", "i8mm", "bf16", "sve", "sve2"}));
   EXPECT_EQ(c.memory_bytes, 8000000ull * 1024);
   EXPECT_EQ(c.profile, "cpu-arm64");
+}
+
+// An Atlas 800-style host: a Kunpeng 920 (named from its MIDR, with its own profile), four NUMA nodes, two Ascend
+// 910B NPUs; the HiSilicon ZIP engine (the NPUs' class) and the NIC do not count.
+TEST(Detect, AscendHostWithAKunpengCpu) {
+  hal::Registry reg;
+  const auto ps = shipped_profiles();
+  const DetectReport r = detect(ps, reg, fixture("sysfs-ascend-kunpeng", "proc-kunpeng"));
+  EXPECT_EQ(r.cpu.arch, "aarch64");
+  EXPECT_EQ(r.cpu.model, "HiSilicon Kunpeng 920 (TaiShan v110 cores)");
+  EXPECT_EQ(r.cpu.profile, "cpu-kunpeng-920");
+  EXPECT_EQ(r.cpu.logical_cores, 4);
+  EXPECT_EQ(r.cpu.numa_nodes, 4);
+  EXPECT_EQ(r.cpu.memory_bytes, 1056964608ull * 1024);
+  EXPECT_EQ(r.cpu.features, (std::vector<std::string>{"asimd", "asimdhp", "asimddp"}));  // no SVE, I8MM or BF16
+  ASSERT_EQ(r.accelerators.size(), 2u);
+  for (const Accelerator& a : r.accelerators) {
+    ASSERT_NE(a.match.profile, nullptr) << a.pci.address;
+    EXPECT_EQ(a.match.profile->id, "ascend-910b2");
+    EXPECT_EQ(a.match.kind, MatchKind::kDeviceId);
+  }
+  EXPECT_NE(find_profile(ps, "cpu-kunpeng-920"), nullptr);
+}
+
+// A DCU whose function reports a display controller (0x0380, as AMD-derived boards may) is matched by its listed
+// device id like one reporting the profile's co-processor class; the reason says the class differs.
+TEST(Detect, ADeviceIdMatchesWhateverTheClass) {
+  hal::Registry reg;
+  const DetectReport r = detect(shipped_profiles(), reg, fixture("sysfs-dcu-display", "proc-x86"));
+  ASSERT_EQ(r.accelerators.size(), 2u);
+  for (const Accelerator& a : r.accelerators) {
+    ASSERT_NE(a.match.profile, nullptr) << a.pci.address;
+    EXPECT_EQ(a.match.profile->id, "hygon-k100-ai") << a.pci.address;
+    EXPECT_EQ(a.match.kind, MatchKind::kDeviceId);
+  }
+  const Accelerator* display = at(r, "0000:23:00.0");
+  ASSERT_NE(display, nullptr);
+  EXPECT_NE(display->match.reason.find("PCI class 0x038000 is not the profile's 0x0b4000"), std::string::npos)
+      << display->match.reason;
+  EXPECT_EQ(at(r, "0000:43:00.0")->match.reason.find("PCI class"), std::string::npos);
 }
 
 TEST(Detect, ProbeLibraryDlopensAndReportsFailures) {

@@ -25,7 +25,7 @@ std::vector<DeviceProfile> shipped() {
 
 TEST(DeviceProfiles, EveryShippedProfileLoadsWithItsFileNameAsId) {
   const auto profiles = shipped();
-  ASSERT_EQ(profiles.size(), 23u);  // the 21 gathered chips + cpu-x86-64 + cpu-arm64
+  ASSERT_EQ(profiles.size(), 24u);  // the 21 gathered chips + cpu-x86-64 + cpu-arm64 + cpu-kunpeng-920
   std::set<std::string> ids;
   for (const DeviceProfile& p : profiles) {
     EXPECT_TRUE(ids.insert(p.id).second) << "duplicate id " << p.id;
@@ -189,7 +189,7 @@ TEST(DeviceProfiles, DefaultDirHonoursCaiChipsDir) {
   ::unsetenv("CAI_CHIPS_DIR");
   auto r = load_profiles(default_profile_dir());  // the build tree finds the source tree's data/chips
   ASSERT_TRUE(r.ok()) << r.status().to_string();
-  EXPECT_EQ(r.value().size(), 23u);
+  EXPECT_EQ(r.value().size(), 24u);
 }
 
 }  // namespace

@@ -40,8 +40,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size > 65536) return 0;
   const std::string_view body(reinterpret_cast<const char*>(data), size);
   ResponseStore store(4, 1 << 16);
-  store.put("resp_1", {nlohmann::json{{"id", "resp_1"}},
-                       nlohmann::ordered_json::parse(R"([{"role": "user", "content": "hi"},
+  store.put("resp_1",
+            {nlohmann::json{{"id", "resp_1"}}, nlohmann::ordered_json::parse(R"([{"role": "user", "content": "hi"},
                            {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
                            "function": {"name": "f", "arguments": "{}"}}]}])")});
   ApiError error;
