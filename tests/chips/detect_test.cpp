@@ -274,7 +274,8 @@ TEST(Detect, AscendHostWithAKunpengCpu) {
 // device id like one reporting the profile's co-processor class; the reason says the class differs.
 TEST(Detect, ADeviceIdMatchesWhateverTheClass) {
   hal::Registry reg;
-  const DetectReport r = detect(shipped_profiles(), reg, fixture("sysfs-dcu-display", "proc-x86"));
+  const auto ps = shipped_profiles();  // the report points into it
+  const DetectReport r = detect(ps, reg, fixture("sysfs-dcu-display", "proc-x86"));
   ASSERT_EQ(r.accelerators.size(), 2u);
   for (const Accelerator& a : r.accelerators) {
     ASSERT_NE(a.match.profile, nullptr) << a.pci.address;
