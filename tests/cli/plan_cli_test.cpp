@@ -47,6 +47,24 @@ TEST(PlanCli, GgufFile) {
   EXPECT_EQ(nlohmann::json::parse(r.out)["model"]["format"], "gguf");
 }
 
+// --chip host: the CPU's own profile (here a Kunpeng 920 host's /proc), its memory from meminfo and a bandwidth
+// measured on this machine.
+TEST(PlanCli, HostChipIsThisMachinesCpu) {
+  const std::string env = "CAI_PROC_ROOT=" + test::data_path("chips/proc-kunpeng") +
+                          " CAI_SYSFS_ROOT=" + test::data_path("chips/sysfs-ascend-kunpeng") + " ";
+  const test::CommandResult r =
+      test::run_command(env + test::binary_path("cai") + " plan -m " +
+                        test::data_path("models/TinyStories-656K-Q8_0.gguf") + " --chip host --cards 1 -t 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["chip"]["id"], "cpu-kunpeng-920");
+  EXPECT_TRUE(j["chip"]["name"].get<std::string>().starts_with("this host: HiSilicon Kunpeng 920")) << j["chip"];
+  EXPECT_DOUBLE_EQ(j["chip"]["memory_gib"].get<double>(), 1008.0);  // 1056964608 kB
+  EXPECT_GT(j["chip"]["bandwidth_gbs"].get<double>(), 0.1);
+  EXPECT_NE(j["chip"]["bandwidth_gbs"].get<double>(), 187.7);  // measured, not the profile's peak
+  EXPECT_GT(j["decode_tok_s"]["per_sequence"].get<double>(), 0);
+}
+
 TEST(PlanCli, ClearErrors) {
   struct Case {
     std::string args, message;

@@ -3,7 +3,10 @@
 
 #include <cstdio>
 
+#include "chips/detect.h"
 #include "chips/planner.h"
+#include "core/membw.h"
+#include "core/thread_pool.h"
 #include "verbs.h"
 
 namespace cai::cli {
@@ -15,6 +18,7 @@ struct PlanOptions {
   std::string chip;
   chips::PlanRequest request;
   bool json = false;
+  int threads = 0;  // --chip host: threads of the bandwidth probe
 };
 
 // An exact profile id, else the one id that contains `name` ("h200" → "nvidia-h200-sxm").
@@ -31,6 +35,22 @@ Result<chips::DeviceProfile> resolve_chip(const std::string& name) {
   return not_found("{} chip profile '{}' (profiles in {}: {})", hits.empty() ? "no" : "ambiguous", name, dir, ids);
 }
 
+// --chip host: this machine's CPU as the card. Its CPU profile (cpu-x86-64, cpu-arm64, cpu-kunpeng-920, as `cai
+// detect` matches it), with the memory /proc/meminfo reports and the read bandwidth measured now over `threads`
+// threads by the probe `cai bench` uses, in place of the profile's figures.
+Result<chips::DeviceProfile> host_chip(int threads) {
+  const chips::DetectOptions where = chips::DetectOptions::from_env();
+  const chips::CpuInfo cpu = chips::describe_cpu(where.proc_root, where.sysfs_root);
+  if (cpu.profile.empty())
+    return unsupported("--chip host: {}/cpuinfo shows neither an x86-64 nor an AArch64 CPU", where.proc_root);
+  CAI_ASSIGN_OR_RETURN(chips::DeviceProfile chip, resolve_chip(cpu.profile));
+  chip.name = fmt::format("this host: {}, {} logical cores", cpu.model, cpu.logical_cores);
+  if (cpu.memory_bytes > 0) chip.memory_gib = static_cast<double>(cpu.memory_bytes) / (1024.0 * 1024.0 * 1024.0);
+  ThreadPool pool(threads);
+  chip.bandwidth_gbs = measure_read_bandwidth_gbps(&pool);
+  return chip;
+}
+
 std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
 std::string opt_num(const std::optional<double>& v, const char* unit) {
   return v ? fmt::format("{:g} {}", *v, unit) : fmt::format("? {}", unit);
@@ -43,7 +63,7 @@ void print_table(const chips::Plan& p, const chips::ModelFootprint& m, const chi
     dtypes += fmt::format("{}{} {}", dtypes.empty() ? "" : ", ", name, gib(double(bytes)));
   fmt::print("model    {} ({}, {} layers, {:.2f}B params, {:.2f}B read per token; {})\n", m.source, c.architecture,
              c.num_hidden_layers, double(m.params()) / 1e9, double(p.active_params) / 1e9, dtypes);
-  fmt::print("chip     {} ({}) x {}: {} GiB, {}, {}, FP8 {}\n", chip.id, chip.name, p.request.cards,
+  fmt::print("chip     {} ({}) x {}: {:.1f} GiB, {}, {}, FP8 {}\n", chip.id, chip.name, p.request.cards,
              double(p.card_bytes) / (1024.0 * 1024.0 * 1024.0), opt_num(chip.bandwidth_gbs, "GB/s"),
              opt_num(chip.bf16_tflops, "BF16 TFLOPS"), chip.fp8 ? (*chip.fp8 ? "yes" : "no") : "unknown");
   fmt::print("request  context {}, batch {}, KV cache {}\n\n", p.request.ctx, p.request.batch, p.kv_dtype);
@@ -90,7 +110,7 @@ void print_table(const chips::Plan& p, const chips::ModelFootprint& m, const chi
 int run_plan(const PlanOptions& o) {
   Result<chips::ModelFootprint> model = chips::load_footprint(o.model);
   if (!model.ok()) return fail(model.status());
-  Result<chips::DeviceProfile> chip = resolve_chip(o.chip);
+  Result<chips::DeviceProfile> chip = o.chip == "host" ? host_chip(o.threads) : resolve_chip(o.chip);
   if (!chip.ok()) return fail(chip.status());
   Result<chips::Plan> plan = chips::make_plan(*model, *chip, o.request);
   if (!plan.ok()) return fail(plan.status());
@@ -109,7 +129,12 @@ void register_plan(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("plan", "plan a deployment: memory per card, layout, max context/batch, tok/s");
   cmd->add_option("-m,--model", o->model, "a .gguf file, a Hugging Face directory, a config.json, or preset:NAME")
       ->required();
-  cmd->add_option("--chip", o->chip, "device profile id (data/chips/<id>.json), or a unique part of it")->required();
+  cmd->add_option("--chip", o->chip,
+                  "device profile id (data/chips/<id>.json), or a unique part of it; host: this machine's CPU, with "
+                  "its memory and a read bandwidth measured now")
+      ->required();
+  cmd->add_option("-t,--threads", o->threads, "--chip host: threads of the bandwidth probe (0 = all)")
+      ->capture_default_str();
   cmd->add_option("--cards", o->request.cards, "number of cards")->required();
   cmd->add_option("--ctx", o->request.ctx, "context length per sequence (default: the model's maximum)");
   cmd->add_option("--batch", o->request.batch, "concurrent sequences")->capture_default_str();
