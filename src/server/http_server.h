@@ -17,8 +17,10 @@
 #include "server/error_shape.h"
 #include "server/metrics.h"
 #include "server/openai/openai_request.h"
+#include "server/openai/openai_response.h"
 #include "server/prompt_builder.h"
 #include "server/served_models.h"
+#include "server/tools/tool_calls.h"
 
 namespace httplib {
 class ContentReader;
@@ -96,6 +98,12 @@ class HttpServer {
   bool build_prompt(const ApiRequest& api, BuiltPrompt& prompt, ApiError& error) const;
   // Validated request → prompt tokens and a GenerationRequest; false with `error` set when refused.
   bool prepare(const ApiRequest& api, BuiltPrompt& prompt, GenerationRequest& gen, ApiError& error) const;
+  // A 404 for a request naming a model this server does not serve (no model named: the server's first).
+  std::optional<ApiError> unserved_model(const ApiRequest& api) const;
+  // The response id (`id_prefix` + random hex), the time and the model name a generation's answer carries.
+  ResponseMeta response_meta(const char* id_prefix, const ApiRequest& api) const;
+  // How the model writes tool calls when `api` offers tools (nullopt: the whole answer is text).
+  std::optional<ToolSyntax> offered_tool_syntax(const ApiRequest& api) const;
   // With --log-prompts: the prompt the model reads for the request answered in `res` (its request id), at info.
   void log_prompt(const httplib::Response& res, const BuiltPrompt& prompt) const;
   // The answer to a submitted generation, whole or streamed; `line` is its access-log line (written when it ends).

@@ -34,9 +34,7 @@ void HttpServer::handle_anthropic(AnthropicRoute route, const httplib::ContentRe
   std::optional<ApiRequest> req = parse_anthropic_request(route, body, error);
   if (!req) return send_error(res, error, kShape);
   ApiRequest& api = *req;
-  const std::vector<std::string>& served = options_.model_names;
-  if (!api.model.empty() && !serves_model(served, api.model))
-    return send_error(res, model_not_found_error(api.model, served), kShape);
+  if (std::optional<ApiError> e = unserved_model(api)) return send_error(res, *e, kShape);
   BuiltPrompt prompt;
   if (route == AnthropicRoute::kCountTokens) {
     if (!build_prompt(api, prompt, error)) return send_error(res, error, kShape);
@@ -55,12 +53,9 @@ void HttpServer::handle_anthropic(AnthropicRoute route, const httplib::ContentRe
     gen_request.max_tokens = std::min(gen_request.max_tokens, options_.max_output_tokens);
   Result<std::shared_ptr<Generation>> gen = Generation::submit(*eng, metrics_, std::move(gen_request), arrival);
   if (!gen.ok()) return send_error(res, submit_error(gen.status()), kShape);
-  ResponseMeta meta{new_response_id("msg_"), static_cast<int64_t>(std::time(nullptr)),
-                    api.model.empty() ? default_model(served) : api.model};
-  std::optional<ToolSyntax> tool_syntax;
-  if (!api.tools.empty() && api.tool_choice != ToolChoice::kNone) tool_syntax = prompts_->tool_style().syntax;
+  ResponseMeta meta = response_meta("msg_", api);
   const AccessLine line{"POST", "/v1/messages", meta.model, res.get_header_value("request-id"), arrival};
-  auto writer = std::make_shared<AnthropicWriter>(std::move(meta), prompt.opens_think, tool_syntax);
+  auto writer = std::make_shared<AnthropicWriter>(std::move(meta), prompt.opens_think, offered_tool_syntax(api));
   if (api.stream) return respond_stream(std::move(gen).value(), std::move(writer), res, line);
   respond_full(std::move(gen).value(), std::move(writer), res, line);
 }

@@ -208,17 +208,14 @@ void HttpServer::handle_generate(ApiKind kind, const httplib::ContentReader& rea
   ApiError error;
   std::optional<ApiRequest> api = parse_api_request(kind, body, error);
   if (!api) return send_error(res, error);
-  const std::vector<std::string>& served = options_.model_names;
-  if (!api->model.empty() && !serves_model(served, api->model))
-    return send_error(res, model_not_found_error(api->model, served));
+  if (std::optional<ApiError> e = unserved_model(*api)) return send_error(res, *e);
   BuiltPrompt prompt;
   GenerationRequest gen_request;
   if (!prepare(*api, prompt, gen_request, error)) return send_error(res, error);
   log_prompt(res, prompt);
   Result<std::shared_ptr<Generation>> gen = Generation::submit(*eng, metrics_, std::move(gen_request), arrival);
   if (!gen.ok()) return send_error(res, submit_error(gen.status()));
-  ResponseMeta meta{new_response_id(kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-"),
-                    static_cast<int64_t>(std::time(nullptr)), api->model.empty() ? default_model(served) : api->model};
+  ResponseMeta meta = response_meta(kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-", *api);
   const AccessLine line{"POST", kind == ApiKind::kChat ? "/v1/chat/completions" : "/v1/completions", meta.model,
                         res.get_header_value("request-id"), arrival};
   auto writer =
@@ -226,6 +223,21 @@ void HttpServer::handle_generate(ApiKind kind, const httplib::ContentReader& rea
   if (api->echo) writer->echo(prompt.text, prompt.added_bos);
   if (api->stream) return respond_stream(std::move(gen).value(), std::move(writer), res, line);
   respond_full(std::move(gen).value(), std::move(writer), res, line);
+}
+
+std::optional<ApiError> HttpServer::unserved_model(const ApiRequest& api) const {
+  if (api.model.empty() || serves_model(options_.model_names, api.model)) return std::nullopt;
+  return model_not_found_error(api.model, options_.model_names);
+}
+
+ResponseMeta HttpServer::response_meta(const char* id_prefix, const ApiRequest& api) const {
+  return {new_response_id(id_prefix), static_cast<int64_t>(std::time(nullptr)),
+          api.model.empty() ? default_model(options_.model_names) : api.model};
+}
+
+std::optional<ToolSyntax> HttpServer::offered_tool_syntax(const ApiRequest& api) const {
+  if (tool_offer(api).tools.empty()) return std::nullopt;
+  return prompts_->tool_style().syntax;
 }
 
 void HttpServer::log_prompt(const httplib::Response& res, const BuiltPrompt& prompt) const {

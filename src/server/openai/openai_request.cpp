@@ -320,11 +320,10 @@ void read_speculation(FieldReader& r, ApiRequest& req) {
   if (r.integer("num_speculative_tokens", v, 0, SpecOptions::kMaxTokens)) req.speculative_tokens = static_cast<int>(v);
 }
 
-// Read from `body` again as ordered JSON: a schema's properties are generated in the order the client wrote them.
-void read_response_format(FieldReader& r, ApiRequest& req, std::string_view body) {
+// Read from the ordered document: a schema's properties are generated in the order the client wrote them.
+void read_response_format(FieldReader& r, ApiRequest& req, const nlohmann::ordered_json& doc) {
   const json* rf = r.get("response_format");
   if (!rf || rf->is_null()) return;
-  const auto doc = nlohmann::ordered_json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   Result<std::shared_ptr<const grammar::Grammar>> g = parse_response_format(doc.at("response_format"));
   if (!g.ok()) return r.fail(g.status().message(), "response_format");
   req.response_format = std::move(g).value();
@@ -380,7 +379,11 @@ void check_keys(FieldReader& r, const json& body, ApiKind kind) {
 std::optional<ApiRequest> parse_api_request(ApiKind kind, std::string_view body, ApiError& error) {
   const std::optional<nlohmann::ordered_json> parsed = parse_body_object(body, error);
   if (!parsed) return std::nullopt;
-  const json doc(*parsed);
+  return parse_api_object(kind, *parsed, error);
+}
+
+std::optional<ApiRequest> parse_api_object(ApiKind kind, const nlohmann::ordered_json& body, ApiError& error) {
+  const json doc(body);
   ApiRequest req;
   req.kind = kind;
   FieldReader r(doc, error);

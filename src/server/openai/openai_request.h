@@ -96,5 +96,7 @@ int reasoning_budget_for(std::string_view effort);
 // honour (tools on completions, n > kMaxChoices, echo on chat, ...) are rejected with a message saying so. logit_bias
 // keys are checked against the vocabulary later (the parser does not know it).
 std::optional<ApiRequest> parse_api_request(ApiKind kind, std::string_view body, ApiError& error);
+// The same for a body already parsed (an object; parse_body_object), as the Responses route builds its chat request.
+std::optional<ApiRequest> parse_api_object(ApiKind kind, const nlohmann::ordered_json& body, ApiError& error);
 
 }  // namespace cai::server

@@ -426,7 +426,7 @@ std::optional<ResponsesRequest> parse_responses_request(std::string_view body, R
   }
   if (const ordered_json* v = field(doc, "text"); is_set(v) && !text_format(t, *v, chat)) return std::nullopt;
   if (const ordered_json* v = field(doc, "reasoning"); is_set(v) && !reasoning(t, *v, chat)) return std::nullopt;
-  std::optional<ApiRequest> api = parse_api_request(ApiKind::kChat, chat.dump(), error);
+  std::optional<ApiRequest> api = parse_api_object(ApiKind::kChat, chat, error);
   if (!api) {
     error.param = responses_param(error.param, t);
     return std::nullopt;

@@ -58,9 +58,7 @@ void HttpServer::handle_responses(const httplib::ContentReader& reader, httplib:
   std::optional<ResponsesRequest> req = parse_responses_request(body, *responses_, error);
   if (!req) return send_error(res, error);
   const ApiRequest& api = req->api;
-  const std::vector<std::string>& served = options_.model_names;
-  if (!api.model.empty() && !serves_model(served, api.model))
-    return send_error(res, model_not_found_error(api.model, served));
+  if (std::optional<ApiError> e = unserved_model(api)) return send_error(res, *e);
   BuiltPrompt prompt;
   GenerationRequest gen_request;
   if (!prepare(api, prompt, gen_request, error)) {
@@ -70,12 +68,10 @@ void HttpServer::handle_responses(const httplib::ContentReader& reader, httplib:
   log_prompt(res, prompt);
   Result<std::shared_ptr<Generation>> gen = Generation::submit(*eng, metrics_, std::move(gen_request), arrival);
   if (!gen.ok()) return send_error(res, submit_error(gen.status()));
-  ResponseMeta meta{new_response_id("resp_"), static_cast<int64_t>(std::time(nullptr)),
-                    api.model.empty() ? default_model(served) : api.model};
-  std::optional<ToolSyntax> tool_syntax;
-  if (!tool_offer(api).tools.empty()) tool_syntax = prompts_->tool_style().syntax;
+  ResponseMeta meta = response_meta("resp_", api);
   const AccessLine line{"POST", "/v1/responses", meta.model, res.get_header_value("request-id"), arrival};
-  auto writer = std::make_shared<ResponsesWriter>(*req, std::move(meta), prompt.opens_think, tool_syntax, responses_);
+  auto writer = std::make_shared<ResponsesWriter>(*req, std::move(meta), prompt.opens_think, offered_tool_syntax(api),
+                                                  responses_);
   if (api.stream) return respond_stream(std::move(gen).value(), std::move(writer), res, line);
   respond_full(std::move(gen).value(), std::move(writer), res, line);
 }
