@@ -23,7 +23,7 @@ class LeaderModel final : public Model {
   LeaderModel(std::unique_ptr<Model> inner, hal::ProcessGroup& group) : inner_(std::move(inner)), group_(group) {}
   ~LeaderModel() override {
     if (!hal::group_failure().empty()) return;
-    StepHeader stop{static_cast<int64_t>(StepKind::kStop), 0, 0, 0};
+    StepHeader stop{static_cast<int64_t>(StepKind::kStop), 0, 0, 0, 0, 0};
     if (!group_.broadcast(&stop, sizeof stop, 0, kStopTimeoutS))
       CAI_LOG_WARN("telling the workers to stop: {}", group_.error());
   }
@@ -56,8 +56,12 @@ class LeaderModel final : public Model {
     const std::string failure = hal::group_failure();
     if (!failure.empty()) return unavailable("the process group has failed: {}", failure);
     std::vector<int32_t> ints = encode_step(batch, kv.block_size());
-    StepHeader h{static_cast<int64_t>(StepKind::kStep), static_cast<int64_t>(ints.size()), kv.n_blocks(),
-                 kv.block_size()};
+    StepHeader h{static_cast<int64_t>(StepKind::kStep),
+                 static_cast<int64_t>(ints.size()),
+                 kv.n_blocks(),
+                 kv.block_size(),
+                 kv.host_request().n_layers,
+                 kv.host_request().max_step_tokens};
     const double timeout = hal::collective_timeout();
     if (!group_.broadcast(&h, sizeof h, 0, timeout) ||
         !group_.broadcast(ints.data(), ints.size() * sizeof(int32_t), 0, timeout)) {
@@ -156,14 +160,17 @@ void run_worker(Model& model, hal::ProcessGroup& group) {
       st = step.status();
       break;
     }
-    if (!kv || kv->n_blocks() != h.kv_blocks || kv->block_size() != h.kv_block_size) {
+    if (!kv || kv->n_blocks() != h.kv_blocks || kv->block_size() != h.kv_block_size ||
+        kv->host_request().n_layers != h.kv_host_layers) {
+      const KvHostLayers host{static_cast<int>(h.kv_host_layers), static_cast<int>(h.kv_step_tokens)};
       Result<KvCache> made = KvCache::create(model.kv_shards(), model.kv_spec(), static_cast<int>(h.kv_blocks),
-                                             static_cast<int>(h.kv_block_size));
+                                             static_cast<int>(h.kv_block_size), host);
       if (!made.ok()) {
         st = made.status();
         break;
       }
       kv = std::make_unique<KvCache>(std::move(*made));
+      if (!kv->host_layers().empty()) CAI_LOG_INFO("KV offload: {}", describe_host_tier(*kv));
     }
     logits.resize(step->batch.logit_rows.size() * static_cast<size_t>(model.config().vocab_size));
     st = model.forward(step->batch, *kv, logits.data());

@@ -13,11 +13,13 @@ namespace cai::dist {
 
 enum class StepKind : int64_t { kStep = 1, kStop = 2 };
 
-// Sent first, fixed size: the workers learn how many payload integers follow.
+// Sent first, fixed size: the workers learn how many payload integers follow, and the leader's KV cache shape (its
+// host tier included: each rank's cache keeps the same layers in host memory, for its own devices).
 struct StepHeader {
   int64_t kind = 0;
   int64_t n_ints = 0;
   int64_t kv_blocks = 0, kv_block_size = 0;
+  int64_t kv_host_layers = 0, kv_step_tokens = 0;
 };
 
 // The batch as integers; block_size tells how much of each block table the sequence uses.

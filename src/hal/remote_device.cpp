@@ -93,6 +93,11 @@ void RemoteDevice::free(void* ptr, MemoryKind) {
 
 bool is_remote(const Device& d) { return dynamic_cast<const RemoteDevice*>(&d) != nullptr; }
 
+bool host_addresses(const Device& d) {
+  const auto* remote = dynamic_cast<const RemoteDevice*>(&d);
+  return remote ? remote->info().host_visible != 0 : d.host_visible();
+}
+
 int owning_process(const Device& d, const ProcessGroup& group) {
   const auto* remote = dynamic_cast<const RemoteDevice*>(&d);
   return remote ? remote->process() : group.rank();

@@ -57,6 +57,8 @@ class RemoteDevice final : public Device {
 
 // Whether `d` is driven by another process.
 bool is_remote(const Device& d);
+// Whether the host addresses `d`'s memory (for a stand-in: the real device's, as its process reported it).
+bool host_addresses(const Device& d);
 // The process that drives `d`: its own for a remote device, else this one's.
 int owning_process(const Device& d, const ProcessGroup& group);
 

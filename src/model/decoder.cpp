@@ -295,8 +295,6 @@ Status DecoderModel::run_block(const std::vector<BlockRank>& block, int layer, s
     hs.push_back(h);
     ys.push_back(y);
   }
-  KvHostTier* host_kv = kv.host_tier();
-  const bool on_host = host_kv && host_kv->holds(layer);
   for (size_t r = 0; r < block.size(); ++r) {
     const BlockRank& b = block[r];
     hal::Device& d = *b.device;
@@ -304,14 +302,15 @@ Status DecoderModel::run_block(const std::vector<BlockRank>& block, int layer, s
       profile::Scope scope("norm_residual");
       CAI_TRY(ops::rms_norm(d, xs[r], b.attn_norm, cfg_.rms_norm_eps, hs[r]));
     }
-    if (on_host) {
+    KvHostTier* host_kv = kv.host_tier(layer, static_cast<int>(r));
+    if (host_kv) {
       profile::Scope scope("kv_offload");
       CAI_TRY(host_kv->stage_in(layer));
     }
     const StepTensors& step = step_on(d);
     CAI_TRY(std::visit([&](const auto& attn) { return attn.forward(d, group_.ws(d), step, hs[r], kv, ys[r]); },
                        b.attn));  // profiled inside
-    if (on_host) {
+    if (host_kv) {
       profile::Scope scope("kv_offload");
       CAI_TRY(host_kv->keep_new_rows(layer, step.slots));
     }
@@ -386,15 +385,14 @@ Status DecoderModel::forward(const StepBatch& batch, KvCache& kv, float* logits,
     CAI_TRY(ops::embed(*embed_device_, tok_embd_, step_on(*embed_device_).tokens, x));
   }
   std::vector<TensorView> xs{x};
-  KvHostTier* host_kv = kv.host_tier();
-  if (host_kv) CAI_TRY(host_kv->begin_step(batch));
+  for (const auto& tier : kv.host_tiers()) CAI_TRY(tier->begin_step(batch));
   for (size_t layer = 0; layer < blocks_.size(); ++layer) {
     CAI_ASSIGN_OR_RETURN(xs, residual_on(std::move(xs), weights_.placement().layer_ranks(static_cast<int>(layer))));
     CAI_TRY(run_block(blocks_[layer], static_cast<int>(layer), xs, kv));
   }
-  if (host_kv) {
+  if (!kv.host_tiers().empty()) {
     profile::Scope scope("kv_offload");
-    CAI_TRY(host_kv->end_step());
+    for (const auto& tier : kv.host_tiers()) CAI_TRY(tier->end_step());
   }
   if (final_hidden) {
     CAI_ASSIGN_OR_RETURN(xs, residual_on(std::move(xs), weights_.placement().stages.back()));

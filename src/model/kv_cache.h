@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -39,8 +40,8 @@ DType default_kv_dtype(const hal::Device& device);
 // A --kv-dtype value: "f32", "bf16", "f16" or "q8_0"; anything else is invalid_argument listing those.
 Result<DType> parse_kv_dtype(std::string_view name);
 
-// The host KV tier a cache gets: the K/V of the last n_layers layers in host memory (KvHostTier), sized for steps of
-// at most max_step_tokens tokens. 0 layers: every layer on the device.
+// The host KV tier a cache gets: the K/V of n_layers layers in host memory (host_kv_layers says which), sized for
+// steps of at most max_step_tokens tokens. 0 layers: every layer on the devices.
 struct KvHostLayers {
   int n_layers = 0;
   int max_step_tokens = 0;
@@ -53,6 +54,18 @@ struct KvShard {
   int k_width = 0, v_width = 0;
 };
 
+// The layers whose cache a host tier of n layers takes. The pipeline stages (runs of consecutive layers on the same
+// devices) whose devices have memory of their own share the n layers in proportion to their layer counts, each stage
+// giving its last layers; on one device, the model's last n layers. Errors: n outside [0, layers], or above the
+// layers such stages hold (every layer on the CPU: none).
+Result<std::vector<int>> host_kv_layers(const std::vector<std::vector<KvShard>>& layers, int n);
+
+// What the host tiers hold and have moved.
+struct KvHostTraffic {
+  size_t host_bytes = 0;                  // the host layers' K and V, over every device's tier
+  uint64_t uploaded = 0, downloaded = 0;  // bytes copied host → device and device → host so far
+};
+
 class KvCache {
  public:
   // n_blocks blocks of block_size token slots, for every layer. Errors: a dtype the device has no KV kernels for
@@ -61,8 +74,8 @@ class KvCache {
   static Result<KvCache> create(hal::Device& device, const KvSpec& spec, int n_blocks, int block_size,
                                 KvHostLayers host = {});
   // The same with layer l's cache in the shards layers[l] (a model over pipeline stages and tensor-parallel ranks:
-  // Model::kv_shards()); spec prices a token over all of them. Host layers need every layer in one shard on one
-  // device.
+  // Model::kv_shards()); spec prices a token over all of them. Each device that keeps shards of host layers gets a
+  // tier of its own; a device of another process keeps its stand-in layers (its process holds the tier).
   static Result<KvCache> create(const std::vector<std::vector<KvShard>>& layers, const KvSpec& spec, int n_blocks,
                                 int block_size, KvHostLayers host = {});
 
@@ -73,18 +86,31 @@ class KvCache {
   // [n_slots, k_width] / [n_slots, v_width] device views of layer l's shard `rank` (a host layer's: the staging layer).
   TensorView k(int layer, int rank = 0) const;
   TensorView v(int layer, int rank = 0) const;
-  size_t total_bytes() const;  // device memory, the host tier's staging included
-  // The host tier, or null when every layer lives on the device.
-  KvHostTier* host_tier() const { return host_.get(); }
+  size_t total_bytes() const;  // device memory, the host tiers' staging included
+  // The tier that keeps shard `rank` of layer l in host memory, or null where that shard lives on its device.
+  KvHostTier* host_tier(int layer, int rank) const;
+  // Every device's tier (none when every layer lives on the devices); a forward step begins and ends each.
+  const std::vector<std::unique_ptr<KvHostTier>>& host_tiers() const { return host_; }
+  // The layers in host memory, ascending, and what the cache was asked for (an MPI worker's cache repeats it).
+  const std::vector<int>& host_layers() const { return host_layers_; }
+  const KvHostLayers& host_request() const { return host_request_; }
+  KvHostTraffic host_traffic() const;
 
  private:
   KvSpec spec_;
   int n_blocks_ = 0;
   int block_size_ = 0;
   std::vector<hal::Buffer> buffers_;
-  std::vector<std::vector<TensorView>> k_, v_;  // [layer][rank]
-  std::unique_ptr<KvHostTier> host_;
+  std::vector<std::vector<TensorView>> k_, v_;  // [layer][rank]; a host layer's shard: empty (its tier's staging)
+  KvHostLayers host_request_;
+  std::vector<int> host_layers_;
+  std::vector<std::unique_ptr<KvHostTier>> host_;
+  std::vector<std::vector<KvHostTier*>> host_of_;  // [layer][rank]; empty without tiers
 };
+
+// The host tier for a log line: "layers 2..3, 6..7 (4 of 8) in host memory (1.0 MiB), streamed to a staging layer on
+// simt:0, simt:1 each step" (the bytes and devices of this process's tiers).
+std::string describe_host_tier(const KvCache& kv);
 
 // One K or V part of a cache layer: a [n_slots, width] view of `dtype` on `device` (zeroed where the host addresses
 // it), whose buffer is appended to `buffers`; width 0 allocates nothing.

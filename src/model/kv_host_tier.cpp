@@ -22,39 +22,38 @@ Result<hal::Buffer> allocate(hal::Device& d, size_t n, hal::MemoryKind kind, con
 
 }  // namespace
 
-Result<KvHostTier> KvHostTier::create(hal::Device& device, const KvSpec& spec, int first_layer, int64_t n_slots,
-                                      int block_size, int max_step_tokens) {
-  if (is_quantized(spec.dtype))
+Result<KvHostTier> KvHostTier::create(hal::Device& device, const Shape& shape, std::vector<int> layers) {
+  if (is_quantized(shape.dtype))
     return invalid_argument("host KV tier: a {} KV cache cannot be offloaded (use f32, f16 or bf16)",
-                            dtype_name(spec.dtype));
-  if (first_layer < 0 || first_layer >= spec.n_layers || n_slots <= 0 || block_size <= 0 || max_step_tokens <= 0)
-    return invalid_argument("host KV tier: layers from {} of {}, {} slots, block {}, {} tokens per step", first_layer,
-                            spec.n_layers, n_slots, block_size, max_step_tokens);
+                            dtype_name(shape.dtype));
+  if (layers.empty() || !std::is_sorted(layers.begin(), layers.end()) || layers.front() < 0 || shape.n_slots <= 0 ||
+      shape.block_size <= 0 || shape.max_step_tokens <= 0)
+    return invalid_argument("host KV tier: {} layers, {} slots, block {}, {} tokens per step", layers.size(),
+                            shape.n_slots, shape.block_size, shape.max_step_tokens);
   KvHostTier t;
   t.device_ = &device;
-  t.dtype_ = spec.dtype;
-  t.first_layer_ = first_layer;
-  t.n_layers_ = spec.n_layers - first_layer;
-  t.block_size_ = block_size;
-  t.max_step_tokens_ = max_step_tokens;
-  t.k_width_ = spec.k_width;
-  t.v_width_ = spec.v_width;
+  t.dtype_ = shape.dtype;
+  t.layers_ = std::move(layers);
+  t.block_size_ = shape.block_size;
+  t.max_step_tokens_ = shape.max_step_tokens;
+  t.k_width_ = shape.k_width;
+  t.v_width_ = shape.v_width;
   for (int which = 0; which < 2; ++which) {
     Result<TensorView> view =
-        allocate_kv_rows(device, spec.dtype, n_slots, which == 0 ? t.k_width_ : t.v_width_, t.stage_);
+        allocate_kv_rows(device, shape.dtype, shape.n_slots, which == 0 ? t.k_width_ : t.v_width_, t.stage_);
     if (!view.ok())
       return Status(view.status().code(), fmt::format("host KV tier: the staging layer: {}", view.status().message()));
     (which == 0 ? t.stage_k_ : t.stage_v_) = *view;
   }
-  const size_t rows = static_cast<size_t>(t.n_layers_) * static_cast<size_t>(max_step_tokens) *
-                      static_cast<size_t>(t.k_width_ + t.v_width_);
+  const size_t rows =
+      t.layers_.size() * static_cast<size_t>(shape.max_step_tokens) * static_cast<size_t>(t.k_width_ + t.v_width_);
   CAI_ASSIGN_OR_RETURN(t.rows_,
                        allocate(device, rows * sizeof(float), hal::MemoryKind::kDevice, "the step's new rows"));
   // Host memory last: a device too small fails before gigabytes of host memory are set aside.
-  for (int l = 0; l < t.n_layers_; ++l) {
+  for (size_t l = 0; l < t.layers_.size(); ++l) {
     HostLayer h;
     for (int which = 0; which < 2; ++which) {
-      const size_t n = (which == 0 ? t.k_row_bytes() : t.v_row_bytes()) * static_cast<size_t>(n_slots);
+      const size_t n = (which == 0 ? t.k_row_bytes() : t.v_row_bytes()) * static_cast<size_t>(shape.n_slots);
       if (n == 0) continue;
       CAI_ASSIGN_OR_RETURN(hal::Buffer b, allocate(device, n, hal::MemoryKind::kHostPinned, "a host layer"));
       std::memset(b.data(), 0, n);
@@ -63,6 +62,12 @@ Result<KvHostTier> KvHostTier::create(hal::Device& device, const KvSpec& spec, i
     t.host_.push_back(std::move(h));
   }
   return t;
+}
+
+bool KvHostTier::holds(int layer) const { return std::binary_search(layers_.begin(), layers_.end(), layer); }
+
+size_t KvHostTier::index_of(int layer) const {
+  return static_cast<size_t>(std::lower_bound(layers_.begin(), layers_.end(), layer) - layers_.begin());
 }
 
 size_t KvHostTier::host_bytes() const {
@@ -81,7 +86,7 @@ size_t KvHostTier::staging_bytes() const {
 TensorView KvHostTier::step_rows(int layer, bool values) const {
   const int64_t n = static_cast<int64_t>(slots_.size());
   const int64_t per_layer = n * (k_width_ + v_width_);
-  float* base = static_cast<float*>(rows_.data()) + per_layer * (layer - first_layer_);
+  float* base = static_cast<float*>(rows_.data()) + per_layer * static_cast<int64_t>(index_of(layer));
   TensorView v = values ? TensorView::make(base + n * k_width_, DType::kF32, {n, v_width_})
                         : TensorView::make(base, DType::kF32, {n, k_width_});
   v.device = device_;
@@ -111,7 +116,7 @@ Status KvHostTier::begin_step(const StepBatch& batch) {
 }
 
 Status KvHostTier::stage_in(int layer) {
-  const HostLayer& h = host_[static_cast<size_t>(layer - first_layer_)];
+  const HostLayer& h = host_[index_of(layer)];
   hal::Stream& stream = device_->default_stream();
   auto upload = [&](const hal::Buffer& host, const TensorView& stage, size_t row, const BlockRun& r) -> Status {
     const size_t first = static_cast<size_t>(r.first * block_size_) * row,
@@ -136,13 +141,13 @@ Status KvHostTier::keep_new_rows(int layer, const TensorView& slots) {
 Status KvHostTier::end_step() {
   const size_t n = slots_.size();
   const size_t per_layer = n * static_cast<size_t>(k_width_ + v_width_);
-  rows_host_.resize(per_layer * static_cast<size_t>(n_layers_));
+  rows_host_.resize(per_layer * layers_.size());
   CAI_TRY(device_->default_stream().copy_to_host(rows_host_.data(), rows_.data(), rows_host_.size() * sizeof(float)));
   bytes_down_ += rows_host_.size() * sizeof(float);
-  for (int l = 0; l < n_layers_; ++l) {
-    const float* k_rows = rows_host_.data() + per_layer * static_cast<size_t>(l);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const float* k_rows = rows_host_.data() + per_layer * l;
     const float* v_rows = k_rows + n * static_cast<size_t>(k_width_);
-    const HostLayer& h = host_[static_cast<size_t>(l)];
+    const HostLayer& h = host_[l];
     for (size_t i = 0; i < n; ++i) {
       const size_t slot = static_cast<size_t>(slots_[i]);
       CAI_TRY(quantize_row(dtype_, k_rows + i * static_cast<size_t>(k_width_),

@@ -1,6 +1,6 @@
-// KvHostTier: the host KV tier ("layered offload"). The K/V of the last layers live in host (pinned) memory; each step
-// uploads the blocks the batch reads into one device staging layer before that layer's attention, and brings the rows
-// the step wrote back into host memory once the step's layers are done.
+// KvHostTier: the host KV tier ("layered offload") of one device. The K/V that device's shards of some layers keep
+// live in host (pinned) memory; each step uploads the blocks the batch reads into one device staging layer before
+// such a layer's attention, and brings the rows the step wrote back into host memory once the step's layers are done.
 #pragma once
 
 #include <cstdint>
@@ -12,20 +12,26 @@
 
 namespace cai {
 
-struct KvSpec;
 struct StepBatch;
 
 class KvHostTier {
  public:
-  // Layers [first_layer, spec.n_layers) in host memory, n_slots token slots each, plus one device staging layer and
-  // room for the rows of max_step_tokens tokens. Errors: a block-quantized dtype (rows come back through F32), and
-  // allocation failures naming what was being allocated.
-  static Result<KvHostTier> create(hal::Device& device, const KvSpec& spec, int first_layer, int64_t n_slots,
-                                   int block_size, int max_step_tokens);
+  // What every host layer of the tier stores: rows of k_width and v_width elements of dtype (this device's shard of
+  // the layer), n_slots of them, and steps of at most max_step_tokens tokens.
+  struct Shape {
+    DType dtype = DType::kF32;
+    int64_t k_width = 0, v_width = 0;
+    int64_t n_slots = 0;
+    int block_size = 0, max_step_tokens = 0;
+  };
+  // `layers` (ascending) in host memory, plus one staging layer and room for the step's new rows on `device`.
+  // Errors: a block-quantized dtype (rows come back through F32), and allocation failures naming what was being
+  // allocated.
+  static Result<KvHostTier> create(hal::Device& device, const Shape& shape, std::vector<int> layers);
 
-  bool holds(int layer) const { return layer >= first_layer_; }
-  int first_layer() const { return first_layer_; }
-  int n_layers() const { return n_layers_; }
+  bool holds(int layer) const;
+  const std::vector<int>& layers() const { return layers_; }
+  hal::Device& device() const { return *device_; }
   size_t host_bytes() const;     // the host layers' K and V
   size_t staging_bytes() const;  // device memory of the staging layer
   // The staging layer's [n_slots, width] views: what attention reads and writes for a host layer.
@@ -53,7 +59,8 @@ class KvHostTier {
   };
   hal::Device* device_ = nullptr;
   DType dtype_ = DType::kF32;
-  int first_layer_ = 0, n_layers_ = 0, block_size_ = 0, max_step_tokens_ = 0;
+  std::vector<int> layers_;
+  int block_size_ = 0, max_step_tokens_ = 0;
   int64_t k_width_ = 0, v_width_ = 0;
   std::vector<HostLayer> host_;
   std::vector<hal::Buffer> stage_;
@@ -66,6 +73,7 @@ class KvHostTier {
 
   size_t k_row_bytes() const { return row_bytes(dtype_, k_width_); }
   size_t v_row_bytes() const { return row_bytes(dtype_, v_width_); }
+  size_t index_of(int layer) const;  // the layer's place in layers_
   TensorView step_rows(int layer, bool values) const;
 };
 

@@ -104,10 +104,8 @@ class EngineImpl final : public Engine {
     stats_.spec_method = drafter_ ? spec_method_name(opt_.spec.method) : "off";
     stats_.spec_tokens = drafter_ ? opt_.spec.tokens : 0;
     stats_.kv_bytes_per_token = kv_.spec().bytes_per_token();
-    if (const KvHostTier* host = kv_.host_tier()) {
-      stats_.kv_offload_layers = host->n_layers();
-      stats_.kv_host_bytes = host->host_bytes();
-    }
+    stats_.kv_offload_layers = static_cast<int>(kv_.host_layers().size());
+    stats_.kv_host_bytes = kv_.host_traffic().host_bytes;
     publish_stats();  // /metrics shows the KV pool before the first step
     thread_ = std::thread([this] { loop(); });
   }
@@ -488,10 +486,9 @@ void EngineImpl::publish_stats() {
   stats_.spec_verify_steps = c.verify_steps;
   stats_.token_budget = sched_.token_budget();
   if (const hal::Communicator* comm = lm_.model->communicator()) stats_.device_transfer_bytes = comm->bytes_moved();
-  if (const KvHostTier* host = kv_.host_tier()) {
-    stats_.kv_offload_uploaded_bytes = host->bytes_uploaded();
-    stats_.kv_offload_downloaded_bytes = host->bytes_downloaded();
-  }
+  const KvHostTraffic host = kv_.host_traffic();
+  stats_.kv_offload_uploaded_bytes = host.uploaded;
+  stats_.kv_offload_downloaded_bytes = host.downloaded;
 }
 
 }  // namespace
@@ -521,12 +518,7 @@ Result<std::unique_ptr<Engine>> Engine::create(LoadedModel lm, const EngineOptio
   CAI_LOG_INFO("engine: {} KV blocks × {} tokens ({:.1f} MiB, {}), context {}, batch {}, step budget {}", n_blocks,
                o.block_size, static_cast<double>(kv.total_bytes()) / (1 << 20), dtype_name(spec.dtype), ctx,
                o.max_batch, o.max_tokens_per_step);
-  if (const KvHostTier* host = kv.host_tier())
-    CAI_LOG_INFO(
-        "engine: KV offload: layers {}..{} ({} of {}) in host memory ({:.1f} MiB), streamed to a device "
-        "staging layer each step",
-        host->first_layer(), spec.n_layers - 1, host->n_layers(), spec.n_layers,
-        static_cast<double>(host->host_bytes()) / (1 << 20));
+  if (!kv.host_layers().empty()) CAI_LOG_INFO("engine: KV offload: {}", describe_host_tier(kv));
   if (drafter)
     CAI_LOG_INFO("engine: speculative decoding with {}, {} draft tokens per step", spec_method_name(o.spec.method),
                  o.spec.tokens);

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/log.h"
+#include "hal/remote_device.h"
 
 namespace cai {
 
@@ -32,7 +33,11 @@ Result<int> host_layers_for(const Model& m, const EngineOptions& o) {
   const int n = o.kv_offload_layers, n_layers = m.kv_spec().n_layers;
   if (n < 0 || n > n_layers)
     return invalid_argument("--kv-offload-layers {}: the model has {} layers with a KV cache", n, n_layers);
-  if (n > 0 && m.device().host_visible()) {
+  const std::vector<std::vector<KvShard>> shards = m.kv_shards();
+  const bool all_host = std::all_of(shards.begin(), shards.end(), [](const std::vector<KvShard>& layer) {
+    return std::all_of(layer.begin(), layer.end(), [](const KvShard& s) { return hal::host_addresses(*s.device); });
+  });
+  if (n > 0 && all_host) {
     CAI_LOG_INFO("KV offload of {} layers has no effect on {}: its KV cache is in host memory already", n,
                  m.device().name());
     return 0;
@@ -45,6 +50,9 @@ Result<KvCache> create_kv_cache(const Model& m, const EngineOptions& o, int n_bl
   Result<KvCache> kv =
       KvCache::create(m.kv_shards(), spec, n_blocks, o.block_size, {host_layers, o.max_tokens_per_step});
   if (kv.ok() || host_layers == 0) return kv;
+  if (m.devices().size() > 1)
+    return Status(kv.status().code(), fmt::format("KV cache of {} blocks with {} of {} layers in host memory: {}",
+                                                  n_blocks, host_layers, spec.n_layers, kv.status().message()));
   const uint64_t layer_bytes = spec.bytes_per_token() / static_cast<uint64_t>(spec.n_layers) *
                                static_cast<uint64_t>(n_blocks) * static_cast<uint64_t>(o.block_size);
   return Status(kv.status().code(),

@@ -11,7 +11,8 @@ namespace cai {
 // memory is taken at 90 % of what is free after the weights, up to max_batch full contexts. With host layers the
 // cache holds max_batch full contexts: the host tier exists to make room for them.
 size_t default_kv_bytes(const Model& m, const EngineOptions& o, size_t block_bytes, int host_layers);
-// The host layers the engine gives its cache: none on a device the host addresses (the CPU: nothing to offload to).
+// The host layers the engine gives its cache: none where the host addresses every device's memory (the CPU: nothing
+// to offload to).
 Result<int> host_layers_for(const Model& m, const EngineOptions& o);
 // The cache itself; with host layers an allocation failure says how the device memory was being split.
 Result<KvCache> create_kv_cache(const Model& m, const EngineOptions& o, int n_blocks, int host_layers);

@@ -5,6 +5,7 @@
 
 #include "engine_test_util.h"
 #include "model/kv_cache.h"
+#include "model/model_loader.h"
 
 namespace cai {
 namespace {
@@ -116,16 +117,95 @@ TEST(EngineKvOffloadErrors, ADeviceTooSmallSaysWhatItNeeded) {
       << engine.status().message();
 }
 
+// Over pipeline stages, each stage whose devices have memory of their own gives its last layers, in proportion to its
+// layers; stages on the CPU give none.
+TEST(HostKvLayers, StagesShareTheLayersInProportion) {
+  hal::Device* simt = test::device_named("simt:0");
+  hal::Device* cpu = test::device_named("cpu");
+  ASSERT_NE(simt, nullptr);
+  ASSERT_NE(cpu, nullptr);
+  auto layers = [](std::vector<std::pair<hal::Device*, int>> stages) {
+    std::vector<std::vector<KvShard>> out;
+    for (const auto& [device, n] : stages)
+      for (int i = 0; i < n; ++i) out.push_back({{device, 32, 32}});
+    return out;
+  };
+  auto host = [](const std::vector<std::vector<KvShard>>& l, int n) {
+    Result<std::vector<int>> r = host_kv_layers(l, n);
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return r.ok() ? *r : std::vector<int>{};
+  };
+  EXPECT_EQ(host(layers({{simt, 4}}), 2), (std::vector<int>{2, 3}));
+  EXPECT_EQ(host(layers({{simt, 4}}), 0), std::vector<int>{});
+  // simt | cpu | simt: the two device stages (4 and 2 layers) share 3 as 2 and 1; the CPU stage keeps its layers.
+  const auto mixed = layers({{simt, 4}, {cpu, 3}, {simt, 2}});
+  EXPECT_EQ(host(mixed, 3), (std::vector<int>{2, 3, 8}));
+  EXPECT_EQ(host(mixed, 6), (std::vector<int>{0, 1, 2, 3, 7, 8}));
+  Result<std::vector<int>> too_many = host_kv_layers(mixed, 7);
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_NE(too_many.status().message().find("only 6 of the 9 layers run on devices with memory of their own"),
+            std::string::npos)
+      << too_many.status().message();
+  Result<std::vector<int>> all_cpu = host_kv_layers(layers({{cpu, 2}}), 1);
+  ASSERT_FALSE(all_cpu.ok());
+  EXPECT_NE(all_cpu.status().message().find("whose memory the host addresses (cpu:0)"), std::string::npos)
+      << all_cpu.status().message();
+  // A tensor-parallel stage with a rank on the CPU keeps its layers on the devices.
+  const std::vector<std::vector<KvShard>> tp(3, {{simt, 16, 16}, {cpu, 16, 16}});
+  EXPECT_FALSE(host_kv_layers(tp, 1).ok());
+}
+
+// A model over the CPU and simt:0 as two pipeline stages: the host layers come from the simt stage, the tokens are
+// those of the same layout without them, and the stats count the simt stage's tier.
+TEST(EngineKvOffloadStages, TheDeviceStageOffloadsAndTheTokensStay) {
+  hal::Device* simt = test::device_named("simt:0");
+  hal::Device* cpu = test::device_named("cpu");
+  ASSERT_NE(simt, nullptr);
+  ASSERT_NE(cpu, nullptr);
+  Layout layout;
+  layout.devices = {cpu, simt};
+  auto run = [&](int host_layers) {
+    LoadOptions lo;
+    lo.kv_dtype = DType::kF32;
+    Result<LoadedModel> m = load_model(test::data_path("oracle/deepseek_v3_tiny"), layout, lo);
+    EXPECT_TRUE(m.ok()) << m.status().to_string();
+    EngineOptions o;
+    o.max_batch = 4;
+    o.max_tokens_per_step = 40;
+    o.block_size = 16;
+    o.n_kv_blocks = 40;
+    o.kv_offload_layers = host_layers;
+    ServedRun out;
+    if (!m.ok()) return out;
+    auto engine = Engine::create(std::move(*m), o);
+    EXPECT_TRUE(engine.ok()) << engine.status().to_string();
+    if (!engine.ok()) return out;
+    std::vector<Collector> together(3);
+    for (int i = 0; i < 3; ++i)
+      EXPECT_TRUE((*engine)->submit(greedy(prompt(i), 5), together[static_cast<size_t>(i)].callback()).ok());
+    for (Collector& c : together) {
+      c.wait();
+      out.tokens.push_back(c.tokens);
+    }
+    out.stats = (*engine)->stats();
+    return out;
+  };
+  const ServedRun device = run(0);
+  const ServedRun offloaded = run(1);  // layers 0..1 on the CPU, 2..3 on simt:0: layer 3 goes to host memory
+  ASSERT_EQ(device.tokens.size(), 3u);
+  EXPECT_EQ(offloaded.tokens, device.tokens);
+  EXPECT_EQ(offloaded.stats.kv_offload_layers, 1);
+  EXPECT_EQ(offloaded.stats.kv_host_bytes, offloaded.stats.kv_bytes_per_token / 4 * 40 * 16);
+  EXPECT_GT(offloaded.stats.kv_offload_uploaded_bytes, 0u);
+  EXPECT_GT(offloaded.stats.kv_offload_downloaded_bytes, 0u);
+}
+
 // KvCache::create itself: a block-quantized cache cannot take host layers (its rows come back through F32).
 TEST(EngineKvOffloadErrors, QuantizedCachesAreNotOffloaded) {
   hal::Device* simt = test::device_named("simt:0");
   ASSERT_NE(simt, nullptr);
-  KvSpec spec;
-  spec.n_layers = 2;
-  spec.k_width = 32;
-  spec.v_width = 32;
-  spec.dtype = DType::kQ8_0;
-  Result<KvHostTier> tier = KvHostTier::create(*simt, spec, 1, 64, 16, 8);
+  const KvHostTier::Shape shape{DType::kQ8_0, 32, 32, 64, 16, 8};
+  Result<KvHostTier> tier = KvHostTier::create(*simt, shape, {1});
   ASSERT_FALSE(tier.ok());
   EXPECT_NE(tier.status().message().find("q8_0 KV cache cannot be offloaded"), std::string::npos)
       << tier.status().message();

@@ -47,9 +47,10 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
 
 void add_kv_offload_option(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--kv-offload-layers", o.kv_offload_layers,
-                 "keep the KV cache of the last N layers in host memory, streamed to the device each step (devices "
-                 "with their own memory; default: the layers `cai plan` sends to host memory for this device's "
-                 "profile, context and batch; 0 = none)")
+                 "keep the KV cache of N layers in host memory, streamed to the device each step (the last layers; "
+                 "over pipeline stages, each stage's last layers in proportion to its layers; devices with their own "
+                 "memory; default on one device: the layers `cai plan` sends to host memory for its profile, context "
+                 "and batch; 0 = none)")
       ->check(CLI::NonNegativeNumber);
 }
 
@@ -137,13 +138,16 @@ Result<DevicePolicies> device_policies(const CommonOptions& o, const HostChips& 
 // The KV layers a serving engine keeps in host memory: --kv-offload-layers as given; else, where the profile's
 // host_offload_below applies, those `cai plan` sends to host memory for this model on one card with this device's
 // memory at the engine's context and batch (the log line is that command, so the two can be compared); else (and
-// for a model over several devices, whose layers the one-device tier cannot take) none.
+// for a model over several devices, which that one-card plan does not describe) none.
 Result<int> kv_offload_layers(const CommonOptions& o, const DevicePolicies& d, const hal::Device& dev,
                               const EngineOptions& e, DType kv_dtype, const Layout& layout) {
   if (o.kv_offload_layers) return *o.kv_offload_layers;
   if (!d.options.host_offload_below) return 0;
   if (layout.devices.size() > 1) {
-    CAI_LOG_INFO("KV offload: none: the host KV tier takes one device's layers, and the layers run on several");
+    CAI_LOG_INFO(
+        "KV offload: none: the profile's plan is for one card and the layers run on {} devices "
+        "(--kv-offload-layers N offloads over them)",
+        layout.devices.size());
     return 0;
   }
   if (dev.host_visible()) {
