@@ -23,7 +23,9 @@ extern "C" {
 #define CAI_ABI_DEFAULT(v)
 #endif
 
-/* v4: CaiExpertWeights carries expert_begin (expert parallelism: a rank's experts are a range of the layer's), and
+/* v4.1: CaiCollectives may also join communicators across processes (comm_unique_id, comm_init_rank), read only
+   where its struct_size covers them.
+   v4: CaiExpertWeights carries expert_begin (expert parallelism: a rank's experts are a range of the layer's), and
    CaiBackendEntry a backend's collectives (CaiCollectives).
    v3: attention_mla takes W_UK and W_UV apart (w_uk, w_uv: the per-head layout DeepSeek GGUFs store) instead of the
    joint kv_b. Plugins of an earlier version are refused by name (their entry symbol differs). */
@@ -214,6 +216,14 @@ typedef struct CaiDevice {
   void (*set_batch_invariant)(CaiDeviceHandle, int32_t on);
 } CaiDevice;
 
+/* The engine's exchange between the processes of a communicator that spans several (MPI underneath): all_gather puts
+   each process's `bytes` bytes into `all`, by rank; 0 on success. For a library that needs a host channel besides
+   the unique id; NCCL and RCCL do not use it. Valid until comm_destroy. */
+typedef struct CaiHostExchange {
+  void* ctx;
+  int (*all_gather)(void* ctx, const void* mine, void* all, uint64_t bytes);
+} CaiHostExchange;
+
 /* Collectives a backend brings from its vendor library (NCCL, RCCL, HCCL, CNCL, BKCL, ...): a communicator over
    several of its devices in this process, rank i = devices[i]. The engine falls back to its staged host path where
    a backend has none, or where comm_create fails (e.g. CAI_ERR_UNAVAILABLE: the library is not installed). */
@@ -223,8 +233,17 @@ typedef struct CaiCollectives {
   const char* library; /* what it runs on, for logs: "NCCL (libnccl.so.2)" */
   int (*comm_create)(const CaiDeviceHandle* devices, int32_t n, CaiCommHandle* out, CaiError*);
   void (*comm_destroy)(CaiCommHandle);
-  /* bufs[i] (count F32 values in rank i's memory) all become their sum, queued on each rank's stream like ops. */
+  /* bufs[i] (count F32 values in rank i's memory) all become their sum, queued on each rank's stream like ops. A
+     communicator from comm_init_rank has one rank in this process: bufs[0]. */
   int (*all_reduce_sum_f32)(CaiCommHandle, float* const* bufs, uint64_t count, CaiError*);
+  /* v4.1, across processes, one device in each (ncclGetUniqueId / ncclCommInitRank). comm_unique_id writes
+     unique_id_bytes bytes on one process, which the engine sends to the others; with id null it only says whether
+     the library is there (CAI_OK, or CAI_ERR_UNAVAILABLE with the reason). comm_init_rank joins the communicator of
+     n_ranks processes as `rank`, on `device`; every process calls it with the same id. */
+  uint32_t unique_id_bytes CAI_ABI_DEFAULT(0);
+  int (*comm_unique_id)(void* id, CaiError*) CAI_ABI_DEFAULT(nullptr);
+  int (*comm_init_rank)(const void* id, int32_t n_ranks, int32_t rank, CaiDeviceHandle device,
+                        const CaiHostExchange* exchange, CaiCommHandle* out, CaiError*) CAI_ABI_DEFAULT(nullptr);
 } CaiCollectives;
 
 /* What the entry symbol returns. create() fills devices (the plugin keeps them alive until destroy()). */

@@ -1,7 +1,14 @@
-// The Communicator of a device group spread over the processes of an MPI job: transfers between processes through
-// hal::ProcessGroup (host memory on the wire; a device's side staged through its stream), the rest through the
-// staged communicator of this process's own devices.
+// The Communicator of a device group spread over the processes of an MPI job: an all-reduce across processes through
+// the devices' backend library where every process's device has the same one (NCCL across processes: a unique id
+// sent over the group), else, like every other transfer between processes, through hal::ProcessGroup (host memory on
+// the wire; a device's side staged through its stream); the rest through the staged communicator of this process's
+// own devices.
 #include <algorithm>
+#include <array>
+#include <cstring>
+#include <map>
+
+#include "core/log.h"
 
 #include "hal/collective.h"
 #include "hal/process_group.h"
@@ -40,8 +47,12 @@ class CrossProcessCommunicator final : public Communicator {
     return {};
   }
 
+  // Across processes the backend library is chosen with the other processes at the first all-reduce over the ranks;
+  // before it, and where they did not all have the same one, the group's all-gather.
   std::string all_reduce_path(const std::vector<int>& ranks) override {
-    return all_local(ranks) ? local_->all_reduce_path(ranks) : "MPI all-gather (" + group_.library() + ")";
+    if (all_local(ranks)) return local_->all_reduce_path(ranks);
+    const auto it = native_.find(ranks);
+    return it != native_.end() && it->second ? it->second->library() : "MPI all-gather (" + group_.library() + ")";
   }
 
   Status all_reduce_sum(const std::vector<int>& ranks, const std::vector<float*>& bufs, size_t n) override {
@@ -60,6 +71,12 @@ class CrossProcessCommunicator final : public Communicator {
     CAI_TRY(check_group());
     const size_t bytes = n * sizeof(float), k = ranks.size();
     Device& d = device(ranks[static_cast<size_t>(mine)]);
+    CAI_ASSIGN_OR_RETURN(NativeCollective * native, native_for(ranks, procs, mine, d));
+    if (native) {
+      CAI_TRY(native->all_reduce_sum({bufs[static_cast<size_t>(mine)]}, n));
+      count(Collective::kAllReduce, 2 * (k - 1) * bytes);
+      return {};
+    }
     CAI_ASSIGN_OR_RETURN(const void* host, to_host(d, bufs[static_cast<size_t>(mine)], bytes));
     gathered_.resize(k * n);
     if (!group_.all_gather(host, gathered_.data(), bytes, procs, collective_timeout())) return failed();
@@ -78,6 +95,54 @@ class CrossProcessCommunicator final : public Communicator {
   int owner(int rank) const { return owning_process(device(rank), group_); }
   bool all_local(const std::vector<int>& ranks) const {
     return std::all_of(ranks.begin(), ranks.end(), [&](int r) { return owner(r) == group_.rank(); });
+  }
+
+  // The backend library's communicator over these ranks (one device in each of `procs`), made at their first
+  // all-reduce: the processes show each other which library they have; where all name the same one, the first
+  // process makes the unique id, every process receives it and joins. Null: not all have one, and the group stages.
+  Result<NativeCollective*> native_for(const std::vector<int>& ranks, const std::vector<int>& procs, int mine,
+                                       Device& d) {
+    const auto it = native_.find(ranks);
+    if (it != native_.end()) return it->second.get();
+    std::unique_ptr<NativeCollective>& slot = native_[ranks];
+    ProcessCollectives* pc = d.process_collectives();
+    std::array<char, 64> offer{};
+    if (pc) std::strncpy(offer.data(), pc->library().c_str(), offer.size() - 1);
+    std::vector<std::array<char, 64>> offers(procs.size());
+    if (!group_.all_gather(offer.data(), offers.data(), offer.size(), procs, collective_timeout())) return failed();
+    const bool same = pc && std::all_of(offers.begin(), offers.end(), [&](const auto& o) { return o == offer; });
+    std::vector<Device*> devices;
+    for (int r : ranks) devices.push_back(&device(r));
+    const std::string names = device_names(devices);
+    if (!same) {
+      CAI_LOG_INFO("all-reduce over {}: MPI all-gather ({}): not every process has the same collective library", names,
+                   group_.library());
+      return nullptr;
+    }
+    // The first process's id, after a byte that says whether it made one (if not, every process stages).
+    const size_t id_bytes = pc->unique_id_bytes();
+    std::vector<uint8_t> id(1 + id_bytes);
+    if (mine == 0) {
+      Result<std::vector<uint8_t>> made = pc->unique_id();
+      if (made.ok() && made->size() == id_bytes) {
+        id[0] = 1;
+        std::copy(made->begin(), made->end(), id.begin() + 1);
+      } else {
+        CAI_LOG_WARN("all-reduce over {}: {} made no unique id ({}); staging through MPI", names, pc->library(),
+                     made.ok() ? "wrong size" : made.status().message());
+      }
+    }
+    std::vector<uint8_t> ids(procs.size() * id.size());
+    if (!group_.all_gather(id.data(), ids.data(), id.size(), procs, collective_timeout())) return failed();
+    if (ids[0] != 1) return nullptr;
+    id.assign(ids.begin() + 1, ids.begin() + static_cast<ptrdiff_t>(1 + id_bytes));
+    HostAllGather gather = [this, procs](const void* mine_bytes, void* all, size_t n) -> Status {
+      if (!group_.all_gather(mine_bytes, all, n, procs, collective_timeout())) return failed();
+      return {};
+    };
+    CAI_ASSIGN_OR_RETURN(slot, pc->join(id, static_cast<int>(procs.size()), mine, std::move(gather)));
+    CAI_LOG_INFO("all-reduce over {}: {}", names, slot->library());
+    return slot.get();
   }
 
   // src's n bytes readable by the host once earlier work on d is done: src itself where the host addresses d.
@@ -105,6 +170,7 @@ class CrossProcessCommunicator final : public Communicator {
   std::unique_ptr<Communicator> local_;
   std::vector<uint8_t> staging_;
   std::vector<float> gathered_, sum_;
+  std::map<std::vector<int>, std::unique_ptr<NativeCollective>> native_;  // null: the ranks stage
 };
 
 }  // namespace

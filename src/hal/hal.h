@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -92,6 +93,24 @@ class NativeCollective {
   virtual Status all_reduce_sum(const std::vector<float*>& bufs, size_t n) = 0;
 };
 
+// The engine's all-gather between the processes of a communicator that spans several (ProcessGroup underneath): each
+// process's n bytes into `all`, by rank.
+using HostAllGather = std::function<Status(const void* mine, void* all, size_t n)>;
+
+// A backend's collective library across processes (NCCL's ncclGetUniqueId / ncclCommInitRank, through the plugin
+// ABI's CaiCollectives): one process makes the unique id, the engine sends it to the others, and each joins with its
+// rank and its device. The joined NativeCollective has one rank in this process (bufs of one pointer).
+class ProcessCollectives {
+ public:
+  virtual ~ProcessCollectives() = default;
+  virtual std::string library() const = 0;
+  virtual size_t unique_id_bytes() const = 0;
+  virtual Result<std::vector<uint8_t>> unique_id() = 0;
+  // all_gather serves libraries that need a host channel besides the id; the collective keeps it.
+  virtual Result<std::unique_ptr<NativeCollective>> join(const std::vector<uint8_t>& id, int n_ranks, int rank,
+                                                         HostAllGather all_gather) = 0;
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -134,6 +153,9 @@ class Device {
   virtual Result<std::unique_ptr<NativeCollective>> native_collective(const std::vector<Device*>& /*group*/) {
     return std::unique_ptr<NativeCollective>();
   }
+  // This device's backend's collectives across processes, or null where the backend brings none or its library is
+  // not installed (a group of processes then stages through the ProcessGroup).
+  virtual ProcessCollectives* process_collectives() { return nullptr; }
 };
 
 // unsupported, naming the device and the KV dtypes it takes, unless device.supports_kv_dtype(t).

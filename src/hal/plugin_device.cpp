@@ -301,9 +301,12 @@ class PluginCollective final : public NativeCollective {
 
 }  // namespace
 
+// The table's fields up to and including `field` were written by the plugin.
+#define CAI_HAS_FIELD(c, field) ((c)->struct_size >= offsetof(CaiCollectives, field) + sizeof((c)->field) && (c)->field)
+
 Result<std::unique_ptr<NativeCollective>> PluginDevice::native_collective(const std::vector<Device*>& group) {
   const CaiCollectives* c = collectives_;
-  if (!c || c->struct_size < sizeof(CaiCollectives) || !c->comm_create || !c->comm_destroy || !c->all_reduce_sum_f32)
+  if (!c || !CAI_HAS_FIELD(c, comm_create) || !CAI_HAS_FIELD(c, comm_destroy) || !CAI_HAS_FIELD(c, all_reduce_sum_f32))
     return std::unique_ptr<NativeCollective>();
   std::vector<CaiDeviceHandle> handles;
   for (Device* d : group) {
@@ -317,6 +320,88 @@ Result<std::unique_ptr<NativeCollective>> PluginDevice::native_collective(const 
       status_of(c->comm_create(handles.data(), static_cast<int32_t>(handles.size()), &comm, &err), err, "comm_create"));
   return std::unique_ptr<NativeCollective>(new PluginCollective(*c, comm, *this));
 }
+
+namespace {
+
+// A communicator across processes: PluginCollective with the engine's host exchange kept alive beside it.
+class JoinedCollective final : public NativeCollective {
+ public:
+  JoinedCollective(const CaiCollectives& c, const PluginDevice& device, HostAllGather all_gather)
+      : c_(c), device_(device), all_gather_(std::move(all_gather)), exchange_{this, &JoinedCollective::gather} {}
+  ~JoinedCollective() override {
+    if (comm_) c_.comm_destroy(comm_);
+  }
+  Status init(const std::vector<uint8_t>& id, int n_ranks, int rank) {
+    CaiError err{};
+    return device_.status_of(c_.comm_init_rank(id.data(), n_ranks, rank, device_.c().handle, &exchange_, &comm_, &err),
+                             err, "comm_init_rank");
+  }
+  std::string library() const override { return std::string(c_.library ? c_.library : "?") + ", across processes"; }
+  Status all_reduce_sum(const std::vector<float*>& bufs, size_t n) override {
+    CaiError err{};
+    return device_.status_of(c_.all_reduce_sum_f32(comm_, bufs.data(), n, &err), err, "all_reduce_sum");
+  }
+
+ private:
+  static int gather(void* ctx, const void* mine, void* all, uint64_t bytes) {
+    const Status st = static_cast<JoinedCollective*>(ctx)->all_gather_(mine, all, static_cast<size_t>(bytes));
+    return st.ok() ? CAI_OK : CAI_ERR_UNAVAILABLE;
+  }
+
+  const CaiCollectives& c_;
+  const PluginDevice& device_;
+  HostAllGather all_gather_;
+  CaiHostExchange exchange_;
+  CaiCommHandle comm_ = nullptr;
+};
+
+class PluginProcessCollectives final : public ProcessCollectives {
+ public:
+  PluginProcessCollectives(const CaiCollectives& c, const PluginDevice& device) : c_(c), device_(device) {}
+  std::string library() const override { return c_.library ? c_.library : "?"; }
+  size_t unique_id_bytes() const override { return c_.unique_id_bytes; }
+  Result<std::vector<uint8_t>> unique_id() override {
+    std::vector<uint8_t> id(c_.unique_id_bytes);
+    CaiError err{};
+    CAI_TRY(device_.status_of(c_.comm_unique_id(id.data(), &err), err, "comm_unique_id"));
+    return id;
+  }
+  Result<std::unique_ptr<NativeCollective>> join(const std::vector<uint8_t>& id, int n_ranks, int rank,
+                                                 HostAllGather all_gather) override {
+    if (id.size() != c_.unique_id_bytes)
+      return invalid_argument("{}: a unique id of {} bytes, the library's are {}", device_.name(), id.size(),
+                              c_.unique_id_bytes);
+    auto joined = std::make_unique<JoinedCollective>(c_, device_, std::move(all_gather));
+    CAI_TRY(joined->init(id, n_ranks, rank));
+    return std::unique_ptr<NativeCollective>(std::move(joined));
+  }
+
+ private:
+  const CaiCollectives& c_;
+  const PluginDevice& device_;
+};
+
+}  // namespace
+
+ProcessCollectives* PluginDevice::process_collectives() {
+  const CaiCollectives* c = collectives_;
+  if (!c || !CAI_HAS_FIELD(c, all_reduce_sum_f32) || !CAI_HAS_FIELD(c, comm_destroy) ||
+      !CAI_HAS_FIELD(c, comm_unique_id) || !CAI_HAS_FIELD(c, comm_init_rank) || c->unique_id_bytes == 0)
+    return nullptr;
+  if (!process_collectives_ && !process_collectives_checked_) {
+    process_collectives_checked_ = true;
+    CaiError err{};
+    const Status there = status_of(c->comm_unique_id(nullptr, &err), err, "comm_unique_id");
+    if (!there.ok()) {
+      CAI_LOG_INFO("{}: no collectives across processes: {}", name_, there.message());
+      return nullptr;
+    }
+    process_collectives_ = std::make_unique<PluginProcessCollectives>(*c, *this);
+  }
+  return process_collectives_.get();
+}
+
+#undef CAI_HAS_FIELD
 
 // ---- PluginBackend -------------------------------------------------------------------------------------------------
 

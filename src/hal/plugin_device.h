@@ -64,6 +64,8 @@ class PluginDevice final : public Device {
   void set_batch_invariant(bool on) override;
   // Through the backend's CaiCollectives where the whole group is this backend's devices.
   Result<std::unique_ptr<NativeCollective>> native_collective(const std::vector<Device*>& group) override;
+  // Through the table's comm_unique_id / comm_init_rank where the plugin has them and its library is there.
+  ProcessCollectives* process_collectives() override;
   // The backend's collectives table (null: none), set by PluginBackend.
   void set_collectives(const CaiCollectives* c) { collectives_ = c; }
 
@@ -88,6 +90,8 @@ class PluginDevice final : public Device {
   bool batch_invariant_ = false;
   std::atomic<int64_t> n_live_{0};
   const CaiCollectives* collectives_ = nullptr;
+  std::unique_ptr<ProcessCollectives> process_collectives_;
+  bool process_collectives_checked_ = false;  // the library was looked for (it is looked for once)
 };
 
 // Checks what a plugin's entry symbol returned: ABI version, struct size, name and create(). Errors name `path`.

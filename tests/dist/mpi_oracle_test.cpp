@@ -86,6 +86,32 @@ TEST(Mpi, SpeculativeGreedyIsTheOneProcessGreedy) {
   EXPECT_NE(mtp.err.find("--spec mtp in an MPI job"), std::string::npos) << mtp.err;
 }
 
+// simt ranks all-reduce through their backend's collectives across processes (the CaiCollectives path NCCL takes:
+// a unique id from rank 0, sent over MPI, each rank joining), with one process's greedy tokens; CPU ranks, whose
+// backend has none, all-reduce through MPI.
+TEST(Mpi, RanksOfOneBackendAllReduceThroughItsLibrary) {
+  const std::string eval = " eval -m " + test::data_path("oracle/qwen2_tiny") + " --tokens 1,2,3 --greedy 4 --json";
+  const auto greedy = [](const std::string& out) { return nlohmann::json::parse(test::last_line(out))["greedy"]; };
+  const test::CommandResult one = test::run_command(test::cai_bin() + eval + " -t 1");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const test::CommandResult simt = test::run_command("CAI_SIMT_DEVICES=2 " + test::mpirun(2) + " " + test::cai_bin() +
+                                                     eval + " --device simt --tp 2 --kv-dtype f32");
+  ASSERT_EQ(simt.exit_code, 0) << simt.err;
+  EXPECT_EQ(greedy(simt.out), greedy(one.out));
+  for (const char* rank : {"[rank 0]", "[rank 1]"}) {
+    const size_t line = simt.err.find(std::string(rank) + " [info] all-reduce over ");
+    ASSERT_NE(line, std::string::npos) << simt.err;
+    EXPECT_NE(simt.err.substr(line, simt.err.find('\n', line) - line)
+                  .find("simt collectives (in-plugin, rank order), across processes"),
+              std::string::npos)
+        << simt.err;
+  }
+  const test::CommandResult cpu =
+      test::run_command(test::mpirun(2) + " " + test::cai_bin() + eval + " --device cpu -t 1 --tp 2");
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  EXPECT_NE(cpu.err.find("all-reduce over cpu:0,rank1/cpu:0: MPI all-gather"), std::string::npos) << cpu.err;
+}
+
 TEST(Mpi, RanksMustDivideTheLayout) {
   const test::CommandResult r =
       test::run_command(test::mpirun(2) + " " + test::cai_bin() + " eval -m " + test::data_path("oracle/qwen2_tiny") +
