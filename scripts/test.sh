@@ -40,7 +40,9 @@ if ((${#need[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 npm ci --no-audit --no-fund --loglevel=error
-CAI_BIN="$PWD/build/cai" npm run --silent test:e2e
+# The chat page's and the dashboard's screenshots are kept in build/artifacts/.
+mkdir -p build/artifacts
+CAI_SCREENSHOT_DIR="$PWD/build/artifacts" CAI_BIN="$PWD/build/cai" npm run --silent test:e2e
 # The OpenAI client's tests again with the model over two simt devices (tensor parallel; docs/multi-device.md), and over
 # two MPI ranks on the CPU (docs/multi-node.md).
 CAI_SIMT_DEVICES=2 CAI_E2E_SERVER_ARGS="--device simt:0,simt:1 --tp 2" CAI_BIN="$PWD/build/cai" \

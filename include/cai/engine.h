@@ -118,6 +118,7 @@ struct EngineStats {
   uint64_t preemptions = 0;
   uint64_t steps = 0;
   int token_budget = 0;                      // per-step budget now in force (lowered while the device is hot)
+  int token_budget_max = 0;                  // the budget of a cool device (EngineOptions::max_tokens_per_step)
   int kv_offload_layers = 0;                 // layers whose KV lives in host memory (EngineOptions::kv_offload_layers)
   uint64_t kv_host_bytes = 0;                // host memory they take
   uint64_t kv_offload_uploaded_bytes = 0;    // host → device KV traffic so far

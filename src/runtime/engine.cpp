@@ -104,6 +104,7 @@ class EngineImpl final : public Engine {
     stats_.spec_method = drafter_ ? spec_method_name(opt_.spec.method) : "off";
     stats_.spec_tokens = drafter_ ? opt_.spec.tokens : 0;
     stats_.kv_bytes_per_token = kv_.spec().bytes_per_token();
+    stats_.token_budget_max = o.max_tokens_per_step;
     stats_.kv_offload_layers = static_cast<int>(kv_.host_layers().size());
     stats_.kv_host_bytes = kv_.host_traffic().host_bytes;
     publish_stats();  // /metrics shows the KV pool before the first step

@@ -22,7 +22,9 @@
 #include "server/http/auth.h"
 #include "server/http/http_transport.h"
 #include "server/http/sse.h"
+#include "server/status_json.h"
 #include "server/web/chat_page.h"
+#include "server/web/dashboard_page.h"
 
 namespace cai::server {
 
@@ -126,7 +128,7 @@ std::optional<ApiError> content_length_error(const httplib::Request& req, size_t
 // The endpoint label metrics count requests under (a fixed set, so unknown paths cannot grow the series).
 std::string endpoint_label(const std::string& path) {
   for (const char* known : {"/", "/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions",
-                            "/v1/messages", "/v1/messages/count_tokens", "/v1/responses"})
+                            "/v1/messages", "/v1/messages/count_tokens", "/v1/responses", "/v1/status", "/dashboard"})
     if (path == known) return path;
   if (path.starts_with("/v1/models/")) return "/v1/models";
   if (path.starts_with("/v1/responses/")) return "/v1/responses/{id}";
@@ -182,12 +184,14 @@ Status HttpServer::attach(std::unique_ptr<Engine> engine) {
         "blank line)");
   prompts_.emplace(std::move(prompts));
   engine_ = std::move(engine);
+  history_ = std::make_unique<StatusHistory>([this] { return sample_status(*engine_); });
   ready_.store(true, std::memory_order_release);
   return {};
 }
 
 void HttpServer::stop() {
   if (stopped_.exchange(true)) return;
+  history_.reset();
   if (engine_) engine_->shutdown();  // every running request gets its final event, so handlers return
   http_->shut_down();
   if (thread_.joinable()) thread_.join();
@@ -251,6 +255,24 @@ void HttpServer::install_routes() {
 
   http_->Get("/", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(std::string(chat_page_html()), "text/html; charset=utf-8");
+  });
+  http_->Get("/dashboard", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(std::string(dashboard_page_html()), "text/html; charset=utf-8");
+  });
+  http_->Get("/v1/status", [this](const httplib::Request&, httplib::Response& res) {
+    Engine* e = engine();
+    if (!e) return send_error(res, loading_error());
+    StatusView v;
+    v.model = listed_models(options_.model_names).front();
+    v.uptime_s = static_cast<double>(std::time(nullptr) - started_);
+    v.stats = e->stats();
+    v.context = e->ctx_size();
+    v.history = history_->samples();
+    v.history.push_back(sample_status(*e));  // now, between the sampler's seconds
+    v.ttft = metrics_.recent_ttft();
+    v.tpot = metrics_.recent_tpot();
+    v.window_s = metrics_.recent_window_seconds();
+    res.set_content(json_text(status_json(v, *e)), "application/json");
   });
   http_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     if (const std::string failure = hal::group_failure(); !failure.empty()) {

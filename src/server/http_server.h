@@ -16,6 +16,7 @@
 #include "server/http/connection.h"
 #include "server/error_shape.h"
 #include "server/metrics.h"
+#include "server/status_history.h"
 #include "server/openai/openai_request.h"
 #include "server/openai/openai_response.h"
 #include "server/prompt_builder.h"
@@ -122,6 +123,7 @@ class HttpServer {
   int port_ = 0;
   int listen_fd_ = -1;  // the listening socket (httplib's)
   std::unique_ptr<Engine> engine_;
+  std::unique_ptr<StatusHistory> history_;  // the dashboard's samples, taken while the engine serves
   std::optional<PromptBuilder> prompts_;
   std::atomic<bool> ready_{false};
   std::atomic<bool> stopped_{false};

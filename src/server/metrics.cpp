@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+
 namespace cai::server {
 
 Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
@@ -35,14 +37,34 @@ void ServerMetrics::count_request(const std::string& endpoint, int status) {
   ++requests_[{endpoint, status}];
 }
 
+namespace {
+
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
 void ServerMetrics::observe_ttft(double seconds) {
   std::lock_guard lock(mu_);
   ttft_.observe(seconds);
+  recent_ttft_.observe(steady_seconds(), seconds);
 }
 
 void ServerMetrics::observe_tpot(double seconds_each, uint64_t n) {
   std::lock_guard lock(mu_);
   tpot_.observe(seconds_each, n);
+  recent_tpot_.observe(steady_seconds(), seconds_each, n);
+}
+
+LatencySummary ServerMetrics::recent_ttft() {
+  std::lock_guard lock(mu_);
+  return recent_ttft_.summary(steady_seconds());
+}
+
+LatencySummary ServerMetrics::recent_tpot() {
+  std::lock_guard lock(mu_);
+  return recent_tpot_.summary(steady_seconds());
 }
 
 void ServerMetrics::observe_e2e(double seconds) {

@@ -12,6 +12,7 @@
 #include "cai/engine.h"
 #include "hal/hal.h"
 #include "server/http/connection.h"
+#include "server/recent_latencies.h"
 
 namespace cai::server {
 
@@ -50,11 +51,16 @@ class ServerMetrics {
   // gauges/counters when `stats` is given (model loaded), and the device's sensor and readings when `device` is.
   std::string render(const std::optional<EngineStats>& stats, const ConnectionCounters& connections,
                      int max_connections, const std::optional<DeviceReadings>& device = std::nullopt) const;
+  // Percentiles of the time to first token and time per output token over the last minutes (RecentLatencies).
+  LatencySummary recent_ttft();
+  LatencySummary recent_tpot();
+  double recent_window_seconds() const { return recent_ttft_.window_seconds(); }
 
  private:
   mutable std::mutex mu_;
   std::map<std::pair<std::string, int>, uint64_t> requests_;  // (endpoint, status) → count
   Histogram ttft_, tpot_, e2e_;
+  RecentLatencies recent_ttft_, recent_tpot_;
 };
 
 }  // namespace cai::server

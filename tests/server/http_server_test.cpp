@@ -17,8 +17,11 @@ TEST_F(ServerTest, HealthIs503WhileLoadingThen200) {
   EXPECT_EQ(chat->status, 503);
   EXPECT_EQ(error_of(chat)["code"], "model_loading");
   EXPECT_EQ(client_->Get("/v1/models")->status, 503);
+  EXPECT_EQ(client_->Get("/v1/status")->status, 503);
+  EXPECT_EQ(client_->Get("/dashboard")->status, 200);  // the page says the server is loading
   attach_engine();
   EXPECT_EQ(client_->Get("/health")->status, 200);
+  EXPECT_EQ(client_->Get("/v1/status")->status, 200);
 }
 
 TEST_F(ServerTest, ModelsAndPage) {

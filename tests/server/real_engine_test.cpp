@@ -52,6 +52,45 @@ TEST_F(RealEngineTest, ReasoningBudgetKeepsItsFirstTokensThenTheAnswerFollows) {
   }
 }
 
+// /v1/status after requests: the engine's counters, the latency percentiles of the last minutes, the CPU with its
+// memory and its share of the weights, and at least the current sample in the history; /dashboard is the page that
+// reads it, with nothing from outside the server.
+TEST_F(RealEngineTest, StatusReportsTheEngineTheLatenciesAndTheDevice) {
+  for (int i = 0; i < 3; ++i) chat(R"("max_tokens": 8, "temperature": 0, "ignore_eos": true)");
+  auto r = client_->Get("/v1/status");
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json s = json::parse(r->body);
+  EXPECT_EQ(s["object"], "status");
+  EXPECT_EQ(s["model"], "tiny");
+  EXPECT_EQ(s["engine"]["generated_tokens_total"], 24);
+  EXPECT_EQ(s["engine"]["running"], 0);
+  EXPECT_GT(s["engine"]["kv_blocks_total"].get<int>(), 0);
+  EXPECT_EQ(s["engine"]["throttled"], false);
+  EXPECT_EQ(s["latency"]["ttft_seconds"]["count"], 3);
+  EXPECT_EQ(s["latency"]["tpot_seconds"]["count"], 21);  // 7 gaps after each first token
+  const json& ttft = s["latency"]["ttft_seconds"];
+  EXPECT_GT(ttft["p50"].get<double>(), 0);
+  EXPECT_LE(ttft["p50"].get<double>(), ttft["p99"].get<double>());
+  EXPECT_LE(ttft["p99"].get<double>(), ttft["max"].get<double>());
+  ASSERT_EQ(s["devices"].size(), 1u);
+  const json& cpu = s["devices"][0];
+  EXPECT_EQ(cpu["name"], "cpu:0");
+  EXPECT_GT(cpu["memory_total_bytes"].get<uint64_t>(), cpu["memory_used_bytes"].get<uint64_t>());
+  EXPECT_GT(cpu["weight_bytes"].get<uint64_t>(), 0u);
+  const json& h = s["history"];
+  ASSERT_GE(h["t"].size(), 1u);
+  EXPECT_EQ(h["running"].size(), h["t"].size());
+  EXPECT_EQ(h["devices"]["cpu:0"]["memory_used_bytes"].size(), h["t"].size());
+  EXPECT_GE(s["throughput"]["generated_tokens_per_second"].get<double>(), 0);
+
+  auto page = client_->Get("/dashboard");
+  ASSERT_EQ(page->status, 200);
+  EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_NE(page->body.find("fetch(\"/v1/status\""), std::string::npos);
+  for (const char* outside : {"http://", "https://", "//cdn"}) EXPECT_EQ(page->body.find(outside), std::string::npos);
+  EXPECT_NE(client_->Get("/")->body.find("href=\"/dashboard\""), std::string::npos);  // linked from the chat page
+}
+
 TEST_F(RealEngineTest, SampledChoicesDiffer) {
   const json r = chat(R"("max_tokens": 12, "temperature": 1, "seed": 3, "n": 3, "ignore_eos": true)");
   ASSERT_EQ(r["choices"].size(), 3u);

@@ -23,6 +23,7 @@ constexpr std::string_view kPage = R"CAIPAGE(<!doctype html>
   header h1 { font-size: 17px; margin: 0; }
   #model { color: var(--muted); font-size: 13px; }
   #status { margin-left: auto; font-size: 13px; color: var(--muted); }
+  #dashboard-link { font-size: 13px; color: var(--accent); text-decoration: none; }
   #settings-toggle { border: 1px solid var(--line); background: none; border-radius: 6px; padding: 4px 10px;
                      cursor: pointer; color: var(--text); }
   #settings { display: none; gap: 14px; flex-wrap: wrap; padding: 10px 18px; background: var(--panel);
@@ -57,6 +58,7 @@ constexpr std::string_view kPage = R"CAIPAGE(<!doctype html>
 <header>
   <h1>CAI chat</h1><span id="model"></span>
   <span id="status">connecting…</span>
+  <a id="dashboard-link" href="/dashboard">Dashboard</a>
   <button id="settings-toggle" type="button">Settings</button>
 </header>
 <div id="settings">
