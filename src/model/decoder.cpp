@@ -120,10 +120,13 @@ Status DecoderModel::load_tensor_parallel(DType kv_dtype, const LayerLoader& loa
       if (s + 1 == n_stages) {
         names.emplace_back("output_norm.weight", "output_norm.weight");
         names.emplace_back("output.weight", tied ? "token_embd.weight" : "output.weight");
+        if (p.mtp_layers > 0)  // the module's block, norms and eh_proj, with the head's ranks
+          for (const std::string& name : weights_.held_names(block_prefix(cfg_.num_hidden_layers)))
+            names.emplace_back(name, name);
       }
       hal::Device& device = *p.stages[static_cast<size_t>(s)][static_cast<size_t>(r)];
       CAI_ASSIGN_OR_RETURN(WeightStore store, WeightStore::for_rank(weights_, names, r, tp, p.expert_parallel, device,
-                                                                    cfg_.num_hidden_layers));
+                                                                    cfg_.num_hidden_layers + p.mtp_layers));
       rank_stores_.push_back(std::move(store));
     }
   }
@@ -155,6 +158,11 @@ Status DecoderModel::load_tensor_parallel(DType kv_dtype, const LayerLoader& loa
       kv_shards_.back().push_back({&device, rank_kv.k_width, rank_kv.v_width});
     }
   }
+  if (p.mtp_layers > 0)
+    for (int r = 0; r < tp; ++r) {
+      WeightStore& w = rank_stores_[static_cast<size_t>((n_stages - 1) * tp + r)];
+      CAI_TRY(load_mtp_rank(w, rank_cfg, r, w.placement().head(), load_layer));
+    }
   return {};
 }
 

@@ -89,7 +89,7 @@ class DecoderModel final : public Model, public MtpModule {
   Status load_one_rank(DType kv_dtype, const LayerLoader& load_layer);
   Status load_tensor_parallel(DType kv_dtype, const LayerLoader& load_layer);
   // The MTP module stored after the layers (layer cfg.num_hidden_layers), when the placement loads one.
-  Status load_mtp(const LayerLoader& load_layer);
+  Status load_mtp(const LayerLoader& load_layer);  // on one device; load_tensor_parallel loads it per rank
   // The final norm of every row of the residual stream (on the head's ranks), read back to host `hidden`.
   Status read_final_hidden(const std::vector<TensorView>& xs, float* hidden);
   // Checks the batch on the host and uploads its integer metadata to each device of the group in one copy each.
@@ -114,9 +114,16 @@ class DecoderModel final : public Model, public MtpModule {
   std::vector<std::vector<BlockRank>> blocks_;  // [layer][rank]
   std::vector<HeadRank> head_;
   // The MTP module: its block (one rank, on the head's device; empty without the module) and the tensors around it.
+  // The module on each rank of the last stage: its block's share (tensor parallel like the layers), and its own
+  // norms and eh_proj whole on every rank.
+  struct MtpRank {
+    TensorView enorm, hnorm, norm;  // F32 [hidden]: on the embedding, on the main hidden, on the output
+    TensorView eh_proj;             // [hidden, 2·hidden]: columns [0, hidden) take the embedding half
+  };
+  Status load_mtp_rank(WeightStore& w, const ModelConfig& rank_cfg, int rank, hal::Device& device,
+                       const LayerLoader& load_layer);
   std::vector<BlockRank> mtp_block_;
-  TensorView mtp_enorm_, mtp_hnorm_, mtp_norm_;  // F32 [hidden]: on the embedding, on the main hidden, on the output
-  TensorView mtp_eh_proj_;                       // [hidden, 2·hidden]: columns [0, hidden) take the embedding half
+  std::vector<MtpRank> mtp_ranks_;
 };
 
 }  // namespace cai

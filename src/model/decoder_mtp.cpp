@@ -11,16 +11,22 @@
 namespace cai {
 
 Status DecoderModel::load_mtp(const LayerLoader& load_layer) {
+  return load_mtp_rank(weights_, cfg_, 0, weights_.placement().head(), load_layer);
+}
+
+Status DecoderModel::load_mtp_rank(WeightStore& w, const ModelConfig& rank_cfg, int rank, hal::Device& device,
+                                   const LayerLoader& load_layer) {
   const int layer = cfg_.num_hidden_layers;
   const int64_t hidden = cfg_.hidden_size;
   const std::string nextn = block_prefix(layer) + "nextn.";
-  hal::Device& device = weights_.placement().head();
-  CAI_ASSIGN_OR_RETURN(BlockRank b, load_block_rank(weights_, cfg_, layer, 0, device, load_layer));
+  CAI_ASSIGN_OR_RETURN(BlockRank b, load_block_rank(w, rank_cfg, layer, rank, device, load_layer));
   mtp_block_.push_back(std::move(b));
-  CAI_ASSIGN_OR_RETURN(mtp_enorm_, weights_.get_f32(nextn + "enorm.weight", {hidden}));
-  CAI_ASSIGN_OR_RETURN(mtp_hnorm_, weights_.get_f32(nextn + "hnorm.weight", {hidden}));
-  CAI_ASSIGN_OR_RETURN(mtp_norm_, weights_.get_f32(nextn + "shared_head_norm.weight", {hidden}));
-  CAI_ASSIGN_OR_RETURN(mtp_eh_proj_, weights_.get_gemm_weight(nextn + "eh_proj.weight", {hidden, 2 * hidden}));
+  MtpRank m;
+  CAI_ASSIGN_OR_RETURN(m.enorm, w.get_f32(nextn + "enorm.weight", {hidden}));
+  CAI_ASSIGN_OR_RETURN(m.hnorm, w.get_f32(nextn + "hnorm.weight", {hidden}));
+  CAI_ASSIGN_OR_RETURN(m.norm, w.get_f32(nextn + "shared_head_norm.weight", {hidden}));
+  CAI_ASSIGN_OR_RETURN(m.eh_proj, w.get_gemm_weight(nextn + "eh_proj.weight", {hidden, 2 * hidden}));
+  mtp_ranks_.push_back(m);
   return {};
 }
 
@@ -33,7 +39,7 @@ KvSpec DecoderModel::mtp_kv_spec() const {
 std::vector<std::vector<KvShard>> DecoderModel::mtp_kv_shards() const {
   hal::Device* d = mtp_block_.empty() ? &device() : mtp_block_.front().device;
   std::vector<std::vector<KvShard>> shards(static_cast<size_t>(cfg_.num_hidden_layers), {{d, 0, 0}});
-  shards.push_back({{d, kv_spec_.k_width, kv_spec_.v_width}});
+  shards.push_back(kv_shards_.back());  // the module's ranks are the last stage's, and cache as its layers do
   return shards;
 }
 
@@ -45,38 +51,55 @@ Status DecoderModel::forward_mtp(const StepBatch& batch, const float* hidden, Kv
   if (n == 0) return invalid_argument("forward_mtp: empty batch");
   if (kv.spec().n_layers != cfg_.num_hidden_layers + 1) return invalid_argument("forward_mtp: not the module's cache");
   CAI_TRY(upload_step(batch, kv));
-  hal::Device& d = *mtp_block_.front().device;
-  Workspace& ws = group_.ws(d);
   profile::Scope scope("mtp");
   CAI_ASSIGN_OR_RETURN(TensorView e, group_.ws(*embed_device_).f32("mtp.embed", {n, h}));
   CAI_TRY(ops::embed(*embed_device_, tok_embd_, step_on(*embed_device_).tokens, e));
-  if (embed_device_ != &d) {
-    CAI_ASSIGN_OR_RETURN(e, group_.move_to(e, d, "mtp.embed_in"));
+  // Each rank: u = eh_proj([enorm(e); hnorm(hidden)]), the same on every rank, then the block's share.
+  std::vector<TensorView> xs;
+  for (size_t r = 0; r < mtp_block_.size(); ++r) {
+    hal::Device& d = *mtp_block_[r].device;
+    const MtpRank& m = mtp_ranks_[r];
+    Workspace& ws = group_.ws(d);
+    TensorView er = e;
+    if (embed_device_ != &d) {
+      CAI_ASSIGN_OR_RETURN(er, group_.move_to(e, d, "mtp.embed_in"));
+    }
+    CAI_ASSIGN_OR_RETURN(TensorView hin, ws.f32("mtp.hidden", {n, h}));
+    CAI_ASSIGN_OR_RETURN(TensorView en, ws.f32("mtp.enorm", {n, h}));
+    CAI_ASSIGN_OR_RETURN(TensorView hn, ws.f32("mtp.hnorm", {n, h}));
+    CAI_ASSIGN_OR_RETURN(TensorView cat, ws.f32("mtp.cat", {n, 2 * h}));
+    CAI_ASSIGN_OR_RETURN(TensorView x, ws.f32("mtp.x", {n, h}));
+    CAI_TRY(d.default_stream().copy_to_device(hin.data, hidden, hin.n_bytes()));
+    CAI_TRY(ops::rms_norm(d, er, m.enorm, cfg_.rms_norm_eps, en));
+    CAI_TRY(ops::rms_norm(d, hin, m.hnorm, cfg_.rms_norm_eps, hn));
+    CAI_TRY(ops::copy_cols(d, en, 0, cat, 0, h));  // the embedding half first, as the released weights expect
+    CAI_TRY(ops::copy_cols(d, hn, 0, cat, h, h));
+    CAI_TRY(ops::dense_gemm(d, m.eh_proj, cat, nullptr, x));
+    xs.push_back(x);
   }
-  CAI_ASSIGN_OR_RETURN(TensorView hin, ws.f32("mtp.hidden", {n, h}));
-  CAI_ASSIGN_OR_RETURN(TensorView en, ws.f32("mtp.enorm", {n, h}));
-  CAI_ASSIGN_OR_RETURN(TensorView hn, ws.f32("mtp.hnorm", {n, h}));
-  CAI_ASSIGN_OR_RETURN(TensorView cat, ws.f32("mtp.cat", {n, 2 * h}));
-  CAI_ASSIGN_OR_RETURN(TensorView x, ws.f32("mtp.x", {n, h}));
-  CAI_TRY(d.default_stream().copy_to_device(hin.data, hidden, hin.n_bytes()));
-  CAI_TRY(ops::rms_norm(d, e, mtp_enorm_, cfg_.rms_norm_eps, en));
-  CAI_TRY(ops::rms_norm(d, hin, mtp_hnorm_, cfg_.rms_norm_eps, hn));
-  CAI_TRY(ops::copy_cols(d, en, 0, cat, 0, h));  // the embedding half first, as the released weights expect
-  CAI_TRY(ops::copy_cols(d, hn, 0, cat, h, h));
-  CAI_TRY(ops::dense_gemm(d, mtp_eh_proj_, cat, nullptr, x));
-  std::vector<TensorView> xs{x};
   CAI_TRY(run_block(mtp_block_, cfg_.num_hidden_layers, xs, kv));
   if (m == 0) return {};
-  const HeadRank& head = head_.front();
-  CAI_ASSIGN_OR_RETURN(TensorView sel, ws.f32("mtp.sel", {m, h}));
-  CAI_ASSIGN_OR_RETURN(TensorView seln, ws.f32("mtp.sel_norm", {m, h}));
-  CAI_ASSIGN_OR_RETURN(TensorView out, ws.f32("mtp.logits", {m, head.n_vocab}));
-  CAI_TRY(ops::embed(d, xs.front(), step_on(d).logit_rows, sel));
-  CAI_TRY(ops::rms_norm(d, sel, mtp_norm_, cfg_.rms_norm_eps, seln));
-  CAI_TRY(ops::dense_gemm(d, head.output, seln, nullptr, out));
-  hal::Stream& stream = d.default_stream();
-  if (block_out) CAI_TRY(stream.copy_to_host(block_out, sel.data, sel.n_bytes()));
-  return stream.copy_to_host(logits, out.data, out.n_bytes());
+  // The module's own final norm, then the main head: each head rank's vocabulary rows into their columns.
+  for (size_t r = 0; r < mtp_block_.size(); ++r) {
+    hal::Device& d = *mtp_block_[r].device;
+    const HeadRank& head = head_[r];
+    Workspace& ws = group_.ws(d);
+    CAI_ASSIGN_OR_RETURN(TensorView sel, ws.f32("mtp.sel", {m, h}));
+    CAI_ASSIGN_OR_RETURN(TensorView seln, ws.f32("mtp.sel_norm", {m, h}));
+    CAI_ASSIGN_OR_RETURN(TensorView out, ws.f32("mtp.logits", {m, head.n_vocab}));
+    CAI_TRY(ops::embed(d, xs[r], step_on(d).logit_rows, sel));
+    CAI_TRY(ops::rms_norm(d, sel, mtp_ranks_[r].norm, cfg_.rms_norm_eps, seln));
+    CAI_TRY(ops::dense_gemm(d, head.output, seln, nullptr, out));
+    hal::Stream& stream = d.default_stream();
+    if (r == 0 && block_out) CAI_TRY(stream.copy_to_host(block_out, sel.data, sel.n_bytes()));
+    if (head_.size() == 1) return stream.copy_to_host(logits, out.data, out.n_bytes());
+    logits_part_.resize(static_cast<size_t>(m * head.n_vocab));
+    CAI_TRY(stream.copy_to_host(logits_part_.data(), out.data, out.n_bytes()));
+    for (int64_t i = 0; i < m; ++i)
+      std::copy_n(logits_part_.data() + i * head.n_vocab, head.n_vocab,
+                  logits + i * cfg_.vocab_size + head.vocab_begin);
+  }
+  return {};
 }
 
 }  // namespace cai

@@ -89,7 +89,6 @@ Result<WeightPlacement> placement_for(const Layout& layout, const ModelConfig& c
       return invalid_argument(
           "--spec mtp: the model has no multi-token-prediction module (num_nextn_predict_layers / "
           "nextn_predict_layers with its tensors)");
-    if (p.tp > 1) return unsupported("--spec mtp with --tp {}: the MTP module runs on one rank for now", p.tp);
     if (hal::is_remote(p.head()))
       return unsupported(
           "--spec mtp in an MPI job: the head runs in another process ({}), and the module needs its "

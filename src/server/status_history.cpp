@@ -23,8 +23,8 @@ std::vector<StatusSample> StatusHistory::samples() const {
 }
 
 void StatusHistory::run() {
-  const auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(period_s_));
+  const auto period =
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(period_s_));
   auto next = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
   while (!stopping_) {

@@ -125,6 +125,35 @@ TEST(MtpLogits, MatchTheReferenceFromSafetensorsAndFromTheConvertedGguf) {
   }
 }
 
+// The module over several devices runs as the layers do: tensor parallel (its block's heads and experts split, its
+// eh_proj and norms on every rank, the head's vocabulary rows per rank), expert parallel, or on the last pipeline
+// stage. Its logits match the reference, and speculative greedy decoding at --tp 2 gives the plain greedy list.
+TEST(MtpLogits, MatchTheReferenceOverSeveralDevices) {
+  const std::string dir = test::data_path(kMtp), tmp = test::make_temp_dir("mtp_layouts");
+  const json spec = json::parse(test::read_file(dir + "/tokens.json"));
+  const json& p = spec["prompts"][2];
+  const std::string ids = join_ids(p["input_ids"]);
+  const std::vector<float> ref = test::read_f32(dir + "/" + p["mtp_logits_file"].get<std::string>());
+  auto eval = [&](const std::string& layout, const std::string& extra) {
+    const test::CommandResult r =
+        test::run_command("CAI_SIMT_DEVICES=2 " + cai_bin() + " eval -m '" + dir + "' --tokens " + ids +
+                          " --kv-dtype f32 --json " + layout + " " + extra);
+    EXPECT_EQ(r.exit_code, 0) << layout << " " << extra << "\n" << r.err;
+    return r.exit_code == 0 ? json::parse(test::last_line(r.out)) : json{};
+  };
+  for (const std::string layout : {"--device simt:0,simt:1 --tp 2", "--device cpu,simt:0 --tp 2",
+                                   "--device simt:0,simt:1 --ep 2", "--device simt:0,simt:1 --pp 2"}) {
+    const std::string out = tmp + "/mtp.f32";
+    eval(layout, "--mtp-logits " + out);
+    const auto [diff, max_ref] = test::max_diff_and_ref(test::read_f32(out), ref);
+    EXPECT_LE(diff, 1e-4f) << layout;
+  }
+  const json plain = eval("--device simt:0,simt:1 --tp 2", "--greedy 12");
+  const json drafted = eval("--device simt:0,simt:1 --tp 2", "--greedy 12 --spec mtp --spec-tokens 2");
+  EXPECT_EQ(drafted["greedy"], plain["greedy"]);
+  EXPECT_GT(drafted["spec"]["drafted"].get<int>(), 0);
+}
+
 // cai-mkmodel --mtp writes a random DeepSeek model with an MTP module (GGUF nextn tensors, or R1's HF names): it
 // loads, drafts, and speculative greedy decoding gives the plain greedy list.
 TEST(MtpModels, CaiMkmodelWritesAModuleThatDrafts) {
