@@ -124,6 +124,7 @@ CpuInfo describe_cpu(const std::string& proc_root, const std::string& sysfs_root
   const KeyValues info = read_key_values(fs::path(proc_root) / "cpuinfo");
   cpu.logical_cores = info.n_processor;
   cpu.model = info.get("model name");
+  cpu.mhz = std::strtod(info.get("cpu MHz").c_str(), nullptr);
   if (const std::string flags = info.get("flags"); !flags.empty()) {
     const auto f = words(flags);
     cpu.arch = "x86_64";

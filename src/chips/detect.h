@@ -69,6 +69,7 @@ struct CpuInfo {
   std::vector<std::string> features;  // notable extras: avx512_vnni, amx_int8, asimddp, sve, ...
   int numa_nodes = 1;
   uint64_t memory_bytes = 0;  // MemTotal
+  double mhz = 0;             // the first core's "cpu MHz" (x86; 0 where cpuinfo has none, as on most AArch64)
   std::string profile;        // "cpu-x86-64", "cpu-arm64", or a core's own ("cpu-kunpeng-920")
 };
 // From <proc_root>/cpuinfo, <proc_root>/meminfo and <sysfs_root>/devices/system/node/node*.

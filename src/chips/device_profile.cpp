@@ -196,6 +196,30 @@ Status parse_policies(const Json& j, const std::string& file, ChipPolicies& pol)
   return {};
 }
 
+Status parse_measured(const Json& j, const std::string& file, std::vector<MeasuredEfficiency>& out) {
+  if (!j.is_array()) return invalid_argument("{}: measured_efficiency: expected an array, got {}", file, describe(j));
+  for (size_t i = 0; i < j.size(); ++i) {
+    const std::string prefix = fmt::format("measured_efficiency[{}].", i);
+    FieldReader r(j[i], file, prefix);
+    if (!j[i].is_object()) return invalid_argument("{}: {}: expected an object", file, prefix);
+    CAI_TRY(r.check_keys({"backend", "weights", "threads", "decode", "prefill", "source"}));
+    MeasuredEfficiency m;
+    CAI_TRY(r.required_string("backend", m.backend));
+    CAI_TRY(r.required_string("weights", m.weights));
+    if (const Json* t = r.get("threads")) {
+      if (!t->is_number_integer() || t->get<int64_t>() < 0 || t->get<int64_t>() > 4096)
+        return r.expected("threads", "a thread count (0 = any)", *t);
+      m.threads = t->get<int>();
+    }
+    CAI_TRY(r.positive("decode", m.decode, 2.0));
+    CAI_TRY(r.positive("prefill", m.prefill, 2.0));
+    if (!m.decode && !m.prefill) return r.error("decode", "an entry needs decode, prefill or both");
+    CAI_TRY(r.required_string("source", m.source));
+    out.push_back(std::move(m));
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<DeviceProfile> parse_profile(const std::string& json_text, const std::string& file) {
@@ -224,7 +248,8 @@ Result<DeviceProfile> parse_profile(const std::string& json_text, const std::str
                         "k8s_resource",
                         "notes",
                         "sources",
-                        "policies"}));
+                        "policies",
+                        "measured_efficiency"}));
   DeviceProfile p;
   p.file = file;
   CAI_TRY(r.required_string("id", p.id));
@@ -259,6 +284,7 @@ Result<DeviceProfile> parse_profile(const std::string& json_text, const std::str
   CAI_TRY(r.string("notes", p.notes));
   CAI_TRY(r.strings("sources", p.sources));
   if (const Json* pol = r.get("policies")) CAI_TRY(parse_policies(*pol, file, p.policies));
+  if (const Json* m = r.get("measured_efficiency")) CAI_TRY(parse_measured(*m, file, p.measured_efficiency));
   return p;
 }
 

@@ -24,6 +24,17 @@ struct ChipPolicies {
   std::optional<double> thermal_limit_c;     // step budget halves above this temperature
 };
 
+// What CAI itself achieved on this chip with one backend and weight type, from `cai bench`: decode bytes/s over the
+// bandwidth the planner divides by, prefill FLOP/s over the chip's peak (the planner's own byte and FLOP counts). The
+// planner uses it in place of its default assumptions (docs/chips.md#measured-efficiency).
+struct MeasuredEfficiency {
+  std::string backend;  // "cpu", "cuda", ...
+  std::string weights;  // the model's main weight type: "q4_0", "q8_0", "bf16", ...
+  int threads = 0;      // CPU entries: the threads it was measured with; 0 = any
+  std::optional<double> decode, prefill;
+  std::string source;  // the command, machine and date it came from
+};
+
 struct DeviceProfile {
   std::string id;  // "h200", "ascend-910b4", "cpu-x86-64": the file name without .json
   std::string vendor;
@@ -50,6 +61,7 @@ struct DeviceProfile {
   std::string notes;
   std::vector<std::string> sources;
   ChipPolicies policies;
+  std::vector<MeasuredEfficiency> measured_efficiency;
   std::string file;  // the file it was read from, for error messages
 };
 

@@ -86,9 +86,14 @@ nlohmann::json plan_to_json(const Plan& p, const ModelFootprint& m, const Device
                                         {"comm_seconds", opt(p.prefill_comm_seconds)}}
                                  : json(nullptr);
   j["layout"] = layout_json(p, m);
+  j["efficiency"] = {{"weights", main_weight_type(m)},
+                     {"decode", p.efficiency.decode},
+                     {"decode_source", p.efficiency.decode_source},
+                     {"prefill", p.efficiency.prefill},
+                     {"prefill_source", p.efficiency.prefill_source}};
   j["assumptions"] = {
-      {"bandwidth_efficiency", kBandwidthEfficiency},
-      {"compute_efficiency", kComputeEfficiency},
+      {"bandwidth_efficiency", p.efficiency.decode},
+      {"compute_efficiency", p.efficiency.prefill},
       {"runtime_reserve_fraction", kRuntimeReserve},
       {"cards_per_node", kCardsPerNode},
       {"step_tokens", p.request.step_tokens},

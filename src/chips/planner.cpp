@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 
 #include "chips/planner_internal.h"
 #include "model/arch_registry.h"
@@ -185,6 +187,47 @@ void add_warnings(const PlanInputs& in, Plan& p) {
 
 }  // namespace
 
+std::string main_weight_type(const ModelFootprint& model) {
+  std::string best;
+  size_t most = 0;
+  for (const auto& [name, bytes] : model.bytes_by_dtype)
+    if (bytes > most) best = name, most = bytes;
+  for (char& c : best) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return best;
+}
+
+PlanEfficiency plan_efficiency(const DeviceProfile& chip, const ModelFootprint& model, const PlanRequest& request) {
+  PlanEfficiency e;
+  if (request.assume_defaults) return e;
+  const std::string weights = main_weight_type(model);
+  // The backend's entry for these weights (at these threads, for a CPU), else the one for the weight type nearest
+  // in bits per weight: a backend's kernels for one quantized type tell more about a similar one than the defaults.
+  auto bits = [](const std::string& name) {
+    const std::optional<DType> t = dtype_from_name(name);
+    if (!t) return 16.0;
+    const DTypeInfo& i = dtype_info(*t);
+    return 8.0 * static_cast<double>(i.block_bytes) / static_cast<double>(i.block_elems);
+  };
+  auto distance = [&](const MeasuredEfficiency& m) {
+    return std::abs(bits(m.weights) - bits(weights)) + (m.weights == weights ? 0 : 0.5) +
+           (m.threads == request.threads ? 0 : 0.25);
+  };
+  const MeasuredEfficiency* pick = nullptr;
+  for (const MeasuredEfficiency& m : chip.measured_efficiency) {
+    if (m.backend != chip.policies.backend) continue;
+    if (m.threads != 0 && request.threads != 0 && m.threads != request.threads) continue;
+    if (!pick || distance(m) < distance(*pick)) pick = &m;
+  }
+  if (!pick) return e;
+  const std::string where =
+      fmt::format("measured on {} {}{}{}: {}", pick->backend, pick->weights,
+                  pick->threads ? fmt::format(" at {} threads", pick->threads) : "",
+                  pick->weights == weights ? "" : fmt::format(", the nearest to {}", weights), pick->source);
+  if (pick->decode) e.decode = *pick->decode, e.decode_source = where;
+  if (pick->prefill) e.prefill = *pick->prefill, e.prefill_source = where;
+  return e;
+}
+
 Result<Plan> make_plan(const ModelFootprint& model, const DeviceProfile& chip, const PlanRequest& request) {
   if (request.cards < 1 || request.cards > kMaxPlannedCards)
     return invalid_argument("--cards must be between 1 and {}, got {}", kMaxPlannedCards, request.cards);
@@ -211,6 +254,7 @@ Result<Plan> make_plan(const ModelFootprint& model, const DeviceProfile& chip, c
       p.min_cards = n;
       break;
     }
+  p.efficiency = plan_efficiency(chip, model, request);
   detail::estimate_speed(in, p);
   add_warnings(in, p);
   return p;

@@ -35,7 +35,20 @@ struct PlanRequest {
   std::string kv_dtype;              // "" = the profile's policy, else bf16 (f32 on the cpu backend)
   std::optional<double> memory_gib;  // per card; overrides the profile's (which CPU profiles leave empty)
   int step_tokens = kStepTokens;     // tokens per engine step: sizes the activations and prefill's weight passes
+  int threads = 0;                   // CPU: the threads the speeds are for (picks a measured efficiency); 0 = any
+  bool assume_defaults = false;      // ignore the profile's measured_efficiency (cai bench measures against these)
 };
+
+// The fractions of peak bandwidth (decode, and prefill's passes over the weights) and of peak math (prefill) a plan's
+// speeds assume, and where each came from: the profile's measured_efficiency entry for the chip's backend, the
+// model's main weight type and the threads, else the defaults above.
+struct PlanEfficiency {
+  double decode = kBandwidthEfficiency, prefill = kComputeEfficiency;
+  std::string decode_source = "assumed", prefill_source = "assumed";
+};
+// The model's main weight type: the dtype most of its bytes are stored in, lowercase ("q4_0", "q4_k", "bf16").
+std::string main_weight_type(const ModelFootprint& model);
+PlanEfficiency plan_efficiency(const DeviceProfile& chip, const ModelFootprint& model, const PlanRequest& request);
 
 struct PlanStage {
   int first_layer = 0;
@@ -77,6 +90,7 @@ struct Plan {
   int64_t active_params = 0;  // parameters one decode token reads (top-k experts)
   std::optional<double> decode_tok_s_per_sequence, decode_tok_s_aggregate, decode_step_ms;
   std::string decode_bound;  // "memory" or "compute"
+  PlanEfficiency efficiency;
   // Time the layout's collectives and stage transfers add to a decode step and to a prefill (part of the numbers
   // above); empty where the chip's profile has no interconnect_gbs or the layout has one card.
   std::optional<double> decode_comm_ms, prefill_comm_seconds;

@@ -74,7 +74,7 @@ void estimate_decode(const PlanInputs& in, Plan& p, std::optional<double> peak) 
   const PlanLayout& lay = p.layout;
   const double b = static_cast<double>(batch_per_replica(in, lay)), ctx = static_cast<double>(in.request.ctx);
   const double tp = lay.tensor_parallel, ep = lay.expert_parallel, touched = experts_touched(c, b);
-  const double bw = *in.chip.bandwidth_gbs * 1e9 * kBandwidthEfficiency;
+  const double bw = *in.chip.bandwidth_gbs * 1e9 * p.efficiency.decode;
   const size_t kv_layer = kv_layer_bytes_per_card(c, in.kv_dtype, lay.tensor_parallel);
   double t_mem = 0, t_math = 0, t_step = 0;
   for (size_t s = 0; s < lay.stages.size(); ++s) {
@@ -98,7 +98,7 @@ void estimate_decode(const PlanInputs& in, Plan& p, std::optional<double> peak) 
     const double kv_tokens = b * ctx;
     bytes += kv_tokens * static_cast<double>(kv_layer) * (st.n_layers - st.kv_offload_layers);
     const double t_host = kv_tokens * static_cast<double>(kv_layer) * st.kv_offload_layers / (kHostLinkGBs * 1e9);
-    const double sm = bytes / bw, sc = peak ? flops / (*peak * kComputeEfficiency) : 0.0;
+    const double sm = bytes / bw, sc = peak ? flops / (*peak * p.efficiency.prefill) : 0.0;
     t_mem += sm, t_math += sc;
     t_step += std::max(sm, sc) + t_host;
   }
@@ -112,20 +112,23 @@ void estimate_decode(const PlanInputs& in, Plan& p, std::optional<double> peak) 
   p.decode_bound = t_math > t_mem ? "compute" : "memory";
 }
 
-// One prompt of ctx tokens on one replica: math over all its cards (chunks pipeline through the stages), at least
-// one pass over each card's weights per engine step of step_tokens tokens.
+// One prompt of ctx tokens on one replica: math over all its cards (chunks pipeline through the stages; the head for
+// the last position only), at least one pass over each card's weights per engine step of step_tokens tokens.
 void estimate_prefill(const PlanInputs& in, Plan& p, double peak) {
   const ModelConfig& c = in.model.config;
   const double n = static_cast<double>(in.request.ctx);
-  const double flops = 2.0 * static_cast<double>(p.active_params) * n +
+  // The head runs for the prompt's last position only: the logits of the others are never computed.
+  const PartSize& head = in.model.output.params > 0 ? in.model.output : in.model.embedding;
+  const double body = static_cast<double>(p.active_params - head.params);
+  const double flops = 2.0 * body * n + 2.0 * static_cast<double>(head.params) +
                        c.num_hidden_layers * attention_flops_per_token(c, 1.0) * n * (n + 1) / 2;
   const double cards = p.layout.tensor_parallel * p.layout.pipeline_parallel;
-  double seconds = flops / (cards * peak * kComputeEfficiency);
+  double seconds = flops / (cards * peak * p.efficiency.prefill);
   if (in.chip.bandwidth_gbs) {
     double weights = 0;
     for (const PlanStage& st : p.layout.stages) weights += static_cast<double>(st.weights_bytes_per_card);
     const double steps = std::ceil(n / in.request.step_tokens);
-    seconds = std::max(seconds, steps * weights / (*in.chip.bandwidth_gbs * 1e9 * kBandwidthEfficiency));
+    seconds = std::max(seconds, steps * weights / (*in.chip.bandwidth_gbs * 1e9 * p.efficiency.decode));
   }
   if (const std::optional<double> comm = comm_seconds(in, p.layout, n)) {
     seconds += *comm;

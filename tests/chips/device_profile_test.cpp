@@ -159,6 +159,18 @@ TEST(DeviceProfiles, MalformedFieldsNameTheFileAndTheField) {
       {"policies.sync_launch", 1},
       {"policies.backend", "Cu da"},
       {"policies.speed", "max"},
+      {"measured_efficiency", "fast"},
+      {"measured_efficiency", nlohmann::json::array({{{"backend", "cpu"}}})},
+      {"measured_efficiency",
+       nlohmann::json::array({{{"backend", "cpu"}, {"weights", "q4_0"}, {"decode", 3}, {"source", "s"}}})},
+      {"measured_efficiency", nlohmann::json::array({{{"backend", "cpu"}, {"weights", "q4_0"}, {"source", "s"}}})},
+      {"measured_efficiency", nlohmann::json::array({{{"backend", "cpu"}, {"weights", "q4_0"}, {"decode", 0.5}}})},
+      {"measured_efficiency",
+       nlohmann::json::array(
+           {{{"backend", "cpu"}, {"weights", "q4_0"}, {"threads", -1}, {"decode", 0.5}, {"source", "s"}}})},
+      {"measured_efficiency",
+       nlohmann::json::array(
+           {{{"backend", "cpu"}, {"weights", "q4_0"}, {"decode", 0.5}, {"source", "s"}, {"speed", 1}}})},
   };
   for (const auto& [key, value] : cases) {
     auto bad = parse_profile(profile_with(key, value), file);
@@ -171,6 +183,25 @@ TEST(DeviceProfiles, MalformedFieldsNameTheFileAndTheField) {
     ASSERT_FALSE(bad.ok()) << text;
     EXPECT_EQ(bad.status().message().rfind(file + ":", 0), 0u) << bad.status().message();
   }
+}
+
+// What `cai bench --save-profile` writes: the backend, the weight type, the threads (CPU), the two factors and their
+// source.
+TEST(DeviceProfiles, MeasuredEfficiencyEntries) {
+  const nlohmann::json entries = nlohmann::json::array(
+      {{{"backend", "cpu"}, {"weights", "q4_0"}, {"threads", 2}, {"decode", 0.9}, {"prefill", 0.8}, {"source", "s"}},
+       {{"backend", "cuda"}, {"weights", "q8_0"}, {"decode", 0.08}, {"source", "t"}}});
+  auto p = parse_profile(profile_with("measured_efficiency", entries), "x.json");
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  ASSERT_EQ(p->measured_efficiency.size(), 2u);
+  const MeasuredEfficiency& cpu = p->measured_efficiency[0];
+  EXPECT_EQ(cpu.backend, "cpu");
+  EXPECT_EQ(cpu.weights, "q4_0");
+  EXPECT_EQ(cpu.threads, 2);
+  EXPECT_DOUBLE_EQ(*cpu.decode, 0.9);
+  EXPECT_DOUBLE_EQ(*cpu.prefill, 0.8);
+  EXPECT_EQ(p->measured_efficiency[1].threads, 0);
+  EXPECT_FALSE(p->measured_efficiency[1].prefill);
 }
 
 TEST(DeviceProfiles, LoadRequiresIdToEqualTheFileName) {

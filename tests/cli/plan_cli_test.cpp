@@ -65,6 +65,63 @@ TEST(PlanCli, HostChipIsThisMachinesCpu) {
   EXPECT_GT(j["decode_tok_s"]["per_sequence"].get<double>(), 0);
 }
 
+// The H200's speeds use the efficiency CAI measured there (its profile's measured_efficiency, from the device-check
+// runs), the entry of the weight type nearest in bits when there is none for the model's own, and say so.
+TEST(PlanCli, H200SpeedsUseTheMeasuredEfficiency) {
+  const nlohmann::json j =
+      nlohmann::json::parse(plan("-m preset:r1-distill-qwen-1.5b --chip h200 --cards 1 --ctx 128 --json").out);
+  EXPECT_EQ(j["efficiency"]["weights"], "bf16");
+  EXPECT_DOUBLE_EQ(j["efficiency"]["decode"].get<double>(), 0.0789);  // the q8_0 entry: 8.5 bits, nearest to 16
+  EXPECT_NE(j["efficiency"]["decode_source"].get<std::string>().find("measured on cuda q8_0, the nearest to bf16"),
+            std::string::npos)
+      << j["efficiency"];
+  EXPECT_DOUBLE_EQ(j["assumptions"]["bandwidth_efficiency"].get<double>(), 0.0789);
+  // No entry for the backend: the defaults, named as assumed.
+  const nlohmann::json h100 =
+      nlohmann::json::parse(plan("-m preset:r1-distill-qwen-1.5b --chip h100 --cards 1 --ctx 128 --json").out);
+  EXPECT_EQ(h100["efficiency"]["decode_source"], "assumed");
+  EXPECT_DOUBLE_EQ(h100["efficiency"]["decode"].get<double>(), 0.8);
+}
+
+// cai bench --save-profile records this machine's factors in a profile file (an existing file is updated), and
+// cai plan --chip FILE -t N predicts the benchmarked speeds from them: the same within the noise of a second
+// bandwidth probe and a second run (a generous bound; docs/perf/2026-12-06-plan-vs-bench.md has the table).
+TEST(PlanCli, SavedProfilePredictsTheBenchmarkedSpeeds) {
+  const std::string tmp = test::make_temp_dir("plan_profile"), model = tmp + "/q.gguf", saved = tmp + "/cpu.json";
+  ASSERT_EQ(
+      test::run_command(test::binary_path("cai-mkmodel") + " --arch qwen2 --preset qwen2-0.5b --dtype q4_0 -o " + model)
+          .exit_code,
+      0);
+  const std::string bench = test::binary_path("cai") + " bench -m " + model + " -p 32 -n 16 -r 2 --json";
+  for (int threads : {1, 2}) {
+    const test::CommandResult b =
+        test::run_command(bench + " -t " + std::to_string(threads) + " --save-profile " + saved);
+    ASSERT_EQ(b.exit_code, 0) << b.err;
+  }
+  const nlohmann::json profile = nlohmann::json::parse(test::read_file(saved));
+  ASSERT_EQ(profile["measured_efficiency"].size(), 2u) << profile.dump();
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    const test::CommandResult b = test::run_command(bench + " -t " + std::to_string(threads));
+    ASSERT_EQ(b.exit_code, 0) << b.err;
+    const nlohmann::json measured = nlohmann::json::parse(test::last_line(b.out));
+    const test::CommandResult p =
+        plan("-m " + model + " --chip " + saved + " -t " + std::to_string(threads) + " --cards 1 --ctx 32 --json");
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    const nlohmann::json j = nlohmann::json::parse(p.out);
+    EXPECT_NE(j["efficiency"]["decode_source"].get<std::string>().find("measured on cpu q4_0 at " +
+                                                                       std::to_string(threads) + " threads"),
+              std::string::npos)
+        << j["efficiency"];
+    const double decode = j["decode_tok_s"]["per_sequence"].get<double>() / measured["tg_tokens_per_s"].get<double>();
+    const double prefill = j["prefill"]["tok_s"].get<double>() / measured["pp_tokens_per_s"].get<double>();
+    EXPECT_GT(decode, 0.5);
+    EXPECT_LT(decode, 2.0);
+    EXPECT_GT(prefill, 0.5);
+    EXPECT_LT(prefill, 2.0);
+  }
+}
+
 TEST(PlanCli, ClearErrors) {
   struct Case {
     std::string args, message;

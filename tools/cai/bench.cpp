@@ -4,6 +4,7 @@
 // With --spec, what speculative decoding costs and gains instead (bench_spec.h).
 #include <algorithm>
 #include <chrono>
+#include <thread>
 #include <iostream>
 #include <map>
 #include <numeric>
@@ -14,6 +15,7 @@
 #include "ops/device_bandwidth.h"
 #include "runtime/sequence_batch.h"
 #include "runtime/single_sequence.h"
+#include "bench_profile.h"
 #include "bench_spec.h"
 
 namespace cai::cli {
@@ -35,6 +37,7 @@ struct BenchOptions {
   int batch = 1;
   std::string text;  // --text: the prompt of --spec runs
   bool json = false;
+  std::string save_profile;  // --save-profile FILE
 };
 
 // Aggregate generated tokens/s of `n_seqs` sequences decoding together after `context` (each its own copy; none when
@@ -204,6 +207,20 @@ Status bench(const BenchOptions& o) {
     out["tg_batch_tokens_per_s"] = batch_tg;
     out["batch_speedup"] = best_tg > 0 ? batch_tg / best_tg : 0.0;
   }
+  if (!o.save_profile.empty()) {
+    const int threads = o.common.threads > 0 ? o.common.threads : static_cast<int>(std::thread::hardware_concurrency());
+    const BenchMeasurement m{o.common.model,
+                             o.common.profile,
+                             model.device().host_visible(),
+                             threads,
+                             bw_gbps,
+                             static_cast<int>(prompt.size()),
+                             o.n_gen,
+                             best_pp,
+                             best_tg,
+                             model.device().description()};
+    CAI_TRY(save_measured_profile(m, o.save_profile));
+  }
   if (o.json) {
     std::cout << out.dump() << "\n";
   } else {
@@ -243,6 +260,9 @@ void register_bench(CLI::App& app, int& exit_code) {
   cmd->add_option("-b,--batch", o->batch, "also decode this many sequences together and report the aggregate rate")
       ->check(CLI::Range(1, 256));
   cmd->add_flag("--json", o->json, "print one JSON line");
+  cmd->add_option("--save-profile", o->save_profile,
+                  "write the chip's profile with this run's measured efficiency (for `cai plan --chip FILE`) to FILE; "
+                  "a device run names its profile with --profile");
   add_spec_options(*cmd, o->common);
   cmd->add_option("--text", o->text,
                   "with --spec: the prompt as text (tokenized with the model's tokenizer) instead of -p synthetic "

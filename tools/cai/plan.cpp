@@ -2,11 +2,10 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <thread>
 
-#include "chips/detect.h"
+#include "chip_profiles.h"
 #include "chips/planner.h"
-#include "core/membw.h"
-#include "core/thread_pool.h"
 #include "verbs.h"
 
 namespace cai::cli {
@@ -20,36 +19,6 @@ struct PlanOptions {
   bool json = false;
   int threads = 0;  // --chip host: threads of the bandwidth probe
 };
-
-// An exact profile id, else the one id that contains `name` ("h200" → "nvidia-h200-sxm").
-Result<chips::DeviceProfile> resolve_chip(const std::string& name) {
-  const std::string dir = chips::default_profile_dir();
-  CAI_ASSIGN_OR_RETURN(std::vector<chips::DeviceProfile> profiles, chips::load_profiles(dir));
-  if (const chips::DeviceProfile* p = chips::find_profile(profiles, name)) return *p;
-  std::vector<const chips::DeviceProfile*> hits;
-  for (const chips::DeviceProfile& p : profiles)
-    if (!name.empty() && p.id.find(name) != std::string::npos) hits.push_back(&p);
-  if (hits.size() == 1) return *hits[0];
-  std::string ids;
-  for (const chips::DeviceProfile& p : profiles) ids += (ids.empty() ? "" : ", ") + p.id;
-  return not_found("{} chip profile '{}' (profiles in {}: {})", hits.empty() ? "no" : "ambiguous", name, dir, ids);
-}
-
-// --chip host: this machine's CPU as the card. Its CPU profile (cpu-x86-64, cpu-arm64, cpu-kunpeng-920, as `cai
-// detect` matches it), with the memory /proc/meminfo reports and the read bandwidth measured now over `threads`
-// threads by the probe `cai bench` uses, in place of the profile's figures.
-Result<chips::DeviceProfile> host_chip(int threads) {
-  const chips::DetectOptions where = chips::DetectOptions::from_env();
-  const chips::CpuInfo cpu = chips::describe_cpu(where.proc_root, where.sysfs_root);
-  if (cpu.profile.empty())
-    return unsupported("--chip host: {}/cpuinfo shows neither an x86-64 nor an AArch64 CPU", where.proc_root);
-  CAI_ASSIGN_OR_RETURN(chips::DeviceProfile chip, resolve_chip(cpu.profile));
-  chip.name = fmt::format("this host: {}, {} logical cores", cpu.model, cpu.logical_cores);
-  if (cpu.memory_bytes > 0) chip.memory_gib = static_cast<double>(cpu.memory_bytes) / (1024.0 * 1024.0 * 1024.0);
-  ThreadPool pool(threads);
-  chip.bandwidth_gbs = measure_read_bandwidth_gbps(&pool);
-  return chip;
-}
 
 std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
 std::string opt_num(const std::optional<double>& v, const char* unit) {
@@ -99,10 +68,10 @@ void print_table(const chips::Plan& p, const chips::ModelFootprint& m, const chi
                                                *p.prefill_seconds, p.request.ctx, prefill_comm)
                                  : std::string("unknown (no bf16_tflops / int8_tops in the profile)"));
   fmt::print(
-      "\nassumptions: {:.0f}% of peak bandwidth, {:.0f}% of peak math, {:.0f}% of card memory reserved for the "
-      "runtime, activations for {} tokens per step, {:.0f}% of the interconnect and {:.0f} us per collective\n",
-      chips::kBandwidthEfficiency * 100, chips::kComputeEfficiency * 100, chips::kRuntimeReserve * 100,
-      p.request.step_tokens, chips::kLinkEfficiency * 100, chips::kCollectiveLatencyUs);
+      "\nassumptions: {:.0f}% of peak bandwidth ({}), {:.0f}% of peak math ({}), {:.0f}% of card memory reserved for "
+      "the runtime, activations for {} tokens per step, {:.0f}% of the interconnect and {:.0f} us per collective\n",
+      p.efficiency.decode * 100, p.efficiency.decode_source, p.efficiency.prefill * 100, p.efficiency.prefill_source,
+      chips::kRuntimeReserve * 100, p.request.step_tokens, chips::kLinkEfficiency * 100, chips::kCollectiveLatencyUs);
   if (!p.warnings.empty()) fmt::print("warnings:\n");
   for (const std::string& w : p.warnings) fmt::print("  - {}\n", w);
 }
@@ -111,8 +80,14 @@ int run_plan(const PlanOptions& o) {
   Result<chips::ModelFootprint> model = chips::load_footprint(o.model);
   if (!model.ok()) return fail(model.status());
   Result<chips::DeviceProfile> chip = o.chip == "host" ? host_chip(o.threads) : resolve_chip(o.chip);
+  // A CPU profile file (cai bench --save-profile) describes this host: its memory and bandwidth are measured now.
+  if (chip.ok() && o.chip != "host" && chip->policies.backend == "cpu" && o.chip.ends_with(".json"))
+    chip = host_chip(o.threads, *chip);
   if (!chip.ok()) return fail(chip.status());
-  Result<chips::Plan> plan = chips::make_plan(*model, *chip, o.request);
+  chips::PlanRequest request = o.request;
+  if (chip->policies.backend == "cpu")
+    request.threads = o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
+  Result<chips::Plan> plan = chips::make_plan(*model, *chip, request);
   if (!plan.ok()) return fail(plan.status());
   if (o.json) {
     std::printf("%s\n", chips::plan_to_json(*plan, *model, *chip).dump(2).c_str());
@@ -130,10 +105,12 @@ void register_plan(CLI::App& app, int& exit_code) {
   cmd->add_option("-m,--model", o->model, "a .gguf file, a Hugging Face directory, a config.json, or preset:NAME")
       ->required();
   cmd->add_option("--chip", o->chip,
-                  "device profile id (data/chips/<id>.json), or a unique part of it; host: this machine's CPU, with "
-                  "its memory and a read bandwidth measured now")
+                  "device profile id (data/chips/<id>.json), a unique part of it, or a profile file (.json); host: "
+                  "this machine's CPU, with its memory and a read bandwidth measured now")
       ->required();
-  cmd->add_option("-t,--threads", o->threads, "--chip host: threads of the bandwidth probe (0 = all)")
+  cmd->add_option("-t,--threads", o->threads,
+                  "--chip host: the threads the speeds are for (the bandwidth probe's, the measured efficiency's; "
+                  "0 = all)")
       ->capture_default_str();
   cmd->add_option("--cards", o->request.cards, "number of cards")->required();
   cmd->add_option("--ctx", o->request.ctx, "context length per sequence (default: the model's maximum)");
