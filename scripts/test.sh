@@ -65,9 +65,10 @@ cmake --build build-asan -j"$jobs"
 # suite above covers the rest). The engine's concurrency and batching tests run here on the CPU; their simt twins
 # (125 of the 840 test-seconds here) add no code ASan would not already see through the simt oracles and kernel tests,
 # and run in the Release suite. The large-prompt test bounds peak RSS, which ASan's redzones and quarantine inflate; it
-# runs in the Release suite. The MPI jobs run below.
+# runs in the Release suite, as does the plan-against-bench test (it times a 0.5B model four times). The MPI jobs run
+# below.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j"$jobs" \
-  -E 'OracleEvalDevice.*warp32|OracleEvalLayout.*(warp32|device_simt_0_simt_1___(pp|tp)_2_warp64|device_cpu_simt_0___pp_2_warp64|device_simt_0_2.*warp64)|CudaKernelsInReverseThreadOrder|LargePromptCostsASmallMultipleOfItsBytes|(EngineOn|SequenceBatchOn)\.(ConcurrentRequestsMatchTheirSoloRuns|BatchedStepsEqualSoloRuns)/simt|OracleEvalMpi|Mpi\.'
+  -E 'OracleEvalDevice.*warp32|OracleEvalLayout.*(warp32|device_simt_0_simt_1___(pp|tp)_2_warp64|device_cpu_simt_0___pp_2_warp64|device_simt_0_2.*warp64)|CudaKernelsInReverseThreadOrder|LargePromptCostsASmallMultipleOfItsBytes|(EngineOn|SequenceBatchOn)\.(ConcurrentRequestsMatchTheirSoloRuns|BatchedStepsEqualSoloRuns)/simt|OracleEvalMpi|Mpi\.|PlanCli\.SavedProfilePredictsTheBenchmarkedSpeeds'
 # MPI jobs under ASan: three oracle cases that reach every cross-process path (an all-reduce between CPU ranks, stage
 # moves between simt ranks' device memories, expert parallel). Each job spends ~7 s in Open MPI's start-up under ASan,
 # so the Release suite runs the rest. Without leak checks: Open MPI's allocations still live at exit come from

@@ -119,7 +119,7 @@ TEST(EngineKvOffloadErrors, ADeviceTooSmallSaysWhatItNeeded) {
 
 // Over pipeline stages, each stage whose devices have memory of their own gives its last layers, in proportion to its
 // layers; stages on the CPU give none.
-TEST(HostKvLayers, StagesShareTheLayersInProportion) {
+TEST(KvOffloadLayers, StagesShareTheLayersInProportion) {
   hal::Device* simt = test::device_named("simt:0");
   hal::Device* cpu = test::device_named("cpu");
   ASSERT_NE(simt, nullptr);
