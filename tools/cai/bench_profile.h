@@ -9,10 +9,10 @@
 namespace cai::cli {
 
 struct BenchMeasurement {
-  std::string model;    // the file or directory benchmarked
-  std::string profile;  // --profile: the device's profile id; "" = this host's CPU profile (CPU runs only)
-  bool host = false;    // the weights live in host memory (the CPU backend)
-  int threads = 0;      // CPU: the threads the run used (0 = all)
+  std::string model;         // the file or directory benchmarked
+  std::string profile;       // --profile: the device's profile id; "" = this host's CPU profile (CPU runs only)
+  bool host = false;         // the weights live in host memory (the CPU backend)
+  int threads = 0;           // CPU: the threads the run used (0 = all)
   double bandwidth_gbs = 0;  // the read bandwidth the run measured (the CPU's roofline)
   int n_prompt = 0, n_gen = 0;
   double pp_tokens_per_s = 0, tg_tokens_per_s = 0;

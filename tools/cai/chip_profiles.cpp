@@ -39,7 +39,9 @@ namespace {
 // Integer multiply-adds ×2 one thread issues per cycle with two vector pipes of its widest int8 dot product: AVX-512
 // VNNI (64 lanes of 4-byte groups → 256), AVX-VNNI or AVX2 (128), AArch64 SDOT (64), else plain 128-bit SIMD (32).
 double int8_ops_per_cycle(const chips::CpuInfo& cpu) {
-  auto has = [&](const char* f) { return std::find(cpu.features.begin(), cpu.features.end(), f) != cpu.features.end(); };
+  auto has = [&](const char* f) {
+    return std::find(cpu.features.begin(), cpu.features.end(), f) != cpu.features.end();
+  };
   if (cpu.isa_level == "x86-64-v4" && has("avx512_vnni")) return 256;
   if (cpu.isa_level == "x86-64-v4" || cpu.isa_level == "x86-64-v3") return 128;
   if (has("asimddp")) return 64;
