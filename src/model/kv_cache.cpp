@@ -165,6 +165,7 @@ std::string describe_host_tier(const KvCache& kv) {
     i = j + 1;
   }
   for (const auto& tier : kv.host_tiers()) devices += (devices.empty() ? "" : ", ") + tier->device().name();
+  if (devices.empty()) devices = "the other processes' devices";  // an MPI rank whose own layers stay on its device
   return fmt::format("layers {} ({} of {}) in host memory ({:.1f} MiB), streamed to a staging layer on {} each step",
                      ranges, layers.size(), kv.spec().n_layers,
                      static_cast<double>(kv.host_traffic().host_bytes) / (1 << 20), devices);
