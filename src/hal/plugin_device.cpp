@@ -281,22 +281,45 @@ void PluginDevice::set_batch_invariant(bool on) {
 
 namespace {
 
-// A communicator the plugin created (CaiCollectives::comm_create), destroyed with this object.
+// A communicator the plugin made, destroyed with this object: over several of its devices in this process
+// (CaiCollectives::comm_create), or across processes (comm_init_rank), with the engine's host exchange kept alive
+// beside it for the plugin to call.
 class PluginCollective final : public NativeCollective {
  public:
-  PluginCollective(const CaiCollectives& c, CaiCommHandle comm, const PluginDevice& first)
-      : c_(c), comm_(comm), first_(first) {}
-  ~PluginCollective() override { c_.comm_destroy(comm_); }
-  std::string library() const override { return c_.library ? c_.library : "?"; }
+  PluginCollective(const CaiCollectives& c, const PluginDevice& first, HostAllGather across = nullptr)
+      : c_(c), first_(first), all_gather_(std::move(across)), exchange_{this, &PluginCollective::gather} {}
+  ~PluginCollective() override {
+    if (comm_) c_.comm_destroy(comm_);
+  }
+  Status create(const std::vector<CaiDeviceHandle>& devices) {
+    CaiError err{};
+    return first_.status_of(c_.comm_create(devices.data(), static_cast<int32_t>(devices.size()), &comm_, &err), err,
+                            "comm_create");
+  }
+  Status join(const std::vector<uint8_t>& id, int n_ranks, int rank) {
+    CaiError err{};
+    return first_.status_of(c_.comm_init_rank(id.data(), n_ranks, rank, first_.c().handle, &exchange_, &comm_, &err),
+                            err, "comm_init_rank");
+  }
+  std::string library() const override {
+    return std::string(c_.library ? c_.library : "?") + (all_gather_ ? ", across processes" : "");
+  }
   Status all_reduce_sum(const std::vector<float*>& bufs, size_t n) override {
     CaiError err{};
     return first_.status_of(c_.all_reduce_sum_f32(comm_, bufs.data(), n, &err), err, "all_reduce_sum");
   }
 
  private:
+  static int gather(void* ctx, const void* mine, void* all, uint64_t bytes) {
+    const Status st = static_cast<PluginCollective*>(ctx)->all_gather_(mine, all, static_cast<size_t>(bytes));
+    return st.ok() ? CAI_OK : CAI_ERR_UNAVAILABLE;
+  }
+
   const CaiCollectives& c_;
-  CaiCommHandle comm_;
   const PluginDevice& first_;
+  HostAllGather all_gather_;
+  CaiHostExchange exchange_;
+  CaiCommHandle comm_ = nullptr;
 };
 
 }  // namespace
@@ -314,46 +337,12 @@ Result<std::unique_ptr<NativeCollective>> PluginDevice::native_collective(const 
     if (!p || p->collectives_ != c) return std::unique_ptr<NativeCollective>();  // another backend among the ranks
     handles.push_back(p->c_.handle);
   }
-  CaiCommHandle comm = nullptr;
-  CaiError err{};
-  CAI_TRY(
-      status_of(c->comm_create(handles.data(), static_cast<int32_t>(handles.size()), &comm, &err), err, "comm_create"));
-  return std::unique_ptr<NativeCollective>(new PluginCollective(*c, comm, *this));
+  auto made = std::make_unique<PluginCollective>(*c, *this);
+  CAI_TRY(made->create(handles));
+  return std::unique_ptr<NativeCollective>(std::move(made));
 }
 
 namespace {
-
-// A communicator across processes: PluginCollective with the engine's host exchange kept alive beside it.
-class JoinedCollective final : public NativeCollective {
- public:
-  JoinedCollective(const CaiCollectives& c, const PluginDevice& device, HostAllGather all_gather)
-      : c_(c), device_(device), all_gather_(std::move(all_gather)), exchange_{this, &JoinedCollective::gather} {}
-  ~JoinedCollective() override {
-    if (comm_) c_.comm_destroy(comm_);
-  }
-  Status init(const std::vector<uint8_t>& id, int n_ranks, int rank) {
-    CaiError err{};
-    return device_.status_of(c_.comm_init_rank(id.data(), n_ranks, rank, device_.c().handle, &exchange_, &comm_, &err),
-                             err, "comm_init_rank");
-  }
-  std::string library() const override { return std::string(c_.library ? c_.library : "?") + ", across processes"; }
-  Status all_reduce_sum(const std::vector<float*>& bufs, size_t n) override {
-    CaiError err{};
-    return device_.status_of(c_.all_reduce_sum_f32(comm_, bufs.data(), n, &err), err, "all_reduce_sum");
-  }
-
- private:
-  static int gather(void* ctx, const void* mine, void* all, uint64_t bytes) {
-    const Status st = static_cast<JoinedCollective*>(ctx)->all_gather_(mine, all, static_cast<size_t>(bytes));
-    return st.ok() ? CAI_OK : CAI_ERR_UNAVAILABLE;
-  }
-
-  const CaiCollectives& c_;
-  const PluginDevice& device_;
-  HostAllGather all_gather_;
-  CaiHostExchange exchange_;
-  CaiCommHandle comm_ = nullptr;
-};
 
 class PluginProcessCollectives final : public ProcessCollectives {
  public:
@@ -371,8 +360,8 @@ class PluginProcessCollectives final : public ProcessCollectives {
     if (id.size() != c_.unique_id_bytes)
       return invalid_argument("{}: a unique id of {} bytes, the library's are {}", device_.name(), id.size(),
                               c_.unique_id_bytes);
-    auto joined = std::make_unique<JoinedCollective>(c_, device_, std::move(all_gather));
-    CAI_TRY(joined->init(id, n_ranks, rank));
+    auto joined = std::make_unique<PluginCollective>(c_, device_, std::move(all_gather));
+    CAI_TRY(joined->join(id, n_ranks, rank));
     return std::unique_ptr<NativeCollective>(std::move(joined));
   }
 
