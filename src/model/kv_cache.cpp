@@ -113,9 +113,13 @@ Result<KvCache> KvCache::create(const std::vector<std::vector<KvShard>>& layers,
   auto in_tier = [&](int l, const KvShard& s) {
     return !hal::is_remote(*s.device) && std::binary_search(host_layers.begin(), host_layers.end(), l);
   };
-  std::vector<hal::Device*> tier_devices;
-  std::vector<std::vector<int>> tier_layers;
-  std::vector<KvHostTier::Shape> tier_shapes;
+  // Each device's tier: its shards' widths and the host layers it keeps, in the order its device first appears.
+  struct TierPlan {
+    hal::Device* device;
+    KvHostTier::Shape shape;
+    std::vector<int> layers;
+  };
+  std::vector<TierPlan> tiers;
   std::vector<std::vector<int>> tier_of;  // [layer][rank]: the index of the shard's tier, -1 for a device layer
   for (int l = 0; l < spec.n_layers; ++l) {
     kv.k_.emplace_back();
@@ -123,15 +127,13 @@ Result<KvCache> KvCache::create(const std::vector<std::vector<KvShard>>& layers,
     tier_of.emplace_back();
     for (const KvShard& s : layers[static_cast<size_t>(l)]) {
       if (in_tier(l, s)) {
-        const size_t t =
-            static_cast<size_t>(std::find(tier_devices.begin(), tier_devices.end(), s.device) - tier_devices.begin());
-        if (t == tier_devices.size()) {
-          tier_devices.push_back(s.device);
-          tier_layers.emplace_back();
-          tier_shapes.push_back({spec.dtype, s.k_width, s.v_width, n_slots, block_size, host.max_step_tokens});
-        }
-        tier_layers[t].push_back(l);
-        tier_of.back().push_back(static_cast<int>(t));
+        auto it = std::find_if(tiers.begin(), tiers.end(), [&](const TierPlan& t) { return t.device == s.device; });
+        if (it == tiers.end())
+          it = tiers.insert(
+              tiers.end(),
+              {s.device, {spec.dtype, s.k_width, s.v_width, n_slots, block_size, host.max_step_tokens}, {}});
+        it->layers.push_back(l);
+        tier_of.back().push_back(static_cast<int>(it - tiers.begin()));
         kv.k_.back().emplace_back();
         kv.v_.back().emplace_back();
         continue;
@@ -143,8 +145,8 @@ Result<KvCache> KvCache::create(const std::vector<std::vector<KvShard>>& layers,
       kv.v_.back().push_back(v);
     }
   }
-  for (size_t t = 0; t < tier_devices.size(); ++t) {
-    CAI_ASSIGN_OR_RETURN(KvHostTier tier, KvHostTier::create(*tier_devices[t], tier_shapes[t], tier_layers[t]));
+  for (TierPlan& t : tiers) {
+    CAI_ASSIGN_OR_RETURN(KvHostTier tier, KvHostTier::create(*t.device, t.shape, std::move(t.layers)));
     kv.host_.push_back(std::make_unique<KvHostTier>(std::move(tier)));
   }
   if (!kv.host_.empty())

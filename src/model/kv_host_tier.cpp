@@ -64,8 +64,6 @@ Result<KvHostTier> KvHostTier::create(hal::Device& device, const Shape& shape, s
   return t;
 }
 
-bool KvHostTier::holds(int layer) const { return std::binary_search(layers_.begin(), layers_.end(), layer); }
-
 size_t KvHostTier::index_of(int layer) const {
   return static_cast<size_t>(std::lower_bound(layers_.begin(), layers_.end(), layer) - layers_.begin());
 }

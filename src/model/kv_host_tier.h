@@ -29,8 +29,6 @@ class KvHostTier {
   // allocated.
   static Result<KvHostTier> create(hal::Device& device, const Shape& shape, std::vector<int> layers);
 
-  bool holds(int layer) const;
-  const std::vector<int>& layers() const { return layers_; }
   hal::Device& device() const { return *device_; }
   size_t host_bytes() const;     // the host layers' K and V
   size_t staging_bytes() const;  // device memory of the staging layer
