@@ -364,13 +364,18 @@ Status DecoderModel::run_head(const StepBatch& batch, std::vector<TensorView> xs
       CAI_ASSIGN_OR_RETURN(out, group_.move_to(out, reader, "logits_in"));
     }
     if (hal::is_remote(*out.device)) continue;  // another process reads these logits
-    hal::Stream& stream = out.device->default_stream();
-    if (head_.size() == 1) return stream.copy_to_host(logits, out.data, out.n_bytes());
-    logits_part_.resize(static_cast<size_t>(m * h.n_vocab));
-    CAI_TRY(stream.copy_to_host(logits_part_.data(), out.data, out.n_bytes()));
-    for (int64_t i = 0; i < m; ++i)
-      std::copy_n(logits_part_.data() + i * h.n_vocab, h.n_vocab, logits + i * cfg_.vocab_size + h.vocab_begin);
+    CAI_TRY(read_head_logits(h, out, m, logits));
   }
+  return {};
+}
+
+Status DecoderModel::read_head_logits(const HeadRank& h, const TensorView& out, int64_t m, float* logits) {
+  hal::Stream& stream = out.device->default_stream();
+  if (head_.size() == 1) return stream.copy_to_host(logits, out.data, out.n_bytes());
+  logits_part_.resize(static_cast<size_t>(m * h.n_vocab));
+  CAI_TRY(stream.copy_to_host(logits_part_.data(), out.data, out.n_bytes()));
+  for (int64_t i = 0; i < m; ++i)
+    std::copy_n(logits_part_.data() + i * h.n_vocab, h.n_vocab, logits + i * cfg_.vocab_size + h.vocab_begin);
   return {};
 }
 

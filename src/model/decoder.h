@@ -92,6 +92,9 @@ class DecoderModel final : public Model, public MtpModule {
   Status load_mtp(const LayerLoader& load_layer);  // on one device; load_tensor_parallel loads it per rank
   // The final norm of every row of the residual stream (on the head's ranks), read back to host `hidden`.
   Status read_final_hidden(const std::vector<TensorView>& xs, float* hidden);
+  // One head rank's logits [m, h.n_vocab] (`out`, on a device of this process) read back into their columns of
+  // `logits` [m, vocab]; with one head rank, all of them in one copy.
+  Status read_head_logits(const HeadRank& h, const TensorView& out, int64_t m, float* logits);
   // Checks the batch on the host and uploads its integer metadata to each device of the group in one copy each.
   Status upload_step(const StepBatch& batch, const KvCache& kv);
   const StepTensors& step_on(const hal::Device& d) const;
@@ -113,9 +116,8 @@ class DecoderModel final : public Model, public MtpModule {
   TensorView tok_embd_;                         // [vocab, hidden]
   std::vector<std::vector<BlockRank>> blocks_;  // [layer][rank]
   std::vector<HeadRank> head_;
-  // The MTP module: its block (one rank, on the head's device; empty without the module) and the tensors around it.
-  // The module on each rank of the last stage: its block's share (tensor parallel like the layers), and its own
-  // norms and eh_proj whole on every rank.
+  // The MTP module (empty without it) on each rank of the last stage: its block's share (tensor parallel like the
+  // layers), and its own norms and eh_proj whole on every rank.
   struct MtpRank {
     TensorView enorm, hnorm, norm;  // F32 [hidden]: on the embedding, on the main hidden, on the output
     TensorView eh_proj;             // [hidden, 2·hidden]: columns [0, hidden) take the embedding half

@@ -90,14 +90,8 @@ Status DecoderModel::forward_mtp(const StepBatch& batch, const float* hidden, Kv
     CAI_TRY(ops::embed(d, xs[r], step_on(d).logit_rows, sel));
     CAI_TRY(ops::rms_norm(d, sel, mtp_ranks_[r].norm, cfg_.rms_norm_eps, seln));
     CAI_TRY(ops::dense_gemm(d, head.output, seln, nullptr, out));
-    hal::Stream& stream = d.default_stream();
-    if (r == 0 && block_out) CAI_TRY(stream.copy_to_host(block_out, sel.data, sel.n_bytes()));
-    if (head_.size() == 1) return stream.copy_to_host(logits, out.data, out.n_bytes());
-    logits_part_.resize(static_cast<size_t>(m * head.n_vocab));
-    CAI_TRY(stream.copy_to_host(logits_part_.data(), out.data, out.n_bytes()));
-    for (int64_t i = 0; i < m; ++i)
-      std::copy_n(logits_part_.data() + i * head.n_vocab, head.n_vocab,
-                  logits + i * cfg_.vocab_size + head.vocab_begin);
+    if (r == 0 && block_out) CAI_TRY(d.default_stream().copy_to_host(block_out, sel.data, sel.n_bytes()));
+    CAI_TRY(read_head_logits(head, out, m, logits));
   }
   return {};
 }
