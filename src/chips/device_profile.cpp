@@ -288,6 +288,14 @@ Result<DeviceProfile> parse_profile(const std::string& json_text, const std::str
   return p;
 }
 
+Result<DeviceProfile> load_profile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return io_error("cannot read {}", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_profile(text.str(), path);
+}
+
 Result<std::vector<DeviceProfile>> load_profiles(const std::string& dir) {
   std::error_code ec;
   std::vector<fs::path> files;
@@ -297,11 +305,7 @@ Result<std::vector<DeviceProfile>> load_profiles(const std::string& dir) {
   std::sort(files.begin(), files.end());
   std::vector<DeviceProfile> profiles;
   for (const fs::path& path : files) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return io_error("cannot read {}", path.string());
-    std::stringstream text;
-    text << in.rdbuf();
-    CAI_ASSIGN_OR_RETURN(DeviceProfile p, parse_profile(text.str(), path.string()));
+    CAI_ASSIGN_OR_RETURN(DeviceProfile p, load_profile(path.string()));
     if (p.id != path.stem().string())
       return invalid_argument("{}: id: \"{}\" must equal the file name \"{}\"", path.string(), p.id,
                               path.stem().string());

@@ -67,6 +67,8 @@ struct DeviceProfile {
 
 // Parses one profile; errors name `file` and the offending field ("data/chips/h200.json: memory_gib: ...").
 Result<DeviceProfile> parse_profile(const std::string& json_text, const std::string& file);
+// One profile file (any name: `cai bench --save-profile` writes copies); errors as parse_profile's, or io_error.
+Result<DeviceProfile> load_profile(const std::string& path);
 // Every *.json in `dir`, sorted by id; a malformed file fails the whole load, naming it.
 Result<std::vector<DeviceProfile>> load_profiles(const std::string& dir);
 // $CAI_CHIPS_DIR, else <exe dir>/../share/cai/chips when installed, else the source tree's data/chips.

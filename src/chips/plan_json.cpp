@@ -86,7 +86,7 @@ nlohmann::json plan_to_json(const Plan& p, const ModelFootprint& m, const Device
                                         {"comm_seconds", opt(p.prefill_comm_seconds)}}
                                  : json(nullptr);
   j["layout"] = layout_json(p, m);
-  j["efficiency"] = {{"weights", main_weight_type(m)},
+  j["efficiency"] = {{"weights", p.efficiency.weights},
                      {"decode", p.efficiency.decode},
                      {"decode_source", p.efficiency.decode_source},
                      {"prefill", p.efficiency.prefill},

@@ -198,8 +198,9 @@ std::string main_weight_type(const ModelFootprint& model) {
 
 PlanEfficiency plan_efficiency(const DeviceProfile& chip, const ModelFootprint& model, const PlanRequest& request) {
   PlanEfficiency e;
+  e.weights = main_weight_type(model);
   if (request.assume_defaults) return e;
-  const std::string weights = main_weight_type(model);
+  const std::string& weights = e.weights;
   // The backend's entry for these weights (at these threads, for a CPU), else the one for the weight type nearest
   // in bits per weight: a backend's kernels for one quantized type tell more about a similar one than the defaults.
   auto bits = [](const std::string& name) {

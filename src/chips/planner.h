@@ -43,6 +43,7 @@ struct PlanRequest {
 // speeds assume, and where each came from: the profile's measured_efficiency entry for the chip's backend, the
 // model's main weight type and the threads, else the defaults above.
 struct PlanEfficiency {
+  std::string weights;  // the model's main weight type (main_weight_type)
   double decode = kBandwidthEfficiency, prefill = kComputeEfficiency;
   std::string decode_source = "assumed", prefill_source = "assumed";
 };

@@ -28,6 +28,8 @@ size_t kv_layer_bytes_per_card(const ModelConfig& cfg, DType kv_dtype, int tp);
 // Multiply-adds ×2 of attention scores and values for one token against `ctx` cached positions, all layers' heads
 // of one layer (MLA in its absorbed form: scores over kv_lora + rope, values over kv_lora).
 double attention_flops_per_token(const ModelConfig& cfg, double ctx);
+// The LM head's part of the model: the output matrix, or the embedding a tied model reads as its head.
+inline const PartSize& head_part(const ModelFootprint& fp) { return fp.output.params > 0 ? fp.output : fp.embedding; }
 // Parameters one token reads: attention, dense/shared FFN, top-k routed experts, and the LM head.
 int64_t active_params(const ModelFootprint& fp);
 // Fills decode_* and prefill_* of `plan` (left empty where the profile lacks bandwidth / throughput).

@@ -22,7 +22,7 @@ double attention_flops_per_token(const ModelConfig& c, double ctx) {
 
 int64_t active_params(const ModelFootprint& fp) {
   const ModelConfig& c = fp.config;
-  int64_t p = fp.output.params > 0 ? fp.output.params : fp.embedding.params;
+  int64_t p = head_part(fp).params;
   for (const LayerFootprint& l : fp.layers) {
     p += l.attention.params + l.ffn.params;
     if (c.n_routed_experts > 0) p += l.experts.params / c.n_routed_experts * c.num_experts_per_tok;
@@ -91,7 +91,7 @@ void estimate_decode(const PlanInputs& in, Plan& p, std::optional<double> peak) 
       }
     }
     if (s + 1 == lay.stages.size()) {
-      const PartSize& head = m.output.params > 0 ? m.output : m.embedding;
+      const PartSize& head = head_part(m);
       bytes += static_cast<double>(head.bytes) / tp;
       flops += 2.0 * b * static_cast<double>(head.params) / tp;
     }
@@ -118,7 +118,7 @@ void estimate_prefill(const PlanInputs& in, Plan& p, double peak) {
   const ModelConfig& c = in.model.config;
   const double n = static_cast<double>(in.request.ctx);
   // The head runs for the prompt's last position only: the logits of the others are never computed.
-  const PartSize& head = in.model.output.params > 0 ? in.model.output : in.model.embedding;
+  const PartSize& head = head_part(in.model);
   const double body = static_cast<double>(p.active_params - head.params);
   const double flops = 2.0 * body * n + 2.0 * static_cast<double>(head.params) +
                        c.num_hidden_layers * attention_flops_per_token(c, 1.0) * n * (n + 1) / 2;

@@ -4,10 +4,10 @@
 // With --spec, what speculative decoding costs and gains instead (bench_spec.h).
 #include <algorithm>
 #include <chrono>
-#include <thread>
 #include <iostream>
 #include <map>
 #include <numeric>
+#include <thread>
 
 #include "core/membw.h"
 #include "core/seconds_since.h"

@@ -8,27 +8,13 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "chip_profiles.h"
 #include "chips/model_footprint.h"
 #include "chips/planner.h"
+#include "core/json_file.h"
 
 namespace cai::cli {
-
-namespace {
-
-Result<nlohmann::json> profile_json(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return not_found("cannot read the profile file {}", file);
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return invalid_argument("{}: not a JSON object", file);
-  return j;
-}
-
-}  // namespace
 
 Status save_measured_profile(const BenchMeasurement& m, const std::string& out) {
   if (m.n_gen <= 0 || m.tg_tokens_per_s <= 0 || m.pp_tokens_per_s <= 0)
@@ -67,7 +53,8 @@ Status save_measured_profile(const BenchMeasurement& m, const std::string& out) 
                                 m.host ? fmt::format(" -t {}", m.threads) : "", m.pp_tokens_per_s, m.tg_tokens_per_s,
                                 m.host ? chip.name : m.machine, fmt::gmtime(std::time(nullptr)));
 
-  CAI_ASSIGN_OR_RETURN(nlohmann::json j, profile_json(given ? given->file : chip.file));
+  CAI_ASSIGN_OR_RETURN(nlohmann::json j, read_json_file(given ? given->file : chip.file));
+  if (!j.is_object()) return invalid_argument("{}: not a JSON object", given ? given->file : chip.file);
   nlohmann::json kept = nlohmann::json::array();
   if (j.contains("measured_efficiency") && j["measured_efficiency"].is_array())
     for (const nlohmann::json& e : j["measured_efficiency"])

@@ -4,9 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
-#include <thread>
 
 #include "chips/detect.h"
 #include "core/membw.h"
@@ -15,13 +12,7 @@
 namespace cai::cli {
 
 Result<chips::DeviceProfile> resolve_chip(const std::string& name) {
-  if (name.size() > 5 && name.ends_with(".json")) {
-    std::ifstream in(name, std::ios::binary);
-    if (!in) return not_found("chip profile file {} cannot be read", name);
-    std::stringstream text;
-    text << in.rdbuf();
-    return chips::parse_profile(text.str(), name);
-  }
+  if (name.size() > 5 && name.ends_with(".json")) return chips::load_profile(name);
   const std::string dir = chips::default_profile_dir();
   CAI_ASSIGN_OR_RETURN(std::vector<chips::DeviceProfile> profiles, chips::load_profiles(dir));
   if (const chips::DeviceProfile* p = chips::find_profile(profiles, name)) return *p;

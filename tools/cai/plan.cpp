@@ -17,7 +17,7 @@ struct PlanOptions {
   std::string chip;
   chips::PlanRequest request;
   bool json = false;
-  int threads = 0;  // --chip host: threads of the bandwidth probe
+  int threads = 0;  // --chip host or a CPU profile file: the threads the speeds are for
 };
 
 std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
