@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU (e.g. the lent H200): build the cuda plugin, run the op table test and the oracles
-# on cuda:0, then `cai bench --device cuda:0` on random Qwen2-1.5B-shaped Q8_0 / Q4_K and a DeepSeek-V2-Lite-shaped
+# on cuda:0, `cai doctor --device cuda:0`, then `cai bench --device cuda:0` on random Qwen2-1.5B-shaped Q8_0 / Q4_K and a DeepSeek-V2-Lite-shaped
 # Q4_0 model, printing tok/s and the share of the HBM roofline. Builds with nvcc + cmake when the machine has CAI's
 # Debian build dependencies; otherwise run scripts/device-bundle.sh on a build machine, carry .device-bundle.tar.xz
 # and set CAI_PREBUILT=.device-bundle.tar.xz (or a folder it was unpacked into). Output (logs, JSON) goes to $OUT
@@ -72,6 +72,9 @@ CAI_TEST_DEVICE=cuda:0 timeout 60 "$bin"/test_hal --gtest_filter='MultiDevice.Na
 CAI_TEST_DEVICE=cuda:0 timeout 120 "$bin"/test_cli --gtest_filter='*OracleEvalLayout*moe_device_cpu_warp32' 2>&1 |
   tee "$out/moe-cpu.log" | tail -8
 grep -hE '^\[  (PASSED|FAILED) |cuda:0: ' "$out/collective.log" "$out/moe-cpu.log" >>"$out/summary.txt"
+
+log "cai doctor on cuda:0 (backend and versions, memory, ops, reference DeepSeek BF16/FP8, bandwidth vs profile)"
+timeout 300 "$bin"/cai doctor --device cuda:0 --step-timeout 120 2>"$out/doctor.log" | tee -a "$out/summary.txt"
 
 bench() {  # name, extra cai bench arguments...
   local name=$1; shift

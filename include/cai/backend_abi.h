@@ -23,7 +23,9 @@ extern "C" {
 #define CAI_ABI_DEFAULT(v)
 #endif
 
-/* v4.1: CaiCollectives may also join communicators across processes (comm_unique_id, comm_init_rank), read only
+/* v4.2: CaiBackendEntry may name what the backend runs on (runtime_versions), read only where its struct_size covers
+   it; entries of v4.0 and v4.1 (without it) still load.
+   v4.1: CaiCollectives may also join communicators across processes (comm_unique_id, comm_init_rank), read only
    where its struct_size covers them.
    v4: CaiExpertWeights carries expert_begin (expert parallelism: a rank's experts are a range of the layer's), and
    CaiBackendEntry a backend's collectives (CaiCollectives).
@@ -255,6 +257,9 @@ typedef struct CaiBackendEntry {
   int (*create)(const CaiDevice* const** devices, int32_t* n_devices, CaiError*);
   void (*destroy)(void);
   const CaiCollectives* collectives CAI_ABI_DEFAULT(nullptr); /* null: none (the engine stages through the host) */
+  /* v4.2: what the backend runs on, with the versions its vendor API reports ("CUDA runtime 12.4, driver 12.6"), for
+     `cai doctor`; called after create(), the string valid until destroy(). Null: nothing to report. */
+  const char* (*runtime_versions)(void)CAI_ABI_DEFAULT(nullptr);
 } CaiBackendEntry;
 
 typedef const CaiBackendEntry* (*CaiBackendEntryFn)(void);

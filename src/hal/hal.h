@@ -169,6 +169,9 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string name() const = 0;  // "cpu", "cuda", "ascend"...
   virtual std::vector<Device*> devices() = 0;
+  // Where the backend comes from and what it runs on, with versions where the vendor API reports them: "built into
+  // cai", "plugin /usr/lib/cai/libcai-backend-cuda.so (CUDA runtime 12.4, driver 12.6)".
+  virtual std::string runtime() const { return ""; }
 };
 
 // Every backend the process knows: the built-in CPU backend plus plugins found at start-up.
@@ -179,6 +182,8 @@ class Registry {
   void add(std::unique_ptr<Backend> backend);
   const std::vector<std::unique_ptr<Backend>>& backends() const { return backends_; }
   Backend* find_backend(const std::string& name) const;
+  // The backend a device belongs to, or null.
+  Backend* backend_of(const Device& device) const;
   // "cpu", "cpu:0", "cuda:1". Unknown name → not_found listing what exists.
   Result<Device*> find_device(const std::string& spec) const;
   // A device list: comma-separated specs, each "cpu", "simt:1" or a range "cuda:0-7" ("cpu,simt:0-1"). Errors: an

@@ -26,11 +26,10 @@ namespace {
 // The fields every ABI v2 device table has (set_batch_invariant, the last one, is optional).
 constexpr size_t kMinDeviceSize = offsetof(CaiDevice, event_destroy) + sizeof(CaiDevice::event_destroy);
 
-// Copies the first `struct_size` bytes a plugin wrote (no more than we know of); later fields stay zero.
+// Copies the first `struct_size` bytes a plugin wrote (no more than we know of); later fields stay zero (or null).
 template <class T>
 T read_prefix(const T& src, uint32_t struct_size) {
-  T out;
-  std::memset(&out, 0, sizeof out);
+  T out{};
   std::memcpy(&out, &src, std::min<size_t>(struct_size, sizeof out));
   return out;
 }
@@ -399,15 +398,18 @@ Status check_plugin_entry(const CaiBackendEntry* entry, const std::string& path)
   if (entry->abi_version != CAI_BACKEND_ABI_VERSION)
     return unsupported("plugin {} was built for backend ABI v{}, this engine needs v{}", path, entry->abi_version,
                        CAI_BACKEND_ABI_VERSION);
-  if (entry->struct_size < sizeof(CaiBackendEntry))
+  // v4.0 and v4.1 entries end before runtime_versions.
+  constexpr size_t kMinEntrySize = offsetof(CaiBackendEntry, runtime_versions);
+  if (entry->struct_size < kMinEntrySize)
     return unsupported("plugin {}: entry is {} bytes, ABI v{} needs at least {}", path, entry->struct_size,
-                       CAI_BACKEND_ABI_VERSION, sizeof(CaiBackendEntry));
+                       CAI_BACKEND_ABI_VERSION, kMinEntrySize);
   if (!entry->name || !*entry->name || !entry->create)
     return invalid_argument("plugin {}: entry lacks a name or a create function", path);
   return {};
 }
 
-Result<std::unique_ptr<PluginBackend>> PluginBackend::create(const CaiBackendEntry& entry, const std::string& path) {
+Result<std::unique_ptr<PluginBackend>> PluginBackend::create(const CaiBackendEntry& given, const std::string& path) {
+  const CaiBackendEntry entry = read_prefix(given, given.struct_size);
   const CaiDevice* const* c_devices = nullptr;
   int32_t n_devices = 0;
   CaiError err{};
@@ -420,6 +422,9 @@ Result<std::unique_ptr<PluginBackend>> PluginBackend::create(const CaiBackendEnt
                                                     why.empty() ? "no reason given" : why));
   }
   b->destroy_ = entry.destroy;  // from here on the destructor releases what create() opened
+  b->runtime_ = "plugin " + path;
+  if (const char* v = entry.runtime_versions ? entry.runtime_versions() : nullptr; v && *v)
+    b->runtime_ += fmt::format(" ({})", v);
   if (!c_devices || n_devices <= 0) return unavailable("plugin {} ('{}') has no devices", path, b->name_);
   for (int32_t i = 0; i < n_devices; ++i) {
     if (!c_devices[i]) return invalid_argument("plugin {} ('{}'): device {} is null", path, b->name_, i);

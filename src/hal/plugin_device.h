@@ -107,9 +107,11 @@ class PluginBackend final : public Backend {
 
   std::string name() const override { return name_; }
   std::vector<Device*> devices() override;
+  std::string runtime() const override { return runtime_; }
 
  private:
   std::string name_;
+  std::string runtime_;  // "plugin <path>", with the plugin's runtime_versions() where it has them
   void (*destroy_)(void) = nullptr;
   std::vector<std::unique_ptr<PluginDevice>> devices_;
 };

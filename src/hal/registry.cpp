@@ -33,6 +33,13 @@ Backend* Registry::find_backend(const std::string& name) const {
   return nullptr;
 }
 
+Backend* Registry::backend_of(const Device& device) const {
+  for (const auto& b : backends_)
+    for (const Device* d : b->devices())
+      if (d == &device) return b.get();
+  return nullptr;
+}
+
 Result<Device*> Registry::find_device(const std::string& spec) const {
   std::string name = spec;
   int index = 0;

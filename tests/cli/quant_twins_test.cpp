@@ -56,7 +56,7 @@ void expect_near_twin(const std::string& type, const std::string& isa, const std
       << type << flags << ": max|q - twin| = " << max_diff << ", max|twin| = " << max_ref;
 }
 
-std::string param_name(const ::testing::TestParamInfo<std::tuple<std::string, std::string>>& info) {
+std::string twin_param_name(const ::testing::TestParamInfo<std::tuple<std::string, std::string>>& info) {
   const std::string& isa = std::get<1>(info.param);
   return std::get<0>(info.param) + "_" + (isa.empty() ? "default" : isa);
 }
@@ -69,7 +69,7 @@ TEST_P(QuantTwins, LogitsMatchTheF32Twin) {
 INSTANTIATE_TEST_SUITE_P(AllTypes, QuantTwins,
                          ::testing::Combine(::testing::ValuesIn(kTypes),
                                             ::testing::Values(std::string(), std::string("scalar"))),
-                         param_name);
+                         twin_param_name);
 
 class QuantTwinsFast : public QuantTwins {};
 
@@ -87,7 +87,7 @@ TEST_P(QuantTwinsFast, FastPathStaysNearTheF32Twin) {
 INSTANTIATE_TEST_SUITE_P(IntegerKernelTypes, QuantTwinsFast,
                          ::testing::Combine(::testing::ValuesIn(kIntegerKernelTypes),
                                             ::testing::Values(std::string(), std::string("scalar"))),
-                         param_name);
+                         twin_param_name);
 
 }  // namespace
 }  // namespace cai

@@ -30,7 +30,7 @@ std::string device_args() {
   return device ? std::string(" --device ") + device + " --kv-dtype f32" : "";
 }
 
-json eval_json(const std::string& model, const std::string& ids, const std::string& extra) {
+json spec_eval_json(const std::string& model, const std::string& ids, const std::string& extra) {
   const test::CommandResult r = test::run_command(cai_bin() + " eval -m '" + model + "' --tokens " + ids + " " + extra +
                                                   device_args() + " --json");
   EXPECT_EQ(r.exit_code, 0) << extra << "\n" << r.err;
@@ -44,10 +44,10 @@ struct Counts {
 // Greedy tokens of `model` after `ids`, plain and with each speculative method in `specs`; adds up the drafts.
 void expect_same_greedy(const std::string& model, const std::string& ids, int n, const std::vector<std::string>& specs,
                         std::map<std::string, Counts>& counts) {
-  const json plain = eval_json(model, ids, "--greedy " + std::to_string(n));
+  const json plain = spec_eval_json(model, ids, "--greedy " + std::to_string(n));
   ASSERT_EQ(plain["greedy"].size(), static_cast<size_t>(n));
   for (const std::string& spec : specs) {
-    const json s = eval_json(model, ids, "--greedy " + std::to_string(n) + " " + spec);
+    const json s = spec_eval_json(model, ids, "--greedy " + std::to_string(n) + " " + spec);
     EXPECT_EQ(s["greedy"], plain["greedy"]) << model << " " << spec;
     counts[spec].drafted += s["spec"]["drafted"].get<int64_t>();
     counts[spec].accepted += s["spec"]["accepted"].get<int64_t>();
@@ -113,7 +113,7 @@ TEST(MtpLogits, MatchTheReferenceFromSafetensorsAndFromTheConvertedGguf) {
   for (const std::string& model : {dir, gguf}) {
     for (const auto& p : spec["prompts"]) {
       const std::string out = tmp + "/mtp.f32";
-      const json r = eval_json(model, join_ids(p["input_ids"]), "--mtp-logits " + out);
+      const json r = spec_eval_json(model, join_ids(p["input_ids"]), "--mtp-logits " + out);
       const std::vector<float> ref = test::read_f32(dir + "/" + p["mtp_logits_file"].get<std::string>());
       const auto [diff, max_ref] = test::max_diff_and_ref(test::read_f32(out), ref);
       EXPECT_LE(diff, device_args().empty() ? 1e-4f : 1e-3f) << model << " " << p["name"];

@@ -172,6 +172,32 @@ TEST(PluginRegistry, OpsTableIsReadUpToItsStructSize) {
   EXPECT_TRUE(d->supports(OpId::kAdd));
 }
 
+// The entry names what the backend runs on (ABI 4.2, `cai doctor` shows it); a v4.0/4.1 entry, which ends before
+// runtime_versions, still loads without it, and a shorter one is refused with the sizes.
+TEST(PluginRegistry, EntryNamesItsRuntimeWhereItsSizeCoversIt) {
+  {
+    Registry r;
+    Device* d = load_echo(r);
+    ASSERT_NE(d, nullptr);
+    EXPECT_EQ(r.backend_of(*d), r.find_backend("echo"));
+    EXPECT_EQ(r.find_backend("echo")->runtime(), "plugin " + echo_plugin() + " (echo runtime 1.0)");
+    EXPECT_EQ(Registry::global().find_backend("cpu")->runtime(), "built into cai");
+  }
+  {
+    Registry r;
+    ScopedEnv size("CAI_ECHO_ENTRY_SIZE", std::to_string(offsetof(CaiBackendEntry, runtime_versions)));
+    ASSERT_NE(load_echo(r), nullptr);
+    EXPECT_EQ(r.find_backend("echo")->runtime(), "plugin " + echo_plugin());
+  }
+  Registry r;
+  ScopedEnv size("CAI_ECHO_ENTRY_SIZE", std::to_string(offsetof(CaiBackendEntry, collectives)));
+  const Status st = r.load_plugin(echo_plugin());
+  EXPECT_EQ(st.code(), StatusCode::kUnsupported);
+  EXPECT_NE(st.message().find("entry is " + std::to_string(offsetof(CaiBackendEntry, collectives)) + " bytes"),
+            std::string::npos)
+      << st.message();
+}
+
 TEST(PluginRegistry, HostSyncsAreCounted) {
   Registry r;
   Device* d = load_echo(r);

@@ -76,15 +76,6 @@ Result<std::string> read_text_file(const std::string& path, std::string_view wha
   return ss.str();
 }
 
-namespace {
-
-// What detection knows about this host; without readable profiles nothing is recognised and no policy applies.
-struct HostChips {
-  std::vector<chips::DeviceProfile> profiles;
-  chips::DetectReport report;
-};
-
-// Runtime libraries are probed (dlopen) only for --device auto, which needs to know what is usable.
 HostChips scan_host(const hal::Registry& reg, bool probe_runtimes) {
   HostChips h;
   auto profiles = chips::load_profiles(chips::default_profile_dir());
@@ -98,6 +89,8 @@ HostChips scan_host(const hal::Registry& reg, bool probe_runtimes) {
   h.report = chips::detect(h.profiles, reg, options);
   return h;
 }
+
+namespace {
 
 // --device auto: the same choice as `cai detect` shows.
 std::string auto_device(const chips::DetectReport& report) {

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   cai::cli::register_plan(app, exit_code);
   cai::cli::register_detect(app, exit_code);
   cai::cli::register_chat(app, exit_code);
+  cai::cli::register_doctor(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

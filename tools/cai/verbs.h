@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "cai/engine.h"
+#include "chips/detect.h"
 #include "chips/device_profile.h"
 #include "hal/hal.h"
 #include "model/model_loader.h"
@@ -79,6 +80,14 @@ Result<SpecOptions> spec_options(const CommonOptions& o);
 Result<LoadedModel> load_draft_model(const CommonOptions& o, const LoadedModel& target);
 // --kv-offload-layers for a serving verb.
 void add_kv_offload_option(CLI::App& cmd, CommonOptions& o);
+// What detection knows about this host; without readable profiles nothing is recognised and no policy applies.
+struct HostChips {
+  std::vector<chips::DeviceProfile> profiles;
+  chips::DetectReport report;
+};
+// The profiles and the detection report; runtime libraries are probed (dlopen) only with probe_runtimes (--device
+// auto, which needs to know what is usable).
+HostChips scan_host(const hal::Registry& reg, bool probe_runtimes);
 // Print a Status to stderr and return exit code 1.
 int fail(const Status& st);
 // --temp, --top-k, --top-p, --min-p, --repeat-penalty, --seed.
@@ -94,5 +103,6 @@ void register_serve(CLI::App& app, int& exit_code);
 void register_plan(CLI::App& app, int& exit_code);
 void register_detect(CLI::App& app, int& exit_code);
 void register_chat(CLI::App& app, int& exit_code);
+void register_doctor(CLI::App& app, int& exit_code);
 
 }  // namespace cai::cli

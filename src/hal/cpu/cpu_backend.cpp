@@ -149,6 +149,7 @@ class CpuBackend final : public Backend {
  public:
   std::string name() const override { return "cpu"; }
   std::vector<Device*> devices() override { return {&device_}; }
+  std::string runtime() const override { return "built into cai"; }
   CpuDevice& device() { return device_; }
 
  private:

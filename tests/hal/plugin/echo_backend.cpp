@@ -4,10 +4,16 @@
 //   CAI_ECHO_FAIL=1          create() fails with CAI_ERR_UNAVAILABLE
 //   CAI_ECHO_ABI=<n>         the entry claims ABI version n
 //   CAI_ECHO_OPS_SIZE=<n>    the ops table claims struct_size n (an older or newer plugin)
+//   CAI_ECHO_ENTRY_SIZE=<n>  the entry claims struct_size n (a v4.0/v4.1 entry ends before runtime_versions)
+//   CAI_ECHO_WRONG=1         add returns wrong numbers (a + b + 0.25): `cai doctor`'s op check must name it
+//   CAI_ECHO_HANG=1          add never returns: `cai doctor` must time the step out
 #include <cai/backend_plugin.hpp>
 
+#include <chrono>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 namespace {
 
@@ -51,10 +57,12 @@ int echo_add(CaiDeviceHandle, const CaiTensor* a, const CaiTensor* b, const CaiT
     return fail(err, CAI_ERR_UNSUPPORTED, "add: echo supports F32 only");
   if (cai::plugin::n_elements(*a) != n || cai::plugin::n_elements(*b) != n)
     return fail(err, CAI_ERR_INVALID_ARGUMENT, "add: operands differ in size");
+  while (std::getenv("CAI_ECHO_HANG")) std::this_thread::sleep_for(std::chrono::seconds(1));
+  const float error = std::getenv("CAI_ECHO_WRONG") ? 0.25f : 0.0f;
   const auto* x = static_cast<const float*>(a->data);
   const auto* y = static_cast<const float*>(b->data);
   auto* z = static_cast<float*>(out->data);
-  for (int64_t i = 0; i < n; ++i) z[i] = x[i] + y[i];
+  for (int64_t i = 0; i < n; ++i) z[i] = x[i] + y[i] + error;
   return CAI_OK;
 }
 
@@ -98,11 +106,18 @@ int echo_create(const CaiDevice* const** devices, int32_t* n_devices, CaiError* 
 
 void echo_destroy() {}
 
+const char* echo_versions() { return "echo runtime 1.0"; }
+
 }  // namespace
 
 CAI_PLUGIN_EXPORT const CaiBackendEntry* cai_backend_entry_v4(void) {
   static CaiBackendEntry entry;
-  entry = {static_cast<uint32_t>(env_number("CAI_ECHO_ABI", CAI_BACKEND_ABI_VERSION)), sizeof(CaiBackendEntry), "echo",
-           echo_create, echo_destroy};
+  entry = {static_cast<uint32_t>(env_number("CAI_ECHO_ABI", CAI_BACKEND_ABI_VERSION)),
+           static_cast<uint32_t>(env_number("CAI_ECHO_ENTRY_SIZE", sizeof(CaiBackendEntry))),
+           "echo",
+           echo_create,
+           echo_destroy,
+           nullptr,
+           echo_versions};
   return &entry;
 }

@@ -1,5 +1,6 @@
 // The plugin's one exported symbol: cai_backend_entry_v4, whose create() opens every device of this build's runtime.
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "hal/cuda/backend/gpu_device.h"
@@ -74,8 +75,37 @@ void destroy() {
   s.devices.clear();
 }
 
-const CaiBackendEntry kEntry = {
-    CAI_BACKEND_ABI_VERSION, sizeof(CaiBackendEntry), kBackendName, create, destroy, collectives()};
+#if !defined(CAI_GPU_SIMT)
+// "12.4" from the vendor's version number: CUDA's 1000 · major + 10 · minor, HIP's 10^7 · major + 10^5 · minor + patch.
+std::string version_text(int v) {
+#if defined(CAI_GPU_CUDA)
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+#else
+  return std::to_string(v / 10000000) + "." + std::to_string(v / 100000 % 100) + "." + std::to_string(v % 100000);
+#endif
+}
+#endif
+
+// What this build runs on: the vendor runtime's and driver's versions as its API reports them.
+const char* runtime_versions() {
+  static const std::string text = [] {
+#if defined(CAI_GPU_SIMT)
+    return std::string("simt emulator on the CPU, warp ") + std::to_string(::simt::warp_size());
+#else
+    const char* vendor = kBackendName[0] == 'c' ? "CUDA" : "HIP";
+    int runtime = 0, driver = 0;
+    std::string out = std::string(vendor) + " runtime " +
+                      (gpuRuntimeGetVersion(&runtime) == gpuSuccess ? version_text(runtime) : "unknown");
+    out += ", driver " + (gpuDriverGetVersion(&driver) == gpuSuccess ? version_text(driver) : "unknown");
+    (void)gpuGetLastError();
+    return out;
+#endif
+  }();
+  return text.c_str();
+}
+
+const CaiBackendEntry kEntry = {CAI_BACKEND_ABI_VERSION, sizeof(CaiBackendEntry), kBackendName, create, destroy,
+                                collectives(),           runtime_versions};
 
 }  // namespace
 

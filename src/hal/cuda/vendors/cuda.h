@@ -30,6 +30,8 @@
 #define gpuMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
 #define gpuMemsetAsync cudaMemsetAsync
 #define gpuGetDeviceCount cudaGetDeviceCount
+#define gpuRuntimeGetVersion cudaRuntimeGetVersion
+#define gpuDriverGetVersion cudaDriverGetVersion
 #define gpuSetDevice cudaSetDevice
 #define gpuDeviceProp cudaDeviceProp
 #define gpuGetDeviceProperties cudaGetDeviceProperties
