@@ -24,7 +24,7 @@ sdk=$(mktemp -d)
 cmake --install build --prefix "$sdk/prefix" >/dev/null
 CXX=clang++ cmake -S tests/hal/plugin -B "$sdk/echo" -DCMAKE_PREFIX_PATH="$sdk/prefix" >/dev/null
 cmake --build "$sdk/echo" -j"$jobs" >/dev/null
-CAI_ECHO_PLUGIN="$sdk/echo/libcai-backend-echo.so" ./build/test_hal --gtest_filter='PluginRegistry.*' --gtest_brief=1
+CAI_ECHO_PLUGIN="$sdk/echo/test-plugins/libcai-backend-echo.so" ./build/test_hal --gtest_filter='PluginRegistry.*' --gtest_brief=1
 rm -rf "$sdk"
 
 phase "end-to-end (official openai client, chat page in headless Chromium)"

@@ -24,8 +24,10 @@ struct Doctor {
   std::string err;
 };
 
+// `cai doctor --json ARGS` with the echo test plugin's folder on the plugin path.
 Doctor doctor(const std::string& env, const std::string& args) {
-  const test::CommandResult r = test::run_command(env + " " + cai_bin() + " doctor --json " + args);
+  const test::CommandResult r = test::run_command("CAI_BACKEND_PATH=" + test::binary_path("test-plugins") + " " + env +
+                                                  " " + cai_bin() + " doctor --json " + args);
   Doctor d{r.exit_code, nlohmann::json::object(), r.err};
   const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
   EXPECT_FALSE(j.is_discarded()) << r.out << r.err;

@@ -17,7 +17,7 @@ namespace {
 
 std::string echo_plugin() {
   const char* path = std::getenv("CAI_ECHO_PLUGIN");
-  return path ? path : test::binary_path("libcai-backend-echo.so");
+  return path ? path : test::binary_path("test-plugins/libcai-backend-echo.so");
 }
 
 // An environment variable set for one scope.
