@@ -48,13 +48,8 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv) {
 }
 
 ChildProcess::ChildProcess(ChildProcess&& o) noexcept
-    : pid_(o.pid_),
-      out_fd_(o.out_fd_),
-      err_fd_(o.err_fd_),
-      buffered_(std::move(o.buffered_)),
-      err_(std::move(o.err_)),
-      ended_(std::move(o.ended_)),
-      reaped_(o.reaped_) {
+    : pid_(o.pid_), out_fd_(o.out_fd_), err_fd_(o.err_fd_), buffered_(std::move(o.buffered_)), err_(std::move(o.err_)),
+      ended_(std::move(o.ended_)), reaped_(o.reaped_) {
   o.pid_ = -1, o.out_fd_ = -1, o.err_fd_ = -1;
 }
 
@@ -90,7 +85,8 @@ ChildProcess::Read ChildProcess::next_line(std::string& line, double seconds) {
       buffered_.clear();
       return Read::kLine;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return Read::kTimeout;
     pollfd fds[2] = {{out_fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}};
     const int n = poll(fds, err_fd_ >= 0 ? 2 : 1, static_cast<int>(left.count()));
@@ -120,8 +116,7 @@ std::string ChildProcess::wait() {
   if (pid_ <= 0 || reaped_) return ended_;
   while (err_fd_ >= 0) drain_stderr();  // what it wrote before it ended
   int status = 0;
-  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {}
   reaped_ = true;
   if (WIFSIGNALED(status))
     ended_ = "signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";

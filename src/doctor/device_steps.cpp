@@ -64,8 +64,8 @@ StepResult check_memory(hal::Device& device, const CheckOptions& options) {
   }
   for (size_t i = 0; i < pattern.size(); ++i) {
     if (back[i] != pattern[i]) {
-      r.detail = fmt::format("the round trip changed word {} of {} (0x{:08x} came back as 0x{:08x})", i,
-                             pattern.size(), pattern[i], back[i]);
+      r.detail = fmt::format("the round trip changed word {} of {} (0x{:08x} came back as 0x{:08x})", i, pattern.size(),
+                             pattern[i], back[i]);
       return r;
     }
   }
@@ -98,11 +98,12 @@ StepResult check_bandwidth(hal::Device& device, const CheckOptions& options) {
   }
   const double fraction = gbs / *p->bandwidth_gbs;
   r.ok = fraction >= options.min_bandwidth_fraction;
-  r.detail = fmt::format("{:.1f} GB/s, {:.0f}% of profile {}'s {:.0f} GB/s{}", gbs, fraction * 100, p->id,
-                         *p->bandwidth_gbs,
-                         r.ok ? "" : fmt::format(" (below {:.0f}%: check the memory population, the PCIe link or "
-                                                 "the power state)",
-                                                 options.min_bandwidth_fraction * 100));
+  r.detail =
+      fmt::format("{:.1f} GB/s, {:.0f}% of profile {}'s {:.0f} GB/s{}", gbs, fraction * 100, p->id, *p->bandwidth_gbs,
+                  r.ok ? ""
+                       : fmt::format(" (below {:.0f}%: check the memory population, the PCIe link or "
+                                     "the power state)",
+                                     options.min_bandwidth_fraction * 100));
   return r;
 }
 

@@ -38,9 +38,7 @@ const std::vector<std::string>& step_names() {
 }
 
 // CAI_DOCTOR_SOURCE_DIR: the source tree's reference folder (CMakeLists.txt), for runs from the build tree.
-std::string default_reference_dir() {
-  return chips::find_data_dir("CAI_DOCTOR_DIR", "doctor", CAI_DOCTOR_SOURCE_DIR);
-}
+std::string default_reference_dir() { return chips::find_data_dir("CAI_DOCTOR_DIR", "doctor", CAI_DOCTOR_SOURCE_DIR); }
 
 // "3 skipped: no rms_norm, q8_0 KV cache; refused: embed_f16 (echo takes F32 tables)" for the cases not run.
 std::string skipped_text(const OpCheckReport& report) {

@@ -64,9 +64,10 @@ Result<PromptCheck> check_prompt(Model& model, const nlohmann::json& p, const st
   Diff d = max_diff(logits, want_prompt);
   PromptCheck c{d.max, ""};
   if (d.max > tol) {
-    c.mismatch = fmt::format("{}: the logit of id {} at prompt token {} is {} where the reference has {} (|Δ| {:.3g} > "
-                             "{:.3g})",
-                             name, d.at % vocab, d.at / vocab, logits[d.at], want_prompt[d.at], d.max, tol);
+    c.mismatch = fmt::format(
+        "{}: the logit of id {} at prompt token {} is {} where the reference has {} (|Δ| {:.3g} > "
+        "{:.3g})",
+        name, d.at % vocab, d.at / vocab, logits[d.at], want_prompt[d.at], d.max, tol);
     return c;
   }
   std::vector<float> last(logits.end() - static_cast<ptrdiff_t>(vocab), logits.end());
@@ -76,9 +77,10 @@ Result<PromptCheck> check_prompt(Model& model, const nlohmann::json& p, const st
     d = max_diff(last, want);
     c.worst = std::max(c.worst, d.max);
     if (d.max > tol) {
-      c.mismatch = fmt::format("{}: at greedy step {} the logit of id {} is {} where the reference has {} (|Δ| {:.3g} > "
-                               "{:.3g})",
-                               name, i, d.at, last[d.at], want[d.at], d.max, tol);
+      c.mismatch = fmt::format(
+          "{}: at greedy step {} the logit of id {} is {} where the reference has {} (|Δ| {:.3g} > "
+          "{:.3g})",
+          name, i, d.at, last[d.at], want[d.at], d.max, tol);
       return c;
     }
     const int32_t next = argmax(last);
@@ -112,10 +114,12 @@ Result<StepResult> run_model(hal::Device& device, const std::string& dir, const 
     worst = std::max(worst, c.worst);
   }
   const ModelConfig& cfg = lm.model->config();
-  return StepResult{"", true, fmt::format("{} layers ({} MoE, {} routed experts, MLA): {} prompts of up to {} tokens and {} greedy tokens "
-                     "each; max |Δlogit| {:.2g} (allowed {:.0e}), every greedy token the reference's",
-                     cfg.num_hidden_layers, cfg.num_hidden_layers - cfg.first_k_dense_replace, cfg.n_routed_experts,
-                     prompts.size(), longest, kGreedy, worst, options.logit_tolerance)};
+  return StepResult{
+      "", true,
+      fmt::format("{} layers ({} MoE, {} routed experts, MLA): {} prompts of up to {} tokens and {} greedy tokens "
+                  "each; max |Δlogit| {:.2g} (allowed {:.0e}), every greedy token the reference's",
+                  cfg.num_hidden_layers, cfg.num_hidden_layers - cfg.first_k_dense_replace, cfg.n_routed_experts,
+                  prompts.size(), longest, kGreedy, worst, options.logit_tolerance)};
 }
 
 }  // namespace

@@ -81,20 +81,29 @@ constexpr DType kWeightTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DTyp
 void add_weight_cases(std::vector<OpCase>& cases) {
   for (DType dt : kWeightTypes) {
     const std::string tn(dtype_name(dt));
-    cases.push_back({"embed_" + tn, 1e-6f, {OpId::kEmbed}, dt, DType::kF32,
-                     [dt](const hal::OpTable& t, const hal::OpContext& c, CaseTensors& ts) -> Result<std::vector<float>> {
-                       std::vector<uint8_t> q = random_weight(dt, 10, 256, 1);
-                       const TensorView table = ts.put(q, dt, {10, 256});  // embed decodes rows without block scales
-                       std::vector<int32_t> ids = {3, 0, 9, 3};
-                       std::vector<float> out(4 * 256);
-                       const TensorView o = ts.f32(out, {4, 256});
-                       CAI_TRY(t.embed(c, table, ts.i32(ids, {4}), o));
-                       return ts.get(o);
-                     }});
+    cases.push_back(
+        {"embed_" + tn,
+         1e-6f,
+         {OpId::kEmbed},
+         dt,
+         DType::kF32,
+         [dt](const hal::OpTable& t, const hal::OpContext& c, CaseTensors& ts) -> Result<std::vector<float>> {
+           std::vector<uint8_t> q = random_weight(dt, 10, 256, 1);
+           const TensorView table = ts.put(q, dt, {10, 256});  // embed decodes rows without block scales
+           std::vector<int32_t> ids = {3, 0, 9, 3};
+           std::vector<float> out(4 * 256);
+           const TensorView o = ts.f32(out, {4, 256});
+           CAI_TRY(t.embed(c, table, ts.i32(ids, {4}), o));
+           return ts.get(o);
+         }});
     // 3 rows (decode-shaped) and 20 rows (prefill-shaped); 300 outputs: several blocks of 128 for FP8 scales.
     for (int64_t n : {3, 20}) {
       cases.push_back(
-          {"dense_gemm_" + tn + "_n" + std::to_string(n), 2e-4f, {OpId::kDenseGemm}, dt, DType::kF32,
+          {"dense_gemm_" + tn + "_n" + std::to_string(n),
+           2e-4f,
+           {OpId::kDenseGemm},
+           dt,
+           DType::kF32,
            [dt, n](const hal::OpTable& t, const hal::OpContext& c, CaseTensors& ts) -> Result<std::vector<float>> {
              const int64_t out = 300, in = 512;
              std::vector<uint8_t> w = random_weight(dt, out, in, 5, 0.5f);
@@ -103,8 +112,8 @@ void add_weight_cases(std::vector<OpCase>& cases) {
              std::vector<float> y(static_cast<size_t>(n * out));
              const TensorView bias = ts.f32(b, {out}), yv = ts.f32(y, {n, out});
              const bool fp8 = dt == DType::kF8_E4M3;
-             CAI_TRY(t.dense_gemm(c, ts.put(w, dt, {out, in}, fp8 ? sc.data() : nullptr, sc.size()),
-                                  ts.f32(x, {n, in}), &bias, yv));
+             CAI_TRY(t.dense_gemm(c, ts.put(w, dt, {out, in}, fp8 ? sc.data() : nullptr, sc.size()), ts.f32(x, {n, in}),
+                                  &bias, yv));
              return ts.get(yv);
            }});
     }
@@ -114,7 +123,10 @@ void add_weight_cases(std::vector<OpCase>& cases) {
 void add_moe_cases(std::vector<OpCase>& cases) {
   for (bool sigmoid : {true, false}) {
     cases.push_back(
-        {sigmoid ? "moe_gate_sigmoid_groups_bias" : "moe_gate_softmax", 1e-6f, {OpId::kMoeGate}, DType::kF32,
+        {sigmoid ? "moe_gate_sigmoid_groups_bias" : "moe_gate_softmax",
+         1e-6f,
+         {OpId::kMoeGate},
+         DType::kF32,
          DType::kF32,
          [sigmoid](const hal::OpTable& t, const hal::OpContext& c, CaseTensors& ts) -> Result<std::vector<float>> {
            const int n = 6, n_e = 16, k = 4;
@@ -129,7 +141,11 @@ void add_moe_cases(std::vector<OpCase>& cases) {
   }
   for (DType dt : {DType::kQ8_0, DType::kQ4_K, DType::kF8_E4M3}) {
     cases.push_back(
-        {"sparse_moe_" + std::string(dtype_name(dt)), 5e-5f, {OpId::kSparseMoe}, dt, DType::kF32,
+        {"sparse_moe_" + std::string(dtype_name(dt)),
+         5e-5f,
+         {OpId::kSparseMoe},
+         dt,
+         DType::kF32,
          [dt](const hal::OpTable& t, const hal::OpContext& c, CaseTensors& ts) -> Result<std::vector<float>> {
            const int n_e = 5, hidden = 256, ffn = 256, n = 7, k = 2;
            ExpertSet s = random_experts(dt, n_e, hidden, ffn);
@@ -146,25 +162,29 @@ void add_moe_cases(std::vector<OpCase>& cases) {
          }});
   }
   // Expert parallelism: a stack of experts 2..4 of the layer's 5 (expert_begin 2) computes the choices of those ids.
-  cases.push_back(
-      {"sparse_moe_expert_range_q8_0", 5e-5f, {OpId::kSparseMoe}, DType::kQ8_0, DType::kF32,
-       [](const hal::OpTable& t, const hal::OpContext& c, CaseTensors& ts) -> Result<std::vector<float>> {
-         const int n_e = 5, first = 2, hidden = 256, ffn = 256, n = 7, k = 2;
-         ExpertSet s = random_experts(DType::kQ8_0, n_e, hidden, ffn);
-         const size_t slab = row_bytes(DType::kQ8_0, hidden) * ffn;  // gate / up / down: 256 x 256 each
-         auto tail = [&](std::vector<uint8_t>& v) { v.erase(v.begin(), v.begin() + first * slab); };
-         tail(s.gate), tail(s.up), tail(s.down);
-         hal::ExpertWeights ew;
-         ew.gate = ts.put(s.gate, DType::kQ8_0, {n_e - first, ffn, hidden});
-         ew.up = ts.put(s.up, DType::kQ8_0, {n_e - first, ffn, hidden});
-         ew.down = ts.put(s.down, DType::kQ8_0, {n_e - first, hidden, ffn});
-         ew.expert_begin = first;
-         std::vector<float> x = random_floats(n * hidden, 16), w = random_floats(n * k, 17), out(n * hidden);
-         std::vector<int32_t> ids = {0, 3, 3, 1, 4, 0, 2, 3, 1, 4, 0, 1, 3, 2};
-         const TensorView ov = ts.f32(out, {n, hidden});
-         CAI_TRY(t.sparse_moe(c, ew, ts.f32(x, {n, hidden}), ts.i32(ids, {n, k}), ts.f32(w, {n, k}), ov));
-         return ts.get(ov);
-       }});
+  cases.push_back({"sparse_moe_expert_range_q8_0",
+                   5e-5f,
+                   {OpId::kSparseMoe},
+                   DType::kQ8_0,
+                   DType::kF32,
+                   [](const hal::OpTable& t, const hal::OpContext& c, CaseTensors& ts) -> Result<std::vector<float>> {
+                     const int n_e = 5, first = 2, hidden = 256, ffn = 256, n = 7, k = 2;
+                     ExpertSet s = random_experts(DType::kQ8_0, n_e, hidden, ffn);
+                     const size_t slab = row_bytes(DType::kQ8_0, hidden) * ffn;  // gate / up / down: 256 x 256 each
+                     auto tail = [&](std::vector<uint8_t>& v) { v.erase(v.begin(), v.begin() + first * slab); };
+                     tail(s.gate), tail(s.up), tail(s.down);
+                     hal::ExpertWeights ew;
+                     ew.gate = ts.put(s.gate, DType::kQ8_0, {n_e - first, ffn, hidden});
+                     ew.up = ts.put(s.up, DType::kQ8_0, {n_e - first, ffn, hidden});
+                     ew.down = ts.put(s.down, DType::kQ8_0, {n_e - first, hidden, ffn});
+                     ew.expert_begin = first;
+                     std::vector<float> x = random_floats(n * hidden, 16), w = random_floats(n * k, 17),
+                                        out(n * hidden);
+                     std::vector<int32_t> ids = {0, 3, 3, 1, 4, 0, 2, 3, 1, 4, 0, 1, 3, 2};
+                     const TensorView ov = ts.f32(out, {n, hidden});
+                     CAI_TRY(t.sparse_moe(c, ew, ts.f32(x, {n, hidden}), ts.i32(ids, {n, k}), ts.f32(w, {n, k}), ov));
+                     return ts.get(ov);
+                   }});
 }
 
 // Zeroed bytes of a [rows, cols] KV cache of dtype dt.
@@ -179,8 +199,11 @@ constexpr DType kKvTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8
 void add_gqa_cases(std::vector<OpCase>& cases) {
   for (DType kv : kKvTypes) {
     cases.push_back(
-        {"kv_write_attention_gqa_" + std::string(dtype_name(kv)), 2e-5f, {OpId::kKvWrite, OpId::kAttentionGqa},
-         DType::kF32, kv,
+        {"kv_write_attention_gqa_" + std::string(dtype_name(kv)),
+         2e-5f,
+         {OpId::kKvWrite, OpId::kAttentionGqa},
+         DType::kF32,
+         kv,
          [kv](const hal::OpTable& t, const hal::OpContext& c, CaseTensors& ts) -> Result<std::vector<float>> {
            // Two sequences over a paged cache of 6 blocks × 4 slots with scrambled block tables.
            const int nh = 4, nkv = 2, hd = kv == DType::kQ8_0 ? 64 : 8, bs = 4, n_slots = 24;
@@ -217,7 +240,11 @@ void add_mla_cases(std::vector<OpCase>& cases) {
     const DType kv = dtypes.first, wt = dtypes.second;  // (latent, weights); clang 14 lambdas capture no bindings
     const std::string weights = wt == DType::kF32 ? "" : "_" + std::string(dtype_name(wt)) + "_weights";
     cases.push_back(
-        {"attention_mla_" + std::string(dtype_name(kv)) + weights, 5e-5f, {OpId::kAttentionMla}, wt, kv,
+        {"attention_mla_" + std::string(dtype_name(kv)) + weights,
+         5e-5f,
+         {OpId::kAttentionMla},
+         wt,
+         kv,
          [kv, wt](const hal::OpTable& t, const hal::OpContext& c, CaseTensors& ts) -> Result<std::vector<float>> {
            const bool q8 = kv == DType::kQ8_0, blocks = wt == DType::kQ4_0;
            const int nh = 3, nope = blocks ? 32 : 8, rope = q8 ? 32 : 4, vd = 6, lora = q8 || blocks ? 64 : 16, bs = 4,
@@ -256,7 +283,11 @@ void add_mla_cases(std::vector<OpCase>& cases) {
 }
 
 void add_elementwise_cases(std::vector<OpCase>& cases) {
-  cases.push_back({"rms_norm", 1e-5f, {OpId::kRmsNorm}, DType::kF32, DType::kF32,
+  cases.push_back({"rms_norm",
+                   1e-5f,
+                   {OpId::kRmsNorm},
+                   DType::kF32,
+                   DType::kF32,
                    [](const hal::OpTable& t, const hal::OpContext& c, CaseTensors& ts) -> Result<std::vector<float>> {
                      std::vector<float> x = random_floats(5 * 96, 2), w = random_floats(96, 3), out(5 * 96);
                      const TensorView ov = ts.f32(out, {5, 96});
@@ -267,49 +298,69 @@ void add_elementwise_cases(std::vector<OpCase>& cases) {
     for (float yarn : {1.0f, 4.0f}) {
       std::string name =
           std::string("rope_") + (style == hal::RopeStyle::kNorm ? "norm" : "neox") + (yarn > 1 ? "_yarn" : "");
-      cases.push_back(
-          {name, 2e-5f, {OpId::kRope}, DType::kF32, DType::kF32,
-           [style, yarn](const hal::OpTable& t, const hal::OpContext& c, CaseTensors& ts) -> Result<std::vector<float>> {
-             std::vector<float> x = random_floats(3 * 4 * 16, 4);
-             std::vector<int32_t> pos = {0, 7, 300};
-             RopeFreqConfig fc;
-             fc.n_rot = 10;
-             fc.yarn_factor = yarn;
-             fc.yarn_orig_ctx = 256;
-             std::vector<float> inv_freq = rope_inv_freqs(fc);
-             hal::RopeParams p;
-             p.style = style;
-             p.n_rot = 10;  // partial rotation: dims 0..1 and 12..15 pass through
-             p.rot_offset = 2;
-             p.mscale = yarn > 1 ? 1.1f : 1.0f;
-             const TensorView xv = ts.f32(x, {3, 4, 16});
-             CAI_TRY(t.rope(c, xv, ts.i32(pos, {3}), ts.f32(inv_freq, {5}), p));
-             return ts.get(xv);
-           }});
+      cases.push_back({name,
+                       2e-5f,
+                       {OpId::kRope},
+                       DType::kF32,
+                       DType::kF32,
+                       [style, yarn](const hal::OpTable& t, const hal::OpContext& c,
+                                     CaseTensors& ts) -> Result<std::vector<float>> {
+                         std::vector<float> x = random_floats(3 * 4 * 16, 4);
+                         std::vector<int32_t> pos = {0, 7, 300};
+                         RopeFreqConfig fc;
+                         fc.n_rot = 10;
+                         fc.yarn_factor = yarn;
+                         fc.yarn_orig_ctx = 256;
+                         std::vector<float> inv_freq = rope_inv_freqs(fc);
+                         hal::RopeParams p;
+                         p.style = style;
+                         p.n_rot = 10;  // partial rotation: dims 0..1 and 12..15 pass through
+                         p.rot_offset = 2;
+                         p.mscale = yarn > 1 ? 1.1f : 1.0f;
+                         const TensorView xv = ts.f32(x, {3, 4, 16});
+                         CAI_TRY(t.rope(c, xv, ts.i32(pos, {3}), ts.f32(inv_freq, {5}), p));
+                         return ts.get(xv);
+                       }});
     }
   }
-  cases.push_back({"add", 1e-6f, {OpId::kAdd}, DType::kF32, DType::kF32,
+  cases.push_back({"add",
+                   1e-6f,
+                   {OpId::kAdd},
+                   DType::kF32,
+                   DType::kF32,
                    [](const hal::OpTable& t, const hal::OpContext& c, CaseTensors& ts) -> Result<std::vector<float>> {
                      std::vector<float> a = random_floats(1000, 8), b = random_floats(1000, 9), s(1000);
                      const TensorView sv = ts.f32(s, {1000});
                      CAI_TRY(t.add(c, ts.f32(a, {1000}), ts.f32(b, {1000}), sv));
                      return ts.get(sv);
                    }});
-  cases.push_back({"swiglu", 1e-6f, {OpId::kSwiglu}, DType::kF32, DType::kF32,
+  cases.push_back({"swiglu",
+                   1e-6f,
+                   {OpId::kSwiglu},
+                   DType::kF32,
+                   DType::kF32,
                    [](const hal::OpTable& t, const hal::OpContext& c, CaseTensors& ts) -> Result<std::vector<float>> {
                      std::vector<float> a = random_floats(1000, 8), b = random_floats(1000, 9), g(1000);
                      const TensorView gv = ts.f32(g, {1000});
                      CAI_TRY(t.swiglu(c, ts.f32(a, {1000}), ts.f32(b, {1000}), gv));
                      return ts.get(gv);
                    }});
-  cases.push_back({"copy_cols", 0.0f, {OpId::kCopyCols}, DType::kF32, DType::kF32,
+  cases.push_back({"copy_cols",
+                   0.0f,
+                   {OpId::kCopyCols},
+                   DType::kF32,
+                   DType::kF32,
                    [](const hal::OpTable& t, const hal::OpContext& c, CaseTensors& ts) -> Result<std::vector<float>> {
                      std::vector<float> src = random_floats(3 * 10, 21), dst(3 * 7, 0.5f);
                      const TensorView dv = ts.f32(dst, {3, 7});
                      CAI_TRY(t.copy_cols(c, ts.f32(src, {3, 10}), 4, dv, 2, 5));
                      return ts.get(dv);
                    }});
-  cases.push_back({"softmax", 1e-6f, {OpId::kSoftmax}, DType::kF32, DType::kF32,
+  cases.push_back({"softmax",
+                   1e-6f,
+                   {OpId::kSoftmax},
+                   DType::kF32,
+                   DType::kF32,
                    [](const hal::OpTable& t, const hal::OpContext& c, CaseTensors& ts) -> Result<std::vector<float>> {
                      std::vector<float> x = random_floats(4 * 50, 10, 5.0f);
                      const TensorView xv = ts.f32(x, {4, 50});

@@ -72,7 +72,8 @@ CaseResult run_op_case(const OpCase& c, hal::Device& device) {
 }
 
 int OpCheckReport::count(CaseOutcome o) const {
-  return static_cast<int>(std::count_if(cases.begin(), cases.end(), [o](const CaseResult& r) { return r.outcome == o; }));
+  return static_cast<int>(
+      std::count_if(cases.begin(), cases.end(), [o](const CaseResult& r) { return r.outcome == o; }));
 }
 
 OpCheckReport check_ops(hal::Device& device) {
