@@ -14,11 +14,12 @@ namespace cai::dist {
 // Whether this process is a worker of an MPI job (rank > 0).
 bool is_worker();
 
-// Checks that every process loaded the same model with the same layout and KV cache (the arguments or files may
-// differ between machines): errors name the first rank that differs and what differs.
-Status check_same_model(const Model& model, hal::ProcessGroup& group);
+// Checks that every process loaded the same model with the same layout and KV cache, and its MTP module or not (the
+// arguments or files may differ between machines): errors name the first rank that differs and what differs.
+Status check_same_model(Model& model, hal::ProcessGroup& group);
 
-// The leader's model: forward() broadcasts the step, then runs this process's shards. When a transfer between the
+// The leader's model: forward() (and its MTP module's forward_mtp) broadcasts the step, then runs this process's
+// shards. When a transfer between the
 // processes fails the group is broken: the step fails (unavailable, naming the rank), and 2 s later the leader
 // aborts the job with exit status 3 (time for the failed requests' answers to reach their clients), so an
 // orchestrator restarts the whole group. Destroying it tells the workers to stop.

@@ -343,30 +343,33 @@ Status DecoderModel::run_block(const std::vector<BlockRank>& block, int layer, s
   return {};
 }
 
-// Each head rank's vocabulary rows of the logits, read back into their columns of `logits`. Across processes the
-// logits go to the first stage's rank 0 first: the process that drives it (the leader) is the one that samples.
+// Each head rank's vocabulary rows of the logits, read back into their columns of `logits`.
 Status DecoderModel::run_head(const StepBatch& batch, std::vector<TensorView> xs, float* logits) {
-  const int64_t m = static_cast<int64_t>(batch.logit_rows.size()), hidden = cfg_.hidden_size;
   CAI_ASSIGN_OR_RETURN(xs, residual_on(std::move(xs), weights_.placement().stages.back()));  // the head's ranks
-  hal::Device& reader = *weights_.placement().stages.front().front();
   profile::Scope scope("lm_head");
-  for (size_t r = 0; r < head_.size(); ++r) {
-    const HeadRank& h = head_[r];
-    hal::Device& d = *h.device;
-    Workspace& ws = group_.ws(d);
-    CAI_ASSIGN_OR_RETURN(TensorView sel, ws.f32("sel", {m, hidden}));
-    CAI_ASSIGN_OR_RETURN(TensorView seln, ws.f32("sel_norm", {m, hidden}));
-    CAI_ASSIGN_OR_RETURN(TensorView out, ws.f32("logits", {m, h.n_vocab}));
-    CAI_TRY(ops::embed(d, xs[r], step_on(d).logit_rows, sel));  // gather the rows that need logits
-    CAI_TRY(ops::rms_norm(d, sel, h.norm, cfg_.rms_norm_eps, seln));
-    CAI_TRY(ops::dense_gemm(d, h.output, seln, nullptr, out));
-    if (&d != &reader && (hal::is_remote(d) || hal::is_remote(reader))) {
-      CAI_ASSIGN_OR_RETURN(out, group_.move_to(out, reader, "logits_in"));
-    }
-    if (hal::is_remote(*out.device)) continue;  // another process reads these logits
-    CAI_TRY(read_head_logits(h, out, m, logits));
-  }
+  const int64_t m = static_cast<int64_t>(batch.logit_rows.size());
+  for (size_t r = 0; r < head_.size(); ++r) CAI_TRY(head_logits(r, xs[r], head_[r].norm, m, logits, nullptr));
   return {};
+}
+
+Status DecoderModel::head_logits(size_t r, const TensorView& x, const TensorView& norm, int64_t m, float* logits,
+                                 float* rows) {
+  const HeadRank& h = head_[r];
+  hal::Device& d = *h.device;
+  hal::Device& reader = *weights_.placement().stages.front().front();
+  Workspace& ws = group_.ws(d);
+  CAI_ASSIGN_OR_RETURN(TensorView sel, ws.f32("sel", {m, cfg_.hidden_size}));
+  CAI_ASSIGN_OR_RETURN(TensorView seln, ws.f32("sel_norm", {m, cfg_.hidden_size}));
+  CAI_ASSIGN_OR_RETURN(TensorView out, ws.f32("logits", {m, h.n_vocab}));
+  CAI_TRY(ops::embed(d, x, step_on(d).logit_rows, sel));  // gather the rows that need logits
+  CAI_TRY(ops::rms_norm(d, sel, norm, cfg_.rms_norm_eps, seln));
+  CAI_TRY(ops::dense_gemm(d, h.output, seln, nullptr, out));
+  if (rows && r == 0 && !hal::is_remote(d)) CAI_TRY(d.default_stream().copy_to_host(rows, sel.data, sel.n_bytes()));
+  if (&d != &reader && (hal::is_remote(d) || hal::is_remote(reader))) {
+    CAI_ASSIGN_OR_RETURN(out, group_.move_to(out, reader, "logits_in"));
+  }
+  if (hal::is_remote(*out.device)) return {};  // another process reads these logits
+  return read_head_logits(h, out, m, logits);
 }
 
 Status DecoderModel::read_head_logits(const HeadRank& h, const TensorView& out, int64_t m, float* logits) {

@@ -102,6 +102,10 @@ class DecoderModel final : public Model, public MtpModule {
   Result<std::vector<TensorView>> residual_on(std::vector<TensorView> xs, const std::vector<hal::Device*>& ranks);
   Status run_block(const std::vector<BlockRank>& block, int layer, std::vector<TensorView>& xs, KvCache& kv);
   Status run_head(const StepBatch& batch, std::vector<TensorView> xs, float* logits);
+  // Head rank r's logits of the batch's logit rows of x (that rank's residual stream) after the final norm `norm`
+  // (the model's, or the MTP module's), into their columns of host `logits`; across processes they go to the first
+  // stage's rank 0, whose process samples. `rows`, where set, gets the selected rows before the norm from rank 0.
+  Status head_logits(size_t r, const TensorView& x, const TensorView& norm, int64_t m, float* logits, float* rows);
 
   ModelConfig cfg_;
   WeightStore weights_;                   // the model's tensors, or (tensor parallel) the host bytes ranks slice

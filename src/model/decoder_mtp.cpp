@@ -80,19 +80,8 @@ Status DecoderModel::forward_mtp(const StepBatch& batch, const float* hidden, Kv
   CAI_TRY(run_block(mtp_block_, cfg_.num_hidden_layers, xs, kv));
   if (m == 0) return {};
   // The module's own final norm, then the main head: each head rank's vocabulary rows into their columns.
-  for (size_t r = 0; r < mtp_block_.size(); ++r) {
-    hal::Device& d = *mtp_block_[r].device;
-    const HeadRank& head = head_[r];
-    Workspace& ws = group_.ws(d);
-    CAI_ASSIGN_OR_RETURN(TensorView sel, ws.f32("mtp.sel", {m, h}));
-    CAI_ASSIGN_OR_RETURN(TensorView seln, ws.f32("mtp.sel_norm", {m, h}));
-    CAI_ASSIGN_OR_RETURN(TensorView out, ws.f32("mtp.logits", {m, head.n_vocab}));
-    CAI_TRY(ops::embed(d, xs[r], step_on(d).logit_rows, sel));
-    CAI_TRY(ops::rms_norm(d, sel, mtp_ranks_[r].norm, cfg_.rms_norm_eps, seln));
-    CAI_TRY(ops::dense_gemm(d, head.output, seln, nullptr, out));
-    if (r == 0 && block_out) CAI_TRY(d.default_stream().copy_to_host(block_out, sel.data, sel.n_bytes()));
-    CAI_TRY(read_head_logits(head, out, m, logits));
-  }
+  for (size_t r = 0; r < mtp_block_.size(); ++r)
+    CAI_TRY(head_logits(r, xs[r], mtp_ranks_[r].norm, m, logits, block_out));
   return {};
 }
 

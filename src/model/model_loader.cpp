@@ -10,6 +10,7 @@
 #include "core/host_memory.h"
 #include "core/json_file.h"
 #include "core/log.h"
+#include "hal/process_group.h"
 #include "hal/remote_device.h"
 #include "model/arch_registry.h"
 #include "model/loaders/gguf.h"
@@ -89,11 +90,14 @@ Result<WeightPlacement> placement_for(const Layout& layout, const ModelConfig& c
       return invalid_argument(
           "--spec mtp: the model has no multi-token-prediction module (num_nextn_predict_layers / "
           "nextn_predict_layers with its tensors)");
-    if (hal::is_remote(p.head()))
+    // The module starts from the main model's final hidden states, which the process of the head's first rank reads:
+    // in an MPI job that must be the leader's, which samples.
+    if (const hal::ProcessGroup* group = hal::process_group(); group && hal::owning_process(p.head(), *group) != 0)
       return unsupported(
-          "--spec mtp in an MPI job: the head runs in another process ({}), and the module needs its "
-          "hidden states here",
-          p.head().name());
+          "--spec mtp in an MPI job: the head's first rank {} runs on rank {}, and the module needs its hidden "
+          "states on the leader (rank 0); use a layout whose last stage starts with rank 0's device (--tp or --ep "
+          "over the ranks)",
+          p.head().name(), hal::owning_process(p.head(), *group));
     p.mtp_layers = 1;  // the module every checkpoint ships; further ones (if any) stay unread
   }
   if (p.single_device()) return p;

@@ -2,6 +2,7 @@
 // --oversubscribe), one device per rank, at --tp 2, --pp 2, --ep 2 (DeepSeek) and --tp 2 --pp 2, on CPU ranks and on
 // simt ranks; the same tolerance and greedy tokens as one process. Then the start-up errors that name a rank.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <ostream>
 
@@ -64,8 +65,7 @@ TEST(Mpi, OnlyTheLeaderWritesToStdout) {
 }
 
 // Speculative decoding across ranks: the leader drafts (prompt lookup, or the model as its own draft model on its
-// device) and broadcasts the verification step; the greedy list is the one-process one. MTP, whose module needs the
-// head's hidden states in the leader's process, is refused before any weight is read.
+// device) and broadcasts the verification step; the greedy list is the one-process one.
 TEST(Mpi, SpeculativeGreedyIsTheOneProcessGreedy) {
   const std::string model = test::data_path("oracle/deepseek_v3_tiny");
   const std::string eval = " eval -m " + model + " --tokens 0,7,9,7,9,7 --greedy 24 --json";
@@ -79,11 +79,49 @@ TEST(Mpi, SpeculativeGreedyIsTheOneProcessGreedy) {
     ASSERT_EQ(r.exit_code, 0) << spec << "\n" << r.err;
     EXPECT_EQ(greedy(r.out), greedy(one.out)) << spec;
   }
-  const test::CommandResult mtp = test::run_command(test::mpirun(2) + " " + test::cai_bin() + " eval -m " +
-                                                    test::data_path("oracle/deepseek_v3_tiny_mtp") +
-                                                    " --device cpu -t 1 --pp 2 --tokens 0,7 --greedy 4 --spec mtp");
-  EXPECT_NE(mtp.exit_code, 0);
-  EXPECT_NE(mtp.err.find("--spec mtp in an MPI job"), std::string::npos) << mtp.err;
+}
+
+// DeepSeek's MTP module across ranks: the leader sends each module step with the main model's hidden states, and the
+// module's block and head run split over the ranks as the layers do. Its logits match the reference at --tp 2 and
+// --ep 2 on CPU and simt ranks, and MTP speculative greedy decoding gives the one-process greedy list. Where the head
+// starts on another rank than the leader (--pp 2), --spec mtp is refused naming it.
+TEST(Mpi, MtpModuleRunsOverTheRanks) {
+  const std::string dir = test::data_path("oracle/deepseek_v3_tiny_mtp"), tmp = test::make_temp_dir("mpi_mtp");
+  const nlohmann::json spec = nlohmann::json::parse(test::read_file(dir + "/tokens.json"));
+  const nlohmann::json& p = spec["prompts"][2];
+  std::string ids;
+  for (const auto& t : p["input_ids"]) ids += (ids.empty() ? "" : ",") + std::to_string(t.get<int>());
+  const std::vector<float> ref = test::read_f32(dir + "/" + p["mtp_logits_file"].get<std::string>());
+  const std::string eval = " " + test::cai_bin() + " eval -m " + dir + " --kv-dtype f32 --json ";
+  for (const std::string& ranks : {std::string("--device cpu -t 1 --tp 2"), std::string("--device cpu -t 1 --ep 2"),
+                                   std::string("--device simt:0,simt:1 --tp 2")}) {
+    const std::string out = tmp + "/mtp.f32";
+    const test::CommandResult r = test::run_command("CAI_SIMT_DEVICES=2 " + test::mpirun(2) + eval + ranks +
+                                                    " --tokens " + ids + " --mtp-logits " + out);
+    ASSERT_EQ(r.exit_code, 0) << ranks << "\n" << r.err;
+    const auto [diff, max_ref] = test::max_diff_and_ref(test::read_f32(out), ref);
+    EXPECT_LE(diff, 1e-3f) << ranks;
+  }
+  const auto greedy = [](const test::CommandResult& r) {
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(test::last_line(r.out)) : nlohmann::json{};
+  };
+  // The drafts are the one-process module's too: the same counts drafted and accepted.
+  const std::string decode = "--tokens " + ids + " --greedy 12";
+  const nlohmann::json plain = greedy(test::run_command(eval + "-t 1 " + decode));
+  const nlohmann::json one = greedy(test::run_command(eval + "-t 1 " + decode + " --spec mtp --spec-tokens 2"));
+  const nlohmann::json ranks = greedy(
+      test::run_command(test::mpirun(2) + eval + "--device cpu -t 1 --tp 2 " + decode + " --spec mtp --spec-tokens 2"));
+  EXPECT_EQ(ranks["greedy"], plain["greedy"]);
+  EXPECT_GT(ranks["spec"]["drafted"].get<int>(), 0);
+  EXPECT_EQ(ranks["spec"]["drafted"], one["spec"]["drafted"]);
+  EXPECT_EQ(ranks["spec"]["accepted"], one["spec"]["accepted"]);
+  const test::CommandResult pp =
+      test::run_command(test::mpirun(2) + eval + "--device cpu -t 1 --pp 2 --tokens 0,7 --greedy 4 --spec mtp");
+  EXPECT_NE(pp.exit_code, 0);
+  EXPECT_NE(pp.err.find("--spec mtp in an MPI job: the head's first rank rank1/cpu:0 runs on rank 1"),
+            std::string::npos)
+      << pp.err;
 }
 
 // simt ranks all-reduce through their backend's collectives across processes (the CaiCollectives path NCCL takes:
