@@ -24,7 +24,8 @@ extern "C" {
 #endif
 
 /* v4.2: CaiBackendEntry may name what the backend runs on (runtime_versions), read only where its struct_size covers
-   it; entries of v4.0 and v4.1 (without it) still load.
+   it; entries of v4.0 and v4.1 (without it) still load. CaiCollectives may move bytes point to point (send, recv) and
+   abort a communicator (comm_abort), read only where its struct_size covers them.
    v4.1: CaiCollectives may also join communicators across processes (comm_unique_id, comm_init_rank), read only
    where its struct_size covers them.
    v4: CaiExpertWeights carries expert_begin (expert parallelism: a rank's experts are a range of the layer's), and
@@ -246,6 +247,14 @@ typedef struct CaiCollectives {
   int (*comm_unique_id)(void* id, CaiError*) CAI_ABI_DEFAULT(nullptr);
   int (*comm_init_rank)(const void* id, int32_t n_ranks, int32_t rank, CaiDeviceHandle device,
                         const CaiHostExchange* exchange, CaiCommHandle* out, CaiError*) CAI_ABI_DEFAULT(nullptr);
+  /* v4.2, on a communicator from comm_init_rank: `bytes` bytes of this rank's device memory to rank `peer`, or from it
+     (ncclSend / ncclRecv), queued on the device's stream like ops; every send meets the peer's recv of the same size.
+     comm_abort ends the communicator's pending and later operations with an error (ncclCommAbort); the engine calls
+     it, from another thread, when an operation has not completed within its collective timeout (a peer that died or
+     stopped), after which it only destroys the communicator. */
+  int (*send)(CaiCommHandle, const void* buf, uint64_t bytes, int32_t peer, CaiError*) CAI_ABI_DEFAULT(nullptr);
+  int (*recv)(CaiCommHandle, void* buf, uint64_t bytes, int32_t peer, CaiError*) CAI_ABI_DEFAULT(nullptr);
+  void (*comm_abort)(CaiCommHandle) CAI_ABI_DEFAULT(nullptr);
 } CaiCollectives;
 
 /* What the entry symbol returns. create() fills devices (the plugin keeps them alive until destroy()). */

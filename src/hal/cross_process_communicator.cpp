@@ -1,16 +1,19 @@
-// The Communicator of a device group spread over the processes of an MPI job: an all-reduce across processes through
-// the devices' backend library where every process's device has the same one (NCCL across processes: a unique id
-// sent over the group), else, like every other transfer between processes, through hal::ProcessGroup (host memory on
-// the wire; a device's side staged through its stream); the rest through the staged communicator of this process's
-// own devices.
+// The Communicator of a device group spread over the processes of an MPI job: an all-reduce or a transfer across
+// processes through the devices' backend library where every process involved has the same one (NCCL across
+// processes: a unique id sent over the group; each such operation watched by the CollectiveWatchdog), else through
+// hal::ProcessGroup (host memory on the wire; a device's side staged through its stream); the rest through the staged
+// communicator of this process's own devices.
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <memory>
 
 #include "core/log.h"
 
 #include "hal/collective.h"
+#include "hal/collective_watchdog.h"
 #include "hal/process_group.h"
 #include "hal/remote_device.h"
 
@@ -22,6 +25,7 @@ class CrossProcessCommunicator final : public Communicator {
  public:
   CrossProcessCommunicator(std::vector<Device*> devices, ProcessGroup& group, std::unique_ptr<Communicator> local)
       : Communicator(std::move(devices)), group_(group), local_(std::move(local)) {}
+  ~CrossProcessCommunicator() override { CollectiveWatchdog::global().forget(this); }
 
   Status send_recv(int from, const void* src, int to, void* dst, size_t n) override {
     CAI_TRY(check_send_recv(from, to));
@@ -29,6 +33,20 @@ class CrossProcessCommunicator final : public Communicator {
     if (from == to || n == 0 || (src_proc != me && dst_proc != me)) return {};
     if (src_proc == me && dst_proc == me) return local_->send_recv(from, src, to, dst, n);
     CAI_TRY(check_group());
+    // The two processes' library communicator, over the pair in rank order (an all-reduce over them shares it).
+    const std::vector<int> pair = {std::min(from, to), std::max(from, to)};
+    const int mine = owner(pair[0]) == me ? 0 : 1;
+    Device& d = device(src_proc == me ? from : to);
+    CAI_ASSIGN_OR_RETURN(NativeCollective * native, native_for(pair, {owner(pair[0]), owner(pair[1])}, mine, d));
+    if (native && native->can_send_recv()) {
+      const std::string what = fmt::format("{} from {} to {} ({})", src_proc == me ? "send" : "recv",
+                                           device(from).name(), device(to).name(), native->library());
+      CAI_TRY(watched(*native, d, what, [&] {
+        return src_proc == me ? native->send(src, n, 1 - mine) : native->recv(dst, n, 1 - mine);
+      }));
+      count(Collective::kSendRecv, n);
+      return {};
+    }
     if (src_proc == me) {
       CAI_ASSIGN_OR_RETURN(const void* host, to_host(device(from), src, n));
       if (!group_.send(host, n, dst_proc, collective_timeout())) return failed();
@@ -73,7 +91,8 @@ class CrossProcessCommunicator final : public Communicator {
     Device& d = device(ranks[static_cast<size_t>(mine)]);
     CAI_ASSIGN_OR_RETURN(NativeCollective * native, native_for(ranks, procs, mine, d));
     if (native) {
-      CAI_TRY(native->all_reduce_sum({bufs[static_cast<size_t>(mine)]}, n));
+      CAI_TRY(watched(*native, d, "all-reduce over " + names(ranks) + " (" + native->library() + ")",
+                      [&] { return native->all_reduce_sum({bufs[static_cast<size_t>(mine)]}, n); }));
       count(Collective::kAllReduce, 2 * (k - 1) * bytes);
       return {};
     }
@@ -93,6 +112,30 @@ class CrossProcessCommunicator final : public Communicator {
 
  private:
   int owner(int rank) const { return owning_process(device(rank), group_); }
+  std::string names(const std::vector<int>& ranks) const {
+    std::vector<Device*> devices;
+    for (int r : ranks) devices.push_back(&device(r));
+    return device_names(devices);
+  }
+
+  // `call` (an operation of `native` queued on d's stream) under the watchdog, from the call until d's stream passes
+  // it: one still pending after the collective timeout is aborted and fails the group.
+  Status watched(NativeCollective& native, Device& d, const std::string& what, const std::function<Status()>& call) {
+    CollectiveWatchdog& dog = CollectiveWatchdog::global();
+    const uint64_t id = dog.arm(this, what, collective_timeout(), [&native](const std::string& why) {
+      set_group_failure(why);
+      native.abort();
+    });
+    Status st = call();
+    if (!st.ok()) {
+      dog.disarm(id);
+      const Status group = check_group();  // an aborted call says why
+      return group.ok() ? st : group;
+    }
+    std::shared_ptr<Event> passed = d.default_stream().record();
+    dog.queued(id, [passed] { return passed->done(); });
+    return {};
+  }
   bool all_local(const std::vector<int>& ranks) const {
     return std::all_of(ranks.begin(), ranks.end(), [&](int r) { return owner(r) == group_.rank(); });
   }
@@ -111,11 +154,9 @@ class CrossProcessCommunicator final : public Communicator {
     std::vector<std::array<char, 64>> offers(procs.size());
     if (!group_.all_gather(offer.data(), offers.data(), offer.size(), procs, collective_timeout())) return failed();
     const bool same = pc && std::all_of(offers.begin(), offers.end(), [&](const auto& o) { return o == offer; });
-    std::vector<Device*> devices;
-    for (int r : ranks) devices.push_back(&device(r));
-    const std::string names = device_names(devices);
+    const std::string over = names(ranks);
     if (!same) {
-      CAI_LOG_INFO("all-reduce over {}: MPI all-gather ({}): not every process has the same collective library", names,
+      CAI_LOG_INFO("collectives over {}: MPI ({}): not every process has the same collective library", over,
                    group_.library());
       return nullptr;
     }
@@ -128,7 +169,7 @@ class CrossProcessCommunicator final : public Communicator {
         id[0] = 1;
         std::copy(made->begin(), made->end(), id.begin() + 1);
       } else {
-        CAI_LOG_WARN("all-reduce over {}: {} made no unique id ({}); staging through MPI", names, pc->library(),
+        CAI_LOG_WARN("collectives over {}: {} made no unique id ({}); staging through MPI", over, pc->library(),
                      made.ok() ? "wrong size" : made.status().message());
       }
     }
@@ -141,7 +182,7 @@ class CrossProcessCommunicator final : public Communicator {
       return {};
     };
     CAI_ASSIGN_OR_RETURN(slot, pc->join(id, static_cast<int>(procs.size()), mine, std::move(gather)));
-    CAI_LOG_INFO("all-reduce over {}: {}", names, slot->library());
+    CAI_LOG_INFO("collectives over {}: {}", over, slot->library());
     return slot.get();
   }
 

@@ -91,6 +91,13 @@ class NativeCollective {
   virtual std::string library() const = 0;  // "NCCL (libnccl.so.2)"
   // bufs[i] (n F32 values in the memory of the group's i-th device) all become their sum, queued on the streams.
   virtual Status all_reduce_sum(const std::vector<float*>& bufs, size_t n) = 0;
+  // Across processes (one rank here): n bytes to rank `peer` or from it, queued on the stream; every send meets the
+  // peer's recv of the same size. Where the library has no point-to-point calls, can_send_recv() is false.
+  virtual bool can_send_recv() const { return false; }
+  virtual Status send(const void* /*buf*/, size_t /*n*/, int /*peer*/) { return unsupported("no send"); }
+  virtual Status recv(void* /*buf*/, size_t /*n*/, int /*peer*/) { return unsupported("no recv"); }
+  // Ends the pending and later operations with an error, from any thread (where the library can: ncclCommAbort).
+  virtual void abort() {}
 };
 
 // The engine's all-gather between the processes of a communicator that spans several (ProcessGroup underneath): each

@@ -283,6 +283,9 @@ namespace {
 // A communicator the plugin made, destroyed with this object: over several of its devices in this process
 // (CaiCollectives::comm_create), or across processes (comm_init_rank), with the engine's host exchange kept alive
 // beside it for the plugin to call.
+// The table's fields up to and including `field` were written by the plugin.
+#define CAI_HAS_FIELD(c, field) ((c)->struct_size >= offsetof(CaiCollectives, field) + sizeof((c)->field) && (c)->field)
+
 class PluginCollective final : public NativeCollective {
  public:
   PluginCollective(const CaiCollectives& c, const PluginDevice& first, HostAllGather across = nullptr)
@@ -307,6 +310,20 @@ class PluginCollective final : public NativeCollective {
     CaiError err{};
     return first_.status_of(c_.all_reduce_sum_f32(comm_, bufs.data(), n, &err), err, "all_reduce_sum");
   }
+  bool can_send_recv() const override { return all_gather_ && CAI_HAS_FIELD(&c_, send) && CAI_HAS_FIELD(&c_, recv); }
+  Status send(const void* buf, size_t n, int peer) override {
+    if (!can_send_recv()) return unsupported("{}: no send", library());
+    CaiError err{};
+    return first_.status_of(c_.send(comm_, buf, n, peer, &err), err, "send");
+  }
+  Status recv(void* buf, size_t n, int peer) override {
+    if (!can_send_recv()) return unsupported("{}: no recv", library());
+    CaiError err{};
+    return first_.status_of(c_.recv(comm_, buf, n, peer, &err), err, "recv");
+  }
+  void abort() override {
+    if (comm_ && CAI_HAS_FIELD(&c_, comm_abort)) c_.comm_abort(comm_);
+  }
 
  private:
   static int gather(void* ctx, const void* mine, void* all, uint64_t bytes) {
@@ -322,9 +339,6 @@ class PluginCollective final : public NativeCollective {
 };
 
 }  // namespace
-
-// The table's fields up to and including `field` were written by the plugin.
-#define CAI_HAS_FIELD(c, field) ((c)->struct_size >= offsetof(CaiCollectives, field) + sizeof((c)->field) && (c)->field)
 
 Result<std::unique_ptr<NativeCollective>> PluginDevice::native_collective(const std::vector<Device*>& group) {
   const CaiCollectives* c = collectives_;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <ostream>
 
 #include "cli/oracle_eval.h"
@@ -137,7 +138,7 @@ TEST(Mpi, RanksOfOneBackendAllReduceThroughItsLibrary) {
   ASSERT_EQ(simt.exit_code, 0) << simt.err;
   EXPECT_EQ(greedy(simt.out), greedy(one.out));
   for (const char* rank : {"[rank 0]", "[rank 1]"}) {
-    const size_t line = simt.err.find(std::string(rank) + " [info] all-reduce over ");
+    const size_t line = simt.err.find(std::string(rank) + " [info] collectives over ");
     ASSERT_NE(line, std::string::npos) << simt.err;
     EXPECT_NE(simt.err.substr(line, simt.err.find('\n', line) - line)
                   .find("simt collectives (in-plugin, rank order), across processes"),
@@ -147,7 +148,38 @@ TEST(Mpi, RanksOfOneBackendAllReduceThroughItsLibrary) {
   const test::CommandResult cpu =
       test::run_command(test::mpirun(2) + " " + test::cai_bin() + eval + " --device cpu -t 1 --tp 2");
   ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
-  EXPECT_NE(cpu.err.find("all-reduce over cpu:0,rank1/cpu:0: MPI all-gather"), std::string::npos) << cpu.err;
+  EXPECT_NE(cpu.err.find("collectives over cpu:0,rank1/cpu:0: MPI ("), std::string::npos) << cpu.err;
+}
+
+// Stage boundaries between simt ranks move through the plugin's point-to-point calls (ncclSend / ncclRecv on GPUs),
+// with one process's greedy tokens. A library call that never completes (CAI_SIMT_COLLECTIVE_HANG=1: rank 1's calls
+// wait until aborted, as NCCL's do when a peer died) is aborted by the collective watchdog after --collective-timeout:
+// the job fails within seconds instead of hanging, the leader naming the failed rank.
+TEST(Mpi, StageMovesThroughTheLibraryAndAHungCallIsAborted) {
+  const std::string eval = " " + test::cai_bin() + " eval -m " + test::data_path("oracle/qwen2_tiny") +
+                           " --tokens 1,2,3 --greedy 4 --json --device simt --pp 2 --kv-dtype f32";
+  const test::CommandResult one = test::run_command(
+      test::cai_bin() + " eval -m " + test::data_path("oracle/qwen2_tiny") + " --tokens 1,2,3 --greedy 4 --json");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const test::CommandResult staged = test::run_command("CAI_SIMT_DEVICES=2 " + test::mpirun(2) + eval);
+  ASSERT_EQ(staged.exit_code, 0) << staged.err;
+  EXPECT_EQ(nlohmann::json::parse(test::last_line(staged.out))["greedy"],
+            nlohmann::json::parse(test::last_line(one.out))["greedy"]);
+  EXPECT_NE(staged.err.find("[rank 0] [info] collectives over simt:0,rank1/simt:1: simt collectives"),
+            std::string::npos)
+      << staged.err;
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const test::CommandResult hung = test::run_command("CAI_SIMT_COLLECTIVE_HANG=1 CAI_SIMT_DEVICES=2 " +
+                                                     test::mpirun(2) + eval + " --collective-timeout 3");
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_NE(hung.exit_code, 0);
+  EXPECT_LT(sec, 30);
+  EXPECT_NE(hung.err.find("[rank 1] [error] collective watchdog: recv from rank0/simt:0 to simt:1"), std::string::npos)
+      << hung.err;
+  EXPECT_NE(hung.err.find("did not complete within 3 s (a peer died or stopped); aborted it"), std::string::npos)
+      << hung.err;
+  EXPECT_NE(hung.err.find("rank failed"), std::string::npos) << hung.err;
 }
 
 TEST(Mpi, RanksMustDivideTheLayout) {

@@ -4,8 +4,12 @@
 // a GPU.
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "hal/cuda/backend/gpu_device.h"
@@ -25,13 +29,24 @@ GpuDevice& device_of(CaiDeviceHandle h) { return plugin::Device::from<GpuDevice>
 #if defined(CAI_GPU_SIMT)
 
 // The ranks of a communicator; the all-reduce stages through host memory in rank order. Across processes (exchange
-// set) this process holds one rank, and the ranks' buffers meet through the engine's host exchange.
+// set) this process holds rank `rank`, and the ranks' buffers meet through the engine's host exchange.
 struct SimtComm {
   std::vector<GpuDevice*> ranks;
   const CaiHostExchange* exchange = nullptr;
-  int n_procs = 1;
+  int n_procs = 1, rank = 0;
+  std::atomic<bool> aborted{false};
   std::vector<float> sum, part;
+  std::vector<uint8_t> bytes;
 };
+
+// CAI_SIMT_COLLECTIVE_HANG=<rank>: across processes, that rank's operations never complete until the communicator is
+// aborted, as an NCCL call whose peer died waits on the device (what the engine's collective watchdog must end).
+int hang_if_asked(SimtComm& c, CaiError* err) {
+  const char* hang = std::getenv("CAI_SIMT_COLLECTIVE_HANG");
+  if (!hang || std::atoi(hang) != c.rank) return CAI_OK;
+  while (!c.aborted.load()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return fail(err, CAI_ERR_UNAVAILABLE, "the communicator was aborted");
+}
 
 constexpr uint32_t kSimtIdBytes = 16;
 
@@ -75,6 +90,7 @@ int comm_init_rank(const void* id, int32_t n_ranks, int32_t rank, CaiDeviceHandl
     comm->ranks.push_back(&device_of(device));
     comm->exchange = exchange;
     comm->n_procs = n_ranks;
+    comm->rank = rank;
     *out = comm.release();
     return CAI_OK;
   });
@@ -82,6 +98,7 @@ int comm_init_rank(const void* id, int32_t n_ranks, int32_t rank, CaiDeviceHandl
 
 // This process's buffer to host memory, every process's through the exchange, their sum in rank order back.
 int all_reduce_across(SimtComm& c, float* buf, size_t n, CaiError* err) {
+  if (int rc = hang_if_asked(c, err)) return rc;
   const size_t bytes = n * sizeof(float);
   c.part.resize(n);
   c.sum.resize(n * static_cast<size_t>(c.n_procs));
@@ -110,6 +127,36 @@ int all_reduce_sum_f32(CaiCommHandle handle, float* const* bufs, uint64_t count,
   });
 }
 
+// Point to point through the host exchange between the communicator's two processes: the sender's bytes, and the
+// receiver's as many zeros, gathered on both; the receiver keeps the sender's.
+int exchange_pair(SimtComm& c, const void* send_buf, void* recv_buf, size_t n, int peer, CaiError* err) {
+  if (!c.exchange || c.n_procs != 2 || peer != 1 - c.rank)
+    return fail(err, CAI_ERR_INVALID_ARGUMENT, "send/recv: the stand-in moves bytes between the two ranks of a pair");
+  if (int rc = hang_if_asked(c, err)) return rc;
+  GpuDevice& d = *c.ranks.front();
+  std::vector<uint8_t> mine(n, 0);
+  if (send_buf)
+    if (int rc = d.copy_to_host(mine.data(), send_buf, n, err)) return rc;
+  c.bytes.resize(2 * n);
+  if (c.exchange->all_gather(c.exchange->ctx, mine.data(), c.bytes.data(), n))
+    return fail(err, CAI_ERR_UNAVAILABLE, "the host exchange failed");
+  return recv_buf ? d.copy_to_device(recv_buf, c.bytes.data() + static_cast<size_t>(peer) * n, n, err) : CAI_OK;
+}
+
+int send(CaiCommHandle handle, const void* buf, uint64_t bytes, int32_t peer, CaiError* err) {
+  return plugin::guarded(err, "send", [&]() -> int {
+    return exchange_pair(*static_cast<SimtComm*>(handle), buf, nullptr, static_cast<size_t>(bytes), peer, err);
+  });
+}
+
+int recv(CaiCommHandle handle, void* buf, uint64_t bytes, int32_t peer, CaiError* err) {
+  return plugin::guarded(err, "recv", [&]() -> int {
+    return exchange_pair(*static_cast<SimtComm*>(handle), nullptr, buf, static_cast<size_t>(bytes), peer, err);
+  });
+}
+
+void comm_abort(CaiCommHandle handle) { static_cast<SimtComm*>(handle)->aborted = true; }
+
 const CaiCollectives kCollectives = {sizeof(CaiCollectives),
                                      "simt collectives (in-plugin, rank order)",
                                      comm_create,
@@ -117,7 +164,10 @@ const CaiCollectives kCollectives = {sizeof(CaiCollectives),
                                      all_reduce_sum_f32,
                                      kSimtIdBytes,
                                      comm_unique_id,
-                                     comm_init_rank};
+                                     comm_init_rank,
+                                     send,
+                                     recv,
+                                     comm_abort};
 
 #else
 
@@ -139,6 +189,10 @@ struct Nccl {
   int (*group_end)();
   int (*comm_destroy)(NcclComm);
   const char* (*error_string)(int);
+  // Optional: point to point (NCCL 2.7+) and abort; null where the library lacks them.
+  int (*send)(const void*, size_t, int, int, NcclComm, gpuStream_t) = nullptr;
+  int (*recv)(void*, size_t, int, int, NcclComm, gpuStream_t) = nullptr;
+  int (*comm_abort)(NcclComm) = nullptr;
 };
 
 #if defined(CAI_GPU_HIP)
@@ -159,6 +213,8 @@ const Nccl* nccl() {
         load_symbol(lib, "ncclCommInitRank", &n.comm_init_rank) && load_symbol(lib, "ncclAllReduce", &n.all_reduce) &&
         load_symbol(lib, "ncclGroupStart", &n.group_start) && load_symbol(lib, "ncclGroupEnd", &n.group_end) &&
         load_symbol(lib, "ncclCommDestroy", &n.comm_destroy) && load_symbol(lib, "ncclGetErrorString", &n.error_string);
+    if (ok && !(load_symbol(lib, "ncclSend", &n.send) && load_symbol(lib, "ncclRecv", &n.recv))) n.send = nullptr;
+    if (ok && !load_symbol(lib, "ncclCommAbort", &n.comm_abort)) n.comm_abort = nullptr;
     return ok ? &n : nullptr;
   }();
   return loaded;
@@ -167,6 +223,7 @@ const Nccl* nccl() {
 struct NcclRanks {
   std::vector<GpuDevice*> ranks;
   std::vector<NcclComm> comms;
+  std::atomic<bool> aborted{false};  // ncclCommAbort freed the communicators
 };
 
 int nccl_fail(CaiError* err, int rc, const char* what) {
@@ -221,7 +278,8 @@ int comm_init_rank(const void* id, int32_t n_ranks, int32_t rank, CaiDeviceHandl
 
 void comm_destroy(CaiCommHandle handle) {
   auto* c = static_cast<NcclRanks*>(handle);
-  for (NcclComm comm : c->comms) (void)nccl()->comm_destroy(comm);
+  if (!c->aborted)
+    for (NcclComm comm : c->comms) (void)nccl()->comm_destroy(comm);
   delete c;
 }
 
@@ -244,14 +302,44 @@ int all_reduce_sum_f32(CaiCommHandle handle, float* const* bufs, uint64_t count,
   });
 }
 
+constexpr int kNcclInt8 = 0;  // ncclInt8: point to point moves bytes
+
+// Bytes to or from the peer on the one rank's stream (a communicator from comm_init_rank).
+int point_to_point(CaiCommHandle handle, const void* send_buf, void* recv_buf, uint64_t bytes, int32_t peer,
+                   CaiError* err) {
+  NcclRanks& c = *static_cast<NcclRanks*>(handle);
+  if (!nccl()->send || !nccl()->recv) return fail(err, CAI_ERR_UNSUPPORTED, "%s lacks ncclSend / ncclRecv", kLibrary);
+  if (int rc = c.ranks.front()->activate(err)) return rc;
+  const gpuStream_t stream = c.ranks.front()->context().stream;
+  const int rc = send_buf ? nccl()->send(send_buf, static_cast<size_t>(bytes), kNcclInt8, peer, c.comms[0], stream)
+                          : nccl()->recv(recv_buf, static_cast<size_t>(bytes), kNcclInt8, peer, c.comms[0], stream);
+  return rc ? nccl_fail(err, rc, send_buf ? "ncclSend" : "ncclRecv") : CAI_OK;
+}
+
+int send(CaiCommHandle handle, const void* buf, uint64_t bytes, int32_t peer, CaiError* err) {
+  return plugin::guarded(err, "send", [&]() -> int { return point_to_point(handle, buf, nullptr, bytes, peer, err); });
+}
+
+int recv(CaiCommHandle handle, void* buf, uint64_t bytes, int32_t peer, CaiError* err) {
+  return plugin::guarded(err, "recv", [&]() -> int { return point_to_point(handle, nullptr, buf, bytes, peer, err); });
+}
+
+// ncclCommAbort makes the pending kernels return and the stream's waiters fail; where the library lacks it, nothing
+// can end them (the engine still fails the group, and mpirun ends the job).
+void comm_abort(CaiCommHandle handle) {
+  NcclRanks& c = *static_cast<NcclRanks*>(handle);
+  if (!nccl()->comm_abort || c.aborted.exchange(true)) return;
+  for (NcclComm comm : c.comms) (void)nccl()->comm_abort(comm);  // frees it: comm_destroy then skips it
+}
+
 #if defined(CAI_GPU_HIP)
 constexpr const char* kName = "RCCL (librccl.so.1)";
 #else
 constexpr const char* kName = "NCCL (libnccl.so.2)";
 #endif
 const CaiCollectives kCollectives = {
-    sizeof(CaiCollectives), kName,          comm_create,   comm_destroy, all_reduce_sum_f32,
-    sizeof(NcclUniqueId),   comm_unique_id, comm_init_rank};
+    sizeof(CaiCollectives), kName,          comm_create, comm_destroy, all_reduce_sum_f32, sizeof(NcclUniqueId),
+    comm_unique_id,         comm_init_rank, send,        recv,         comm_abort};
 
 #endif
 
