@@ -50,8 +50,8 @@ uint64_t CollectiveWatchdog::arm(const void* owner, std::string what, double tim
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   const uint64_t id = s.next_id++;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                                 std::chrono::duration<double>(timeout_s));
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(timeout_s));
   s.watched[id] = {owner, std::move(what), deadline, timeout_s, std::move(abort), nullptr};
   if (!s.started) {
     s.started = true;

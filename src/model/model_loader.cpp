@@ -112,7 +112,7 @@ Result<WeightPlacement> placement_for(const Layout& layout, const ModelConfig& c
   }
   CAI_LOG_INFO("layout: {}{}; embedding on {}, head on the last stage{}", stages,
                p.tp > 1 ? fmt::format(" (tensor parallel, {} ranks a stage)", p.tp) : "", p.embed->name(),
-               layout.moe_device ? "; routed experts on " + layout.moe_device->name() : "");
+               layout.moe_devices.empty() ? "" : "; routed experts on " + hal::device_names(layout.moe_devices));
   return p;
 }
 
@@ -211,7 +211,7 @@ void exclude_mtp_blocks(ModelConfig& cfg, const GgufFile& file) {
 }
 
 Result<LoadedModel> load_model(const std::string& path, hal::Device& device, const LoadOptions& options) {
-  return load_model(path, Layout{{&device}, 1, false, {}, nullptr}, options);
+  return load_model(path, Layout{{&device}, 1, false, {}, {}}, options);
 }
 
 Result<LoadedModel> load_model(const std::string& path, const Layout& layout, const LoadOptions& options) {

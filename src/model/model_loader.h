@@ -45,7 +45,7 @@ class GgufFile;
 void exclude_mtp_blocks(ModelConfig& cfg, const GgufFile& file);
 
 Result<LoadedModel> load_model(const std::string& path, hal::Device& device, const LoadOptions& options = {});
-// The same over several devices: each stage's layers (and the routed experts, on layout.moe_device where set) are
+// The same over several devices: each stage's layers (and the routed experts, on layout.moe_devices where set) are
 // loaded straight to their device, and each device must hold its share (the error names the device and the bytes).
 // The KV dtype defaults to the devices' common default, BF16 where they differ; every stage must take it.
 Result<LoadedModel> load_model(const std::string& path, const Layout& layout, const LoadOptions& options = {});

@@ -32,10 +32,12 @@ Result<WeightPlacement> WeightPlacement::from_layout(const Layout& layout, int n
   if (tp < 1 || n_devices % tp)
     return invalid_argument("--tp {} needs a multiple of {} devices (tp x pp), but the device list has {}", tp, tp,
                             n_devices);
-  if (tp > 1 && layout.moe_device)
+  if (tp > 1 && !layout.moe_devices.empty())
     return invalid_argument("--moe-device with --tp {}: routed experts on another device run with one rank per stage",
                             tp);
   const int n_stages = n_devices / tp;
+  if (!layout.moe_devices.empty() && static_cast<int>(layout.moe_devices.size()) != n_stages)
+    return invalid_argument("routed experts on {} devices for {} pipeline stages", layout.moe_devices.size(), n_stages);
   if (n_stages > n_layers)
     return invalid_argument("{} pipeline stages for a model of {} layers: each stage needs at least one layer",
                             n_stages, n_layers);
@@ -59,7 +61,10 @@ Result<WeightPlacement> WeightPlacement::from_layout(const Layout& layout, int n
     p.stages.emplace_back(layout.devices.begin() + s * tp, layout.devices.begin() + (s + 1) * tp);
     p.layer_stage.insert(p.layer_stage.end(), static_cast<size_t>(split[static_cast<size_t>(s)]), s);
   }
-  for (int l = 0; l < n_layers; ++l) p.experts.push_back(layout.moe_device ? layout.moe_device : &p.layer_device(l));
+  for (int l = 0; l < n_layers; ++l)
+    p.experts.push_back(layout.moe_devices.empty()
+                            ? &p.layer_device(l)
+                            : layout.moe_devices[static_cast<size_t>(p.layer_stage[static_cast<size_t>(l)])]);
   p.embed = tied_embeddings && tp == 1 ? &p.head() : p.stages.front().front();
   return p;
 }

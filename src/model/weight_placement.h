@@ -17,8 +17,10 @@ struct Layout {
   // The stage's ranks split each MoE layer's routed experts between them whole (expert parallel), instead of
   // slicing every expert's columns; attention, dense MLPs and shared experts stay tensor parallel over the same ranks.
   bool expert_parallel = false;
-  std::vector<int> layer_split;       // layers per stage; empty: as even as possible, earlier stages one more
-  hal::Device* moe_device = nullptr;  // where every MoE layer's routed experts live and run; null: their layer's
+  std::vector<int> layer_split;  // layers per stage; empty: as even as possible, earlier stages one more
+  // Where each pipeline stage's MoE layers keep and run their routed experts (--moe-device: the same device for every
+  // stage in one process; in an MPI job each stage's process's own CPU); empty: their layer's device.
+  std::vector<hal::Device*> moe_devices;
 };
 
 // The block a canonical tensor name belongs to ("blk.3.ffn_up.weight" → 3), or -1 for names outside the blocks.

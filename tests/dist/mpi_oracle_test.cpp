@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <map>
 #include <ostream>
 
 #include "cli/oracle_eval.h"
@@ -42,6 +43,9 @@ std::vector<MpiCase> mpi_cases() {
       cases.push_back({o, 2, "", "--device cpu -t 1 " + layout});
       cases.push_back({o, 2, "CAI_SIMT_DEVICES=2", "--device simt " + layout});
     }
+    // Each stage's routed experts on its own rank's host (one accelerator + RAM per node).
+    if (o.starts_with("deepseek"))
+      cases.push_back({o, 2, "CAI_SIMT_DEVICES=2", "--device simt --pp 2 --moe-device cpu -t 1"});
     cases.push_back({o, 4, "CAI_SIMT_DEVICES=4", "--device simt --tp 2 --pp 2"});
   }
   cases.push_back({"deepseek_v3_tiny", 4, "", "--device cpu -t 1 --ep 2 --pp 2"});
@@ -180,6 +184,33 @@ TEST(Mpi, StageMovesThroughTheLibraryAndAHungCallIsAborted) {
   EXPECT_NE(hung.err.find("did not complete within 3 s (a peer died or stopped); aborted it"), std::string::npos)
       << hung.err;
   EXPECT_NE(hung.err.find("rank failed"), std::string::npos) << hung.err;
+}
+
+// --moe-device cpu across ranks: each stage's routed experts stay in its own process's host memory, so a rank's
+// accelerator holds its layers less their experts (the oracles above check the numbers); another device is refused.
+TEST(Mpi, RoutedExpertsStayOnEachRanksHost) {
+  const std::string eval = " " + test::cai_bin() + " eval -m " + test::data_path("oracle/deepseek_v3_tiny") +
+                           " --tokens 0,7 --greedy 2 --json --device simt --pp 2 -t 1";
+  const auto bytes = [](const test::CommandResult& r) {
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::map<std::string, int64_t> by_device;
+    if (r.exit_code != 0) return by_device;
+    const nlohmann::json out = nlohmann::json::parse(test::last_line(r.out));
+    for (const auto& d : out["devices"]) by_device[d["name"].get<std::string>()] = d["weight_bytes"].get<int64_t>();
+    return by_device;
+  };
+  auto whole = bytes(test::run_command("CAI_SIMT_DEVICES=2 " + test::mpirun(2) + eval));
+  auto split = bytes(test::run_command("CAI_SIMT_DEVICES=2 " + test::mpirun(2) + eval + " --moe-device cpu"));
+  for (const auto& [simt, cpu] : {std::pair{"simt:0", "cpu:0"}, std::pair{"rank1/simt:1", "rank1/cpu:0"}}) {
+    EXPECT_GT(split[cpu], 0) << cpu;
+    EXPECT_EQ(split[simt] + split[cpu], whole[simt]) << simt;  // the stage's experts moved to its host, nothing else
+  }
+  const test::CommandResult other =
+      test::run_command("CAI_SIMT_DEVICES=2 " + test::mpirun(2) + eval + " --moe-device simt:1");
+  EXPECT_NE(other.exit_code, 0);
+  EXPECT_NE(other.err.find("--moe-device simt:1 in an MPI job: each rank's routed experts run on its own host"),
+            std::string::npos)
+      << other.err;
 }
 
 TEST(Mpi, RanksMustDivideTheLayout) {

@@ -226,7 +226,7 @@ Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t
         kv_offload_layers(o, policies, *dev, *engine, load.kv_dtype.value_or(default_kv_dtype(*dev)), layout));
   }
   std::vector<hal::Device*> used = layout.devices;
-  if (layout.moe_device) used.push_back(layout.moe_device);
+  used.insert(used.end(), layout.moe_devices.begin(), layout.moe_devices.end());
   for (hal::Device* d : used) d->set_precision(o.precision == "exact" ? hal::Precision::kExact : hal::Precision::kFast);
   load.repack = o.repack;
   if (o.precision == "fast")

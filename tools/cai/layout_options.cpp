@@ -6,6 +6,7 @@
 #include "core/json_file.h"
 #include "core/log.h"
 #include "hal/process_group.h"
+#include "hal/remote_device.h"
 #include "verbs.h"
 
 namespace cai::cli {
@@ -136,21 +137,41 @@ Status plan_default_layout(const CommonOptions& o, const chips::DeviceProfile& p
   return {};
 }
 
+namespace {
+
+// --moe-device: the device every stage's routed experts run on; in an MPI job the CPU, each stage's on the host of
+// the process that runs the stage (every process offers its CPU to the others' stand-ins, as job_device_list does).
+Status place_routed_experts(const CommonOptions& o, const hal::Registry& reg, Layout& layout) {
+  if (o.moe_device.empty()) return {};
+  const size_t n_stages = layout.devices.size() / static_cast<size_t>(std::max(1, layout.tp));
+  hal::ProcessGroup* group = hal::process_group();
+  if (!group) {
+    CAI_ASSIGN_OR_RETURN(hal::Device * d, reg.find_device(o.moe_device));
+    layout.moe_devices.assign(n_stages, d);
+    return {};
+  }
+  if (!names_only_cpu(o.moe_device))
+    return invalid_argument(
+        "--moe-device {} in an MPI job: each rank's routed experts run on its own host, so it takes cpu", o.moe_device);
+  CAI_ASSIGN_OR_RETURN(hal::Device * cpu, reg.find_device("cpu"));
+  CAI_ASSIGN_OR_RETURN(const std::vector<hal::Device*> cpus, hal::job_devices(*group, *cpu, hal::startup_timeout()));
+  for (size_t s = 0; s < n_stages; ++s) {
+    const hal::Device& stage = *layout.devices[s * static_cast<size_t>(layout.tp)];
+    layout.moe_devices.push_back(cpus[static_cast<size_t>(hal::owning_process(stage, *group))]);
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<Layout> layout_from_options(const CommonOptions& o, const hal::Registry& reg, const std::string& devices) {
   Layout layout;
   CAI_ASSIGN_OR_RETURN(layout.devices, job_device_list(reg, devices));
-  if (!o.moe_device.empty() && hal::process_group())
-    return invalid_argument(
-        "--moe-device {} runs within one process: across the {} ranks of an MPI job give each rank "
-        "its own device and use --tp, --ep or --pp",
-        o.moe_device, hal::process_group()->size());
-  if (!o.moe_device.empty()) {
-    CAI_ASSIGN_OR_RETURN(layout.moe_device, reg.find_device(o.moe_device));
-  }
   if (!o.plan_file.empty()) {
     if (o.tp != 1 || o.ep != 1 || o.pp > 0 || !o.layer_split.empty())
       return invalid_argument("--plan {} gives the layout: leave out --tp, --ep, --pp and --layer-split", o.plan_file);
     CAI_TRY(apply_plan_file(o.plan_file, layout));
+    CAI_TRY(place_routed_experts(o, reg, layout));
     return layout;
   }
   const int n = static_cast<int>(layout.devices.size());
@@ -167,6 +188,7 @@ Result<Layout> layout_from_options(const CommonOptions& o, const hal::Registry& 
   if (layout.tp * pp != n)
     return invalid_argument("--tp {} x --pp {} needs {} devices, but {}", layout.tp, pp, layout.tp * pp, have);
   layout.layer_split = o.layer_split;
+  CAI_TRY(place_routed_experts(o, reg, layout));
   return layout;
 }
 
