@@ -76,36 +76,63 @@ class CrossProcessCommunicator final : public Communicator {
   Status all_reduce_sum(const std::vector<int>& ranks, const std::vector<float*>& bufs, size_t n) override {
     CAI_TRY(check_all_reduce(ranks, bufs.size()));
     if (all_local(ranks)) return local_->all_reduce_sum(ranks, bufs, n);
-    std::vector<int> procs;
-    int mine = -1;
+    std::vector<int> procs;    // each rank's process
+    std::vector<size_t> here;  // the positions of this process's ranks
     for (size_t i = 0; i < ranks.size(); ++i) {
       procs.push_back(owner(ranks[i]));
-      if (procs.back() == group_.rank()) {
-        if (mine >= 0) return unsupported("an all-reduce across processes takes one device per process");
-        mine = static_cast<int>(i);
-      }
+      if (procs.back() == group_.rank()) here.push_back(i);
     }
-    if (mine < 0 || n == 0) return {};  // this process holds none of the ranks
+    if (here.empty() || n == 0) return {};  // this process holds none of the ranks
     CAI_TRY(check_group());
     const size_t bytes = n * sizeof(float), k = ranks.size();
-    Device& d = device(ranks[static_cast<size_t>(mine)]);
-    CAI_ASSIGN_OR_RETURN(NativeCollective * native, native_for(ranks, procs, mine, d));
-    if (native) {
-      CAI_TRY(watched(*native, d, "all-reduce over " + names(ranks) + " (" + native->library() + ")",
-                      [&] { return native->all_reduce_sum({bufs[static_cast<size_t>(mine)]}, n); }));
-      count(Collective::kAllReduce, 2 * (k - 1) * bytes);
-      return {};
+    std::vector<int> members = procs;  // the processes taking part, once each
+    std::sort(members.begin(), members.end());
+    members.erase(std::unique(members.begin(), members.end()), members.end());
+    if (members.size() == k) {  // one device in each process: their library, where they all have the same one
+      const size_t mine = here.front();
+      Device& d = device(ranks[mine]);
+      CAI_ASSIGN_OR_RETURN(NativeCollective * native, native_for(ranks, procs, static_cast<int>(mine), d));
+      if (native) {
+        CAI_TRY(watched(*native, d, "all-reduce over " + names(ranks) + " (" + native->library() + ")",
+                        [&] { return native->all_reduce_sum({bufs[mine]}, n); }));
+        count(Collective::kAllReduce, 2 * (k - 1) * bytes);
+        return {};
+      }
     }
-    CAI_ASSIGN_OR_RETURN(const void* host, to_host(d, bufs[static_cast<size_t>(mine)], bytes));
-    gathered_.resize(k * n);
-    if (!group_.all_gather(host, gathered_.data(), bytes, procs, collective_timeout())) return failed();
-    sum_.assign(gathered_.begin(), gathered_.begin() + static_cast<ptrdiff_t>(n));  // rank order, as one process adds
-    for (size_t i = 1; i < k; ++i)
-      for (size_t j = 0; j < n; ++j) sum_[j] += gathered_[i * n + j];
-    if (d.host_visible())
-      std::copy(sum_.begin(), sum_.end(), bufs[static_cast<size_t>(mine)]);
-    else
-      CAI_TRY(d.default_stream().copy_to_device(bufs[static_cast<size_t>(mine)], sum_.data(), bytes));
+    // Through MPI: each process's buffers in host memory, in the ranks' order, gathered on every process taking part
+    // (as many slots from each, the unused ones empty), then added in the order of the ranks, as one process adds.
+    std::vector<size_t> slot(k);  // each rank's place among its process's ranks
+    size_t slots = 0;
+    for (int p : members) {
+      size_t j = 0;
+      for (size_t i = 0; i < k; ++i)
+        if (procs[i] == p) slot[i] = j++;
+      slots = std::max(slots, j);
+    }
+    std::vector<float> mine(slots * n, 0.0f);
+    for (size_t i : here) {
+      CAI_ASSIGN_OR_RETURN(const void* host, to_host(device(ranks[i]), bufs[i], bytes));
+      std::memcpy(mine.data() + slot[i] * n, host, bytes);
+    }
+    gathered_.resize(members.size() * slots * n);
+    if (!group_.all_gather(mine.data(), gathered_.data(), slots * bytes, members, collective_timeout()))
+      return failed();
+    const auto part = [&](size_t i) {
+      const size_t m = static_cast<size_t>(std::find(members.begin(), members.end(), procs[i]) - members.begin());
+      return gathered_.data() + (m * slots + slot[i]) * n;
+    };
+    sum_.assign(part(0), part(0) + n);
+    for (size_t i = 1; i < k; ++i) {
+      const float* p = part(i);
+      for (size_t j = 0; j < n; ++j) sum_[j] += p[j];
+    }
+    for (size_t i : here) {
+      Device& d = device(ranks[i]);
+      if (d.host_visible())
+        std::copy(sum_.begin(), sum_.end(), bufs[i]);
+      else
+        CAI_TRY(d.default_stream().copy_to_device(bufs[i], sum_.data(), bytes));
+    }
     count(Collective::kAllReduce, 2 * (k - 1) * bytes);
     return {};
   }

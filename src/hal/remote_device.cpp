@@ -103,27 +103,47 @@ int owning_process(const Device& d, const ProcessGroup& group) {
   return remote ? remote->process() : group.rank();
 }
 
-Result<std::vector<Device*>> job_devices(ProcessGroup& group, Device& local, double timeout_s) {
-  DeviceInfo mine;
-  copy_text(mine.name, local.name());
-  copy_text(mine.description, local.description());
-  copy_text(mine.host, group.host());
-  const MemoryInfo mem = local.memory_info();
-  mine.total_bytes = mem.total_bytes;
-  mine.free_bytes = mem.free_bytes;
-  mine.host_visible = local.host_visible();
-  std::vector<DeviceInfo> all(static_cast<size_t>(group.size()));
-  if (!group.all_gather(&mine, all.data(), sizeof(DeviceInfo), every_rank(group), timeout_s))
+namespace {
+
+DeviceInfo info_of(const Device& d, const ProcessGroup& group) {
+  DeviceInfo info;
+  copy_text(info.name, d.name());
+  copy_text(info.description, d.description());
+  copy_text(info.host, group.host());
+  const MemoryInfo mem = d.memory_info();
+  info.total_bytes = mem.total_bytes;
+  info.free_bytes = mem.free_bytes;
+  info.host_visible = d.host_visible();
+  return info;
+}
+
+}  // namespace
+
+Result<std::vector<Device*>> job_devices(ProcessGroup& group, const std::vector<Device*>& local, double timeout_s) {
+  const int64_t k = static_cast<int64_t>(local.size());
+  std::vector<int64_t> counts(static_cast<size_t>(group.size()));
+  if (!group.all_gather(&k, counts.data(), sizeof k, every_rank(group), timeout_s))
+    return unavailable("exchanging the ranks' devices: {}", group.error());
+  for (int r = 0; r < group.size(); ++r)
+    if (counts[static_cast<size_t>(r)] != counts[0])
+      return invalid_argument("rank {} drives {} device(s), rank 0 {}: every rank of a job drives as many", r,
+                              counts[static_cast<size_t>(r)], counts[0]);
+  std::vector<DeviceInfo> mine;
+  for (const Device* d : local) mine.push_back(info_of(*d, group));
+  std::vector<DeviceInfo> all(static_cast<size_t>(group.size()) * local.size());
+  if (!group.all_gather(mine.data(), all.data(), mine.size() * sizeof(DeviceInfo), every_rank(group), timeout_s))
     return unavailable("exchanging the ranks' devices: {}", group.error());
   static std::vector<std::unique_ptr<RemoteDevice>> stand_ins;  // for the process's life, as backends' devices are
   std::vector<Device*> out;
   for (int r = 0; r < group.size(); ++r) {
-    if (r == group.rank()) {
-      out.push_back(&local);
-      continue;
+    for (size_t i = 0; i < local.size(); ++i) {
+      if (r == group.rank()) {
+        out.push_back(local[i]);
+        continue;
+      }
+      stand_ins.push_back(std::make_unique<RemoteDevice>(all[static_cast<size_t>(r) * local.size() + i], r, group));
+      out.push_back(stand_ins.back().get());
     }
-    stand_ins.push_back(std::make_unique<RemoteDevice>(all[static_cast<size_t>(r)], r, group));
-    out.push_back(stand_ins.back().get());
   }
   return out;
 }

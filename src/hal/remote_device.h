@@ -62,9 +62,10 @@ bool host_addresses(const Device& d);
 // The process that drives `d`: its own for a remote device, else this one's.
 int owning_process(const Device& d, const ProcessGroup& group);
 
-// The job's devices in process-rank order, one per process: `local` for this process and a RemoteDevice (owned by the
-// returned vector's holder, kept for the process's life) for every other. Collective over the group: every process
-// calls it once at start. Errors: a peer that does not answer within timeout_s.
-Result<std::vector<Device*>> job_devices(ProcessGroup& group, Device& local, double timeout_s);
+// The job's devices in process-rank order, each process's `local` ones in their order: this process's own and a
+// RemoteDevice (kept for the process's life, as backends' devices are) for each of every other's. Collective over the
+// group: every process calls it at start, with as many devices. Errors: a peer that does not answer within
+// timeout_s; processes offering different numbers of devices (invalid_argument naming the rank).
+Result<std::vector<Device*>> job_devices(ProcessGroup& group, const std::vector<Device*>& local, double timeout_s);
 
 }  // namespace cai::hal

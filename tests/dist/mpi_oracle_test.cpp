@@ -1,6 +1,7 @@
 // Across processes (docs/multi-node.md): the reference-logit oracles through `mpirun -np 2` and `-np 4` (loopback,
 // --oversubscribe), one device per rank, at --tp 2, --pp 2, --ep 2 (DeepSeek) and --tp 2 --pp 2, on CPU ranks and on
-// simt ranks; the same tolerance and greedy tokens as one process. Then the start-up errors that name a rank.
+// simt ranks, and two devices per rank; the same tolerance and greedy tokens as one process. Then the start-up errors
+// that name a rank.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -49,6 +50,11 @@ std::vector<MpiCase> mpi_cases() {
     cases.push_back({o, 4, "CAI_SIMT_DEVICES=4", "--device simt --tp 2 --pp 2"});
   }
   cases.push_back({"deepseek_v3_tiny", 4, "", "--device cpu -t 1 --ep 2 --pp 2"});
+  // Two devices per process: tensor parallel inside each process and stages across them, and an all-reduce over two
+  // processes' two devices each (gathered and added in the ranks' order).
+  for (const char* o : {"qwen2_tiny", "deepseek_v3_tiny"})
+    cases.push_back({o, 2, "CAI_SIMT_DEVICES=4", "--device simt --devices-per-rank 2 --tp 2 --pp 2"});
+  cases.push_back({"deepseek_v3_tiny", 2, "CAI_SIMT_DEVICES=4", "--device simt --devices-per-rank 2 --tp 4"});
   return cases;
 }
 

@@ -5,15 +5,18 @@
 #include <cstring>
 
 #include "hal/collective.h"
+#include "hal/cpu/cpu_backend.h"
 #include "hal/remote_device.h"
 
 namespace cai::hal {
 namespace {
 
-// Rank 0 of two. All-gathers return `peer` as rank 1's part; sends are recorded; receives deliver `peer`'s bytes.
+// Rank 0 of two. All-gathers return `peer` as rank 1's part (or the next of `peers`, while there are any); sends are
+// recorded; receives deliver `peer`'s bytes.
 class FakeGroup final : public ProcessGroup {
  public:
   std::vector<uint8_t> peer;
+  std::vector<std::vector<uint8_t>> peers;
   std::vector<std::vector<uint8_t>> sent;
   std::vector<int> sent_to, received_from;
   bool fail = false;
@@ -30,6 +33,10 @@ class FakeGroup final : public ProcessGroup {
   bool all_gather(const void* mine, void* all, size_t n, const std::vector<int>& ranks, double) override {
     EXPECT_EQ(ranks, (std::vector<int>{0, 1}));
     if (fail) return false;
+    if (!peers.empty()) {
+      peer = peers.front();
+      peers.erase(peers.begin());
+    }
     std::memcpy(all, mine, n);
     std::memcpy(static_cast<uint8_t*>(all) + n, peer.data(), std::min(n, peer.size()));
     return true;
@@ -66,6 +73,12 @@ Device& cpu() {
   return **d;
 }
 
+// A second host device in this process: another CPU backend's.
+Device& cpu2() {
+  static const std::unique_ptr<Backend> backend = cpu::make_cpu_backend();
+  return *backend->devices().front();
+}
+
 Buffer reserve(RemoteDevice& d, size_t n) {
   Result<Buffer> b = d.allocate(n, MemoryKind::kDevice);
   EXPECT_TRUE(b.ok());
@@ -96,8 +109,8 @@ TEST(RemoteDevice, ReservesAddressSpaceAndRunsNothing) {
 
 TEST(RemoteDevice, JobDevicesAreThisOneAndStandIns) {
   FakeGroup group;
-  group.peer = bytes_of(std::vector<DeviceInfo>{info("cuda:0")});
-  Result<std::vector<Device*>> devices = job_devices(group, cpu(), 1.0);
+  group.peers = {bytes_of(std::vector<int64_t>{1}), bytes_of(std::vector<DeviceInfo>{info("cuda:0")})};
+  Result<std::vector<Device*>> devices = job_devices(group, {&cpu()}, 1.0);
   ASSERT_TRUE(devices.ok()) << devices.status().to_string();
   ASSERT_EQ(devices->size(), 2u);
   EXPECT_EQ((*devices)[0], &cpu());
@@ -129,6 +142,40 @@ TEST(CrossProcessCommunicator, AddsTheRanksInOrderAndMovesOnlyWhatThisProcessHol
   EXPECT_EQ(group.received_from, std::vector<int>{1});
   EXPECT_EQ(out, theirs);
   EXPECT_EQ((*comm)->bytes_moved(Collective::kSendRecv), 6 * sizeof(float));
+}
+
+// Processes must offer as many devices each; the error names the rank that differs.
+TEST(RemoteDevice, JobDevicesNeedAsManyOnEveryRank) {
+  FakeGroup group;
+  group.peers = {bytes_of(std::vector<int64_t>{2})};
+  Result<std::vector<Device*>> devices = job_devices(group, {&cpu()}, 1.0);
+  ASSERT_FALSE(devices.ok());
+  EXPECT_NE(devices.status().message().find("rank 1 drives 2 device(s), rank 0 1"), std::string::npos)
+      << devices.status().to_string();
+}
+
+// Two devices in this process and two in rank 1's: the all-reduce gathers each process's buffers and adds all four in
+// the ranks' order, here 1e8 first so that the order shows in the bits.
+TEST(CrossProcessCommunicator, SeveralDevicesPerProcessAddInTheRanksOrder) {
+  FakeGroup group;
+  RemoteDevice a(info("cpu:0"), 1, group), b(info("simt:0"), 1, group);
+  Result<std::unique_ptr<Communicator>> comm = make_communicator({&cpu(), &a, &b, &cpu2()});
+  ASSERT_TRUE(comm.ok()) << comm.status().to_string();
+  std::vector<float> r0 = {1e8f, 1.0f}, r3 = {1.0f, 2.0f};
+  const std::vector<float> r1 = {1.0f, 3.0f}, r2 = {-1e8f, 4.0f};
+  std::vector<float> theirs = r1;
+  theirs.insert(theirs.end(), r2.begin(), r2.end());
+  group.peer = bytes_of(theirs);  // rank 1's two slots: comm ranks 1 and 2
+  std::vector<float> expect(2);
+  for (size_t j = 0; j < 2; ++j) expect[j] = ((r0[j] + r1[j]) + r2[j]) + r3[j];
+  Buffer fa = reserve(a, 8), fb = reserve(b, 8);
+  ASSERT_TRUE(
+      (*comm)
+          ->all_reduce_sum({0, 1, 2, 3},
+                           {r0.data(), static_cast<float*>(fa.data()), static_cast<float*>(fb.data()), r3.data()}, 2)
+          .ok());
+  EXPECT_EQ(r0, expect);
+  EXPECT_EQ(r3, expect);
 }
 
 TEST(CrossProcessCommunicator, AProcessOutsideTheRanksDoesNothing) {

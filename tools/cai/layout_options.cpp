@@ -30,6 +30,11 @@ void add_layout_options(CLI::App& cmd, CommonOptions& o) {
                  "counts as failed: requests end with 503 rank_failed and the job exits non-zero")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cmd.add_option("--devices-per-rank", o.devices_per_rank,
+                 "in an MPI job, the devices each process drives: local rank L takes --device entries L·K .. L·K+K-1 "
+                 "(e.g. one process per node over its eight GPUs: --device cuda --devices-per-rank 8)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd.add_option("--layer-split", o.layer_split, "layers per pipeline stage, e.g. 40,21 (default: as even as possible)")
       ->delimiter(',');
   cmd.add_option("--plan", o.plan_file,
@@ -153,8 +158,12 @@ Status place_routed_experts(const CommonOptions& o, const hal::Registry& reg, La
   if (!names_only_cpu(o.moe_device))
     return invalid_argument(
         "--moe-device {} in an MPI job: each rank's routed experts run on its own host, so it takes cpu", o.moe_device);
+  if (layout.tp == 1 && o.devices_per_rank > 1)
+    return invalid_argument(
+        "--moe-device with --devices-per-rank {}: a process's stages would share its host's experts",
+        o.devices_per_rank);
   CAI_ASSIGN_OR_RETURN(hal::Device * cpu, reg.find_device("cpu"));
-  CAI_ASSIGN_OR_RETURN(const std::vector<hal::Device*> cpus, hal::job_devices(*group, *cpu, hal::startup_timeout()));
+  CAI_ASSIGN_OR_RETURN(const std::vector<hal::Device*> cpus, hal::job_devices(*group, {cpu}, hal::startup_timeout()));
   for (size_t s = 0; s < n_stages; ++s) {
     const hal::Device& stage = *layout.devices[s * static_cast<size_t>(layout.tp)];
     layout.moe_devices.push_back(cpus[static_cast<size_t>(hal::owning_process(stage, *group))]);
@@ -166,7 +175,7 @@ Status place_routed_experts(const CommonOptions& o, const hal::Registry& reg, La
 
 Result<Layout> layout_from_options(const CommonOptions& o, const hal::Registry& reg, const std::string& devices) {
   Layout layout;
-  CAI_ASSIGN_OR_RETURN(layout.devices, job_device_list(reg, devices));
+  CAI_ASSIGN_OR_RETURN(layout.devices, job_device_list(reg, devices, o.devices_per_rank));
   if (!o.plan_file.empty()) {
     if (o.tp != 1 || o.ep != 1 || o.pp > 0 || !o.layer_split.empty())
       return invalid_argument("--plan {} gives the layout: leave out --tp, --ep, --pp and --layer-split", o.plan_file);
@@ -183,7 +192,8 @@ Result<Layout> layout_from_options(const CommonOptions& o, const hal::Registry& 
   layout.tp = std::max(o.tp, o.ep);
   layout.expert_parallel = o.ep > 1;
   const int pp = o.pp > 0 ? o.pp : std::max(1, n / layout.tp);
-  const std::string have = hal::process_group() ? fmt::format("the MPI job has {} ranks, one device each", n)
+  const std::string have = hal::process_group() ? fmt::format("the MPI job has {} ranks of {} device(s) each",
+                                                              hal::process_group()->size(), o.devices_per_rank)
                                                 : fmt::format("--device {} lists {}", devices, n);
   if (layout.tp * pp != n)
     return invalid_argument("--tp {} x --pp {} needs {} devices, but {}", layout.tp, pp, layout.tp * pp, have);

@@ -39,6 +39,7 @@ struct CommonOptions {
   std::vector<int> layer_split;
   std::string moe_device;
   std::string plan_file;             // --plan: the `layout` of `cai plan --json` output
+  int devices_per_rank = 1;          // --devices-per-rank: the devices each process of an MPI job drives
   double collective_timeout_s = 30;  // --collective-timeout: across the processes of an MPI job
   // --spec, --spec-tokens, --spec-ngram-min/max, --draft-model (add_spec_options); spec_method holds --spec's text.
   std::string spec_method = "off";
@@ -58,7 +59,7 @@ Result<Layout> layout_from_options(const CommonOptions& o, const hal::Registry& 
 // The devices of a --device list: the list's own, or in an MPI job (mpirun -np N) one per rank in rank order, this
 // rank's being the entry at its local rank on its machine (every rank's the CPU when the list is the CPU alone) and
 // the others' stand-ins (hal::RemoteDevice). Errors: as Registry::find_devices; a local rank past the list's end.
-Result<std::vector<hal::Device*>> job_device_list(const hal::Registry& reg, const std::string& list);
+Result<std::vector<hal::Device*>> job_device_list(const hal::Registry& reg, const std::string& list, int per_rank);
 // Whether any of --tp, --ep, --pp, --layer-split or --plan was given.
 bool layout_flags_given(const CommonOptions& o);
 // A device list given alone, on devices with a profile: the layout `cai plan` picks for this model on that many of
