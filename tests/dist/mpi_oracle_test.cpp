@@ -219,6 +219,35 @@ TEST(Mpi, RoutedExpertsStayOnEachRanksHost) {
       << other.err;
 }
 
+// A device list alone over the ranks: where every rank's device has the same profile (here given with --profile, as
+// simt has none), every rank runs the layout `cai plan` picks for the job's devices (TP 2 x EP 2 for the tiny DeepSeek
+// on two H200s); without one, pipeline stages. Both give one process's greedy tokens.
+TEST(Mpi, ADeviceListAloneGetsThePlannersLayoutOnEveryRank) {
+  const std::string model = test::data_path("oracle/deepseek_v3_tiny");
+  const std::string eval = " " + test::cai_bin() + " eval -m " + model + " --tokens 1,2,3 --greedy 2 --json -t 1 ";
+  const test::CommandResult one = test::run_command(eval + "--kv-dtype f32");
+  const test::CommandResult planned = test::run_command("CAI_SIMT_DEVICES=2 " + test::mpirun(2) + eval +
+                                                        "--device simt --kv-dtype f32 --profile nvidia-h200-sxm");
+  const test::CommandResult staged =
+      test::run_command("CAI_SIMT_DEVICES=2 " + test::mpirun(2) + eval + "--device simt --kv-dtype f32");
+  for (const test::CommandResult* r : {&one, &planned, &staged}) ASSERT_EQ(r->exit_code, 0) << r->err;
+  for (const char* rank : {"[rank 0]", "[rank 1]"}) {
+    EXPECT_NE(planned.err.find(std::string(rank) + " [info] layout from `cai plan -m " + model +
+                               " --chip nvidia-h200-sxm --cards 2"),
+              std::string::npos)
+        << planned.err;
+    EXPECT_NE(staged.err.find(std::string(rank) + " [info] layout: the ranks' devices share no device profile"),
+              std::string::npos)
+        << staged.err;
+  }
+  EXPECT_NE(planned.err.find("TP 2 x EP 2"), std::string::npos) << planned.err;
+  const auto greedy = [](const test::CommandResult& r) {
+    return nlohmann::json::parse(test::last_line(r.out))["greedy"];
+  };
+  EXPECT_EQ(greedy(planned), greedy(one));
+  EXPECT_EQ(greedy(staged), greedy(one));
+}
+
 TEST(Mpi, RanksMustDivideTheLayout) {
   const test::CommandResult r =
       test::run_command(test::mpirun(2) + " " + test::cai_bin() + " eval -m " + test::data_path("oracle/qwen2_tiny") +

@@ -1,5 +1,7 @@
 // Shared CLI plumbing: model/device/thread options, the device profile's policies, and error printing.
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -184,6 +186,21 @@ void log_sensor(const hal::Device& dev, float thermal_limit_c) {
                  dev.name());
 }
 
+// The profile every rank of an MPI job has for its device (each process knows only its own): the ranks show each
+// other theirs, so that every one reaches the same answer. Null where they differ or one has none.
+Result<const chips::DeviceProfile*> job_profile(hal::ProcessGroup& group, const HostChips& host,
+                                                const chips::DeviceProfile* mine) {
+  std::array<char, 64> id{};
+  if (mine) std::strncpy(id.data(), mine->id.c_str(), id.size() - 1);
+  std::vector<std::array<char, 64>> ids(static_cast<size_t>(group.size()));
+  if (!group.all_gather(id.data(), ids.data(), id.size(), hal::every_rank(group), hal::startup_timeout()))
+    return unavailable("comparing the ranks' device profiles: {}", group.error());
+  if (!id[0] || std::any_of(ids.begin(), ids.end(), [&](const auto& other) { return other != id; })) return nullptr;
+  const auto it = std::find_if(host.profiles.begin(), host.profiles.end(),
+                               [&](const chips::DeviceProfile& p) { return p.id == id.data(); });
+  return it == host.profiles.end() ? nullptr : &*it;
+}
+
 }  // namespace
 
 Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t kv_bytes, EngineOptions* engine) {
@@ -199,17 +216,18 @@ Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t
   hal::Device* dev = *std::find_if(layout.devices.begin(), layout.devices.end(),
                                    [](const hal::Device* d) { return !hal::is_remote(*d); });
   CAI_ASSIGN_OR_RETURN(const DevicePolicies policies, device_policies(o, host, *dev, engine != nullptr));
-  if (layout.devices.size() > 1 && !layout_flags_given(o)) {
-    if (group)  // every rank must choose the same layout, and only this rank's device has its profile here
-      CAI_LOG_INFO(
-          "layout: the {} ranks of the MPI job run as pipeline stages (give --tp, --ep, --pp or --plan for "
-          "another layout)",
-          group->size());
-    else if (policies.profile)
-      CAI_TRY(plan_default_layout(o, *policies.profile, kv_tokens, layout));
+  // A device list given alone: the planner's layout where the devices have a profile (in an MPI job, the one every
+  // rank's device has), else pipeline stages. The planner does not place experts on another device (--moe-device).
+  if (layout.devices.size() > 1 && !layout_flags_given(o) && o.moe_device.empty()) {
+    const chips::DeviceProfile* profile = policies.profile;
+    if (group) {
+      CAI_ASSIGN_OR_RETURN(profile, job_profile(*group, host, policies.profile));
+    }
+    if (profile)
+      CAI_TRY(plan_default_layout(o, *profile, kv_tokens, layout));
     else
-      CAI_LOG_INFO("layout: {} has no device profile to plan with; the {} devices run as pipeline stages", dev->name(),
-                   layout.devices.size());
+      CAI_LOG_INFO("layout: {} no device profile to plan with; the {} devices run as pipeline stages",
+                   group ? "the ranks' devices share" : dev->name() + " has", layout.devices.size());
   }
   const chips::PolicyOptions& pol = policies.options;
   LoadOptions load{pol.prewarm_experts.value_or(false), std::nullopt, o.mlock, kv_tokens, kv_bytes};
