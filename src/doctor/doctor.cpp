@@ -23,6 +23,7 @@ const Step kSteps[] = {
     {"ops", [](hal::Device& d, const CheckOptions&) { return check_op_table(d); }},
     {"model_bf16", [](hal::Device& d, const CheckOptions& o) { return check_model(d, "bf16", o); }},
     {"model_fp8", [](hal::Device& d, const CheckOptions& o) { return check_model(d, "fp8", o); }},
+    {"model_quant", check_quant_models},
     {"bandwidth", check_bandwidth},
 };
 
@@ -37,8 +38,13 @@ const std::vector<std::string>& step_names() {
   return names;
 }
 
-// CAI_DOCTOR_SOURCE_DIR: the source tree's reference folder (CMakeLists.txt), for runs from the build tree.
+// CAI_DOCTOR_SOURCE_DIR and CAI_DOCTOR_QUANTS_SOURCE_DIR: the source tree's folders (CMakeLists.txt), for runs from
+// the build tree.
 std::string default_reference_dir() { return chips::find_data_dir("CAI_DOCTOR_DIR", "doctor", CAI_DOCTOR_SOURCE_DIR); }
+
+std::string default_quants_dir() {
+  return chips::find_data_dir("CAI_DOCTOR_QUANTS_DIR", "doctor/quants", CAI_DOCTOR_QUANTS_SOURCE_DIR);
+}
 
 // "3 skipped: no rms_norm, q8_0 KV cache; refused: embed_f16 (echo takes F32 tables)" for the cases not run.
 std::string skipped_text(const OpCheckReport& report) {

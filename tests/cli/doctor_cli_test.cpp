@@ -1,6 +1,6 @@
 // `cai doctor`: every step passes on the CPU and on simt; and each kind of fault fails the step it belongs to, named,
-// with the exit status 1: a corrupted reference, a simt device with too little memory, a plugin op that returns wrong
-// numbers, and one that never returns (killed after --step-timeout).
+// with the exit status 1: corrupted references (the DeepSeek model's and a quantized model's), a simt device with too
+// little memory, a plugin op that returns wrong numbers, and one that never returns (killed after --step-timeout).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -16,7 +16,8 @@ namespace {
 
 using test::cai_bin;
 
-const std::vector<std::string> kSteps = {"backend", "memory", "ops", "model_bf16", "model_fp8", "bandwidth"};
+const std::vector<std::string> kSteps = {"backend",   "memory",      "ops",      "model_bf16",
+                                         "model_fp8", "model_quant", "bandwidth"};
 
 struct Doctor {
   int exit_code = 0;
@@ -59,6 +60,7 @@ TEST(DoctorCli, CpuAndSimtPassEveryStep) {
     EXPECT_NE(detail(d, dev, "ops").find("cases passed"), std::string::npos) << detail(d, dev, "ops");
     for (const char* m : {"model_bf16", "model_fp8"})
       EXPECT_NE(detail(d, dev, m).find("every greedy token the reference's"), std::string::npos) << detail(d, dev, m);
+    EXPECT_NE(detail(d, dev, "model_quant").find("Q8_0 "), std::string::npos) << detail(d, dev, "model_quant");
   }
   EXPECT_NE(detail(d, "cpu:0", "backend").find("built into cai"), std::string::npos);
   EXPECT_NE(detail(d, "simt:0", "backend").find("simt emulator on the CPU, warp"), std::string::npos);
@@ -89,7 +91,16 @@ TEST(DoctorCli, CorruptedReferenceFailsTheModelStepNamingThePrompt) {
     f.write(reinterpret_cast<const char*>(&v), sizeof v);
   }
   std::filesystem::resize_file(ref + "/fp8/prompt0_gen_logits.f32", 100);  // truncated
-  const Doctor d = doctor("CAI_DOCTOR_DIR=" + ref, "--device cpu");
+  // The quantized models' folder with Q4_K's twin logits scaled by 2: its model then misses by about half the range.
+  const std::string quants = test::make_temp_dir("doctor-quants");
+  for (const char* type : {"Q8_0", "Q4_0", "Q4_K", "Q6_K"})
+    for (const std::string ext : {".gguf", ".twin_logits.f32"})
+      std::filesystem::copy_file(test::data_path(std::string("quants/") + type + ext), quants + "/" + type + ext);
+  std::vector<float> twin = test::read_f32(quants + "/Q4_K.twin_logits.f32");
+  for (float& v : twin) v *= 2;
+  std::ofstream(quants + "/Q4_K.twin_logits.f32", std::ios::binary)
+      .write(reinterpret_cast<const char*>(twin.data()), static_cast<std::streamsize>(twin.size() * sizeof(float)));
+  const Doctor d = doctor("CAI_DOCTOR_DIR=" + ref + " CAI_DOCTOR_QUANTS_DIR=" + quants, "--device cpu");
   EXPECT_EQ(d.exit_code, 1);
   EXPECT_FALSE(ok(d, "cpu:0", "model_bf16"));
   // Row 1000 / 512 = token 1, id 1000 % 512 = 488.
@@ -99,6 +110,9 @@ TEST(DoctorCli, CorruptedReferenceFailsTheModelStepNamingThePrompt) {
   EXPECT_NE(detail(d, "cpu:0", "model_fp8").find("prompt0_gen_logits.f32 is not 8 × 512 float32 values"),
             std::string::npos)
       << detail(d, "cpu:0", "model_fp8");
+  EXPECT_FALSE(ok(d, "cpu:0", "model_quant"));
+  EXPECT_NE(detail(d, "cpu:0", "model_quant").find("Q4_K: max |logit - twin| is"), std::string::npos)
+      << detail(d, "cpu:0", "model_quant");
   for (const char* step : {"backend", "memory", "ops", "bandwidth"}) EXPECT_TRUE(ok(d, "cpu:0", step)) << step;
 }
 
@@ -136,7 +150,7 @@ TEST(DoctorCli, HangingDeviceIsKilledAfterTheStepTimeout) {
   EXPECT_TRUE(ok(d, "echo:0", "memory"));
   EXPECT_FALSE(ok(d, "echo:0", "ops"));
   EXPECT_NE(detail(d, "echo:0", "ops").find("no answer within 2 s"), std::string::npos) << detail(d, "echo:0", "ops");
-  for (const char* step : {"model_bf16", "model_fp8", "bandwidth"})
+  for (const char* step : {"model_bf16", "model_fp8", "model_quant", "bandwidth"})
     EXPECT_EQ(detail(d, "echo:0", step), "not run: the check of ops did not end");
   for (const std::string& step : kSteps) EXPECT_TRUE(ok(d, "cpu:0", step)) << step;  // the next device still runs
   EXPECT_LT(sec, 60);

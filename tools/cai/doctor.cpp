@@ -44,7 +44,7 @@ nlohmann::json step_json(const doctor::StepResult& s) {
 }
 
 void print_step(const doctor::StepResult& s) {
-  std::printf("  %-4s  %-10s  %s (%.1f s)\n", s.ok ? "ok" : "FAIL", s.step.c_str(), s.detail.c_str(), s.seconds);
+  std::printf("  %-4s  %-11s  %s (%.1f s)\n", s.ok ? "ok" : "FAIL", s.step.c_str(), s.detail.c_str(), s.seconds);
   std::fflush(stdout);
 }
 
