@@ -80,8 +80,8 @@ StepResult check_bandwidth(hal::Device& device, const CheckOptions& options) {
   if (device.host_visible()) {
     gbs = measure_read_bandwidth_gbps(device.op_context().pool);
   } else {
-    // The probe's three buffers take at most half the free memory.
-    const size_t bytes = std::min(size_t(256) << 20, device.memory_info().free_bytes / 6);
+    // The probe's three buffers: the memory step's size each, at most half the free memory in all.
+    const size_t bytes = std::min(options.memory_bytes, device.memory_info().free_bytes / 6);
     Result<double> m = ops::measure_device_bandwidth_gbps(device, bytes);
     if (!m.ok()) {
       r.detail = "measuring: " + m.status().to_string();

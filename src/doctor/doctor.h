@@ -43,7 +43,7 @@ std::string default_quants_dir();
 struct CheckOptions {
   std::string reference_dir = default_reference_dir();
   std::string quants_dir = default_quants_dir();
-  size_t memory_bytes = size_t(256) << 20;
+  size_t memory_bytes = size_t(256) << 20;  // the memory step's buffer, and each of the bandwidth probe's on a device
   double logit_tolerance = 1e-3;  // max |logit - reference| (the device oracle tests' bound; the CPU reaches 1e-5)
   // max |logit - twin| over max |twin| for the quantized models: int8 activations round to about 1e-2 of the largest
   // logit (tests/cli/quant_twins_test.cpp); a wrong block layout or packing misses by the whole logit range.

@@ -192,7 +192,8 @@ void register_doctor(CLI::App& app, int& exit_code) {
   cmd->add_option("--step-timeout", o->step_timeout_s,
                   "seconds a step may run before its device is reported as hanging and its check killed")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--memory-mib", o->memory_mib, "the buffer the memory step allocates and copies through")
+  cmd->add_option("--memory-mib", o->memory_mib,
+                  "the buffer the memory step allocates and copies through (and each of a device's bandwidth probe)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--threads", o->threads, "CPU threads (0 = all)")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--in-process", o->in_process,
