@@ -156,6 +156,14 @@ TEST(Deploy, ManifestsAgreeWithTheProfilesAndTheDockerfile) {
     else
       EXPECT_EQ(accelerators, (std::map<std::string, std::string>{{p->k8s_resource, "1"}}));
 
+    // `cai doctor` runs first, in the same image, on the same device, with the same accelerator resource.
+    const YAML::Node doctor = m.deployment["spec"]["template"]["spec"]["initContainers"][0];
+    ASSERT_TRUE(doctor) << "an init container running cai doctor";
+    EXPECT_EQ(doctor["image"].as<std::string>(""), c["image"].as<std::string>());
+    EXPECT_EQ(doctor["args"].as<std::vector<std::string>>(std::vector<std::string>{}),
+              (std::vector<std::string>{"doctor", "--device", arg_after("--device")}));
+    EXPECT_EQ(YAML::Dump(doctor["resources"]), YAML::Dump(c["resources"]));
+
     const YAML::Node port = c["ports"][0];
     for (const char* probe : {"startupProbe", "livenessProbe", "readinessProbe"}) {
       ASSERT_TRUE(c[probe]) << probe;
