@@ -284,9 +284,12 @@ Result<std::vector<TensorView>> DecoderModel::residual_on(std::vector<TensorView
   bool same = xs.size() == ranks.size();
   for (size_t r = 0; same && r < ranks.size(); ++r) same = xs[r].device == ranks[r];
   if (same) return xs;
-  std::vector<TensorView> moved;  // every rank of a stage holds the same stream: rank 0's goes on
-  for (hal::Device* d : ranks) {
-    CAI_ASSIGN_OR_RETURN(TensorView x, group_.move_to(xs.front(), *d, "x"));
+  // Every rank of a stage holds the same stream (the all-reduce gives each the same bits): where the next stage has as
+  // many ranks, rank r's goes to its rank r, so the transfers leave from every device at once instead of all from one.
+  std::vector<TensorView> moved;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const TensorView& from = xs.size() == ranks.size() ? xs[r] : xs.front();
+    CAI_ASSIGN_OR_RETURN(TensorView x, group_.move_to(from, *ranks[r], "x"));
     moved.push_back(x);
   }
   return moved;

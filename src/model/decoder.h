@@ -98,7 +98,8 @@ class DecoderModel final : public Model, public MtpModule {
   // Checks the batch on the host and uploads its integer metadata to each device of the group in one copy each.
   Status upload_step(const StepBatch& batch, const KvCache& kv);
   const StepTensors& step_on(const hal::Device& d) const;
-  // The residual stream, one copy per rank, moved onto `ranks` where it is elsewhere (a stage boundary).
+  // The residual stream, one copy per rank, moved onto `ranks` where it is elsewhere (a stage boundary: rank r to rank
+  // r where the stages are as wide, else from the first rank).
   Result<std::vector<TensorView>> residual_on(std::vector<TensorView> xs, const std::vector<hal::Device*>& ranks);
   Status run_block(const std::vector<BlockRank>& block, int layer, std::vector<TensorView>& xs, KvCache& kv);
   Status run_head(const StepBatch& batch, std::vector<TensorView> xs, float* logits);
