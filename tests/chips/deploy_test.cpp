@@ -243,7 +243,19 @@ TEST(Deploy, MultiNodeManifestsRunThePlannersLayoutOverTheJobsRanks) {
     const YAML::Node launcher = replicas["Launcher"]["template"]["spec"]["containers"][0];
     const YAML::Node worker = replicas["Worker"]["template"]["spec"]["containers"][0];
     const std::string stage = p->policies.backend == "cpu" ? "base" : p->policies.backend;
-    for (const YAML::Node& c : {launcher, worker}) {
+    // Each pod first runs `cai doctor` on its node's devices, with the pod's image and accelerator resource.
+    for (const char* role : {"Launcher", "Worker"}) {
+      const YAML::Node doctor = replicas[role]["template"]["spec"]["initContainers"][0];
+      ASSERT_TRUE(doctor) << role << ": an init container running cai doctor";
+      EXPECT_EQ(doctor["args"].as<std::vector<std::string>>(std::vector<std::string>{}),
+                (std::vector<std::string>{"doctor", "--device", p->policies.backend}))
+          << role;
+      EXPECT_EQ(YAML::Dump(doctor["resources"]),
+                YAML::Dump(replicas[role]["template"]["spec"]["containers"][0]["resources"]))
+          << role;
+    }
+    for (const YAML::Node& c : {launcher, worker, replicas["Launcher"]["template"]["spec"]["initContainers"][0],
+                                replicas["Worker"]["template"]["spec"]["initContainers"][0]}) {
       EXPECT_EQ(c["image"].as<std::string>(""), "cai:" + stage);
       const YAML::Node limits = c["resources"] ? c["resources"]["limits"] : YAML::Node();
       if (p->k8s_resource.empty())
