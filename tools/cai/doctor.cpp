@@ -151,6 +151,8 @@ Status doctor_verb(const DoctorOptions& o, int& exit_code) {
   if (o.device == "all") {
     for (const auto& b : reg.backends())
       for (hal::Device* d : b->devices()) devices.push_back(d);
+  } else if (hal::Backend* b = reg.find_backend(o.device)) {  // a backend's name: all of its devices
+    devices = b->devices();
   } else {
     CAI_ASSIGN_OR_RETURN(devices, reg.find_devices(o.device));
   }
@@ -187,7 +189,9 @@ void register_doctor(CLI::App& app, int& exit_code) {
       "doctor",
       "check each device end to end: the backend answers, memory, every op against the reference, a tiny "
       "DeepSeek-V3 model (BF16 and FP8) against reference logits, and memory bandwidth against the profile");
-  cmd->add_option("--device", o->device, "the devices to check: a --device list, or all (every backend's)");
+  cmd->add_option(
+      "--device", o->device,
+      "the devices to check: a --device list, a backend's name (all its devices), or all (every backend's)");
   cmd->add_flag("--json", o->json, "one JSON document: each device's steps with ok, detail and seconds");
   cmd->add_option("--step-timeout", o->step_timeout_s,
                   "seconds a step may run before its device is reported as hanging and its check killed")
