@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Cross-builds CAI for ARM64 into build-arm64/ and runs its kernel and op tests under qemu-aarch64 (user mode): the
+# harness for the ARM64 CPU backend (docs/development.md). Installs what it needs from Debian when missing: the cross
+# compiler, qemu-user, and the arm64 builds of CAI's libraries (multiarch). yaml-cpp's development package cannot sit
+# beside the host's, so its arm64 files are unpacked into build-arm64/deps instead.
+#   CAI_QEMU_CPU=max,sve=off   the CPU model the tests run on (default max: NEON, dotprod, i8mm, SVE)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+
+libs=(libfmt-dev libspdlog-dev libgtest-dev libpcre2-dev libutf8proc-dev libboost-context-dev libcpp-httplib-dev
+      libyaml-cpp0.7)
+dpkg --print-foreign-architectures | grep -qx arm64 || $SUDO dpkg --add-architecture arm64
+need=()
+command -v aarch64-linux-gnu-g++ >/dev/null 2>&1 || need+=(g++-aarch64-linux-gnu)
+command -v qemu-aarch64 >/dev/null 2>&1 || need+=(qemu-user)
+for l in "${libs[@]}"; do dpkg -s "$l:arm64" >/dev/null 2>&1 || need+=("$l:arm64"); done
+if ((${#need[@]})); then
+  echo "cross-arm64: installing ${need[*]}" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+deps="$PWD/build-arm64/deps"
+if [ ! -f "$deps/usr/lib/aarch64-linux-gnu/cmake/yaml-cpp/yaml-cpp-config.cmake" ]; then
+  mkdir -p "$deps"
+  (cd "$deps" && apt-get download libyaml-cpp-dev:arm64 >/dev/null && dpkg -x libyaml-cpp-dev_*_arm64.deb . && rm -f ./*.deb)
+fi
+
+cmake -S . -B build-arm64 -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchains/aarch64-linux-gnu.cmake" \
+  -DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON -DCAI_GPU_PLUGINS=OFF \
+  -DCAI_BENCH=OFF >/dev/null
+cmake --build build-arm64 -j"$jobs" --target cai cai-backend-simt test_core test_ops
+cpu=${CAI_QEMU_CPU:-max}
+run() { qemu-aarch64 -L /usr/aarch64-linux-gnu -cpu "$cpu" "$@"; }
+run build-arm64/test_core --gtest_brief=1
+run build-arm64/test_ops --gtest_brief=1
