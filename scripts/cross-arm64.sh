@@ -10,7 +10,7 @@ jobs=$(nproc)
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
 libs=(libfmt-dev libspdlog-dev libgtest-dev libpcre2-dev libutf8proc-dev libboost-context-dev libcpp-httplib-dev
-      libyaml-cpp0.7)
+      libyaml-cpp0.7)  # libyaml-cpp0.7: the programs' runtime library
 dpkg --print-foreign-architectures | grep -qx arm64 || $SUDO dpkg --add-architecture arm64
 need=()
 command -v aarch64-linux-gnu-g++ >/dev/null 2>&1 || need+=(g++-aarch64-linux-gnu)
@@ -24,7 +24,8 @@ fi
 deps="$PWD/build-arm64/deps"
 if [ ! -f "$deps/usr/lib/aarch64-linux-gnu/cmake/yaml-cpp/yaml-cpp-config.cmake" ]; then
   mkdir -p "$deps"
-  (cd "$deps" && apt-get download libyaml-cpp-dev:arm64 >/dev/null && dpkg -x libyaml-cpp-dev_*_arm64.deb . && rm -f ./*.deb)
+  (cd "$deps" && apt-get download libyaml-cpp-dev:arm64 libyaml-cpp0.7:arm64 >/dev/null &&
+    for deb in ./*.deb; do dpkg -x "$deb" .; done && rm -f ./*.deb)
 fi
 
 cmake -S . -B build-arm64 -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchains/aarch64-linux-gnu.cmake" \
