@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 jobs=$(nproc)
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
-libs=(libfmt-dev libspdlog-dev libgtest-dev libpcre2-dev libutf8proc-dev libboost-context-dev libcpp-httplib-dev
+libs=(libc6 libfmt-dev libspdlog-dev libgtest-dev libpcre2-dev libutf8proc-dev libboost-context-dev libcpp-httplib-dev
       libyaml-cpp0.7)  # libyaml-cpp0.7: the programs' runtime library
 dpkg --print-foreign-architectures | grep -qx arm64 || $SUDO dpkg --add-architecture arm64
 need=()
@@ -32,7 +32,23 @@ cmake -S . -B build-arm64 -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchains/aarch64-
   -DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON -DCAI_GPU_PLUGINS=OFF \
   -DCAI_BENCH=OFF >/dev/null
 cmake --build build-arm64 -j"$jobs" --target cai cai-backend-simt test_core test_ops
+# The programs load the multiarch libc6:arm64; qemu's -L with the cross compiler's libc beside it hangs in
+# pthread_create.
 cpu=${CAI_QEMU_CPU:-max}
-run() { qemu-aarch64 -L /usr/aarch64-linux-gnu -cpu "$cpu" "$@"; }
+run() { qemu-aarch64 -cpu "$cpu" "$@"; }
 run build-arm64/test_core --gtest_brief=1
 run build-arm64/test_ops --gtest_brief=1
+# The DeepSeek oracle's logits and greedy tokens through the ARM64 cai.
+oracle=tests/data/oracle/deepseek_v3_tiny
+ids=$(python3 -c "import json; print(','.join(map(str, json.load(open('$oracle/tokens.json'))['prompts'][2]['input_ids'])))")
+run build-arm64/cai eval -m "$oracle" --tokens "$ids" --greedy 8 --logits build-arm64/oracle.f32 --json 2>/dev/null |
+  python3 -c "
+import json, struct, sys
+got = json.loads(sys.stdin.read().strip().splitlines()[-1])
+spec = json.load(open('$oracle/tokens.json'))['prompts'][2]
+mine = open('build-arm64/oracle.f32', 'rb').read(); ref = open('$oracle/' + spec['logits_file'], 'rb').read()
+diff = max(abs(a - b) for a, b in zip(struct.unpack(f'{len(mine)//4}f', mine), struct.unpack(f'{len(ref)//4}f', ref)))
+ok = got['greedy'] == spec['greedy_next_tokens'] and len(mine) == len(ref) and diff <= 1e-4
+print(f'oracle on arm64: max |logit diff| {diff:.2e}, greedy tokens {\"equal\" if got[\"greedy\"] == spec[\"greedy_next_tokens\"] else \"differ\"}')
+sys.exit(0 if ok else 1)
+"
