@@ -167,7 +167,7 @@ DetectReport detect(const std::vector<DeviceProfile>& profiles, const hal::Regis
   DetectReport r;
   r.cpu = describe_cpu(options.proc_root, options.sysfs_root);
   for (const auto& b : registry.backends()) {
-    BackendInfo info{b->name(), {}};
+    BackendInfo info{b->name(), {}, b->runtime()};
     for (hal::Device* d : b->devices()) {
       const hal::MemoryInfo mem = d->memory_info();
       info.devices.push_back({d->name(), d->description(), mem.total_bytes, mem.free_bytes});

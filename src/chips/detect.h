@@ -84,6 +84,7 @@ struct BackendDevice {
 struct BackendInfo {
   std::string name;
   std::vector<BackendDevice> devices;
+  std::string runtime;  // hal::Backend::runtime(): where it comes from, with its runtime's and driver's versions
 };
 
 struct DetectOptions {

@@ -72,7 +72,7 @@ nlohmann::ordered_json report_json(const DetectReport& r) {
                       {"description", d.description},
                       {"memory_total_bytes", d.memory_total_bytes},
                       {"memory_free_bytes", d.memory_free_bytes}});
-    backends.push_back({{"name", b.name}, {"devices", devs}});
+    backends.push_back({{"name", b.name}, {"runtime", b.runtime}, {"devices", devs}});
   }
   return OJson{{"cpu", cpu_json(r.cpu)}, {"accelerators", accels}, {"backends", backends}};
 }
@@ -99,6 +99,7 @@ std::string report_table(const DetectReport& r) {
   }
   out += "CAI backends:\n";
   for (const BackendInfo& b : r.backends) {
+    if (!b.runtime.empty()) out += fmt::format("  {} backend: {}\n", b.name, b.runtime);
     if (b.devices.empty()) out += fmt::format("  {}: no devices\n", b.name);
     for (const BackendDevice& d : b.devices)
       out += fmt::format("  {}: {}, {:.1f} GiB\n", d.name, d.description, gib(d.memory_total_bytes));

@@ -42,6 +42,7 @@ TEST(DetectCli, MixedHostJsonHasTheKeysAndTheRightProfiles) {
   EXPECT_TRUE(j["accelerators"][2]["profile"].is_null());
   ASSERT_FALSE(j["backends"].empty());
   EXPECT_EQ(j["backends"][0]["name"], "cpu");
+  EXPECT_EQ(j["backends"][0]["runtime"], "built into cai");  // a plugin's: its file and its runtime's versions
 }
 
 TEST(DetectCli, OrdinaryHostHasNoAcceleratorsAndSaysSo) {
