@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs CAI's build dependencies (Debian packages) when missing, then builds it into build/ (Release).
+# Installs CAI's build dependencies (Debian packages) when missing, builds it into build/ (Release), then checks
+# each device end to end with `cai doctor`.
 # CAI_SETUP_PACKAGES_ONLY=1: the packages only (deploy/Dockerfile builds its own way).
 set -euo pipefail
 cd "$(dirname "$0")/.."
