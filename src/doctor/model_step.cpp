@@ -1,12 +1,10 @@
 // The model steps: the reference DeepSeek-V3-architecture model on the device against the logits of DeepSeek's own
 // inference code (tests/data/oracle/deepseek_v3_tiny/README.md says how they were made).
 #include <algorithm>
-#include <cmath>
-#include <filesystem>
-#include <fstream>
 
 #include "core/json_file.h"
 #include "doctor/doctor.h"
+#include "doctor/reference_logits.h"
 #include "model/model_loader.h"
 #include "runtime/sampler.h"
 #include "runtime/single_sequence.h"
@@ -16,31 +14,6 @@ namespace cai::doctor {
 namespace {
 
 constexpr int kGreedy = 8;  // greedy tokens per prompt, one decode step each
-
-// A reference logit file of `rows` × `vocab` F32 values.
-Result<std::vector<float>> read_logits(const std::string& path, size_t rows, size_t vocab) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_error("cannot open the reference {}", path);
-  std::vector<float> v(rows * vocab);
-  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
-  if (static_cast<size_t>(in.gcount()) != v.size() * sizeof(float) || in.peek() != EOF)
-    return corrupt("the reference {} is not {} × {} float32 values", path, rows, vocab);
-  return v;
-}
-
-// The largest |got - want|, and where.
-struct Diff {
-  double max = 0;
-  size_t at = 0;
-};
-Diff max_diff(const std::vector<float>& got, const std::vector<float>& want) {
-  Diff d;
-  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
-    const double e = std::fabs(static_cast<double>(got[i]) - want[i]);
-    if (std::isnan(e) || e > d.max) d.max = std::isnan(e) ? INFINITY : e, d.at = i;
-  }
-  return d;
-}
 
 // How far a prompt's logits were from the reference, or where they first went wrong.
 struct PromptCheck {
@@ -56,12 +29,13 @@ Result<PromptCheck> check_prompt(Model& model, const nlohmann::json& p, const st
   const std::vector<int32_t> want_tokens = p.at("greedy_next_tokens").get<std::vector<int32_t>>();
   const size_t vocab = static_cast<size_t>(model.config().vocab_size);
   CAI_ASSIGN_OR_RETURN(const std::vector<float> want_prompt,
-                       read_logits(dir + "/" + p.at("logits_file").get<std::string>(), ids.size(), vocab));
-  CAI_ASSIGN_OR_RETURN(const std::vector<float> want_gen,
-                       read_logits(dir + "/" + p.at("gen_logits_file").get<std::string>(), want_tokens.size(), vocab));
+                       read_reference_logits(dir + "/" + p.at("logits_file").get<std::string>(), ids.size(), vocab));
+  CAI_ASSIGN_OR_RETURN(
+      const std::vector<float> want_gen,
+      read_reference_logits(dir + "/" + p.at("gen_logits_file").get<std::string>(), want_tokens.size(), vocab));
   CAI_ASSIGN_OR_RETURN(SingleSequence seq, SingleSequence::create(model, static_cast<int>(ids.size()) + kGreedy + 1));
   CAI_ASSIGN_OR_RETURN(std::vector<float> logits, seq.step(ids, /*all_logits=*/true));
-  Diff d = max_diff(logits, want_prompt);
+  LogitDiff d = max_diff(logits, want_prompt);
   PromptCheck c{d.max, ""};
   if (d.max > tol) {
     c.mismatch = fmt::format(

@@ -2,9 +2,9 @@
 // device serves with, against the logits their exact F32 twins give (tests/data/quants/README.md).
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 
 #include "doctor/doctor.h"
+#include "doctor/reference_logits.h"
 #include "model/model_loader.h"
 #include "runtime/single_sequence.h"
 
@@ -15,16 +15,6 @@ namespace {
 constexpr const char* kTypes[] = {"Q8_0", "Q4_0", "Q4_K", "Q6_K"};
 const std::vector<int32_t> kTokens = {1, 2, 3, 4, 5, 6, 7, 8};  // the twins' logits are of these
 
-Result<std::vector<float>> read_twin(const std::string& path, size_t n) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_error("cannot open the reference {}", path);
-  std::vector<float> v(n);
-  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * sizeof(float)));
-  if (static_cast<size_t>(in.gcount()) != n * sizeof(float) || in.peek() != EOF)
-    return corrupt("the reference {} is not {} float32 values", path, n);
-  return v;
-}
-
 // max |logit - twin| / max |twin| of one type's model on the device.
 Result<double> relative_error(hal::Device& device, const std::string& dir, const std::string& type) {
   LoadOptions load;
@@ -33,15 +23,13 @@ Result<double> relative_error(hal::Device& device, const std::string& dir, const
   CAI_ASSIGN_OR_RETURN(LoadedModel lm, load_model(dir + "/" + type + ".gguf", device, load));
   CAI_ASSIGN_OR_RETURN(SingleSequence seq, SingleSequence::create(*lm.model, static_cast<int>(kTokens.size()) + 1));
   CAI_ASSIGN_OR_RETURN(const std::vector<float> logits, seq.step(kTokens, /*all_logits=*/true));
-  CAI_ASSIGN_OR_RETURN(const std::vector<float> twin, read_twin(dir + "/" + type + ".twin_logits.f32", logits.size()));
-  double diff = 0, ref = 0;
-  for (size_t i = 0; i < logits.size(); ++i) {
-    const double d = std::fabs(static_cast<double>(logits[i]) - twin[i]);
-    diff = std::isnan(d) ? INFINITY : std::max(diff, d);
-    ref = std::max(ref, std::fabs(static_cast<double>(twin[i])));
-  }
+  CAI_ASSIGN_OR_RETURN(const std::vector<float> twin,
+                       read_reference_logits(dir + "/" + type + ".twin_logits.f32", kTokens.size(),
+                                             static_cast<size_t>(lm.model->config().vocab_size)));
+  double ref = 0;
+  for (float v : twin) ref = std::max(ref, std::fabs(static_cast<double>(v)));
   if (ref == 0) return corrupt("the reference {}.twin_logits.f32 is all zeros", type);
-  return diff / ref;
+  return max_diff(logits, twin).max / ref;
 }
 
 }  // namespace
