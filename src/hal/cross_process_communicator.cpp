@@ -4,7 +4,6 @@
 // hal::ProcessGroup (host memory on the wire; a device's side staged through its stream); the rest through the staged
 // communicator of this process's own devices.
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -176,13 +175,10 @@ class CrossProcessCommunicator final : public Communicator {
     if (it != native_.end()) return it->second.get();
     std::unique_ptr<NativeCollective>& slot = native_[ranks];
     ProcessCollectives* pc = d.process_collectives();
-    std::array<char, 64> offer{};
-    if (pc) std::strncpy(offer.data(), pc->library().c_str(), offer.size() - 1);
-    std::vector<std::array<char, 64>> offers(procs.size());
-    if (!group_.all_gather(offer.data(), offers.data(), offer.size(), procs, collective_timeout())) return failed();
-    const bool same = pc && std::all_of(offers.begin(), offers.end(), [&](const auto& o) { return o == offer; });
+    Result<bool> same = same_on_ranks(group_, pc ? pc->library() : "", procs, collective_timeout());
+    if (!same.ok()) return failed();
     const std::string over = names(ranks);
-    if (!same) {
+    if (!*same) {
       CAI_LOG_INFO("collectives over {}: MPI ({}): not every process has the same collective library", over,
                    group_.library());
       return nullptr;

@@ -54,6 +54,12 @@ inline std::vector<int> every_rank(const ProcessGroup& group) {
   return ranks;
 }
 
+// Whether every process of `ranks` (this one among them) holds the same `text` (its first 63 bytes): each shows the
+// others its own. false without a text here. Errors: a peer that does not answer within timeout_s (unavailable,
+// with the group's error()).
+Result<bool> same_on_ranks(ProcessGroup& group, const std::string& text, const std::vector<int>& ranks,
+                           double timeout_s);
+
 // How long a transfer between processes may wait for its peers (--collective-timeout) before the group counts as
 // failed. Default 30 s.
 void set_collective_timeout(double seconds);

@@ -3,8 +3,10 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 
@@ -49,6 +51,16 @@ std::string failure;
 
 void set_collective_timeout(double seconds) { timeout_s = seconds; }
 double collective_timeout() { return timeout_s; }
+Result<bool> same_on_ranks(ProcessGroup& group, const std::string& text, const std::vector<int>& ranks,
+                           double timeout_s) {
+  std::array<char, 64> mine{};
+  std::strncpy(mine.data(), text.c_str(), mine.size() - 1);
+  std::vector<std::array<char, 64>> all(ranks.size());
+  if (!group.all_gather(mine.data(), all.data(), mine.size(), ranks, timeout_s))
+    return unavailable("{}", group.error());
+  return mine[0] != 0 && std::all_of(all.begin(), all.end(), [&](const auto& other) { return other == mine; });
+}
+
 double startup_timeout() { return std::max(600.0, collective_timeout()); }
 
 std::string group_failure() {

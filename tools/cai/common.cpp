@@ -1,7 +1,5 @@
 // Shared CLI plumbing: model/device/thread options, the device profile's policies, and error printing.
 #include <algorithm>
-#include <array>
-#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -188,17 +186,10 @@ void log_sensor(const hal::Device& dev, float thermal_limit_c) {
 
 // The profile every rank of an MPI job has for its device (each process knows only its own): the ranks show each
 // other theirs, so that every one reaches the same answer. Null where they differ or one has none.
-Result<const chips::DeviceProfile*> job_profile(hal::ProcessGroup& group, const HostChips& host,
-                                                const chips::DeviceProfile* mine) {
-  std::array<char, 64> id{};
-  if (mine) std::strncpy(id.data(), mine->id.c_str(), id.size() - 1);
-  std::vector<std::array<char, 64>> ids(static_cast<size_t>(group.size()));
-  if (!group.all_gather(id.data(), ids.data(), id.size(), hal::every_rank(group), hal::startup_timeout()))
-    return unavailable("comparing the ranks' device profiles: {}", group.error());
-  if (!id[0] || std::any_of(ids.begin(), ids.end(), [&](const auto& other) { return other != id; })) return nullptr;
-  const auto it = std::find_if(host.profiles.begin(), host.profiles.end(),
-                               [&](const chips::DeviceProfile& p) { return p.id == id.data(); });
-  return it == host.profiles.end() ? nullptr : &*it;
+Result<const chips::DeviceProfile*> job_profile(hal::ProcessGroup& group, const chips::DeviceProfile* mine) {
+  CAI_ASSIGN_OR_RETURN(const bool same,
+                       hal::same_on_ranks(group, mine ? mine->id : "", hal::every_rank(group), hal::startup_timeout()));
+  return same ? mine : nullptr;
 }
 
 }  // namespace
@@ -221,7 +212,7 @@ Result<LoadedModel> open_model(const CommonOptions& o, int64_t kv_tokens, size_t
   if (layout.devices.size() > 1 && !layout_flags_given(o) && o.moe_device.empty()) {
     const chips::DeviceProfile* profile = policies.profile;
     if (group) {
-      CAI_ASSIGN_OR_RETURN(profile, job_profile(*group, host, policies.profile));
+      CAI_ASSIGN_OR_RETURN(profile, job_profile(*group, policies.profile));
     }
     if (profile)
       CAI_TRY(plan_default_layout(o, *profile, kv_tokens, layout));
