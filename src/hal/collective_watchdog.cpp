@@ -15,7 +15,7 @@ namespace {
 
 struct Watched {
   const void* owner;
-  std::string what;
+  std::function<std::string()> what;
   std::chrono::steady_clock::time_point deadline;
   double timeout_s;
   std::function<void(const std::string&)> abort;
@@ -45,7 +45,7 @@ CollectiveWatchdog& CollectiveWatchdog::global() {
   return *w;
 }
 
-uint64_t CollectiveWatchdog::arm(const void* owner, std::string what, double timeout_s,
+uint64_t CollectiveWatchdog::arm(const void* owner, std::function<std::string()> what, double timeout_s,
                                  std::function<void(const std::string&)> abort) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
@@ -100,8 +100,8 @@ void CollectiveWatchdog::run() {
       if (w.done && w.done()) {
         it = s.watched.erase(it);
       } else if (now >= w.deadline) {
-        const std::string failure =
-            fmt::format("{} did not complete within {:g} s (a peer died or stopped); aborted it", w.what, w.timeout_s);
+        const std::string failure = fmt::format(
+            "{} did not complete within {:g} s (a peer died or stopped); aborted it", w.what(), w.timeout_s);
         CAI_LOG_ERROR("collective watchdog: {}", failure);
         w.abort(failure);  // under the lock: forget() waits for it
         ++s.n_aborted;

@@ -19,8 +19,10 @@ class CollectiveWatchdog {
 
   // Starts watching an operation about to be called, for `timeout_s`; `abort` ends it, given why (called on the
   // watchdog's thread, at most once, after the reason is logged). `owner` groups the operations of one communicator
-  // for forget(); `what` names it ("all-reduce over rank0/cuda:0,rank1/cuda:0 (NCCL)").
-  uint64_t arm(const void* owner, std::string what, double timeout_s, std::function<void(const std::string&)> abort);
+  // for forget(); `what` names it ("all-reduce over rank0/cuda:0,rank1/cuda:0 (NCCL)"), called only when it hangs, so
+  // that watching costs no string work on the hot path.
+  uint64_t arm(const void* owner, std::function<std::string()> what, double timeout_s,
+               std::function<void(const std::string&)> abort);
   // The call returned: the operation is done once `done` says so (polled on the watchdog's thread).
   void queued(uint64_t id, std::function<bool()> done);
   // The call failed, or completed where it returned: stop watching it.

@@ -38,8 +38,10 @@ class CrossProcessCommunicator final : public Communicator {
     Device& d = device(src_proc == me ? from : to);
     CAI_ASSIGN_OR_RETURN(NativeCollective * native, native_for(pair, {owner(pair[0]), owner(pair[1])}, mine, d));
     if (native && native->can_send_recv()) {
-      const std::string what = fmt::format("{} from {} to {} ({})", src_proc == me ? "send" : "recv",
-                                           device(from).name(), device(to).name(), native->library());
+      const auto what = [this, native, from, to, send = src_proc == me] {
+        return fmt::format("{} from {} to {} ({})", send ? "send" : "recv", device(from).name(), device(to).name(),
+                           native->library());
+      };
       CAI_TRY(watched(*native, d, what, [&] {
         return src_proc == me ? native->send(src, n, 1 - mine) : native->recv(dst, n, 1 - mine);
       }));
@@ -92,8 +94,11 @@ class CrossProcessCommunicator final : public Communicator {
       Device& d = device(ranks[mine]);
       CAI_ASSIGN_OR_RETURN(NativeCollective * native, native_for(ranks, procs, static_cast<int>(mine), d));
       if (native) {
-        CAI_TRY(watched(*native, d, "all-reduce over " + names(ranks) + " (" + native->library() + ")",
-                        [&] { return native->all_reduce_sum({bufs[mine]}, n); }));
+        const std::vector<int>* key = &native_.find(ranks)->first;  // lives with the communicator, as the watch may
+        const auto what = [this, native, key] {
+          return "all-reduce over " + names(*key) + " (" + native->library() + ")";
+        };
+        CAI_TRY(watched(*native, d, what, [&] { return native->all_reduce_sum({bufs[mine]}, n); }));
         count(Collective::kAllReduce, 2 * (k - 1) * bytes);
         return {};
       }
@@ -108,13 +113,13 @@ class CrossProcessCommunicator final : public Communicator {
         if (procs[i] == p) slot[i] = j++;
       slots = std::max(slots, j);
     }
-    std::vector<float> mine(slots * n, 0.0f);
+    packed_.assign(slots * n, 0.0f);
     for (size_t i : here) {
       CAI_ASSIGN_OR_RETURN(const void* host, to_host(device(ranks[i]), bufs[i], bytes));
-      std::memcpy(mine.data() + slot[i] * n, host, bytes);
+      std::memcpy(packed_.data() + slot[i] * n, host, bytes);
     }
     gathered_.resize(members.size() * slots * n);
-    if (!group_.all_gather(mine.data(), gathered_.data(), slots * bytes, members, collective_timeout()))
+    if (!group_.all_gather(packed_.data(), gathered_.data(), slots * bytes, members, collective_timeout()))
       return failed();
     const auto part = [&](size_t i) {
       const size_t m = static_cast<size_t>(std::find(members.begin(), members.end(), procs[i]) - members.begin());
@@ -146,9 +151,10 @@ class CrossProcessCommunicator final : public Communicator {
 
   // `call` (an operation of `native` queued on d's stream) under the watchdog, from the call until d's stream passes
   // it: one still pending after the collective timeout is aborted and fails the group.
-  Status watched(NativeCollective& native, Device& d, const std::string& what, const std::function<Status()>& call) {
+  Status watched(NativeCollective& native, Device& d, std::function<std::string()> what,
+                 const std::function<Status()>& call) {
     CollectiveWatchdog& dog = CollectiveWatchdog::global();
-    const uint64_t id = dog.arm(this, what, collective_timeout(), [&native](const std::string& why) {
+    const uint64_t id = dog.arm(this, std::move(what), collective_timeout(), [&native](const std::string& why) {
       set_group_failure(why);
       native.abort();
     });
@@ -233,7 +239,7 @@ class CrossProcessCommunicator final : public Communicator {
   ProcessGroup& group_;
   std::unique_ptr<Communicator> local_;
   std::vector<uint8_t> staging_;
-  std::vector<float> gathered_, sum_;
+  std::vector<float> packed_, gathered_, sum_;  // an all-reduce's buffers of this process, every process's, their sum
   std::map<std::vector<int>, std::unique_ptr<NativeCollective>> native_;  // null: the ranks stage
 };
 

@@ -25,10 +25,12 @@ TEST(CollectiveWatchdog, AbortsAnOperationPastItsDeadlineOnce) {
   std::atomic<int> aborts{0};
   std::string why;
   const int owner = 0;
-  const uint64_t id = dog.arm(&owner, "all-reduce over a,b (test)", 0.05, [&](const std::string& w) {
-    why = w;
-    ++aborts;
-  });
+  const uint64_t id = dog.arm(
+      &owner, [] { return std::string("all-reduce over a,b (test)"); }, 0.05,
+      [&](const std::string& w) {
+        why = w;
+        ++aborts;
+      });
   dog.queued(id, [] { return false; });  // the stream never passes it
   ASSERT_TRUE(eventually([&] { return aborts.load() == 1; }));
   EXPECT_EQ(why, "all-reduce over a,b (test) did not complete within 0.05 s (a peer died or stopped); aborted it");
@@ -43,12 +45,13 @@ TEST(CollectiveWatchdog, LeavesCompletedDisarmedAndForgottenOperations) {
   const auto abort = [&](const std::string&) { ++aborts; };
   const int owner = 0, other = 0;
   std::atomic<bool> passed{false};
-  const uint64_t done = dog.arm(&owner, "done", 0.2, abort);
+  const auto what = [] { return std::string("an operation"); };
+  const uint64_t done = dog.arm(&owner, what, 0.2, abort);
   dog.queued(done, [&] { return passed.load(); });
   passed = true;
-  const uint64_t failed_call = dog.arm(&owner, "disarmed", 0.2, abort);
+  const uint64_t failed_call = dog.arm(&owner, what, 0.2, abort);
   dog.disarm(failed_call);
-  dog.arm(&other, "forgotten", 0.2, abort);
+  dog.arm(&other, what, 0.2, abort);
   dog.forget(&other);
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
   EXPECT_EQ(aborts.load(), 0);
