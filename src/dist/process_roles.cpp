@@ -192,16 +192,17 @@ Status ensure_cache(std::unique_ptr<KvCache>& cache, const std::vector<std::vect
   return {};
 }
 
-// Receives the rest of a step whose header came, and runs it: the model's step, or its MTP module's.
+// Receives the rest of a step whose header came, and runs it: the model's step, or its MTP module's. `logits` is the
+// worker's buffer for the logits it computes and nobody reads, kept between steps.
 Status run_step(Model& model, hal::ProcessGroup& group, const StepHeader& h, std::unique_ptr<KvCache>& kv,
-                std::unique_ptr<KvCache>& mtp_kv) {
+                std::unique_ptr<KvCache>& mtp_kv, std::vector<float>& logits) {
   std::vector<int32_t> ints(static_cast<size_t>(h.n_ints));
   std::vector<float> floats(static_cast<size_t>(h.n_floats));
   if (!group.broadcast(ints.data(), ints.size() * sizeof(int32_t), 0, hal::collective_timeout()) ||
       (!floats.empty() && !group.broadcast(floats.data(), floats.size() * sizeof(float), 0, hal::collective_timeout())))
     return unavailable("receiving a step: {}", group.error());
   CAI_ASSIGN_OR_RETURN(const DecodedStep step, decode_step(ints, static_cast<int>(h.kv_block_size)));
-  std::vector<float> logits(step.batch.logit_rows.size() * static_cast<size_t>(model.config().vocab_size));
+  logits.resize(step.batch.logit_rows.size() * static_cast<size_t>(model.config().vocab_size));
   if (h.kind == static_cast<int64_t>(StepKind::kStep)) {
     CAI_TRY(ensure_cache(kv, model.kv_shards(), model.kv_spec(), h));
     return model.forward(step.batch, *kv, logits.data());
@@ -223,6 +224,7 @@ void run_worker(Model& model, hal::ProcessGroup& group) {
   std::signal(SIGTERM, SIG_IGN);
   std::signal(SIGINT, SIG_IGN);
   std::unique_ptr<KvCache> kv, mtp_kv;
+  std::vector<float> logits;
   Status st;
   for (;;) {
     StepHeader h;
@@ -231,7 +233,7 @@ void run_worker(Model& model, hal::ProcessGroup& group) {
       break;
     }
     if (h.kind == static_cast<int64_t>(StepKind::kStop)) break;
-    st = run_step(model, group, h, kv, mtp_kv);
+    st = run_step(model, group, h, kv, mtp_kv, logits);
     if (!st.ok()) break;
   }
   std::fflush(stdout);

@@ -323,28 +323,25 @@ void add_elementwise_cases(std::vector<OpCase>& cases) {
                        }});
     }
   }
-  cases.push_back({"add",
-                   1e-6f,
-                   {OpId::kAdd},
-                   DType::kF32,
-                   DType::kF32,
-                   [](const hal::OpTable& t, const hal::OpContext& c, CaseTensors& ts) -> Result<std::vector<float>> {
-                     std::vector<float> a = random_floats(1000, 8), b = random_floats(1000, 9), s(1000);
-                     const TensorView sv = ts.f32(s, {1000});
-                     CAI_TRY(t.add(c, ts.f32(a, {1000}), ts.f32(b, {1000}), sv));
-                     return ts.get(sv);
-                   }});
-  cases.push_back({"swiglu",
-                   1e-6f,
-                   {OpId::kSwiglu},
-                   DType::kF32,
-                   DType::kF32,
-                   [](const hal::OpTable& t, const hal::OpContext& c, CaseTensors& ts) -> Result<std::vector<float>> {
-                     std::vector<float> a = random_floats(1000, 8), b = random_floats(1000, 9), g(1000);
-                     const TensorView gv = ts.f32(g, {1000});
-                     CAI_TRY(t.swiglu(c, ts.f32(a, {1000}), ts.f32(b, {1000}), gv));
-                     return ts.get(gv);
-                   }});
+  // add and swiglu: out = f(a, b) over two F32 inputs.
+  using Binary =
+      Status (*hal::OpTable::*)(const hal::OpContext&, const TensorView&, const TensorView&, const TensorView&);
+  for (const auto& entry : {std::tuple<const char*, OpId, Binary>{"add", OpId::kAdd, &hal::OpTable::add},
+                            std::tuple<const char*, OpId, Binary>{"swiglu", OpId::kSwiglu, &hal::OpTable::swiglu}}) {
+    const Binary op = std::get<2>(entry);  // clang 14 lambdas capture no bindings
+    cases.push_back(
+        {std::get<0>(entry),
+         1e-6f,
+         {std::get<1>(entry)},
+         DType::kF32,
+         DType::kF32,
+         [op](const hal::OpTable& t, const hal::OpContext& c, CaseTensors& ts) -> Result<std::vector<float>> {
+           std::vector<float> a = random_floats(1000, 8), b = random_floats(1000, 9), out(1000);
+           const TensorView ov = ts.f32(out, {1000});
+           CAI_TRY((t.*op)(c, ts.f32(a, {1000}), ts.f32(b, {1000}), ov));
+           return ts.get(ov);
+         }});
+  }
   cases.push_back({"copy_cols",
                    0.0f,
                    {OpId::kCopyCols},

@@ -95,8 +95,8 @@ DeviceReport check_in_child(const std::string& device, const DoctorOptions& o) {
       ChildProcess::spawn({self, "doctor", "--in-process", "--events", "--device", device, "--memory-mib",
                            std::to_string(o.memory_mib), "--threads", std::to_string(o.threads)});
   if (!child.ok()) {
-    r.steps.push_back({"backend", false, child.status().to_string(), 0});
-    add_not_run(r, "backend", "the check process did not start", print);
+    r.steps.push_back({doctor::step_names().front(), false, child.status().to_string(), 0});
+    add_not_run(r, r.steps.back().step, "the check process did not start", print);
     return r;
   }
   std::string current;  // the step that began and has not ended
