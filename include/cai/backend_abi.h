@@ -23,7 +23,9 @@ extern "C" {
 #define CAI_ABI_DEFAULT(v)
 #endif
 
-/* v4.2: CaiBackendEntry may name what the backend runs on (runtime_versions), read only where its struct_size covers
+/* v4.3: CaiCollectives may bring all_gather, reduce_scatter_sum_f32, broadcast and all_to_all, read only where its
+   struct_size covers them (the engine builds them from send/recv and all-reduce where not).
+   v4.2: CaiBackendEntry may name what the backend runs on (runtime_versions), read only where its struct_size covers
    it; entries of v4.0 and v4.1 (without it) still load. CaiCollectives may move bytes point to point (send, recv) and
    abort a communicator (comm_abort), read only where its struct_size covers them.
    v4.1: CaiCollectives may also join communicators across processes (comm_unique_id, comm_init_rank), read only
@@ -255,6 +257,21 @@ typedef struct CaiCollectives {
   int (*send)(CaiCommHandle, const void* buf, uint64_t bytes, int32_t peer, CaiError*) CAI_ABI_DEFAULT(nullptr);
   int (*recv)(CaiCommHandle, void* buf, uint64_t bytes, int32_t peer, CaiError*) CAI_ABI_DEFAULT(nullptr);
   void (*comm_abort)(CaiCommHandle) CAI_ABI_DEFAULT(nullptr);
+  /* v4.3, on either kind of communicator, queued on each rank's stream like all_reduce_sum_f32, in place as NCCL's;
+     bufs[i] is rank i's buffer (bufs[0] alone for a communicator from comm_init_rank), n the communicator's ranks.
+     all_gather (ncclAllGather): bufs[i] holds n parts of `bytes` bytes, rank i's own at offset i × bytes; every rank
+       ends with every part.
+     reduce_scatter_sum_f32 (ncclReduceScatter): bufs[i] holds n parts of `count` F32 values; part i of bufs[i] becomes
+       the sum over the ranks of their part i (the other parts are left undefined).
+     broadcast (ncclBroadcast): rank `root`'s `bytes` bytes into every rank's buffer.
+     all_to_all (grouped ncclSend / ncclRecv): bytes[i × n + j] bytes go from rank i's send buffer to rank j's receive
+       buffer; a send buffer holds its parts in the order of the receivers, a receive buffer in the order of the
+       senders; the whole n × n matrix is given on every process. */
+  int (*all_gather)(CaiCommHandle, void* const* bufs, uint64_t bytes, CaiError*) CAI_ABI_DEFAULT(nullptr);
+  int (*reduce_scatter_sum_f32)(CaiCommHandle, float* const* bufs, uint64_t count, CaiError*) CAI_ABI_DEFAULT(nullptr);
+  int (*broadcast)(CaiCommHandle, void* const* bufs, uint64_t bytes, int32_t root, CaiError*) CAI_ABI_DEFAULT(nullptr);
+  int (*all_to_all)(CaiCommHandle, const void* const* send, void* const* recv, const uint64_t* bytes,
+                    CaiError*) CAI_ABI_DEFAULT(nullptr);
 } CaiCollectives;
 
 /* What the entry symbol returns. create() fills devices (the plugin keeps them alive until destroy()). */

@@ -29,7 +29,7 @@ class CrossProcessCommunicator final : public Communicator {
   Status send_recv(int from, const void* src, int to, void* dst, size_t n) override {
     CAI_TRY(check_send_recv(from, to));
     const int me = group_.rank(), src_proc = owner(from), dst_proc = owner(to);
-    if (from == to || n == 0 || (src_proc != me && dst_proc != me)) return {};
+    if (n == 0 || (src_proc != me && dst_proc != me)) return {};
     if (src_proc == me && dst_proc == me) return local_->send_recv(from, src, to, dst, n);
     CAI_TRY(check_group());
     // The two processes' library communicator, over the pair in rank order (an all-reduce over them shares it).
@@ -66,6 +66,60 @@ class CrossProcessCommunicator final : public Communicator {
     return {};
   }
 
+  // One device in each process whose library brings them: through the library; else as Communicator builds them.
+  Status all_gather(const std::vector<int>& ranks, const std::vector<void*>& bufs, size_t part) override {
+    CAI_TRY(check_ranks("all_gather", ranks, bufs.size()));
+    if (all_local(ranks)) return local_->all_gather(ranks, bufs, part);
+    const Members m = members_of(ranks);
+    if (m.here.empty() || part == 0) return {};
+    CAI_ASSIGN_OR_RETURN(NativeCollective * native, gather_scatter_over(ranks, m));
+    if (!native) return Communicator::all_gather(ranks, bufs, part);
+    CAI_TRY(watched(ranks, *native, "all-gather", [&] { return native->all_gather({bufs[m.here.front()]}, part); }));
+    count_all_gather(ranks.size(), part);
+    return {};
+  }
+
+  Status reduce_scatter_sum(const std::vector<int>& ranks, const std::vector<float*>& bufs, size_t n) override {
+    CAI_TRY(check_ranks("reduce_scatter_sum", ranks, bufs.size()));
+    if (all_local(ranks)) return local_->reduce_scatter_sum(ranks, bufs, n);
+    const Members m = members_of(ranks);
+    if (m.here.empty() || n == 0) return {};
+    CAI_ASSIGN_OR_RETURN(NativeCollective * native, gather_scatter_over(ranks, m));
+    if (!native) return Communicator::reduce_scatter_sum(ranks, bufs, n);
+    CAI_TRY(watched(ranks, *native, "reduce-scatter",
+                    [&] { return native->reduce_scatter_sum({bufs[m.here.front()]}, n); }));
+    count_reduce_scatter(ranks.size(), n);
+    return {};
+  }
+
+  Status broadcast(const std::vector<int>& ranks, const std::vector<void*>& bufs, size_t n, int root) override {
+    CAI_TRY(check_ranks("broadcast", ranks, bufs.size()));
+    if (all_local(ranks)) return local_->broadcast(ranks, bufs, n, root);
+    const Members m = members_of(ranks);
+    if (m.here.empty() || n == 0) return {};
+    CAI_ASSIGN_OR_RETURN(NativeCollective * native, gather_scatter_over(ranks, m));
+    if (!native || root < 0 || static_cast<size_t>(root) >= ranks.size())
+      return Communicator::broadcast(ranks, bufs, n, root);
+    CAI_TRY(watched(ranks, *native, "broadcast", [&] { return native->broadcast({bufs[m.here.front()]}, n, root); }));
+    count_broadcast(ranks.size(), n);
+    return {};
+  }
+
+  Status all_to_all(const std::vector<int>& ranks, const std::vector<const void*>& send, const std::vector<void*>& recv,
+                    const std::vector<uint64_t>& bytes) override {
+    CAI_TRY(check_ranks("all_to_all", ranks, send.size()));
+    if (all_local(ranks)) return local_->all_to_all(ranks, send, recv, bytes);
+    const Members m = members_of(ranks);
+    if (m.here.empty()) return {};
+    CAI_ASSIGN_OR_RETURN(NativeCollective * native, gather_scatter_over(ranks, m));
+    if (!native || recv.size() != ranks.size() || bytes.size() != ranks.size() * ranks.size())
+      return Communicator::all_to_all(ranks, send, recv, bytes);
+    const size_t mine = m.here.front();
+    CAI_TRY(watched(ranks, *native, "all-to-all", [&] { return native->all_to_all({send[mine]}, {recv[mine]}, bytes); }));
+    count_all_to_all(ranks.size(), bytes);
+    return {};
+  }
+
   // Across processes the backend library is chosen with the other processes at the first all-reduce over the ranks;
   // before it, and where they did not all have the same one, the group's all-gather.
   std::string all_reduce_path(const std::vector<int>& ranks) override {
@@ -75,33 +129,21 @@ class CrossProcessCommunicator final : public Communicator {
   }
 
   Status all_reduce_sum(const std::vector<int>& ranks, const std::vector<float*>& bufs, size_t n) override {
-    CAI_TRY(check_all_reduce(ranks, bufs.size()));
+    CAI_TRY(check_ranks("all_reduce_sum", ranks, bufs.size()));
     if (all_local(ranks)) return local_->all_reduce_sum(ranks, bufs, n);
-    std::vector<int> procs;    // each rank's process
-    std::vector<size_t> here;  // the positions of this process's ranks
-    for (size_t i = 0; i < ranks.size(); ++i) {
-      procs.push_back(owner(ranks[i]));
-      if (procs.back() == group_.rank()) here.push_back(i);
-    }
-    if (here.empty() || n == 0) return {};  // this process holds none of the ranks
+    const Members m = members_of(ranks);
+    if (m.here.empty() || n == 0) return {};  // this process holds none of the ranks
     CAI_TRY(check_group());
     const size_t bytes = n * sizeof(float), k = ranks.size();
-    std::vector<int> members = procs;  // the processes taking part, once each
-    std::sort(members.begin(), members.end());
-    members.erase(std::unique(members.begin(), members.end()), members.end());
-    if (members.size() == k) {  // one device in each process: their library, where they all have the same one
+    const std::vector<int>& procs = m.procs;
+    const std::vector<size_t>& here = m.here;
+    const std::vector<int>& members = m.members;
+    CAI_ASSIGN_OR_RETURN(NativeCollective * native, library_over(ranks, m));
+    if (native) {
       const size_t mine = here.front();
-      Device& d = device(ranks[mine]);
-      CAI_ASSIGN_OR_RETURN(NativeCollective * native, native_for(ranks, procs, static_cast<int>(mine), d));
-      if (native) {
-        const std::vector<int>* key = &native_.find(ranks)->first;  // lives with the communicator, as the watch may
-        const auto what = [this, native, key] {
-          return "all-reduce over " + names(*key) + " (" + native->library() + ")";
-        };
-        CAI_TRY(watched(*native, d, what, [&] { return native->all_reduce_sum({bufs[mine]}, n); }));
-        count(Collective::kAllReduce, 2 * (k - 1) * bytes);
-        return {};
-      }
+      CAI_TRY(watched(ranks, *native, "all-reduce", [&] { return native->all_reduce_sum({bufs[mine]}, n); }));
+      count(Collective::kAllReduce, 2 * (k - 1) * bytes);
+      return {};
     }
     // Through MPI: each process's buffers in host memory, in the ranks' order, gathered on every process taking part
     // (as many slots from each, the unused ones empty), then added in the order of the ranks, as one process adds.
@@ -142,11 +184,52 @@ class CrossProcessCommunicator final : public Communicator {
   }
 
  private:
+  struct Members {
+    std::vector<int> procs;    // each rank's process
+    std::vector<size_t> here;  // the positions of this process's ranks
+    std::vector<int> members;  // the processes taking part, once each
+  };
+  Members members_of(const std::vector<int>& ranks) const {
+    Members m;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      m.procs.push_back(owner(ranks[i]));
+      if (m.procs.back() == group_.rank()) m.here.push_back(i);
+    }
+    m.members = m.procs;
+    std::sort(m.members.begin(), m.members.end());
+    m.members.erase(std::unique(m.members.begin(), m.members.end()), m.members.end());
+    return m;
+  }
+  // The processes' library over the ranks where each process holds one of them and all have the same library; null
+  // where they do not (the group then goes through MPI).
+  Result<NativeCollective*> library_over(const std::vector<int>& ranks, const Members& m) {
+    if (m.members.size() != ranks.size()) return nullptr;
+    CAI_TRY(check_group());
+    const size_t mine = m.here.front();
+    return native_for(ranks, m.procs, static_cast<int>(mine), device(ranks[mine]));
+  }
+  Result<NativeCollective*> gather_scatter_over(const std::vector<int>& ranks, const Members& m) {
+    CAI_ASSIGN_OR_RETURN(NativeCollective * native, library_over(ranks, m));
+    return native && native->can_gather_scatter() ? native : nullptr;
+  }
+
   int owner(int rank) const { return owning_process(device(rank), group_); }
   std::string names(const std::vector<int>& ranks) const {
     std::vector<Device*> devices;
     for (int r : ranks) devices.push_back(&device(r));
     return device_names(devices);
+  }
+
+  // A collective of the library over `ranks` (this process's rank's device the first of them here), watched.
+  Status watched(const std::vector<int>& ranks, NativeCollective& native, const char* kind,
+                 const std::function<Status()>& call) {
+    const std::vector<int>* key = &native_.find(ranks)->first;  // lives with the communicator, as the watch may
+    const auto what = [this, &native, key, kind] {
+      return std::string(kind) + " over " + names(*key) + " (" + native.library() + ")";
+    };
+    size_t mine = 0;
+    while (owner(ranks[mine]) != group_.rank()) ++mine;
+    return watched(native, device(ranks[mine]), what, call);
   }
 
   // `call` (an operation of `native` queued on d's stream) under the watchdog, from the call until d's stream passes

@@ -98,6 +98,20 @@ class NativeCollective {
   virtual Status recv(void* /*buf*/, size_t /*n*/, int /*peer*/) { return unsupported("no recv"); }
   // Ends the pending and later operations with an error, from any thread (where the library can: ncclCommAbort).
   virtual void abort() {}
+  // The rest of the collectives (ABI 4.3), in place and with the meaning of Communicator's, over the group's devices
+  // (bufs of one pointer across processes); where the library has not got them, can_gather_scatter() is false.
+  virtual bool can_gather_scatter() const { return false; }
+  virtual Status all_gather(const std::vector<void*>& /*bufs*/, size_t /*part*/) { return unsupported("no all_gather"); }
+  virtual Status reduce_scatter_sum(const std::vector<float*>& /*bufs*/, size_t /*n*/) {
+    return unsupported("no reduce_scatter");
+  }
+  virtual Status broadcast(const std::vector<void*>& /*bufs*/, size_t /*n*/, int /*root*/) {
+    return unsupported("no broadcast");
+  }
+  virtual Status all_to_all(const std::vector<const void*>& /*send*/, const std::vector<void*>& /*recv*/,
+                            const std::vector<uint64_t>& /*bytes*/) {
+    return unsupported("no all_to_all");
+  }
 };
 
 // The engine's all-gather between the processes of a communicator that spans several (ProcessGroup underneath): each

@@ -324,6 +324,31 @@ class PluginCollective final : public NativeCollective {
   void abort() override {
     if (comm_ && CAI_HAS_FIELD(&c_, comm_abort)) c_.comm_abort(comm_);
   }
+  bool can_gather_scatter() const override {
+    return CAI_HAS_FIELD(&c_, all_gather) && CAI_HAS_FIELD(&c_, reduce_scatter_sum_f32) &&
+           CAI_HAS_FIELD(&c_, broadcast) && CAI_HAS_FIELD(&c_, all_to_all);
+  }
+  Status all_gather(const std::vector<void*>& bufs, size_t part) override {
+    if (!can_gather_scatter()) return NativeCollective::all_gather(bufs, part);
+    CaiError err{};
+    return first_.status_of(c_.all_gather(comm_, bufs.data(), part, &err), err, "all_gather");
+  }
+  Status reduce_scatter_sum(const std::vector<float*>& bufs, size_t n) override {
+    if (!can_gather_scatter()) return NativeCollective::reduce_scatter_sum(bufs, n);
+    CaiError err{};
+    return first_.status_of(c_.reduce_scatter_sum_f32(comm_, bufs.data(), n, &err), err, "reduce_scatter_sum");
+  }
+  Status broadcast(const std::vector<void*>& bufs, size_t n, int root) override {
+    if (!can_gather_scatter()) return NativeCollective::broadcast(bufs, n, root);
+    CaiError err{};
+    return first_.status_of(c_.broadcast(comm_, bufs.data(), n, root, &err), err, "broadcast");
+  }
+  Status all_to_all(const std::vector<const void*>& send, const std::vector<void*>& recv,
+                    const std::vector<uint64_t>& bytes) override {
+    if (!can_gather_scatter()) return NativeCollective::all_to_all(send, recv, bytes);
+    CaiError err{};
+    return first_.status_of(c_.all_to_all(comm_, send.data(), recv.data(), bytes.data(), &err), err, "all_to_all");
+  }
 
  private:
   static int gather(void* ctx, const void* mine, void* all, uint64_t bytes) {

@@ -1,5 +1,5 @@
 // The staged Communicator: device → host → device through each device's stream; in place where the host addresses
-// a device's memory. Also what every Communicator shares: collective names, byte counters, rank checks.
+// a device's memory. Collectives over devices of one backend with a library run through it.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -10,40 +10,6 @@
 
 namespace cai::hal {
 
-const char* collective_name(Collective c) {
-  switch (c) {
-    case Collective::kSendRecv: return "send_recv";
-    case Collective::kAllReduce: return "all_reduce";
-    case Collective::kCount: break;
-  }
-  return "?";
-}
-
-uint64_t Communicator::bytes_moved() const {
-  uint64_t n = 0;
-  for (uint64_t b : bytes_) n += b;
-  return n;
-}
-
-int Communicator::rank_of(const Device& d) const {
-  const auto it = std::find(devices_.begin(), devices_.end(), &d);
-  return it == devices_.end() ? -1 : static_cast<int>(it - devices_.begin());
-}
-
-Status Communicator::check_send_recv(int from, int to) const {
-  if (from < 0 || from >= size() || to < 0 || to >= size())
-    return invalid_argument("send_recv: ranks {} → {} outside a group of {}", from, to, size());
-  return {};
-}
-
-Status Communicator::check_all_reduce(const std::vector<int>& ranks, size_t n_bufs) const {
-  if (ranks.size() != n_bufs || ranks.empty())
-    return invalid_argument("all_reduce_sum: {} ranks, {} buffers", ranks.size(), n_bufs);
-  for (int r : ranks)
-    if (r < 0 || r >= size()) return invalid_argument("all_reduce_sum: rank {} outside a group of {}", r, size());
-  return {};
-}
-
 namespace {
 
 class StagedCommunicator final : public Communicator {
@@ -52,7 +18,8 @@ class StagedCommunicator final : public Communicator {
 
   Status send_recv(int from, const void* src, int to, void* dst, size_t n) override {
     CAI_TRY(check_send_recv(from, to));
-    if (from == to || n == 0) return {};
+    if (n == 0 || src == dst) return {};
+    if (from == to) return copy_within(device(from), src, dst, n);
     Device& s = device(from);
     Device& d = device(to);
     if (s.host_visible()) {
@@ -79,7 +46,7 @@ class StagedCommunicator final : public Communicator {
   }
 
   Status all_reduce_sum(const std::vector<int>& ranks, const std::vector<float*>& bufs, size_t n) override {
-    CAI_TRY(check_all_reduce(ranks, bufs.size()));
+    CAI_TRY(check_ranks("all_reduce_sum", ranks, bufs.size()));
     if (ranks.size() == 1 || n == 0) return {};
     const size_t bytes = n * sizeof(float);
     if (NativeCollective* native = native_for(ranks)) {
@@ -114,7 +81,62 @@ class StagedCommunicator final : public Communicator {
     return {};
   }
 
+  Status all_gather(const std::vector<int>& ranks, const std::vector<void*>& bufs, size_t part) override {
+    NativeCollective* native = gather_scatter_for(ranks, bufs.size());
+    if (!native) return Communicator::all_gather(ranks, bufs, part);
+    CAI_TRY(native->all_gather(bufs, part));
+    count_all_gather(ranks.size(), part);
+    return {};
+  }
+
+  Status reduce_scatter_sum(const std::vector<int>& ranks, const std::vector<float*>& bufs, size_t n) override {
+    NativeCollective* native = gather_scatter_for(ranks, bufs.size());
+    if (!native) return Communicator::reduce_scatter_sum(ranks, bufs, n);
+    CAI_TRY(native->reduce_scatter_sum(bufs, n));
+    count_reduce_scatter(ranks.size(), n);
+    return {};
+  }
+
+  Status broadcast(const std::vector<int>& ranks, const std::vector<void*>& bufs, size_t n, int root) override {
+    NativeCollective* native = gather_scatter_for(ranks, bufs.size());
+    if (!native || root < 0 || static_cast<size_t>(root) >= ranks.size())
+      return Communicator::broadcast(ranks, bufs, n, root);
+    CAI_TRY(native->broadcast(bufs, n, root));
+    count_broadcast(ranks.size(), n);
+    return {};
+  }
+
+  Status all_to_all(const std::vector<int>& ranks, const std::vector<const void*>& send, const std::vector<void*>& recv,
+                    const std::vector<uint64_t>& bytes) override {
+    NativeCollective* native = gather_scatter_for(ranks, send.size());
+    if (!native || recv.size() != ranks.size() || bytes.size() != ranks.size() * ranks.size())
+      return Communicator::all_to_all(ranks, send, recv, bytes);
+    CAI_TRY(native->all_to_all(send, recv, bytes));
+    count_all_to_all(ranks.size(), bytes);
+    return {};
+  }
+
  private:
+  // Within one device: in place where the host addresses it, else through host memory.
+  Status copy_within(Device& d, const void* src, void* dst, size_t n) {
+    if (d.host_visible()) {
+      CAI_TRY(d.default_stream().synchronize());
+      std::memmove(dst, src, n);
+      return {};
+    }
+    if (staging_.size() < n) staging_.resize(n);
+    CAI_TRY(d.default_stream().copy_to_host(staging_.data(), src, n));
+    return d.default_stream().copy_to_device(dst, staging_.data(), n);
+  }
+
+  // The ranks' library where it brings the collectives beyond all-reduce; null where the caller's arguments are
+  // wrong (the generic path names what) or the ranks stage.
+  NativeCollective* gather_scatter_for(const std::vector<int>& ranks, size_t n_bufs) {
+    if (!check_ranks("collective", ranks, n_bufs).ok() || ranks.size() == 1) return nullptr;
+    NativeCollective* native = native_for(ranks);
+    return native && native->can_gather_scatter() ? native : nullptr;
+  }
+
   // The ranks' backend collective, created on first use (null: none, or it failed to start and the ranks stage).
   NativeCollective* native_for(const std::vector<int>& ranks) {
     const auto it = native_.find(ranks);
@@ -125,10 +147,10 @@ class StagedCommunicator final : public Communicator {
     Result<std::unique_ptr<NativeCollective>> made = group.front()->native_collective(group);
     std::unique_ptr<NativeCollective>& slot = native_[ranks];
     if (!made.ok())
-      CAI_LOG_WARN("all-reduce over {}: the backend's collective did not start ({}); staging through the host", names,
+      CAI_LOG_WARN("collectives over {}: the backend's library did not start ({}); staging through the host", names,
                    made.status().message());
     else if ((slot = std::move(*made)))
-      CAI_LOG_INFO("all-reduce over {}: {}", names, slot->library());
+      CAI_LOG_INFO("collectives over {}: {}", names, slot->library());
     return slot.get();
   }
 

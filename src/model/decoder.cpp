@@ -284,6 +284,7 @@ Result<std::vector<TensorView>> DecoderModel::residual_on(std::vector<TensorView
   bool same = xs.size() == ranks.size();
   for (size_t r = 0; same && r < ranks.size(); ++r) same = xs[r].device == ranks[r];
   if (same) return xs;
+  if (xs.size() == 1 && ranks.size() > 1) return group_.broadcast(xs.front(), ranks, "x");
   // Every rank of a stage holds the same stream (the all-reduce gives each the same bits): where the next stage has as
   // many ranks, rank r's goes to its rank r, so the transfers leave from every device at once instead of all from one.
   std::vector<TensorView> moved;

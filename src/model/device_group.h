@@ -25,6 +25,10 @@ class DeviceGroup {
 
   // `x` in `to`'s workspace tensor `name` (x itself where it is on `to` already).
   Result<TensorView> move_to(const TensorView& x, hal::Device& to, const std::string& name);
+  // x on every device of `to` (workspace tensor `name` on the others), in one broadcast from x's device where it is
+  // one of them, else from the first after a move there.
+  Result<std::vector<TensorView>> broadcast(const TensorView& x, const std::vector<hal::Device*>& to,
+                                            const std::string& name);
   // The F32 tensors ys (one per rank, on devices of the group, the same shape) all become their sum, added in the
   // order given. One tensor: nothing to do. A failed transfer is unavailable, as for copy().
   Status all_reduce(const std::vector<TensorView>& ys);

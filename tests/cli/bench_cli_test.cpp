@@ -82,18 +82,22 @@ namespace {
 // and send rank 0's embedded row to rank 1. The transfer time is one of the phases.
 TEST(BenchCli, ReportsTheBytesEachCollectiveMovesPerToken) {
   const int64_t row = 128 * 4;
-  for (const auto& [layout, send_recv, all_reduce] :
-       {std::tuple{"--device simt:0,simt:1", row, int64_t{0}},
-        std::tuple{"--device simt:0,simt:1 --tp 2", row, 4 * 2 * 2 * row}}) {
+  // Two stages: the hidden row once per token across the boundary. Tensor parallel: the embedding's row broadcast
+  // to the second rank, then two ring all-reduces per layer.
+  for (const auto& [layout, send_recv, broadcast, all_reduce] :
+       {std::tuple{"--device simt:0,simt:1", row, int64_t{0}, int64_t{0}},
+        std::tuple{"--device simt:0,simt:1 --tp 2", int64_t{0}, row, 4 * 2 * 2 * row}}) {
     SCOPED_TRACE(layout);
     test::CommandResult r =
         test::run_command("CAI_SIMT_DEVICES=2 " + test::binary_path("cai") + " bench -m " +
                           test::data_path("oracle/deepseek_v3_tiny") + " " + layout + " -p 4 -n 4 -r 1 --json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const nlohmann::json j = nlohmann::json::parse(r.out);
-    EXPECT_EQ(j.at("tg_collective_bytes_per_token").at("send_recv").get<double>(), send_recv);
-    EXPECT_EQ(j.at("tg_collective_bytes_per_token").at("all_reduce").get<double>(), all_reduce);
-    EXPECT_EQ(j.at("tg_transfer_bytes_per_token").get<double>(), send_recv + all_reduce);
+    const nlohmann::json& by = j.at("tg_collective_bytes_per_token");
+    EXPECT_EQ(by.at("send_recv").get<double>(), send_recv);
+    EXPECT_EQ(by.at("broadcast").get<double>(), broadcast);
+    EXPECT_EQ(by.at("all_reduce").get<double>(), all_reduce);
+    EXPECT_EQ(j.at("tg_transfer_bytes_per_token").get<double>(), send_recv + broadcast + all_reduce);
     EXPECT_TRUE(j.at("tg_time_share").contains("transfer")) << j.at("tg_time_share");
   }
 }

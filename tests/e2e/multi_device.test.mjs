@@ -59,7 +59,7 @@ describe("cai serve over two simt devices", () => {
     assert.match(tp.stderr(),
                  /KV offload: layers 1\.\.1 \(1 of 2\) in host memory \([\d.]+ MiB\), streamed to a staging layer on simt:0, simt:1/);
     assert.match(tp.stderr(), /layout: layers 0\.\.1 on simt:0,simt:1 \(tensor parallel, 2 ranks a stage\)/);
-    assert.match(tp.stderr(), /all-reduce over simt:0,simt:1: simt collectives/);
+    assert.match(tp.stderr(), /collectives over simt:0,simt:1: simt collectives/);
   });
 
   test("/metrics counts the host layers and the bytes each tier moved", async () => {

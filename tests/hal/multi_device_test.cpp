@@ -112,7 +112,12 @@ TEST_F(MultiDevice, StagedCommunicatorMovesBytesBetweenAnyPair) {
   EXPECT_EQ(c.bytes_moved(), 3 * n);
   EXPECT_EQ(c.bytes_moved(Collective::kSendRecv), 3 * n);
   EXPECT_EQ(c.n_calls(Collective::kSendRecv), 3u);
-  EXPECT_TRUE(c.send_recv(1, on0->data(), 1, on0->data(), n).ok());  // same rank: nothing moves
+  Result<Buffer> again = d0->allocate(n);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(c.send_recv(1, on0->data(), 1, again->data(), n).ok());  // within a device: copied, not counted
+  std::vector<float> copied(src.size());
+  ASSERT_TRUE(d0->default_stream().copy_to_host(copied.data(), again->data(), n).ok());
+  EXPECT_EQ(copied, src);
   EXPECT_EQ(c.bytes_moved(), 3 * n);
   EXPECT_EQ(c.send_recv(0, src.data(), 3, back.data(), n).code(), StatusCode::kInvalidArgument);
   EXPECT_FALSE(make_staged_communicator({d0, d0}).ok());
@@ -152,6 +157,117 @@ TEST_F(MultiDevice, AllReduceUsesTheBackendsCollectiveWhereEveryRankHasIt) {
     EXPECT_EQ(got1, sum);
   }
   EXPECT_EQ(c.n_calls(Collective::kAllReduce), 2u);
+}
+
+// Per-rank buffers of F32 values for the collective tests: one on each rank's device, written and read through its
+// stream.
+struct RankBuffers {
+  Communicator& c;
+  std::vector<int> ranks;
+  std::vector<Buffer> bufs;
+
+  RankBuffers(Communicator& comm, std::vector<int> rs, const std::vector<std::vector<float>>& values)
+      : c(comm), ranks(std::move(rs)) {
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      Result<Buffer> b = c.device(ranks[i]).allocate(values[i].size() * sizeof(float));
+      EXPECT_TRUE(b.ok());
+      bufs.push_back(std::move(b).value());
+      EXPECT_TRUE(c.device(ranks[i])
+                      .default_stream()
+                      .copy_to_device(bufs.back().data(), values[i].data(), values[i].size() * sizeof(float))
+                      .ok());
+    }
+  }
+  template <class T>
+  std::vector<T> ptrs() {
+    std::vector<T> p;
+    for (Buffer& b : bufs) p.push_back(static_cast<T>(b.data()));
+    return p;
+  }
+  std::vector<float> read(size_t i, size_t n) {
+    std::vector<float> v(n);
+    EXPECT_TRUE(c.device(ranks[i]).default_stream().copy_to_host(v.data(), bufs[i].data(), n * sizeof(float)).ok());
+    return v;
+  }
+};
+
+// all_gather, reduce_scatter_sum, broadcast and all_to_all over the two simt devices (through the plugin's table,
+// ABI 4.3) and over cpu + both simt devices (staged, built from transfers and an all-reduce): the same values, the
+// reduction added in rank order (1e8 first, so the order shows). What each moved is counted as its own collective;
+// the staged reduce-scatter moves the all-reduce of the whole buffer.
+TEST_F(MultiDevice, EveryCollectiveThroughTheLibraryAndStaged) {
+  const std::unique_ptr<Communicator> comm = three_ranks();
+  ASSERT_TRUE(comm);
+  Communicator& c = *comm;
+  for (const std::vector<int>& ranks : {std::vector<int>{1, 2}, std::vector<int>{0, 1, 2}}) {
+    SCOPED_TRACE(c.all_reduce_path(ranks));
+    const size_t k = ranks.size();
+    std::vector<std::vector<float>> v(k);
+    {  // all_gather: 2 values a rank
+      for (size_t i = 0; i < k; ++i) {
+        v[i].assign(2 * k, -1.0f);
+        v[i][2 * i] = static_cast<float>(i);
+        v[i][2 * i + 1] = 0.5f + static_cast<float>(i);
+      }
+      RankBuffers b(c, ranks, v);
+      ASSERT_TRUE(c.all_gather(ranks, b.ptrs<void*>(), 2 * sizeof(float)).ok());
+      std::vector<float> want;
+      for (size_t i = 0; i < k; ++i) want.insert(want.end(), {static_cast<float>(i), 0.5f + static_cast<float>(i)});
+      for (size_t i = 0; i < k; ++i) EXPECT_EQ(b.read(i, 2 * k), want) << "rank " << i;
+    }
+    {  // reduce_scatter_sum: 3 values a part; element 0 of each part 1e8, then -1e8, then 1
+      for (size_t i = 0; i < k; ++i) {
+        v[i].clear();
+        for (size_t p = 0; p < k; ++p)
+          v[i].insert(v[i].end(), {i == 0 ? 1e8f : i == 1 ? -1e8f : 1.0f, static_cast<float>(p), 0.25f * i});
+      }
+      RankBuffers b(c, ranks, v);
+      const uint64_t before = c.bytes_moved(Collective::kReduceScatter);
+      ASSERT_TRUE(c.reduce_scatter_sum(ranks, b.ptrs<float*>(), 3).ok());
+      for (size_t i = 0; i < k; ++i) {
+        std::vector<float> want(v[0].begin() + 3 * i, v[0].begin() + 3 * i + 3);
+        for (size_t r = 1; r < k; ++r)
+          for (size_t e = 0; e < 3; ++e) want[e] += v[r][3 * i + e];
+        const std::vector<float> got = b.read(i, 3 * k);
+        EXPECT_EQ(std::vector<float>(got.begin() + 3 * i, got.begin() + 3 * i + 3), want) << "rank " << i;
+      }
+      const uint64_t whole = 3 * k * sizeof(float);
+      EXPECT_EQ(c.bytes_moved(Collective::kReduceScatter) - before, k == 2 ? (k - 1) * whole : 2 * (k - 1) * whole);
+    }
+    {  // broadcast from the last rank
+      for (size_t i = 0; i < k; ++i) v[i] = i == k - 1 ? std::vector<float>{7.0f, -8.5f} : std::vector<float>(2, 0.0f);
+      RankBuffers b(c, ranks, v);
+      ASSERT_TRUE(c.broadcast(ranks, b.ptrs<void*>(), 2 * sizeof(float), static_cast<int>(k - 1)).ok());
+      for (size_t i = 0; i < k; ++i) EXPECT_EQ(b.read(i, 2), v[k - 1]) << "rank " << i;
+      EXPECT_EQ(c.broadcast(ranks, b.ptrs<void*>(), 8, static_cast<int>(k)).code(), StatusCode::kInvalidArgument);
+    }
+    {  // all_to_all: rank i sends rank j i + j + 1 values, 100 i + 10 j + t
+      std::vector<uint64_t> bytes(k * k);
+      std::vector<std::vector<float>> want(k), in(k, std::vector<float>(4 * k, -1.0f));
+      for (size_t i = 0; i < k; ++i) {
+        v[i].clear();
+        for (size_t j = 0; j < k; ++j) {
+          bytes[i * k + j] = (i + j + 1) * sizeof(float);
+          for (size_t t = 0; t <= i + j; ++t) v[i].push_back(static_cast<float>(100 * i + 10 * j + t));
+        }
+        for (size_t s = 0; s < k; ++s)
+          for (size_t t = 0; t <= s + i; ++t) want[i].push_back(static_cast<float>(100 * s + 10 * i + t));
+      }
+      RankBuffers send(c, ranks, v), recv(c, ranks, in);
+      const uint64_t before = c.bytes_moved(Collective::kAllToAll);
+      ASSERT_TRUE(c.all_to_all(ranks, send.ptrs<const void*>(), recv.ptrs<void*>(), bytes).ok());
+      for (size_t i = 0; i < k; ++i) EXPECT_EQ(recv.read(i, want[i].size()), want[i]) << "rank " << i;
+      uint64_t between = 0;
+      for (size_t i = 0; i < k; ++i)
+        for (size_t j = 0; j < k; ++j) between += i == j ? 0 : bytes[i * k + j];
+      EXPECT_EQ(c.bytes_moved(Collective::kAllToAll) - before, between);
+    }
+  }
+  for (Collective kind : {Collective::kAllGather, Collective::kReduceScatter, Collective::kBroadcast,
+                          Collective::kAllToAll})
+    EXPECT_EQ(c.n_calls(kind), 2u) << collective_name(kind);
+  EXPECT_EQ(c.n_calls(Collective::kSendRecv), 0u);
+  EXPECT_EQ(c.n_calls(Collective::kAllReduce), 0u);
 }
 
 // A communicator of one rank from the backend's own table: on the device under test where one is named

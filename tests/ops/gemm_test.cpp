@@ -359,7 +359,7 @@ TEST_P(GemmAllTypes, SoftmaxRowGivesTheScalarBits) {
 // The 512-bit attention block kernels only widen the 256-bit ones (two 8-lane chains per register, tiles of queries ×
 // rows): every output has the AVX2 kernels' bits, for every tile edge (1 … 6 queries, 1 … 7 rows) and length.
 TEST(GemmRowsKernels, Avx512GivesTheAvx2Bits) {
-  if (best_cpu_isa() < CpuIsa::kAvx512) GTEST_SKIP() << "no AVX-512 on this CPU";
+  if (!cpu_isa_available(CpuIsa::kAvx512)) GTEST_SKIP() << "no AVX-512 on this CPU";
   const GemmKernels &wide = gemm_kernels_avx512(), &narrow = gemm_kernels_avx2();
   std::mt19937 rng(5);
   for (int64_t n : {7, 16, 40, 64, 100, 512, 576}) {
@@ -429,13 +429,21 @@ TEST(CpuFeatures, NamesAndOverride) {
   EXPECT_EQ(cpu_isa_from_name("avx2"), CpuIsa::kAvx2);
   EXPECT_EQ(cpu_isa_from_name("avx512"), CpuIsa::kAvx512);
   EXPECT_EQ(cpu_isa_from_name("scalar"), CpuIsa::kScalar);
-  EXPECT_FALSE(cpu_isa_from_name("neon").has_value());
+  EXPECT_EQ(cpu_isa_from_name("neon"), CpuIsa::kNeon);
+  EXPECT_EQ(cpu_isa_from_name("dotprod"), CpuIsa::kDotprod);
+  EXPECT_FALSE(cpu_isa_from_name("sse2").has_value());
   IsaGuard guard;
   EXPECT_TRUE(set_active_cpu_isa(CpuIsa::kScalar).ok());
   EXPECT_EQ(active_cpu_isa(), CpuIsa::kScalar);
-  if (best_cpu_isa() < CpuIsa::kAvx512) {
-    EXPECT_EQ(set_active_cpu_isa(CpuIsa::kAvx512).code(), StatusCode::kUnsupported);
+  // Another architecture's families are never available; this one's up to the best.
+  const std::vector<CpuIsa> mine = cpu_isas_of_this_architecture();
+  for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kNeon, CpuIsa::kDotprod}) {
+    const bool here = std::find(mine.begin(), mine.end(), isa) != mine.end();
+    if (!here || !cpu_isa_available(isa))
+      EXPECT_EQ(set_active_cpu_isa(isa).code(), StatusCode::kUnsupported) << cpu_isa_name(isa);
+    if (!here) EXPECT_FALSE(cpu_isa_available(isa)) << cpu_isa_name(isa);
   }
+  EXPECT_TRUE(cpu_isa_available(best_cpu_isa()));
 }
 
 }  // namespace

@@ -92,8 +92,8 @@ inline Weights make_weights(DType t, int64_t out, int64_t in, bool scaled, std::
 
 inline std::vector<CpuIsa> available_isas() {
   std::vector<CpuIsa> v;
-  for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512})
-    if (isa <= best_cpu_isa()) v.push_back(isa);
+  for (CpuIsa isa : cpu_isas_of_this_architecture())
+    if (cpu_isa_available(isa)) v.push_back(isa);
   return v;
 }
 

@@ -65,6 +65,10 @@ const QDotKernels* table_for(CpuIsa isa) {
   if (isa == CpuIsa::kAvx2) return &qdot_kernels_avx2();
   if (isa == CpuIsa::kAvx512) return __builtin_cpu_supports("avx512vnni") ? &qdot_kernels_avx512vnni() : nullptr;
 #endif
+#if defined(__aarch64__)
+  if (isa == CpuIsa::kNeon) return &qdot_kernels_neon();
+  if (isa == CpuIsa::kDotprod) return &qdot_kernels_dotprod();
+#endif
   return isa == CpuIsa::kScalar ? &qdot_kernels_scalar() : nullptr;
 }
 

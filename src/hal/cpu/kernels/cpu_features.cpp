@@ -1,9 +1,14 @@
-// Run-time ISA detection (__builtin_cpu_supports on x86-64, scalar elsewhere) and the active-ISA switch.
+// Run-time ISA detection (__builtin_cpu_supports on x86-64, the kernel's HWCAP bits on ARM64, scalar elsewhere) and the
+// active-ISA switch.
 #include "hal/cpu/kernels/cpu_features.h"
 
 #include <atomic>
 #if defined(__x86_64__)
 #include <cpuid.h>
+#endif
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
 #endif
 #include <cstdlib>
 
@@ -33,8 +38,15 @@ CpuIsa detect() {
   if (avx512) return CpuIsa::kAvx512;
   if (avx2) return CpuIsa::kAvx2;
 #endif
+#if defined(__aarch64__) && defined(__linux__)
+  const unsigned long hwcap = getauxval(AT_HWCAP);
+  if ((hwcap & HWCAP_ASIMD) && (hwcap & HWCAP_ASIMDDP)) return CpuIsa::kDotprod;
+  if (hwcap & HWCAP_ASIMD) return CpuIsa::kNeon;
+#endif
   return CpuIsa::kScalar;
 }
+
+bool arm_family(CpuIsa isa) { return isa == CpuIsa::kNeon || isa == CpuIsa::kDotprod; }
 
 // best_cpu_isa() lowered by CAI_CPU_ISA when it names a supported family.
 CpuIsa initial_isa() {
@@ -43,10 +55,10 @@ CpuIsa initial_isa() {
   if (!env || !*env) return best;
   std::optional<CpuIsa> want = cpu_isa_from_name(env);
   if (!want) {
-    CAI_LOG_WARN("CAI_CPU_ISA={} is not one of scalar|avx2|avx512; using {}", env, cpu_isa_name(best));
+    CAI_LOG_WARN("CAI_CPU_ISA={} is not one of scalar|avx2|avx512|neon|dotprod; using {}", env, cpu_isa_name(best));
     return best;
   }
-  if (*want > best) {
+  if (!cpu_isa_available(*want)) {
     CAI_LOG_WARN("CAI_CPU_ISA={}: this CPU only supports {}", env, cpu_isa_name(best));
     return best;
   }
@@ -60,14 +72,31 @@ std::string_view cpu_isa_name(CpuIsa isa) {
     case CpuIsa::kScalar: return "scalar";
     case CpuIsa::kAvx2: return "avx2";
     case CpuIsa::kAvx512: return "avx512";
+    case CpuIsa::kNeon: return "neon";
+    case CpuIsa::kDotprod: return "dotprod";
   }
   return "?";
 }
 
 std::optional<CpuIsa> cpu_isa_from_name(std::string_view name) {
-  for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512})
+  for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kNeon, CpuIsa::kDotprod})
     if (cpu_isa_name(isa) == name) return isa;
   return std::nullopt;
+}
+
+bool cpu_isa_available(CpuIsa isa) {
+  const CpuIsa best = best_cpu_isa();
+  return isa == CpuIsa::kScalar || (arm_family(isa) == arm_family(best) && isa <= best);
+}
+
+std::vector<CpuIsa> cpu_isas_of_this_architecture() {
+#if defined(__x86_64__)
+  return {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512};
+#elif defined(__aarch64__)
+  return {CpuIsa::kScalar, CpuIsa::kNeon, CpuIsa::kDotprod};
+#else
+  return {CpuIsa::kScalar};
+#endif
 }
 
 CpuIsa best_cpu_isa() {
@@ -86,7 +115,7 @@ CpuIsa active_cpu_isa() {
 }
 
 Status set_active_cpu_isa(CpuIsa isa) {
-  if (isa > best_cpu_isa())
+  if (!cpu_isa_available(isa))
     return unsupported("CPU ISA {} is not available here (best: {})", cpu_isa_name(isa), cpu_isa_name(best_cpu_isa()));
   g_active.store(static_cast<int>(isa), std::memory_order_relaxed);
   return {};

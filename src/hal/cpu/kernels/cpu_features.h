@@ -1,25 +1,34 @@
-// Run-time x86 ISA detection for the CPU kernels, with the CAI_CPU_ISA=scalar|avx2|avx512 override for testing.
+// Run-time ISA detection for the CPU kernels (x86-64 and ARM64), with the CAI_CPU_ISA=scalar|avx2|avx512|neon|dotprod
+// override for testing.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 
 namespace cai::hal::cpu {
 
-// Kernel families, ordered: each implies the ones before it.
+// Kernel families of each architecture, ordered within it: each implies the ones before it of the same architecture,
+// and scalar runs everywhere.
 enum class CpuIsa : uint8_t {
-  kScalar,  // portable C++ (any architecture)
-  kAvx2,    // AVX2 + FMA + F16C
-  kAvx512,  // AVX-512 F/BW/VL/DQ + FMA + F16C
+  kScalar,   // portable C++ (any architecture)
+  kAvx2,     // x86-64: AVX2 + FMA + F16C
+  kAvx512,   // x86-64: AVX-512 F/BW/VL/DQ + FMA + F16C
+  kNeon,     // ARM64: Advanced SIMD (every ARM64 CPU)
+  kDotprod,  // ARM64: NEON + the dot-product instructions (sdot / udot)
 };
 
 std::string_view cpu_isa_name(CpuIsa isa);
 std::optional<CpuIsa> cpu_isa_from_name(std::string_view name);
 // The best family this CPU and this build support.
 CpuIsa best_cpu_isa();
+// Whether this CPU runs `isa`: scalar, or a family of its architecture up to best_cpu_isa().
+bool cpu_isa_available(CpuIsa isa);
+// The families this build's architecture has kernels for, scalar first (whether or not this CPU has them all).
+std::vector<CpuIsa> cpu_isas_of_this_architecture();
 // The family kernels use now: best_cpu_isa(), lowered by CAI_CPU_ISA (read once) or set_active_cpu_isa().
 CpuIsa active_cpu_isa();
 // Forces a family (tests, benches). unsupported if this CPU lacks it.

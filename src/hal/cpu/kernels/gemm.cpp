@@ -32,6 +32,10 @@ const QDotKernels& active_qdot_kernels() {
     }
     case CpuIsa::kAvx2: return qdot_kernels_avx2();
 #endif
+#if defined(__aarch64__)
+    case CpuIsa::kDotprod: return qdot_kernels_dotprod();
+    case CpuIsa::kNeon: return qdot_kernels_neon();
+#endif
     default: return qdot_kernels_scalar();
   }
 }

@@ -1,21 +1,24 @@
 // The integer kernels of interleaved 16-row groups (layouts in qdot_groups.h) for the including file's ISA, each
-// written once against RowLanes: one 512-bit vector holds the 16 rows where the file is compiled with AVX-512 VNNI
-// (vpdpwssd for Q8_0, vpdpbusd for the others), two 256-bit halves of 8 rows otherwise (vpmaddwd, vpmaddubsw +
-// vpmaddwd). Every row and block gets the exact int32 sum, then the same float multiplies and fused multiply-adds as
-// the scalar kernels (qdot_scalar.cpp, qdot_k_scalar.h), so every ISA gives the same bits. Included after
-// qdot_avx2.h by qdot_simd_table.h; internal linkage.
+// written once against RowLanes: on x86-64 (row_lanes_x86.h) one 512-bit vector holds the 16 rows where the file is
+// compiled with AVX-512 VNNI (vpdpwssd for Q8_0, vpdpbusd for the others), two 256-bit halves of 8 rows otherwise
+// (vpmaddwd, vpmaddubsw + vpmaddwd); on ARM64 (row_lanes_neon.h) four 128-bit quarters of 4 rows (sdot where the file
+// is compiled with dotprod). Every row and block gets the exact int32 sum, then the same float multiplies and fused
+// multiply-adds as the scalar kernels (qdot_scalar.cpp, qdot_k_scalar.h), so every ISA gives the same bits. Included
+// by qdot_simd_table.h and qdot_neon_table.h; internal linkage.
 #pragma once
 
 #include "core/block_bytes.h"
 #include "core/quant_grids.h"
 #include "hal/cpu/kernels/qdot_groups.h"
+#include "hal/cpu/kernels/qdot_nx.h"
+#if defined(__aarch64__)
+#include "hal/cpu/kernels/row_lanes_neon.h"
+#else
+#include "hal/cpu/kernels/row_lanes_x86.h"
+#endif
 
 namespace cai::hal::cpu {
 namespace {
-
-inline int32_t load_i32(const void* p) {
-  return static_cast<int32_t>(block_bytes::load_u32(static_cast<const uint8_t*>(p)));
-}
 
 constexpr int kGroupRows = kPackedGroupRows;
 
@@ -26,7 +29,7 @@ constexpr int kGroupRows = kPackedGroupRows;
 constexpr int kDefaultAhead = 4096;
 template <int kAhead = kDefaultAhead>
 [[gnu::always_inline]] inline void prefetch_ahead(const uint8_t* p) {
-  _mm_prefetch(reinterpret_cast<const char*>(p + kAhead), _MM_HINT_T0);
+  prefetch_line(p + kAhead);
 }
 
 // Two exceptions, measured on Zen 5 with the weights on huge pages as the model keeps them (cai-bench-kernels,
@@ -41,131 +44,8 @@ template <int kAhead = kDefaultAhead>
 //   gains nothing measurable from 16 KiB and stays at 4.
 constexpr int kQ6_KAhead = 16384, kQ5_KAhead = 16384;
 
-// The rows of a group one vector holds, and the operations the group kernels need on them. A field of U bytes per
-// row (qdot_groups.h) gives the vector's rows from p + (first row) · U on.
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-struct RowLanes {
-  static constexpr int kRows = 16;
-  using I = __m512i;
-  using F = __m512;
-  static I zero() { return _mm512_setzero_si512(); }
-  static F fzero() { return _mm512_setzero_ps(); }
-  static I quads(const uint8_t* p) { return _mm512_loadu_si512(p); }  // 4 bytes per row
-  static I pairs_i16(const uint8_t* p) {                              // 2 int8 per row, widened to int16
-    return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  }
-  static I bytes_i8(const uint8_t* p) {
-    return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  }
-  static I bytes_u8(const uint8_t* p) {
-    return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  }
-  static F f16(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
-  static I set1(int32_t v) { return _mm512_set1_epi32(v); }
-  static F fset1(float v) { return _mm512_set1_ps(v); }
-  static F fload(const float* p) { return _mm512_loadu_ps(p); }
-  static I and8(I v, int m) { return _mm512_and_si512(v, _mm512_set1_epi8(static_cast<char>(m))); }
-  static I or_(I a, I b) { return _mm512_or_si512(a, b); }
-  template <int N>
-  static I srl16(I v) {
-    return _mm512_srli_epi16(v, N);
-  }
-  template <int N>
-  static I sll16(I v) {
-    return _mm512_slli_epi16(v, N);
-  }
-  static I srl16(I v, int n) { return _mm512_srl_epi16(v, _mm_cvtsi32_si128(n)); }
-  static I sll16(I v, int n) { return _mm512_sll_epi16(v, _mm_cvtsi32_si128(n)); }
-  static I add(I a, I b) { return _mm512_add_epi32(a, b); }
-  static I sub(I a, I b) { return _mm512_sub_epi32(a, b); }
-  static I mullo(I a, I b) { return _mm512_mullo_epi32(a, b); }
-  static I dot_u8s8(I acc, I u, I s) { return _mm512_dpbusd_epi32(acc, u, s); }
-  // The same with s the 4 bytes (2 int16) at p in every lane, broadcast from the instruction's memory operand
-  // ({1to16}): from intrinsics GCC emits a separate vpbroadcastd load, one more micro-op per product, and with several
-  // activation rows the front end then sets the pace (`gemm/q4_k_r16/1536x1536/n16/t1`: two calls of the 8-row
-  // kernel). Where one broadcast feeds two groups (the pair kernels) the register form stays ahead.
-  static I dot_u8s8_at(I acc, I u, const int8_t* p) {
-    asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*reinterpret_cast<const int32_t*>(p)));
-    return acc;
-  }
-  static I dot_s16_at(I acc, I w, const int16_t* p) {
-    asm("vpdpwssd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const int32_t*>(p)));
-    return acc;
-  }
-  // Table levels (IQ4): 16 bytes in every 128-bit lane, byte i of each picked by the low nibble of an index byte. With
-  // vpdpbusd the levels are unsigned: level + 128, whose extra 128 · Σ a.q the sums start without.
-  static constexpr int kLevelBias = 128;
-  static I table16(const uint8_t* t) {
-    return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)));
-  }
-  static I lookup(I table, I index) { return _mm512_shuffle_epi8(table, index); }
-  static I signed_level(I codes) { return _mm512_xor_si512(codes, _mm512_set1_epi8(static_cast<char>(0x80))); }
-  static I dot_level(I acc, I level, I x) { return dot_u8s8(acc, level, x); }
-  static I dot_level_at(I acc, I level, const int8_t* p) { return dot_u8s8_at(acc, level, p); }
-  static F cvt(I v) { return _mm512_cvtepi32_ps(v); }
-  static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
-  static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
-  static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
-};
-#else
-struct RowLanes {
-  static constexpr int kRows = 8;
-  using I = __m256i;
-  using F = __m256;
-  static I zero() { return _mm256_setzero_si256(); }
-  static F fzero() { return _mm256_setzero_ps(); }
-  static I quads(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-  static I pairs_i16(const uint8_t* p) {
-    return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  }
-  static I bytes_i8(const uint8_t* p) {
-    return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-  }
-  static I bytes_u8(const uint8_t* p) {
-    return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-  }
-  static F f16(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-  static I set1(int32_t v) { return _mm256_set1_epi32(v); }
-  static F fset1(float v) { return _mm256_set1_ps(v); }
-  static F fload(const float* p) { return _mm256_loadu_ps(p); }
-  static I and8(I v, int m) { return _mm256_and_si256(v, _mm256_set1_epi8(static_cast<char>(m))); }
-  static I or_(I a, I b) { return _mm256_or_si256(a, b); }
-  template <int N>
-  static I srl16(I v) {
-    return _mm256_srli_epi16(v, N);
-  }
-  template <int N>
-  static I sll16(I v) {
-    return _mm256_slli_epi16(v, N);
-  }
-  static I srl16(I v, int n) { return _mm256_srl_epi16(v, _mm_cvtsi32_si128(n)); }
-  static I sll16(I v, int n) { return _mm256_sll_epi16(v, _mm_cvtsi32_si128(n)); }
-  static I add(I a, I b) { return _mm256_add_epi32(a, b); }
-  static I sub(I a, I b) { return _mm256_sub_epi32(a, b); }
-  static I mullo(I a, I b) { return _mm256_mullo_epi32(a, b); }
-  static I dot_u8s8(I acc, I u, I s) { return _mm256_add_epi32(acc, cpu::dot_u8s8(u, s)); }
-  static I dot_s16(I acc, I w, I x) { return _mm256_add_epi32(acc, _mm256_madd_epi16(w, x)); }
-  static I dot_u8s8_at(I acc, I u, const int8_t* p) { return dot_u8s8(acc, u, set1(load_i32(p))); }
-  static I dot_s16_at(I acc, I w, const int16_t* p) { return dot_s16(acc, w, set1(load_i32(p))); }
-  // Table levels (IQ4) stay signed here: vpmaddubsw would saturate on levels + 128, so |level| meets a.q with the
-  // level's sign (cpu::dot_s8s8).
-  static constexpr int kLevelBias = 0;
-  static I table16(const uint8_t* t) {
-    return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)));
-  }
-  static I lookup(I table, I index) { return _mm256_shuffle_epi8(table, index); }
-  static I signed_level(I codes) { return codes; }
-  static I dot_level(I acc, I level, I x) { return _mm256_add_epi32(acc, cpu::dot_s8s8(level, x)); }
-  static I dot_level_at(I acc, I level, const int8_t* p) { return dot_level(acc, level, set1(load_i32(p))); }
-  static F cvt(I v) { return _mm256_cvtepi32_ps(v); }
-  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
-  static F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
-  static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
-};
-#endif
-
 using L = RowLanes;
-constexpr int kHalves = kGroupRows / L::kRows;  // vectors per group: 1 (AVX-512) or 2 (AVX2)
+constexpr int kHalves = kGroupRows / L::kRows;  // vectors per group: 1 (AVX-512), 2 (AVX2) or 4 (NEON)
 
 // Whether the Q8_0 kernels for NX activation rows prefetch (prefetch_ahead).
 template <int NX>
@@ -338,17 +218,15 @@ void block32_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int6
 // The 6-bit scales and mins of the 16 rows of a Q4_K group super-block (scale bytes as [byte k][row] at p), unpacked
 // as quant_k::scale_min does for one row: sc[s][r], mn[s][r].
 inline void q4_k_group_scales(const uint8_t* p, uint8_t sc[8][kGroupRows], uint8_t mn[8][kGroupRows]) {
-  __m128i b[12];
-  for (int k = 0; k < 12; ++k) b[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + k * kGroupRows));
-  const __m128i low6 = _mm_set1_epi8(63), low4 = _mm_set1_epi8(15), top2 = _mm_set1_epi8(0x30);
+  B16::V b[12];
+  for (int k = 0; k < 12; ++k) b[k] = B16::load(p + k * kGroupRows);
   // Bits 6..7 of each byte moved to bits 4..5 (the 16-bit shift brings nothing across: the mask keeps bits 4..5).
-  const auto high_of = [&](__m128i v) { return _mm_and_si128(_mm_srli_epi16(v, 2), top2); };
+  const auto high_of = [](B16::V v) { return B16::and8(B16::srl16<2>(v), 0x30); };
   for (int s = 0; s < 4; ++s) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(sc[s]), _mm_and_si128(b[s], low6));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(mn[s]), _mm_and_si128(b[s + 4], low6));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(sc[s + 4]), _mm_or_si128(_mm_and_si128(b[s + 8], low4), high_of(b[s])));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(mn[s + 4]),
-                     _mm_or_si128(_mm_and_si128(_mm_srli_epi16(b[s + 8], 4), low4), high_of(b[s + 4])));
+    B16::store(sc[s], B16::and8(b[s], 63));
+    B16::store(mn[s], B16::and8(b[s + 4], 63));
+    B16::store(sc[s + 4], B16::or_(B16::and8(b[s + 8], 15), high_of(b[s])));
+    B16::store(mn[s + 4], B16::or_(B16::and8(B16::srl16<4>(b[s + 8]), 15), high_of(b[s + 4])));
   }
 }
 
@@ -559,13 +437,12 @@ void q6_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_t
 // quant_k::q3_k_scale does for one row: low 4 bits from the nibbles of bytes 0..7 (low nibbles for k < 8), high 2 bits
 // from bits 2·(k / 4) of byte 8 + k % 4, minus 32: sc[k][r].
 inline void q3_k_group_scales(const uint8_t* p, int8_t sc[16][kGroupRows]) {
-  __m128i b[12];
-  for (int i = 0; i < 12; ++i) b[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i * kGroupRows));
-  const __m128i low4 = _mm_set1_epi8(15), low2 = _mm_set1_epi8(3), bias = _mm_set1_epi8(32);
+  B16::V b[12];
+  for (int i = 0; i < 12; ++i) b[i] = B16::load(p + i * kGroupRows);
   for (int k = 0; k < 16; ++k) {
-    const __m128i low = _mm_and_si128(k < 8 ? b[k] : _mm_srli_epi16(b[k - 8], 4), low4);
-    const __m128i high = _mm_and_si128(_mm_srl_epi16(b[8 + k % 4], _mm_cvtsi32_si128(2 * (k / 4))), low2);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(sc[k]), _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), bias));
+    const B16::V low = B16::and8(k < 8 ? b[k] : B16::srl16<4>(b[k - 8]), 15);
+    const B16::V high = B16::and8(B16::srl16(b[8 + k % 4], 2 * (k / 4)), 3);
+    B16::store(sc[k], B16::sub8(B16::or_(low, B16::sll16<4>(high)), 32));
   }
 }
 
@@ -669,16 +546,12 @@ void q23_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_
 // The 8 sub-block scales less 32 of the 16 rows of a packed IQ4_XS super-block (scales_h as [row][2 bytes] at p, then
 // scales_l as [byte k][row]): ls[s][r] = low nibble s % 2 of scales_l byte s / 2 | bits 2s, 2s + 1 of scales_h << 4.
 inline void iq4_xs_group_scales(const uint8_t* p, int8_t ls[8][kGroupRows]) {
-  const __m128i h0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  const __m128i h1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16));
-  const __m128i low4 = _mm_set1_epi8(15), low2 = _mm_set1_epi16(3), bias = _mm_set1_epi8(32);
+  const B16::V h0 = B16::load(p), h1 = B16::load(p + 16);
   for (int s = 0; s < 8; ++s) {
-    const __m128i l = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * kGroupRows + (s / 2) * kGroupRows));
-    const __m128i low = _mm_and_si128(s % 2 ? _mm_srli_epi16(l, 4) : l, low4);
-    const __m128i shift = _mm_cvtsi32_si128(2 * s);
-    const __m128i high =
-        _mm_packus_epi16(_mm_and_si128(_mm_srl_epi16(h0, shift), low2), _mm_and_si128(_mm_srl_epi16(h1, shift), low2));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(ls[s]), _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), bias));
+    const B16::V l = B16::load(p + 2 * kGroupRows + (s / 2) * kGroupRows);
+    const B16::V low = B16::and8(s % 2 ? B16::srl16<4>(l) : l, 15);
+    const B16::V high = B16::narrow16(B16::and16(B16::srl16(h0, 2 * s), 3), B16::and16(B16::srl16(h1, 2 * s), 3));
+    B16::store(ls[s], B16::sub8(B16::or_(low, B16::sll16<4>(high)), 32));
   }
 }
 

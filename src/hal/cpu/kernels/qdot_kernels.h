@@ -1,7 +1,7 @@
 // Integer dot-product kernels for --precision fast: a weight row's integer codes times activation rows quantized to
 // ActBlockQ8 (core/quant_act.h), int8 × int8 → int32 per block (ActBlockQ16 and int16 products for Q8_0), float
-// scales once per block. Per-ISA tables like GemmKernels: scalar (qdot_scalar.cpp), AVX2 (qdot_avx2.cpp) and AVX-512
-// VNNI (qdot_avx512vnni.cpp).
+// scales once per block. Per-ISA tables like GemmKernels: scalar (qdot_scalar.cpp), AVX2 (qdot_avx2.cpp), AVX-512
+// VNNI (qdot_avx512vnni.cpp), NEON (qdot_neon.cpp) and NEON with dotprod (qdot_dotprod.cpp).
 #pragma once
 
 #include <cstdint>
@@ -67,11 +67,16 @@ struct QDotKernels {
 };
 
 const QDotKernels& qdot_kernels_scalar();
-// The table for active_cpu_isa(): AVX-512 VNNI where the CPU has it (else the AVX2 table) for avx512, AVX2 for avx2.
+// The table for active_cpu_isa(): AVX-512 VNNI where the CPU has it (else the AVX2 table) for avx512, AVX2 for avx2,
+// the NEON tables for neon and dotprod.
 const QDotKernels& active_qdot_kernels();
 #if defined(__x86_64__)
 const QDotKernels& qdot_kernels_avx2();
 const QDotKernels& qdot_kernels_avx512vnni();
+#endif
+#if defined(__aarch64__)
+const QDotKernels& qdot_kernels_neon();
+const QDotKernels& qdot_kernels_dotprod();
 #endif
 
 }  // namespace cai::hal::cpu

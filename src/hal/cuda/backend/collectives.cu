@@ -4,6 +4,7 @@
 // a GPU.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -157,6 +158,119 @@ int recv(CaiCommHandle handle, void* buf, uint64_t bytes, int32_t peer, CaiError
 
 void comm_abort(CaiCommHandle handle) { static_cast<SimtComm*>(handle)->aborted = true; }
 
+// The rest stage every rank's buffer region through host memory: `n` bytes at `offset(r)` of each rank's buffer into
+// c.bytes, by rank (across processes, this process's through the exchange).
+template <class Offset>
+int gather_regions(SimtComm& c, const void* const* bufs, size_t n, Offset offset, CaiError* err) {
+  const auto at = [](const void* p, size_t off) { return static_cast<const uint8_t*>(p) + off; };
+  if (c.exchange) {
+    if (int rc = hang_if_asked(c, err)) return rc;
+    std::vector<uint8_t> mine(n);
+    if (int rc = c.ranks.front()->copy_to_host(mine.data(), at(bufs[0], offset(c.rank)), n, err)) return rc;
+    c.bytes.resize(n * static_cast<size_t>(c.n_procs));
+    if (c.exchange->all_gather(c.exchange->ctx, mine.data(), c.bytes.data(), n))
+      return fail(err, CAI_ERR_UNAVAILABLE, "the host exchange failed");
+    return CAI_OK;
+  }
+  c.bytes.resize(n * c.ranks.size());
+  for (size_t r = 0; r < c.ranks.size(); ++r)
+    if (int rc = c.ranks[r]->copy_to_host(c.bytes.data() + r * n, at(bufs[r], offset(static_cast<int>(r))), n, err))
+      return rc;
+  return CAI_OK;
+}
+
+// This process's ranks: (index into bufs, rank in the communicator).
+template <class F>
+int for_my_ranks(SimtComm& c, F f) {
+  if (c.exchange) return f(size_t{0}, c.rank);
+  for (size_t r = 0; r < c.ranks.size(); ++r)
+    if (int rc = f(r, static_cast<int>(r))) return rc;
+  return CAI_OK;
+}
+
+int n_ranks(const SimtComm& c) { return c.exchange ? c.n_procs : static_cast<int>(c.ranks.size()); }
+
+int all_gather(CaiCommHandle handle, void* const* bufs, uint64_t bytes, CaiError* err) {
+  return plugin::guarded(err, "all_gather", [&]() -> int {
+    SimtComm& c = *static_cast<SimtComm*>(handle);
+    const size_t part = static_cast<size_t>(bytes);
+    if (int rc = gather_regions(c, bufs, part, [&](int r) { return r * part; }, err)) return rc;
+    return for_my_ranks(c, [&](size_t i, int) -> int { return c.ranks[i]->copy_to_device(bufs[i], c.bytes.data(), c.bytes.size(), err); });
+  });
+}
+
+int reduce_scatter_sum_f32(CaiCommHandle handle, float* const* bufs, uint64_t count, CaiError* err) {
+  return plugin::guarded(err, "reduce_scatter_sum_f32", [&]() -> int {
+    SimtComm& c = *static_cast<SimtComm*>(handle);
+    const size_t n = static_cast<size_t>(count), k = static_cast<size_t>(n_ranks(c)), whole = k * n * sizeof(float);
+    if (int rc = gather_regions(c, reinterpret_cast<void* const*>(bufs), whole, [](int) { return size_t{0}; }, err))
+      return rc;
+    const auto* all = reinterpret_cast<const float*>(c.bytes.data());  // rank r's buffer at r × k × n
+    return for_my_ranks(c, [&](size_t i, int rank) -> int {
+      const size_t part = static_cast<size_t>(rank) * n;
+      c.sum.assign(all + part, all + part + n);
+      for (size_t r = 1; r < k; ++r)
+        for (size_t j = 0; j < n; ++j) c.sum[j] += all[r * k * n + part + j];
+      return c.ranks[i]->copy_to_device(bufs[i] + part, c.sum.data(), n * sizeof(float), err);
+    });
+  });
+}
+
+int broadcast(CaiCommHandle handle, void* const* bufs, uint64_t bytes, int32_t root, CaiError* err) {
+  return plugin::guarded(err, "broadcast", [&]() -> int {
+    SimtComm& c = *static_cast<SimtComm*>(handle);
+    if (root < 0 || root >= n_ranks(c)) return fail(err, CAI_ERR_INVALID_ARGUMENT, "broadcast from rank %d", root);
+    const size_t n = static_cast<size_t>(bytes);
+    if (int rc = gather_regions(c, bufs, n, [](int) { return size_t{0}; }, err)) return rc;
+    const uint8_t* from = c.bytes.data() + static_cast<size_t>(root) * n;
+    return for_my_ranks(c, [&](size_t i, int rank) -> int {
+      return rank == root ? CAI_OK : c.ranks[i]->copy_to_device(bufs[i], from, n, err);
+    });
+  });
+}
+
+int all_to_all(CaiCommHandle handle, const void* const* send, void* const* recv, const uint64_t* bytes,
+               CaiError* err) {
+  return plugin::guarded(err, "all_to_all", [&]() -> int {
+    SimtComm& c = *static_cast<SimtComm*>(handle);
+    const size_t k = static_cast<size_t>(n_ranks(c));
+    std::vector<size_t> row(k, 0);  // what each rank sends in all
+    for (size_t i = 0; i < k; ++i)
+      for (size_t j = 0; j < k; ++j) row[i] += static_cast<size_t>(bytes[i * k + j]);
+    const size_t widest = *std::max_element(row.begin(), row.end());
+    // Each rank's send buffer padded to the widest; a sender's region past its row is read as far as it reaches.
+    std::vector<uint8_t> sent;
+    if (c.exchange) {
+      if (int rc = hang_if_asked(c, err)) return rc;
+      std::vector<uint8_t> mine(widest, 0);
+      if (int rc = c.ranks.front()->copy_to_host(mine.data(), send[0], row[static_cast<size_t>(c.rank)], err))
+        return rc;
+      sent.resize(widest * k);
+      if (c.exchange->all_gather(c.exchange->ctx, mine.data(), sent.data(), widest))
+        return fail(err, CAI_ERR_UNAVAILABLE, "the host exchange failed");
+    } else {
+      sent.assign(widest * k, 0);
+      for (size_t r = 0; r < k; ++r)
+        if (int rc = c.ranks[r]->copy_to_host(sent.data() + r * widest, send[r], row[r], err)) return rc;
+    }
+    return for_my_ranks(c, [&](size_t i, int rank) -> int {
+      const size_t j = static_cast<size_t>(rank);
+      size_t at = 0;
+      for (size_t s = 0; s < k; ++s) {
+        size_t from = 0;  // where sender s's part for j starts
+        for (size_t t = 0; t < j; ++t) from += static_cast<size_t>(bytes[s * k + t]);
+        const size_t n = static_cast<size_t>(bytes[s * k + j]);
+        if (n)
+          if (int rc = c.ranks[i]->copy_to_device(static_cast<uint8_t*>(recv[i]) + at, sent.data() + s * widest + from,
+                                                  n, err))
+            return rc;
+        at += n;
+      }
+      return CAI_OK;
+    });
+  });
+}
+
 const CaiCollectives kCollectives = {sizeof(CaiCollectives),
                                      "simt collectives (in-plugin, rank order)",
                                      comm_create,
@@ -167,7 +281,11 @@ const CaiCollectives kCollectives = {sizeof(CaiCollectives),
                                      comm_init_rank,
                                      send,
                                      recv,
-                                     comm_abort};
+                                     comm_abort,
+                                     all_gather,
+                                     reduce_scatter_sum_f32,
+                                     broadcast,
+                                     all_to_all};
 
 #else
 
@@ -193,6 +311,10 @@ struct Nccl {
   int (*send)(const void*, size_t, int, int, NcclComm, gpuStream_t) = nullptr;
   int (*recv)(void*, size_t, int, int, NcclComm, gpuStream_t) = nullptr;
   int (*comm_abort)(NcclComm) = nullptr;
+  // Optional: the collectives beyond all-reduce; null where the library lacks one of them.
+  int (*all_gather)(const void*, void*, size_t, int, NcclComm, gpuStream_t) = nullptr;
+  int (*reduce_scatter)(const void*, void*, size_t, int, int, NcclComm, gpuStream_t) = nullptr;
+  int (*broadcast)(const void*, void*, size_t, int, int, NcclComm, gpuStream_t) = nullptr;
 };
 
 #if defined(CAI_GPU_HIP)
@@ -215,14 +337,19 @@ const Nccl* nccl() {
         load_symbol(lib, "ncclCommDestroy", &n.comm_destroy) && load_symbol(lib, "ncclGetErrorString", &n.error_string);
     if (ok && !(load_symbol(lib, "ncclSend", &n.send) && load_symbol(lib, "ncclRecv", &n.recv))) n.send = nullptr;
     if (ok && !load_symbol(lib, "ncclCommAbort", &n.comm_abort)) n.comm_abort = nullptr;
+    if (ok && !(load_symbol(lib, "ncclAllGather", &n.all_gather) &&
+                load_symbol(lib, "ncclReduceScatter", &n.reduce_scatter) &&
+                load_symbol(lib, "ncclBroadcast", &n.broadcast)))
+      n.all_gather = nullptr;
     return ok ? &n : nullptr;
   }();
   return loaded;
 }
 
 struct NcclRanks {
-  std::vector<GpuDevice*> ranks;
+  std::vector<GpuDevice*> ranks;  // this process's, in rank order from first_rank
   std::vector<NcclComm> comms;
+  int first_rank = 0, n_ranks = 0;
   std::atomic<bool> aborted{false};  // ncclCommAbort freed the communicators
 };
 
@@ -240,6 +367,7 @@ int comm_create(const CaiDeviceHandle* devices, int32_t n, CaiCommHandle* out, C
       indices.push_back(c->ranks.back()->index());
     }
     c->comms.resize(static_cast<size_t>(n));
+    c->n_ranks = n;
     if (int rc = nccl()->comm_init_all(c->comms.data(), n, indices.data()))
       return nccl_fail(err, rc, "ncclCommInitAll");
     *out = c.release();
@@ -269,6 +397,8 @@ int comm_init_rank(const void* id, int32_t n_ranks, int32_t rank, CaiDeviceHandl
     NcclUniqueId joined;
     std::memcpy(&joined, id, sizeof joined);
     c->comms.resize(1);
+    c->first_rank = rank;
+    c->n_ranks = n_ranks;
     if (int rc = nccl()->comm_init_rank(&c->comms[0], n_ranks, joined, rank))
       return nccl_fail(err, rc, "ncclCommInitRank");
     *out = c.release();
@@ -283,26 +413,100 @@ void comm_destroy(CaiCommHandle handle) {
   delete c;
 }
 
-// One grouped call over every rank, each on its device's stream.
+// One grouped call over this process's ranks: call(i, rank, comm, stream) queues rank's part (bufs[i]) and returns
+// NCCL's code.
+template <class F>
+int grouped(NcclRanks& c, const char* what, CaiError* err, F call) {
+  if (int rc = nccl()->group_start()) return nccl_fail(err, rc, "ncclGroupStart");
+  int failed = 0, not_active = CAI_OK;
+  for (size_t i = 0; i < c.ranks.size() && !failed && !not_active; ++i) {
+    not_active = c.ranks[i]->activate(err);
+    if (!not_active) failed = call(i, c.first_rank + static_cast<int>(i), c.comms[i], c.ranks[i]->context().stream);
+  }
+  const int ended = nccl()->group_end();  // always closes the group it opened
+  if (not_active) return not_active;
+  if (failed) return nccl_fail(err, failed, what);
+  return ended ? nccl_fail(err, ended, "ncclGroupEnd") : CAI_OK;
+}
+
 int all_reduce_sum_f32(CaiCommHandle handle, float* const* bufs, uint64_t count, CaiError* err) {
   return plugin::guarded(err, "all_reduce_sum_f32", [&]() -> int {
-    NcclRanks& c = *static_cast<NcclRanks*>(handle);
-    if (int rc = nccl()->group_start()) return nccl_fail(err, rc, "ncclGroupStart");
-    int failed = 0, not_active = CAI_OK;
-    for (size_t r = 0; r < c.ranks.size() && !failed && !not_active; ++r) {
-      not_active = c.ranks[r]->activate(err);
-      if (!not_active)
-        failed = nccl()->all_reduce(bufs[r], bufs[r], static_cast<size_t>(count), kNcclFloat32, kNcclSum, c.comms[r],
-                                    c.ranks[r]->context().stream);
-    }
-    const int ended = nccl()->group_end();  // always closes the group it opened
-    if (not_active) return not_active;
-    if (failed) return nccl_fail(err, failed, "ncclAllReduce");
-    return ended ? nccl_fail(err, ended, "ncclGroupEnd") : CAI_OK;
+    return grouped(*static_cast<NcclRanks*>(handle), "ncclAllReduce", err,
+                   [&](size_t i, int, NcclComm comm, gpuStream_t stream) {
+                     return nccl()->all_reduce(bufs[i], bufs[i], static_cast<size_t>(count), kNcclFloat32, kNcclSum,
+                                               comm, stream);
+                   });
   });
 }
 
-constexpr int kNcclInt8 = 0;  // ncclInt8: point to point moves bytes
+constexpr int kNcclInt8 = 0;  // ncclInt8: the collectives that move bytes
+
+int lacks_gather_scatter(CaiError* err) {
+  return fail(err, CAI_ERR_UNSUPPORTED, "%s lacks ncclAllGather / ncclReduceScatter / ncclBroadcast", kLibrary);
+}
+
+int all_gather(CaiCommHandle handle, void* const* bufs, uint64_t bytes, CaiError* err) {
+  return plugin::guarded(err, "all_gather", [&]() -> int {
+    if (!nccl()->all_gather) return lacks_gather_scatter(err);
+    const size_t part = static_cast<size_t>(bytes);
+    return grouped(*static_cast<NcclRanks*>(handle), "ncclAllGather", err,
+                   [&](size_t i, int rank, NcclComm comm, gpuStream_t stream) {
+                     const auto* mine = static_cast<const uint8_t*>(bufs[i]) + static_cast<size_t>(rank) * part;
+                     return nccl()->all_gather(mine, bufs[i], part, kNcclInt8, comm, stream);
+                   });
+  });
+}
+
+int reduce_scatter_sum_f32(CaiCommHandle handle, float* const* bufs, uint64_t count, CaiError* err) {
+  return plugin::guarded(err, "reduce_scatter_sum_f32", [&]() -> int {
+    if (!nccl()->reduce_scatter) return lacks_gather_scatter(err);
+    const size_t n = static_cast<size_t>(count);
+    return grouped(*static_cast<NcclRanks*>(handle), "ncclReduceScatter", err,
+                   [&](size_t i, int rank, NcclComm comm, gpuStream_t stream) {
+                     return nccl()->reduce_scatter(bufs[i], bufs[i] + static_cast<size_t>(rank) * n, n, kNcclFloat32,
+                                                   kNcclSum, comm, stream);
+                   });
+  });
+}
+
+int broadcast(CaiCommHandle handle, void* const* bufs, uint64_t bytes, int32_t root, CaiError* err) {
+  return plugin::guarded(err, "broadcast", [&]() -> int {
+    if (!nccl()->broadcast) return lacks_gather_scatter(err);
+    return grouped(*static_cast<NcclRanks*>(handle), "ncclBroadcast", err,
+                   [&](size_t i, int, NcclComm comm, gpuStream_t stream) {
+                     return nccl()->broadcast(bufs[i], bufs[i], static_cast<size_t>(bytes), kNcclInt8, root, comm,
+                                              stream);
+                   });
+  });
+}
+
+// Every rank's sends and receives in one group (NCCL pairs them, its own part included).
+int all_to_all(CaiCommHandle handle, const void* const* send, void* const* recv, const uint64_t* bytes,
+               CaiError* err) {
+  return plugin::guarded(err, "all_to_all", [&]() -> int {
+    if (!nccl()->send || !nccl()->recv) return fail(err, CAI_ERR_UNSUPPORTED, "%s lacks ncclSend / ncclRecv", kLibrary);
+    NcclRanks& c = *static_cast<NcclRanks*>(handle);
+    const size_t k = static_cast<size_t>(c.n_ranks);
+    return grouped(c, "ncclSend / ncclRecv", err, [&](size_t i, int rank, NcclComm comm, gpuStream_t stream) {
+      const size_t me = static_cast<size_t>(rank);
+      size_t out = 0, in = 0;
+      for (size_t peer = 0; peer < k; ++peer) {
+        const size_t to = static_cast<size_t>(bytes[me * k + peer]), from = static_cast<size_t>(bytes[peer * k + me]);
+        if (to)
+          if (int rc = nccl()->send(static_cast<const uint8_t*>(send[i]) + out, to, kNcclInt8, static_cast<int>(peer),
+                                    comm, stream))
+            return rc;
+        if (from)
+          if (int rc = nccl()->recv(static_cast<uint8_t*>(recv[i]) + in, from, kNcclInt8, static_cast<int>(peer), comm,
+                                    stream))
+            return rc;
+        out += to;
+        in += from;
+      }
+      return 0;
+    });
+  });
+}
 
 // Bytes to or from the peer on the one rank's stream (a communicator from comm_init_rank).
 int point_to_point(CaiCommHandle handle, const void* send_buf, void* recv_buf, uint64_t bytes, int32_t peer,
@@ -337,9 +541,21 @@ constexpr const char* kName = "RCCL (librccl.so.1)";
 #else
 constexpr const char* kName = "NCCL (libnccl.so.2)";
 #endif
-const CaiCollectives kCollectives = {
-    sizeof(CaiCollectives), kName,          comm_create, comm_destroy, all_reduce_sum_f32, sizeof(NcclUniqueId),
-    comm_unique_id,         comm_init_rank, send,        recv,         comm_abort};
+const CaiCollectives kCollectives = {sizeof(CaiCollectives),
+                                     kName,
+                                     comm_create,
+                                     comm_destroy,
+                                     all_reduce_sum_f32,
+                                     sizeof(NcclUniqueId),
+                                     comm_unique_id,
+                                     comm_init_rank,
+                                     send,
+                                     recv,
+                                     comm_abort,
+                                     all_gather,
+                                     reduce_scatter_sum_f32,
+                                     broadcast,
+                                     all_to_all};
 
 #endif
 
