@@ -270,8 +270,8 @@ typedef struct CaiCollectives {
   int (*all_gather)(CaiCommHandle, void* const* bufs, uint64_t bytes, CaiError*) CAI_ABI_DEFAULT(nullptr);
   int (*reduce_scatter_sum_f32)(CaiCommHandle, float* const* bufs, uint64_t count, CaiError*) CAI_ABI_DEFAULT(nullptr);
   int (*broadcast)(CaiCommHandle, void* const* bufs, uint64_t bytes, int32_t root, CaiError*) CAI_ABI_DEFAULT(nullptr);
-  int (*all_to_all)(CaiCommHandle, const void* const* send, void* const* recv, const uint64_t* bytes,
-                    CaiError*) CAI_ABI_DEFAULT(nullptr);
+  int (*all_to_all)(CaiCommHandle, const void* const* send, void* const* recv, const uint64_t* bytes, CaiError*)
+      CAI_ABI_DEFAULT(nullptr);
 } CaiCollectives;
 
 /* What the entry symbol returns. create() fills devices (the plugin keeps them alive until destroy()). */

@@ -115,7 +115,8 @@ class CrossProcessCommunicator final : public Communicator {
     if (!native || recv.size() != ranks.size() || bytes.size() != ranks.size() * ranks.size())
       return Communicator::all_to_all(ranks, send, recv, bytes);
     const size_t mine = m.here.front();
-    CAI_TRY(watched(ranks, *native, "all-to-all", [&] { return native->all_to_all({send[mine]}, {recv[mine]}, bytes); }));
+    CAI_TRY(
+        watched(ranks, *native, "all-to-all", [&] { return native->all_to_all({send[mine]}, {recv[mine]}, bytes); }));
     count_all_to_all(ranks.size(), bytes);
     return {};
   }

@@ -101,7 +101,9 @@ class NativeCollective {
   // The rest of the collectives (ABI 4.3), in place and with the meaning of Communicator's, over the group's devices
   // (bufs of one pointer across processes); where the library has not got them, can_gather_scatter() is false.
   virtual bool can_gather_scatter() const { return false; }
-  virtual Status all_gather(const std::vector<void*>& /*bufs*/, size_t /*part*/) { return unsupported("no all_gather"); }
+  virtual Status all_gather(const std::vector<void*>& /*bufs*/, size_t /*part*/) {
+    return unsupported("no all_gather");
+  }
   virtual Status reduce_scatter_sum(const std::vector<float*>& /*bufs*/, size_t /*n*/) {
     return unsupported("no reduce_scatter");
   }

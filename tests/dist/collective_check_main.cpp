@@ -143,8 +143,8 @@ Status run(int argc, char** argv) {
     const auto kind = static_cast<hal::Collective>(c);
     moved += fmt::format(" {}={}/{}", hal::collective_name(kind), j.comm->bytes_moved(kind), j.comm->n_calls(kind));
   }
-  std::printf("rank %d: every collective right over %s;%s\n", j.rank, j.comm->all_reduce_path(hal::every_rank(*j.group)).c_str(),
-              moved.c_str());
+  std::printf("rank %d: every collective right over %s;%s\n", j.rank,
+              j.comm->all_reduce_path(hal::every_rank(*j.group)).c_str(), moved.c_str());
   return {};
 }
 

@@ -263,8 +263,8 @@ TEST_F(MultiDevice, EveryCollectiveThroughTheLibraryAndStaged) {
       EXPECT_EQ(c.bytes_moved(Collective::kAllToAll) - before, between);
     }
   }
-  for (Collective kind : {Collective::kAllGather, Collective::kReduceScatter, Collective::kBroadcast,
-                          Collective::kAllToAll})
+  for (Collective kind :
+       {Collective::kAllGather, Collective::kReduceScatter, Collective::kBroadcast, Collective::kAllToAll})
     EXPECT_EQ(c.n_calls(kind), 2u) << collective_name(kind);
   EXPECT_EQ(c.n_calls(Collective::kSendRecv), 0u);
   EXPECT_EQ(c.n_calls(Collective::kAllReduce), 0u);

@@ -34,7 +34,7 @@ struct RowLanes {
   static I zero() { return vdupq_n_s32(0); }
   static F fzero() { return vdupq_n_f32(0.0f); }
   static I quads(const uint8_t* p) { return vreinterpretq_s32_u8(vld1q_u8(p)); }  // 4 bytes per row
-  static I pairs_i16(const uint8_t* p) {  // 2 int8 per row, widened to int16
+  static I pairs_i16(const uint8_t* p) {                                          // 2 int8 per row, widened to int16
     return vreinterpretq_s32_s16(vmovl_s8(vld1_s8(reinterpret_cast<const int8_t*>(p))));
   }
   static I bytes_i8(const uint8_t* p) {

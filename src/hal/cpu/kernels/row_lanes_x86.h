@@ -135,7 +135,6 @@ struct RowLanes {
 };
 #endif
 
-
 // 16 bytes (one per row of a group), for unpacking the K-quant scales of a group: shifts move 16-bit lanes, as every
 // caller masks the bits it keeps within their byte.
 struct B16 {

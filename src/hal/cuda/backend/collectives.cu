@@ -194,8 +194,12 @@ int all_gather(CaiCommHandle handle, void* const* bufs, uint64_t bytes, CaiError
   return plugin::guarded(err, "all_gather", [&]() -> int {
     SimtComm& c = *static_cast<SimtComm*>(handle);
     const size_t part = static_cast<size_t>(bytes);
-    if (int rc = gather_regions(c, bufs, part, [&](int r) { return r * part; }, err)) return rc;
-    return for_my_ranks(c, [&](size_t i, int) -> int { return c.ranks[i]->copy_to_device(bufs[i], c.bytes.data(), c.bytes.size(), err); });
+    if (int rc = gather_regions(
+            c, bufs, part, [&](int r) { return r * part; }, err))
+      return rc;
+    return for_my_ranks(c, [&](size_t i, int) -> int {
+      return c.ranks[i]->copy_to_device(bufs[i], c.bytes.data(), c.bytes.size(), err);
+    });
   });
 }
 
@@ -203,7 +207,8 @@ int reduce_scatter_sum_f32(CaiCommHandle handle, float* const* bufs, uint64_t co
   return plugin::guarded(err, "reduce_scatter_sum_f32", [&]() -> int {
     SimtComm& c = *static_cast<SimtComm*>(handle);
     const size_t n = static_cast<size_t>(count), k = static_cast<size_t>(n_ranks(c)), whole = k * n * sizeof(float);
-    if (int rc = gather_regions(c, reinterpret_cast<void* const*>(bufs), whole, [](int) { return size_t{0}; }, err))
+    if (int rc = gather_regions(
+            c, reinterpret_cast<void* const*>(bufs), whole, [](int) { return size_t{0}; }, err))
       return rc;
     const auto* all = reinterpret_cast<const float*>(c.bytes.data());  // rank r's buffer at r × k × n
     return for_my_ranks(c, [&](size_t i, int rank) -> int {
@@ -221,7 +226,9 @@ int broadcast(CaiCommHandle handle, void* const* bufs, uint64_t bytes, int32_t r
     SimtComm& c = *static_cast<SimtComm*>(handle);
     if (root < 0 || root >= n_ranks(c)) return fail(err, CAI_ERR_INVALID_ARGUMENT, "broadcast from rank %d", root);
     const size_t n = static_cast<size_t>(bytes);
-    if (int rc = gather_regions(c, bufs, n, [](int) { return size_t{0}; }, err)) return rc;
+    if (int rc = gather_regions(
+            c, bufs, n, [](int) { return size_t{0}; }, err))
+      return rc;
     const uint8_t* from = c.bytes.data() + static_cast<size_t>(root) * n;
     return for_my_ranks(c, [&](size_t i, int rank) -> int {
       return rank == root ? CAI_OK : c.ranks[i]->copy_to_device(bufs[i], from, n, err);
@@ -229,8 +236,7 @@ int broadcast(CaiCommHandle handle, void* const* bufs, uint64_t bytes, int32_t r
   });
 }
 
-int all_to_all(CaiCommHandle handle, const void* const* send, void* const* recv, const uint64_t* bytes,
-               CaiError* err) {
+int all_to_all(CaiCommHandle handle, const void* const* send, void* const* recv, const uint64_t* bytes, CaiError* err) {
   return plugin::guarded(err, "all_to_all", [&]() -> int {
     SimtComm& c = *static_cast<SimtComm*>(handle);
     const size_t k = static_cast<size_t>(n_ranks(c));
@@ -337,9 +343,9 @@ const Nccl* nccl() {
         load_symbol(lib, "ncclCommDestroy", &n.comm_destroy) && load_symbol(lib, "ncclGetErrorString", &n.error_string);
     if (ok && !(load_symbol(lib, "ncclSend", &n.send) && load_symbol(lib, "ncclRecv", &n.recv))) n.send = nullptr;
     if (ok && !load_symbol(lib, "ncclCommAbort", &n.comm_abort)) n.comm_abort = nullptr;
-    if (ok && !(load_symbol(lib, "ncclAllGather", &n.all_gather) &&
-                load_symbol(lib, "ncclReduceScatter", &n.reduce_scatter) &&
-                load_symbol(lib, "ncclBroadcast", &n.broadcast)))
+    if (ok &&
+        !(load_symbol(lib, "ncclAllGather", &n.all_gather) &&
+          load_symbol(lib, "ncclReduceScatter", &n.reduce_scatter) && load_symbol(lib, "ncclBroadcast", &n.broadcast)))
       n.all_gather = nullptr;
     return ok ? &n : nullptr;
   }();
@@ -431,11 +437,10 @@ int grouped(NcclRanks& c, const char* what, CaiError* err, F call) {
 
 int all_reduce_sum_f32(CaiCommHandle handle, float* const* bufs, uint64_t count, CaiError* err) {
   return plugin::guarded(err, "all_reduce_sum_f32", [&]() -> int {
-    return grouped(*static_cast<NcclRanks*>(handle), "ncclAllReduce", err,
-                   [&](size_t i, int, NcclComm comm, gpuStream_t stream) {
-                     return nccl()->all_reduce(bufs[i], bufs[i], static_cast<size_t>(count), kNcclFloat32, kNcclSum,
-                                               comm, stream);
-                   });
+    return grouped(
+        *static_cast<NcclRanks*>(handle), "ncclAllReduce", err, [&](size_t i, int, NcclComm comm, gpuStream_t stream) {
+          return nccl()->all_reduce(bufs[i], bufs[i], static_cast<size_t>(count), kNcclFloat32, kNcclSum, comm, stream);
+        });
   });
 }
 
@@ -472,17 +477,15 @@ int reduce_scatter_sum_f32(CaiCommHandle handle, float* const* bufs, uint64_t co
 int broadcast(CaiCommHandle handle, void* const* bufs, uint64_t bytes, int32_t root, CaiError* err) {
   return plugin::guarded(err, "broadcast", [&]() -> int {
     if (!nccl()->broadcast) return lacks_gather_scatter(err);
-    return grouped(*static_cast<NcclRanks*>(handle), "ncclBroadcast", err,
-                   [&](size_t i, int, NcclComm comm, gpuStream_t stream) {
-                     return nccl()->broadcast(bufs[i], bufs[i], static_cast<size_t>(bytes), kNcclInt8, root, comm,
-                                              stream);
-                   });
+    return grouped(
+        *static_cast<NcclRanks*>(handle), "ncclBroadcast", err, [&](size_t i, int, NcclComm comm, gpuStream_t stream) {
+          return nccl()->broadcast(bufs[i], bufs[i], static_cast<size_t>(bytes), kNcclInt8, root, comm, stream);
+        });
   });
 }
 
 // Every rank's sends and receives in one group (NCCL pairs them, its own part included).
-int all_to_all(CaiCommHandle handle, const void* const* send, void* const* recv, const uint64_t* bytes,
-               CaiError* err) {
+int all_to_all(CaiCommHandle handle, const void* const* send, void* const* recv, const uint64_t* bytes, CaiError* err) {
   return plugin::guarded(err, "all_to_all", [&]() -> int {
     if (!nccl()->send || !nccl()->recv) return fail(err, CAI_ERR_UNSUPPORTED, "%s lacks ncclSend / ncclRecv", kLibrary);
     NcclRanks& c = *static_cast<NcclRanks*>(handle);
@@ -541,21 +544,10 @@ constexpr const char* kName = "RCCL (librccl.so.1)";
 #else
 constexpr const char* kName = "NCCL (libnccl.so.2)";
 #endif
-const CaiCollectives kCollectives = {sizeof(CaiCollectives),
-                                     kName,
-                                     comm_create,
-                                     comm_destroy,
-                                     all_reduce_sum_f32,
-                                     sizeof(NcclUniqueId),
-                                     comm_unique_id,
-                                     comm_init_rank,
-                                     send,
-                                     recv,
-                                     comm_abort,
-                                     all_gather,
-                                     reduce_scatter_sum_f32,
-                                     broadcast,
-                                     all_to_all};
+const CaiCollectives kCollectives = {
+    sizeof(CaiCollectives), kName,          comm_create, comm_destroy, all_reduce_sum_f32, sizeof(NcclUniqueId),
+    comm_unique_id,         comm_init_rank, send,        recv,         comm_abort,         all_gather,
+    reduce_scatter_sum_f32, broadcast,      all_to_all};
 
 #endif
 
