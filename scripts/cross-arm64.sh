@@ -3,7 +3,8 @@
 # harness for the ARM64 CPU backend (docs/development.md). Installs what it needs from Debian when missing: the cross
 # compiler, qemu-user, and the arm64 builds of CAI's libraries (multiarch). yaml-cpp's development package cannot sit
 # beside the host's, so its arm64 files are unpacked into build-arm64/deps instead.
-#   CAI_QEMU_CPU=max,sve=off   the CPU model the tests run on (default max: NEON, dotprod, i8mm, SVE)
+#   CAI_QEMU_CPUS="cortex-a72 max"   the CPU models the tests run on, each in turn (cortex-a72: NEON only, the neon
+#                                    kernels; max: NEON, dotprod, i8mm, SVE, the dotprod kernels too)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -34,21 +35,32 @@ cmake -S . -B build-arm64 -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchains/aarch64-
 cmake --build build-arm64 -j"$jobs" --target cai cai-backend-simt test_core test_ops
 # The programs load the multiarch libc6:arm64; qemu's -L with the cross compiler's libc beside it hangs in
 # pthread_create.
-cpu=${CAI_QEMU_CPU:-max}
-run() { qemu-aarch64 -cpu "$cpu" "$@"; }
-run build-arm64/test_core --gtest_brief=1
-run build-arm64/test_ops --gtest_brief=1
-# The DeepSeek oracle's logits and greedy tokens through the ARM64 cai.
+# Per CPU model: the core and op tests (the op tests run every kernel family the model has against the scalar
+# kernels), the DeepSeek oracle's logits and greedy tokens through the ARM64 cai, and `cai doctor`'s op table and
+# model checks (model_quant: Q8_0, Q4_0, Q4_K, Q6_K under --precision fast against their F32 twins).
 oracle=tests/data/oracle/deepseek_v3_tiny
 ids=$(python3 -c "import json; print(','.join(map(str, json.load(open('$oracle/tokens.json'))['prompts'][2]['input_ids'])))")
-run build-arm64/cai eval -m "$oracle" --tokens "$ids" --greedy 8 --logits build-arm64/oracle.f32 --json 2>/dev/null |
-  python3 -c "
+for cpu in ${CAI_QEMU_CPUS:-cortex-a72 max}; do
+  echo "cross-arm64: on qemu's $cpu" >&2
+  run() { qemu-aarch64 -cpu "$cpu" "$@"; }
+  run build-arm64/test_core --gtest_brief=1
+  run build-arm64/test_ops --gtest_brief=1
+  run build-arm64/cai eval -m "$oracle" --tokens "$ids" --greedy 8 --logits build-arm64/oracle.f32 --json 2>/dev/null |
+    python3 -c "
 import json, struct, sys
 got = json.loads(sys.stdin.read().strip().splitlines()[-1])
 spec = json.load(open('$oracle/tokens.json'))['prompts'][2]
 mine = open('build-arm64/oracle.f32', 'rb').read(); ref = open('$oracle/' + spec['logits_file'], 'rb').read()
 diff = max(abs(a - b) for a, b in zip(struct.unpack(f'{len(mine)//4}f', mine), struct.unpack(f'{len(ref)//4}f', ref)))
 ok = got['greedy'] == spec['greedy_next_tokens'] and len(mine) == len(ref) and diff <= 1e-4
-print(f'oracle on arm64: max |logit diff| {diff:.2e}, greedy tokens {\"equal\" if got[\"greedy\"] == spec[\"greedy_next_tokens\"] else \"differ\"}')
+print(f'oracle on arm64 ($cpu): max |logit diff| {diff:.2e}, greedy tokens {\"equal\" if got[\"greedy\"] == spec[\"greedy_next_tokens\"] else \"differ\"}')
 sys.exit(0 if ok else 1)
 "
+  # The bandwidth step measures the emulator, so it only reports.
+  run build-arm64/cai doctor --device cpu --in-process --json --memory-mib 16 2>/dev/null | python3 -c "
+import json, sys
+steps = json.load(sys.stdin)['devices'][0]['steps']
+for s in steps: print(f'doctor on arm64 ($cpu): {s[\"step\"]}: {\"ok\" if s[\"ok\"] else \"FAILED\"}: {s[\"detail\"]}')
+sys.exit(0 if all(s['ok'] for s in steps if s['step'] != 'bandwidth') else 1)
+"
+done

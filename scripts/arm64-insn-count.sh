@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The speed proxy for ARM64 kernels where no ARM64 machine is at hand: the guest instructions CAI's ARM64 build
+# executes per generated token under qemu-aarch64 (user mode), counted by a TCG plugin (bench/qemu/insn_count.c, built
+# here for the host). Per token = (count of `cai bench -p 1 -n N+K` − count of `-n N`) / K, one thread, on random
+# Qwen2-0.5B-shaped GGUF files (cai-mkmodel, fewer layers by default: emulation runs ~100× slower than the CPU), for
+# each CPU kernel family (CAI_CPU_ISA=scalar|neon|dotprod) on one qemu CPU model. Needs build-arm64 (cross-arm64.sh)
+# and the host build's cai-mkmodel.
+#   CAI_INSN_CPU=neoverse-n1   the qemu CPU model (neoverse-n1: NEON + dotprod; max: also i8mm and SVE)
+#   CAI_INSN_TYPES="q4_0 q8_0 q4_K"   CAI_INSN_LAYERS=1   CAI_INSN_TOKENS=2 (K)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cpu=${CAI_INSN_CPU:-neoverse-n1}
+types=${CAI_INSN_TYPES:-"q4_0 q8_0 q4_K"}
+layers=${CAI_INSN_LAYERS:-1}
+k=${CAI_INSN_TOKENS:-2}
+[ -x build-arm64/cai ] || { echo "arm64-insn-count: build-arm64/cai is missing (scripts/cross-arm64.sh)" >&2; exit 1; }
+[ -x build/cai-mkmodel ] || { echo "arm64-insn-count: build/cai-mkmodel is missing (the host build)" >&2; exit 1; }
+out=build-arm64/insn-count
+mkdir -p "$out"
+gcc -shared -fPIC -O2 -o "$out/insn_count.so" bench/qemu/insn_count.c
+
+# Instructions of one `cai bench` run generating $4 tokens ($1 CPU family, $2 model file).
+count() {
+  CAI_CPU_ISA=$1 qemu-aarch64 -cpu "$cpu" -plugin "$out/insn_count.so" build-arm64/cai bench -m "$2" -p 1 -n "$3" \
+    -r 1 -t 1 2>&1 >/dev/null | sed -n 's/^instructions executed: //p'
+}
+
+printf '%-6s %-8s %16s %10s\n' type family insns/token vs_scalar
+for t in $types; do
+  model="$out/qwen2-0.5b-${layers}l-$t.gguf"
+  [ -f "$model" ] || build/cai-mkmodel --preset qwen2-0.5b --layers "$layers" --dtype "$t" -o "$model" >/dev/null
+  scalar=""
+  for family in scalar neon dotprod; do
+    a=$(count "$family" "$model" 1)
+    b=$(count "$family" "$model" $((1 + k)))
+    per=$(((b - a) / k))
+    [ -n "$scalar" ] || scalar=$per
+    printf '%-6s %-8s %16d %10s\n' "$t" "$family" "$per" "$(python3 -c "print(f'{$scalar / $per:.2f}x')")"
+  done
+done
