@@ -7,6 +7,8 @@
 # and the host build's cai-mkmodel.
 #   CAI_INSN_CPU=neoverse-n1   the qemu CPU model (neoverse-n1: NEON + dotprod; max: also i8mm and SVE)
 #   CAI_INSN_TYPES="q4_0 q8_0 q4_K"   CAI_INSN_LAYERS=1   CAI_INSN_TOKENS=2 (K)
+#   CAI_INSN_LLAMA_BENCH=path   also count llama.cpp's llama-bench built for aarch64 (outside this repository) on the
+#                               same files: `-p 0 -n N -r 1 -t 1`, the same difference
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cpu=${CAI_INSN_CPU:-neoverse-n1}
@@ -25,7 +27,13 @@ count() {
     -r 1 -t 1 2>&1 >/dev/null | sed -n 's/^instructions executed: //p'
 }
 
-printf '%-6s %-8s %16s %10s\n' type family insns/token vs_scalar
+# The same for llama-bench (its own warm-up token included in both runs).
+count_llama() {
+  qemu-aarch64 -cpu "$cpu" -plugin "$out/insn_count.so" "$CAI_INSN_LLAMA_BENCH" -m "$1" -p 0 -n "$2" -r 1 -t 1 \
+    2>&1 >/dev/null | sed -n 's/^instructions executed: //p'
+}
+
+printf '%-6s %-11s %16s %10s\n' type family insns/token vs_scalar
 for t in $types; do
   model="$out/qwen2-0.5b-${layers}l-$t.gguf"
   [ -f "$model" ] || build/cai-mkmodel --preset qwen2-0.5b --layers "$layers" --dtype "$t" -o "$model" >/dev/null
@@ -35,6 +43,13 @@ for t in $types; do
     b=$(count "$family" "$model" $((1 + k)))
     per=$(((b - a) / k))
     [ -n "$scalar" ] || scalar=$per
-    printf '%-6s %-8s %16d %10s\n' "$t" "$family" "$per" "$(python3 -c "print(f'{$scalar / $per:.2f}x')")"
+    printf '%-6s %-11s %16d %10s\n' "$t" "$family" "$per" "$(python3 -c "print(f'{$scalar / $per:.2f}x')")"
   done
+  if [ -n "${CAI_INSN_LLAMA_BENCH:-}" ]; then
+    a=$(count_llama "$model" 1)
+    b=$(count_llama "$model" $((1 + k)))
+    llama=$(((b - a) / k))
+    printf '%-6s %-11s %16d %10s   (CAI dotprod / llama.cpp: %s)\n' "$t" llama.cpp "$llama" \
+      "$(python3 -c "print(f'{$scalar / $llama:.2f}x')")" "$(python3 -c "print(f'{$per / $llama:.2f}')")"
+  fi
 done

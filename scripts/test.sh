@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: Release build + ctest, the same tests under clang ASan+UBSan, then each libFuzzer target briefly.
+# The whole test suite: Release build + ctest, the same tests under clang ASan+UBSan, then each libFuzzer target briefly,
+# then the ARM64 build's kernel and oracle tests under emulation.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -68,13 +69,13 @@ cmake --build build-asan -j"$jobs"
 # runs in the Release suite, as does the plan-against-bench test (it times a 0.5B model four times). The MPI jobs run
 # below.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j"$jobs" \
-  -E 'OracleEvalDevice.*warp32|OracleEvalLayout.*(warp32|device_simt_0_simt_1___(pp|tp)_2_warp64|device_cpu_simt_0___pp_2_warp64|device_simt_0_2.*warp64)|CudaKernelsInReverseThreadOrder|LargePromptCostsASmallMultipleOfItsBytes|(EngineOn|SequenceBatchOn)\.(ConcurrentRequestsMatchTheirSoloRuns|BatchedStepsEqualSoloRuns)/simt|OracleEvalMpi|Mpi\.|PlanCli\.SavedProfilePredictsTheBenchmarkedSpeeds'
+  -E 'OracleEvalDevice.*warp32|OracleEvalLayout.*(warp32|device_simt_0_simt_1___(pp|tp)_2_warp64|device_cpu_simt_0___pp_2_warp64|device_simt_0_2.*warp64)|CudaKernelsInReverseThreadOrder|LargePromptCostsASmallMultipleOfItsBytes|(EngineOn|SequenceBatchOn)\.(ConcurrentRequestsMatchTheirSoloRuns|BatchedStepsEqualSoloRuns)/simt|OracleEvalMpi|Mpi\.|Collectives\.|PlanCli\.SavedProfilePredictsTheBenchmarkedSpeeds'
 # MPI jobs under ASan: three oracle cases that reach every cross-process path (an all-reduce between CPU ranks, stage
-# moves between simt ranks' device memories, expert parallel). Each job spends ~7 s in Open MPI's start-up under ASan,
+# moves between simt ranks' device memories, expert parallel), and every collective over three ranks. Each job spends ~7 s in Open MPI's start-up under ASan,
 # so the Release suite runs the rest. Without leak checks: Open MPI's allocations still live at exit come from
 # components it has unloaded by then, which LeakSanitizer can neither attribute nor suppress.
 ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j"$jobs" \
-  -R 'OracleEvalMpi.*deepseek_v3_tiny_np2___device_(cpu__t_1___(tp|ep)_2|simt___pp_2) '
+  -R 'OracleEvalMpi.*deepseek_v3_tiny_np2___device_(cpu__t_1___(tp|ep)_2|simt___pp_2) |Collectives\.'
 
 phase "tests (clang, ThreadSanitizer): runtime and server"
 # TSan excludes ASan, so a third build, of the two test binaries whose code runs on several threads (engine thread,
@@ -107,6 +108,10 @@ for src in tests/fuzz/fuzz_*.cpp; do
   rm -rf "$corpus"
 done
 echo "fuzz: $n_fuzz targets ran without a crash"
+phase "ARM64: cross-built, under qemu-aarch64 (NEON-only and dotprod CPU models)"
+# The core and op tests (each CPU kernel family against the scalar kernels), the DeepSeek oracle and cai doctor's
+# op and model checks; the rest of the suite is architecture-neutral C++ that the x86-64 runs above cover.
+bash scripts/cross-arm64.sh
 phase "container image (deploy/Dockerfile, the base stage)"
 # Only where a container builder and the Debian base image are already here: nothing is pulled from a registry. The cuda
 # and hip stages need their toolchains' packages and are built by hand (docs/deploy.md).

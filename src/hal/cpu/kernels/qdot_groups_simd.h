@@ -1,11 +1,13 @@
 // The integer kernels of interleaved 16-row groups (layouts in qdot_groups.h) for the including file's ISA, each
 // written once against RowLanes: on x86-64 (row_lanes_x86.h) one 512-bit vector holds the 16 rows where the file is
 // compiled with AVX-512 VNNI (vpdpwssd for Q8_0, vpdpbusd for the others), two 256-bit halves of 8 rows otherwise
-// (vpmaddwd, vpmaddubsw + vpmaddwd); on ARM64 (row_lanes_neon.h) four 128-bit quarters of 4 rows (sdot where the file
+// (vpmaddwd, vpmaddubsw + vpmaddwd); on ARM64 (row_lanes_neon.h) four 128-bit registers of 4 rows (sdot where the file
 // is compiled with dotprod). Every row and block gets the exact int32 sum, then the same float multiplies and fused
 // multiply-adds as the scalar kernels (qdot_scalar.cpp, qdot_k_scalar.h), so every ISA gives the same bits. Included
 // by qdot_simd_table.h and qdot_neon_table.h; internal linkage.
 #pragma once
+
+#include <type_traits>
 
 #include "core/block_bytes.h"
 #include "core/quant_grids.h"
@@ -45,7 +47,7 @@ template <int kAhead = kDefaultAhead>
 constexpr int kQ6_KAhead = 16384, kQ5_KAhead = 16384;
 
 using L = RowLanes;
-constexpr int kHalves = kGroupRows / L::kRows;  // vectors per group: 1 (AVX-512), 2 (AVX2) or 4 (NEON)
+constexpr int kHalves = kGroupRows / L::kRows;  // vectors per group: 1 (AVX-512, NEON) or 2 (AVX2)
 
 // Whether the Q8_0 kernels for NX activation rows prefetch (prefetch_ahead).
 template <int NX>
@@ -60,10 +62,11 @@ void q8_0_r16_dot16_nx(const uint8_t* w, const ActBlockQ16* x, const float* xd, 
     for (auto& a : acc) a = L::fzero();
     for (int64_t b = 0; b < in / kActBlock; ++b) {
       const uint8_t* blk = w + b * kBlock;
-      L::I s[NX];
-      for (auto& v : s) v = L::zero();
-        // Unrolled, the 16 pairs' loads and broadcasts overlap (`gemm/q8_0_r16/8960x1536/n16/t1`, two calls of 8
-        // rows; left to itself GCC keeps the loop).
+      // The block's sums, in the form the ISA adds pairs into for this many rows (L::PairSums).
+      using Sums = std::conditional_t<(NX <= L::kPairSumRows), L::PairSums, L::I>;
+      Sums s[NX]{};
+      // Unrolled, the 16 pairs' loads and broadcasts overlap (`gemm/q8_0_r16/8960x1536/n16/t1`, two calls of 8
+      // rows; left to itself GCC keeps the loop).
 #pragma GCC unroll 16
       for (int p = 0; p < kActBlock / 2; ++p) {
         const uint8_t* at = blk + kCodes + (p * kGroupRows + h * L::kRows) * 2;
@@ -72,7 +75,8 @@ void q8_0_r16_dot16_nx(const uint8_t* w, const ActBlockQ16* x, const float* xd, 
         for (int j = 0; j < NX; ++j) s[j] = L::dot_s16_at(s[j], wq, x[j * ldx + b].q + 2 * p);
       }
       const L::F dw = L::f16(blk + 2 * h * L::kRows);
-      for (int j = 0; j < NX; ++j) acc[j] = L::fma(L::cvt(s[j]), L::mul(dw, L::fset1(xd[j * ldx + b])), acc[j]);
+      for (int j = 0; j < NX; ++j)
+        acc[j] = L::fma(L::cvt(L::pair_total(s[j])), L::mul(dw, L::fset1(xd[j * ldx + b])), acc[j]);
     }
     for (int j = 0; j < NX; ++j) L::store(out + j * kGroupRows + h * L::kRows, acc[j]);
   }
@@ -143,7 +147,7 @@ template <int NX, int G, class Codes>
       prefetch_ahead(at);
       const L::I raw = L::quads(at);
       lo[g] = codes.levels(L::and8(raw, 0x0F));
-      hi[g] = codes.levels(L::and8(L::srl16<4>(raw), 0x0F));
+      hi[g] = codes.levels(L::high_nibbles(raw));
     }
 #pragma GCC unroll 16
     for (int j = 0; j < NX; ++j) {
@@ -267,7 +271,7 @@ void q45_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_
           const uint8_t* at = blk + kCodes + ((8 * t + v) * kGroupRows + h * L::kRows) * 4;
           prefetch_ahead<kQ5 ? kQ5_KAhead : kDefaultAhead>(at);
           const L::I raw = L::quads(at);
-          L::I lo = L::and8(raw, 0x0F), hi = L::and8(L::srl16<4>(raw), 0x0F);
+          L::I lo = L::and8(raw, 0x0F), hi = L::high_nibbles(raw);
           if constexpr (kQ5) {  // bits 2t, 2t + 1 of each qh byte moved to bit 4 (the shifts stay within bytes)
             const L::I bits = L::srl16(L::quads(blk + kHigh + (v * kGroupRows + h * L::kRows) * 4), 2 * t);
             lo = L::or_(lo, L::and8(L::sll16<4>(bits), 0x10));
@@ -295,7 +299,7 @@ void q45_k_r16_dot_nx(const uint8_t* w, const ActBlockQ8* x, int64_t ldx, int64_
 // their byte).
 template <int G>
 [[gnu::always_inline]] inline L::I q6_k_codes(L::I ql, L::I qh) {
-  const L::I low = L::and8(G < 2 ? ql : L::srl16<4>(ql), 0x0F);
+  const L::I low = G < 2 ? L::and8(ql, 0x0F) : L::high_nibbles(ql);
   L::I top;
   if constexpr (G < 2)
     top = L::sll16<4 - 2 * G>(qh);
@@ -644,9 +648,8 @@ struct IQ4_XSR16Dot {
 inline void register_qdot_groups_simd(QDotKernels& k) {
   k.dot16[static_cast<int>(DType::kQ8_0_R16)] = dot16_any_nx<Q8_0R16Dot16>;
   k.dot[static_cast<int>(DType::kQ4_0_R16)] = dot_any_nx<Block32Dot<Q4_0Nibbles>::K>;
-  // Two groups at a time pay where one vector holds a group's 16 rows (the AVX2 kernel's 8-row halves would run out
-  // of registers).
-  if constexpr (L::kRows == kGroupRows) {
+  // Two groups at a time pay where one vector holds a group's 16 rows and the registers hold two groups' chains.
+  if constexpr (L::kPairs) {
     k.dot_pair[static_cast<int>(DType::kQ4_0_R16)] = dot_any_nx<Block32Dot<Q4_0Nibbles, 2>::K>;
   }
   k.dot[static_cast<int>(DType::kQ4_K_R16)] = dot_any_nx<Q4_KR16Dot>;
@@ -657,8 +660,7 @@ inline void register_qdot_groups_simd(QDotKernels& k) {
   k.dot[static_cast<int>(DType::kIQ4_NL_R16)] = dot_any_nx<Block32Dot<IQ4Levels>::K>;
   k.dot[static_cast<int>(DType::kIQ4_XS_R16)] = dot_any_nx<IQ4_XSR16Dot>;
   k.dot[static_cast<int>(DType::kQ8_0_R16_I8)] = dot_any_nx<Block32Dot<Q8Bytes>::K>;
-  if constexpr (L::kRows == kGroupRows)
-    k.dot_pair[static_cast<int>(DType::kQ8_0_R16_I8)] = dot_any_nx<Block32Dot<Q8Bytes, 2>::K>;
+  if constexpr (L::kPairs) k.dot_pair[static_cast<int>(DType::kQ8_0_R16_I8)] = dot_any_nx<Block32Dot<Q8Bytes, 2>::K>;
 }
 
 }  // namespace

@@ -17,6 +17,7 @@ using block_bytes::load_i32;
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
 struct RowLanes {
   static constexpr int kRows = 16;
+  static constexpr bool kPairs = true;  // two groups at a time (the pair kernels)
   using I = __m512i;
   using F = __m512;
   static I zero() { return _mm512_setzero_si512(); }
@@ -36,6 +37,7 @@ struct RowLanes {
   static F fset1(float v) { return _mm512_set1_ps(v); }
   static F fload(const float* p) { return _mm512_loadu_ps(p); }
   static I and8(I v, int m) { return _mm512_and_si512(v, _mm512_set1_epi8(static_cast<char>(m))); }
+  static I high_nibbles(I v) { return and8(srl16<4>(v), 0x0F); }
   static I or_(I a, I b) { return _mm512_or_si512(a, b); }
   template <int N>
   static I srl16(I v) {
@@ -63,6 +65,10 @@ struct RowLanes {
     asm("vpdpwssd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const int32_t*>(p)));
     return acc;
   }
+  // The int16 pair products add straight into one int32 per row (row_lanes_neon.h defers that).
+  using PairSums = I;
+  static constexpr int kPairSumRows = 8;
+  static I pair_total(I s) { return s; }
   // Table levels (IQ4): 16 bytes in every 128-bit lane, byte i of each picked by the low nibble of an index byte. With
   // vpdpbusd the levels are unsigned: level + 128, whose extra 128 · Σ a.q the sums start without.
   static constexpr int kLevelBias = 128;
@@ -81,6 +87,7 @@ struct RowLanes {
 #else
 struct RowLanes {
   static constexpr int kRows = 8;
+  static constexpr bool kPairs = false;  // two groups' 8-row halves would run out of registers
   using I = __m256i;
   using F = __m256;
   static I zero() { return _mm256_setzero_si256(); }
@@ -100,6 +107,7 @@ struct RowLanes {
   static F fset1(float v) { return _mm256_set1_ps(v); }
   static F fload(const float* p) { return _mm256_loadu_ps(p); }
   static I and8(I v, int m) { return _mm256_and_si256(v, _mm256_set1_epi8(static_cast<char>(m))); }
+  static I high_nibbles(I v) { return and8(srl16<4>(v), 0x0F); }
   static I or_(I a, I b) { return _mm256_or_si256(a, b); }
   template <int N>
   static I srl16(I v) {
@@ -118,6 +126,10 @@ struct RowLanes {
   static I dot_s16(I acc, I w, I x) { return _mm256_add_epi32(acc, _mm256_madd_epi16(w, x)); }
   static I dot_u8s8_at(I acc, I u, const int8_t* p) { return dot_u8s8(acc, u, set1(load_i32(p))); }
   static I dot_s16_at(I acc, I w, const int16_t* p) { return dot_s16(acc, w, set1(load_i32(p))); }
+  // The int16 pair products add straight into one int32 per row (row_lanes_neon.h defers that).
+  using PairSums = I;
+  static constexpr int kPairSumRows = 8;
+  static I pair_total(I s) { return s; }
   // Table levels (IQ4) stay signed here: vpmaddubsw would saturate on levels + 128, so |level| meets a.q with the
   // level's sign (cpu::dot_s8s8).
   static constexpr int kLevelBias = 0;
