@@ -36,26 +36,37 @@ cmake --build build-arm64 -j"$jobs" --target cai cai-backend-simt test_core test
 # The programs load the multiarch libc6:arm64; qemu's -L with the cross compiler's libc beside it hangs in
 # pthread_create.
 # Per CPU model: the core and op tests (the op tests run every kernel family the model has against the scalar
-# kernels), the DeepSeek oracle's logits and greedy tokens through the ARM64 cai, and `cai doctor`'s op table and
-# model checks (model_quant: Q8_0, Q4_0, Q4_K, Q6_K under --precision fast against their F32 twins).
-oracle=tests/data/oracle/deepseek_v3_tiny
-ids=$(python3 -c "import json; print(','.join(map(str, json.load(open('$oracle/tokens.json'))['prompts'][2]['input_ids'])))")
+# kernels), every oracle in tests/data/oracle (Qwen2, Llama-3-scaled, DeepSeek-V3 BF16, FP8 and without q-LoRA: each
+# prompt's logits and greedy tokens through the ARM64 cai against the references, F32 KV, 1e-4) and `cai doctor`'s op
+# table and model checks (model_quant: Q8_0, Q4_0, Q4_K, Q6_K under --precision fast against their F32 twins).
+oracles="qwen2_tiny llama3_scaled_tiny deepseek_v3_tiny deepseek_v3_tiny/fp8 deepseek_v3_tiny/q_lora_none
+         deepseek_v3_tiny/mainline.gguf"
 for cpu in ${CAI_QEMU_CPUS:-cortex-a72 max}; do
   echo "cross-arm64: on qemu's $cpu" >&2
   run() { qemu-aarch64 -cpu "$cpu" "$@"; }
   run build-arm64/test_core --gtest_brief=1
   run build-arm64/test_ops --gtest_brief=1
-  run build-arm64/cai eval -m "$oracle" --tokens "$ids" --greedy 8 --logits build-arm64/oracle.f32 --json 2>/dev/null |
-    python3 -c "
+  for o in $oracles; do
+    model=tests/data/oracle/$o
+    dir=$model
+    [ -d "$dir" ] || dir=$(dirname "$model")  # a GGUF file beside its references
+    n=$(python3 -c "import json; print(len(json.load(open('$dir/tokens.json'))['prompts']))")
+    for ((i = 0; i < n; i++)); do
+      ids=$(python3 -c "import json; print(','.join(map(str, json.load(open('$dir/tokens.json'))['prompts'][$i]['input_ids'])))")
+      run build-arm64/cai eval -m "$model" --tokens "$ids" --greedy 8 --kv-dtype f32 --logits build-arm64/oracle.f32 \
+        --json 2>/dev/null | python3 -c "
 import json, struct, sys
 got = json.loads(sys.stdin.read().strip().splitlines()[-1])
-spec = json.load(open('$oracle/tokens.json'))['prompts'][2]
-mine = open('build-arm64/oracle.f32', 'rb').read(); ref = open('$oracle/' + spec['logits_file'], 'rb').read()
+spec = json.load(open('$dir/tokens.json'))['prompts'][$i]
+mine = open('build-arm64/oracle.f32', 'rb').read(); ref = open('$dir/' + spec['logits_file'], 'rb').read()
 diff = max(abs(a - b) for a, b in zip(struct.unpack(f'{len(mine)//4}f', mine), struct.unpack(f'{len(ref)//4}f', ref)))
-ok = got['greedy'] == spec['greedy_next_tokens'] and len(mine) == len(ref) and diff <= 1e-4
-print(f'oracle on arm64 ($cpu): max |logit diff| {diff:.2e}, greedy tokens {\"equal\" if got[\"greedy\"] == spec[\"greedy_next_tokens\"] else \"differ\"}')
+same = got['greedy'] == spec['greedy_next_tokens'][:len(got['greedy'])] and len(got['greedy']) == 8
+ok = same and len(mine) == len(ref) and diff <= 1e-4
+print(f'oracle on arm64 ($cpu): $o prompt $i: max |logit diff| {diff:.2e}, greedy tokens {\"equal\" if same else \"differ\"}')
 sys.exit(0 if ok else 1)
 "
+    done
+  done
   # The bandwidth step measures the emulator, so it only reports.
   run build-arm64/cai doctor --device cpu --in-process --json --memory-mib 16 2>/dev/null | python3 -c "
 import json, sys

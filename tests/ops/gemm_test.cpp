@@ -122,8 +122,50 @@ const GemmKernels& kernels_of(CpuIsa isa) {
     case CpuIsa::kAvx512: return gemm_kernels_avx512();
     case CpuIsa::kAvx2: return gemm_kernels_avx2();
 #endif
+#if defined(__aarch64__)
+    case CpuIsa::kDotprod:
+    case CpuIsa::kNeon: return gemm_kernels_neon();
+#endif
     default: return gemm_kernels_scalar();
   }
+}
+
+// The attention dot of the SIMD tables in portable C++: four chains of 8 lanes over 32 elements at a time, the 8-lane
+// steps left on chain 0, the chains added (0 + 1) + (2 + 3), the lanes (i, i + 4), (i, i + 2), (0, 1), then the last
+// elements one by one, every step a fused multiply-add.
+float simd_order_dot(const float* x, const float* v, int64_t n) {
+  float a[4][8] = {};
+  int64_t d = 0;
+  for (; d + 32 <= n; d += 32)
+    for (int c = 0; c < 4; ++c)
+      for (int l = 0; l < 8; ++l) a[c][l] = std::fma(x[d + 8 * c + l], v[d + 8 * c + l], a[c][l]);
+  for (; d + 8 <= n; d += 8)
+    for (int l = 0; l < 8; ++l) a[0][l] = std::fma(x[d + l], v[d + l], a[0][l]);
+  float s[8], t4[4];
+  for (int l = 0; l < 8; ++l) s[l] = (a[0][l] + a[1][l]) + (a[2][l] + a[3][l]);
+  for (int l = 0; l < 4; ++l) t4[l] = s[l] + s[l + 4];
+  float dot = (t4[0] + t4[2]) + (t4[1] + t4[3]);
+  for (; d < n; ++d) dot = std::fma(x[d], v[d], dot);
+  return dot;
+}
+
+// The attention scores of every SIMD table (AVX2, AVX-512, NEON) have the bits of simd_order_dot: the same on x86-64
+// and ARM64 for the same inputs.
+TEST(GemmRowsKernels, SimdTablesShareOneDotOrder) {
+  std::mt19937 rng(9);
+  int checked = 0;
+  for (CpuIsa isa : available_isas()) {
+    if (isa == CpuIsa::kScalar) continue;
+    const GemmKernels& k = kernels_of(isa);
+    for (int64_t n : {1, 5, 8, 31, 32, 40, 64, 100, 128, 576}) {
+      const auto q = gaussian(n, rng), row = gaussian(n, rng);
+      float got = 0;
+      k.rows_dot(q.data(), n, 1, row.data(), n, 1, n, &got, 1);
+      EXPECT_EQ(got, simd_order_dot(q.data(), row.data(), n)) << cpu_isa_name(isa) << " n=" << n;
+    }
+    ++checked;
+  }
+  if (checked == 0) GTEST_SKIP() << "no SIMD kernel family on this CPU";
 }
 
 // Each ISA's row dequant equals dequantize_row bit for bit (the panel and tiled paths use it), for every quant type.
@@ -439,9 +481,12 @@ TEST(CpuFeatures, NamesAndOverride) {
   const std::vector<CpuIsa> mine = cpu_isas_of_this_architecture();
   for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kNeon, CpuIsa::kDotprod}) {
     const bool here = std::find(mine.begin(), mine.end(), isa) != mine.end();
-    if (!here || !cpu_isa_available(isa))
+    if (!here || !cpu_isa_available(isa)) {
       EXPECT_EQ(set_active_cpu_isa(isa).code(), StatusCode::kUnsupported) << cpu_isa_name(isa);
-    if (!here) EXPECT_FALSE(cpu_isa_available(isa)) << cpu_isa_name(isa);
+    }
+    if (!here) {
+      EXPECT_FALSE(cpu_isa_available(isa)) << cpu_isa_name(isa);
+    }
   }
   EXPECT_TRUE(cpu_isa_available(best_cpu_isa()));
 }

@@ -19,6 +19,10 @@ const GemmKernels& active_gemm_kernels() {
     case CpuIsa::kAvx512: return gemm_kernels_avx512();
     case CpuIsa::kAvx2: return gemm_kernels_avx2();
 #endif
+#if defined(__aarch64__)
+    case CpuIsa::kDotprod:
+    case CpuIsa::kNeon: return gemm_kernels_neon();
+#endif
     default: return gemm_kernels_scalar();
   }
 }

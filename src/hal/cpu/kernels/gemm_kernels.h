@@ -1,4 +1,4 @@
-// Per-ISA GEMM kernel tables used by gemm.cpp (scalar / AVX2 / AVX-512 implementations in gemm_*.cpp).
+// Per-ISA GEMM kernel tables used by gemm.cpp (scalar / AVX2 / AVX-512 / NEON implementations in gemm_*.cpp).
 #pragma once
 
 #include <cstdint>
@@ -65,6 +65,10 @@ void silu_mul_avx2(const float* gate, const float* up, float* out, int64_t n);
 void softmax_row_avx2(float* x, int64_t n);
 void silu_mul_avx512(const float* gate, const float* up, float* out, int64_t n);
 void softmax_row_avx512(float* x, int64_t n);
+#endif
+#if defined(__aarch64__)
+// The scalar table with the attention loops on NEON (gemm_neon.cpp), for the neon and dotprod families.
+const GemmKernels& gemm_kernels_neon();
 #endif
 
 }  // namespace cai::hal::cpu

@@ -1,0 +1,98 @@
+// The ARM64 GEMM table: the scalar table's decoders and GEMM paths, with the attention loops (rows_dot, rows_axpy) on
+// NEON. They give the AVX2 kernels' bits (vec_simd.h): a dot runs four chains of 8 lanes (two registers each) over 32
+// elements at a time, the 8-element steps left on chain 0, then the same reduction tree and the last elements one by
+// one; an accumulation is one fused multiply-add per element and row, rows in order. So attention scores and outputs
+// are the same on ARM64 and x86-64 with AVX2 or AVX-512 for the same inputs.
+#include "hal/cpu/kernels/gemm_kernels.h"
+
+#if defined(__aarch64__)
+
+#include <arm_neon.h>
+
+#include <cmath>
+
+namespace cai::hal::cpu {
+namespace {
+
+// An AVX2 register's 8 lanes: lanes 0..3 and 4..7.
+struct Lanes8 {
+  float32x4_t lo, hi;
+};
+
+inline Lanes8 fma8(const float* x, const float* v, Lanes8 acc) {
+  return {vfmaq_f32(acc.lo, vld1q_f32(x), vld1q_f32(v)), vfmaq_f32(acc.hi, vld1q_f32(x + 4), vld1q_f32(v + 4))};
+}
+
+inline Lanes8 add8(Lanes8 a, Lanes8 b) { return {vaddq_f32(a.lo, b.lo), vaddq_f32(a.hi, b.hi)}; }
+
+// hsum8 (simd_scalars.h): lanes (i, i + 4), then (i, i + 2), then (0, 1).
+inline float hsum8(Lanes8 v) {
+  const float32x4_t t4 = vaddq_f32(v.lo, v.hi);
+  const float32x2_t t2 = vadd_f32(vget_low_f32(t4), vget_high_f32(t4));
+  return vget_lane_f32(t2, 0) + vget_lane_f32(t2, 1);
+}
+
+float vec_dot(const float* x, const float* v, int64_t n) {
+  const Lanes8 zero{vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
+  Lanes8 a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+  int64_t d = 0;
+  for (; d + 32 <= n; d += 32) {
+    a0 = fma8(x + d, v + d, a0);
+    a1 = fma8(x + d + 8, v + d + 8, a1);
+    a2 = fma8(x + d + 16, v + d + 16, a2);
+    a3 = fma8(x + d + 24, v + d + 24, a3);
+  }
+  for (; d + 8 <= n; d += 8) a0 = fma8(x + d, v + d, a0);
+  float dot = hsum8(add8(add8(a0, a1), add8(a2, a3)));
+  for (; d < n; ++d) dot = std::fma(x[d], v[d], dot);
+  return dot;
+}
+
+void rows_dot(const float* q, int64_t ldq, int nq, const float* rows, int64_t ldr, int nt, int64_t n, float* out,
+              int64_t ldo) {
+  for (int t = 0; t < nt; ++t)
+    for (int i = 0; i < nq; ++i) out[i * ldo + t] = vec_dot(q + i * ldq, rows + t * ldr, n);
+}
+
+// y_i += Σ_t a[i·lda + t] · row t: 16 columns at a time in four registers over all rows, then 4, then one by one.
+void rows_axpy(const float* a, int64_t lda, int ny, const float* rows, int64_t ldr, int nt, int64_t n, float* y,
+               int64_t ldy) {
+  for (int i = 0; i < ny; ++i) {
+    float* yi = y + i * ldy;
+    const float* ai = a + i * lda;
+    int64_t d = 0;
+    for (; d + 16 <= n; d += 16) {
+      float32x4_t acc[4];
+      for (int c = 0; c < 4; ++c) acc[c] = vld1q_f32(yi + d + 4 * c);
+      for (int t = 0; t < nt; ++t) {
+        const float* row = rows + t * ldr + d;
+        const float32x4_t w = vdupq_n_f32(ai[t]);
+        for (int c = 0; c < 4; ++c) acc[c] = vfmaq_f32(acc[c], w, vld1q_f32(row + 4 * c));
+      }
+      for (int c = 0; c < 4; ++c) vst1q_f32(yi + d + 4 * c, acc[c]);
+    }
+    for (; d + 4 <= n; d += 4) {
+      float32x4_t acc = vld1q_f32(yi + d);
+      for (int t = 0; t < nt; ++t) acc = vfmaq_f32(acc, vdupq_n_f32(ai[t]), vld1q_f32(rows + t * ldr + d));
+      vst1q_f32(yi + d, acc);
+    }
+    for (; d < n; ++d)
+      for (int t = 0; t < nt; ++t) yi[d] = std::fma(ai[t], rows[t * ldr + d], yi[d]);
+  }
+}
+
+}  // namespace
+
+const GemmKernels& gemm_kernels_neon() {
+  static const GemmKernels table = [] {
+    GemmKernels k = gemm_kernels_scalar();
+    k.rows_dot = &rows_dot;
+    k.rows_axpy = &rows_axpy;
+    return k;
+  }();
+  return table;
+}
+
+}  // namespace cai::hal::cpu
+
+#endif
