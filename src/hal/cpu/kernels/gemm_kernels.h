@@ -67,7 +67,8 @@ void silu_mul_avx512(const float* gate, const float* up, float* out, int64_t n);
 void softmax_row_avx512(float* x, int64_t n);
 #endif
 #if defined(__aarch64__)
-// The scalar table with the attention loops on NEON (gemm_neon.cpp), for the neon and dotprod families.
+// The scalar table with the exact path's fused dequant·dot and the attention loops on NEON (gemm_neon.cpp), for the
+// neon and dotprod families.
 const GemmKernels& gemm_kernels_neon();
 #endif
 

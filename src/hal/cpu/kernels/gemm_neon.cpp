@@ -1,15 +1,20 @@
-// The ARM64 GEMM table: the scalar table's decoders and GEMM paths, with the attention loops (rows_dot, rows_axpy) on
-// NEON. They give the AVX2 kernels' bits (vec_simd.h): a dot runs four chains of 8 lanes (two registers each) over 32
-// elements at a time, the 8-element steps left on chain 0, then the same reduction tree and the last elements one by
-// one; an accumulation is one fused multiply-add per element and row, rows in order. So attention scores and outputs
-// are the same on ARM64 and x86-64 with AVX2 or AVX-512 for the same inputs.
+// The ARM64 GEMM table: the scalar table's decoders and GEMM panels, with the fused dequant·dot of the exact path
+// (row_dot: each 256-element chunk decoded by core/quant, then four 4-lane chains per activation row) and the attention
+// loops (rows_dot, rows_axpy) on NEON. They give the AVX2 kernels' bits (vec_simd.h): a dot runs four chains of 8 lanes
+// (two registers each) over 32 elements at a time, the 8-element steps left on chain 0, then the same reduction tree
+// and the last elements one by one; an accumulation is one fused multiply-add per element and row, rows in order. So
+// attention scores and outputs are the same on ARM64 and x86-64 with AVX2 or AVX-512 for the same inputs.
 #include "hal/cpu/kernels/gemm_kernels.h"
 
 #if defined(__aarch64__)
 
 #include <arm_neon.h>
 
+#include <algorithm>
 #include <cmath>
+
+#include "core/quant.h"
+#include "hal/cpu/kernels/gemm_decoder_list.h"
 
 namespace cai::hal::cpu {
 namespace {
@@ -46,6 +51,41 @@ float vec_dot(const float* x, const float* v, int64_t n) {
   float dot = hsum8(add8(add8(a0, a1), add8(a2, a3)));
   for (; d < n; ++d) dot = std::fma(x[d], v[d], dot);
   return dot;
+}
+
+// Σ buf[k] · x[k] over n elements: four 4-lane chains over 16 at a time, the 4-lane steps left on chain 0, the chains
+// added (0 + 1) + (2 + 3), the lanes (0 + 2) + (1 + 3), then the last elements one by one.
+float chunk_dot(const float* buf, const float* x, int64_t n) {
+  float32x4_t c0 = vdupq_n_f32(0.0f), c1 = c0, c2 = c0, c3 = c0;
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    c0 = vfmaq_f32(c0, vld1q_f32(buf + k), vld1q_f32(x + k));
+    c1 = vfmaq_f32(c1, vld1q_f32(buf + k + 4), vld1q_f32(x + k + 4));
+    c2 = vfmaq_f32(c2, vld1q_f32(buf + k + 8), vld1q_f32(x + k + 8));
+    c3 = vfmaq_f32(c3, vld1q_f32(buf + k + 12), vld1q_f32(x + k + 12));
+  }
+  for (; k + 4 <= n; k += 4) c0 = vfmaq_f32(c0, vld1q_f32(buf + k), vld1q_f32(x + k));
+  const float32x4_t t4 = vaddq_f32(vaddq_f32(c0, c1), vaddq_f32(c2, c3));
+  const float32x2_t t2 = vadd_f32(vget_low_f32(t4), vget_high_f32(t4));
+  float s = vget_lane_f32(t2, 0) + vget_lane_f32(t2, 1);
+  for (; k < n; ++k) s = std::fma(buf[k], x[k], s);
+  return s;
+}
+
+constexpr int64_t kChunk = 256;  // elements decoded at a time (a multiple of every block size)
+
+// RowDotFn: each activation row's result is the sum of its chunks' dots in order, whatever nx is.
+template <DType T>
+void row_dot(const uint8_t* w, const float* x, int64_t ldx, int nx, int64_t in, float* out) {
+  const DTypeInfo& info = dtype_info(T);
+  alignas(16) float buf[kChunk];
+  float acc[kMaxDotRows] = {};
+  for (int64_t k0 = 0; k0 < in; k0 += kChunk) {
+    const int64_t len = std::min(kChunk, in - k0);
+    dequantize_row(T, w + k0 / info.block_elems * info.block_bytes, buf, len);
+    for (int j = 0; j < nx; ++j) acc[j] += chunk_dot(buf, x + j * ldx + k0, len);
+  }
+  std::copy(acc, acc + nx, out);
 }
 
 void rows_dot(const float* q, int64_t ldq, int nq, const float* rows, int64_t ldr, int nt, int64_t n, float* out,
@@ -86,6 +126,9 @@ void rows_axpy(const float* a, int64_t lda, int ny, const float* rows, int64_t l
 const GemmKernels& gemm_kernels_neon() {
   static const GemmKernels table = [] {
     GemmKernels k = gemm_kernels_scalar();
+#define CAI_NEON_ROW_DOT(Decoder, T) k.row_dot[static_cast<int>(DType::T)] = &row_dot<DType::T>;
+    CAI_GEMM_DECODERS(CAI_NEON_ROW_DOT)
+#undef CAI_NEON_ROW_DOT
     k.rows_dot = &rows_dot;
     k.rows_axpy = &rows_axpy;
     return k;
