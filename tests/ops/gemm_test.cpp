@@ -173,7 +173,9 @@ TEST_P(GemmAllTypes, DequantTablesAreBitExact) {
   std::mt19937 rng(2024);
   const GemmKernels& k = kernels_of(GetParam());
   std::vector<DType> types(std::begin(kBlockOnlyTypes), std::end(kBlockOnlyTypes));
-  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) types.push_back(t);
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kF16, DType::kBF16,
+                  DType::kF8_E4M3})
+    types.push_back(t);
   for (DType t : types) {
     const int64_t in = 1024;
     Weights w = make_weights(t, 3, in, false, rng);

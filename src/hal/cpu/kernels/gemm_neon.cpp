@@ -1,9 +1,10 @@
-// The ARM64 GEMM table: the scalar table's decoders and GEMM panels, with the fused dequant·dot of the exact path
-// (row_dot: each 256-element chunk decoded by core/quant, then four 4-lane chains per activation row) and the attention
-// loops (rows_dot, rows_axpy) on NEON. They give the AVX2 kernels' bits (vec_simd.h): a dot runs four chains of 8 lanes
-// (two registers each) over 32 elements at a time, the 8-element steps left on chain 0, then the same reduction tree
-// and the last elements one by one; an accumulation is one fused multiply-add per element and row, rows in order. So
-// attention scores and outputs are the same on ARM64 and x86-64 with AVX2 or AVX-512 for the same inputs.
+// The ARM64 GEMM table: the scalar table's GEMM panels, with on NEON the decoders of the common weight types (F16,
+// BF16, FP8 E4M3, Q8_0, Q4_0; the others through core/quant), the fused dequant·dot of the exact path (row_dot: each
+// 256-element chunk decoded, then four 4-lane chains per activation row) and the attention loops (rows_dot, rows_axpy).
+// They give the AVX2 kernels' bits (vec_simd.h): a dot runs four chains of 8 lanes (two registers each) over 32
+// elements at a time, the 8-element steps left on chain 0, then the same reduction tree and the last elements one by
+// one; an accumulation is one fused multiply-add per element and row, rows in order. So attention scores and outputs
+// are the same on ARM64 and x86-64 with AVX2 or AVX-512 for the same inputs.
 #include "hal/cpu/kernels/gemm_kernels.h"
 
 #if defined(__aarch64__)
@@ -13,6 +14,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/block_bytes.h"
+#include "core/dtype.h"
 #include "core/quant.h"
 #include "hal/cpu/kernels/gemm_decoder_list.h"
 
@@ -72,9 +75,101 @@ float chunk_dot(const float* buf, const float* x, int64_t n) {
   return s;
 }
 
+// DequantFn: n elements (whole blocks) of one weight row as F32, the bits of core/quant's dequantize_row. The types the
+// models carry most (F16, BF16, DeepSeek's FP8, Q8_0, Q4_0) on NEON, the rest through core/quant.
+template <DType T>
+void dequant(const uint8_t* w, float* dst, int64_t n) {
+  dequantize_row(T, w, dst, n);
+}
+
+template <>
+void dequant<DType::kF16>(const uint8_t* w, float* dst, int64_t n) {
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    const float16x8_t h = vreinterpretq_f16_u16(vld1q_u16(reinterpret_cast<const uint16_t*>(w) + k));
+    vst1q_f32(dst + k, vcvt_f32_f16(vget_low_f16(h)));
+    vst1q_f32(dst + k + 4, vcvt_high_f32_f16(h));
+  }
+  if (k < n) dequantize_row(DType::kF16, w + 2 * k, dst + k, n - k);
+}
+
+template <>
+void dequant<DType::kBF16>(const uint8_t* w, float* dst, int64_t n) {
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    const uint16x8_t b = vld1q_u16(reinterpret_cast<const uint16_t*>(w) + k);
+    vst1q_f32(dst + k, vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(b), 16)));
+    vst1q_f32(dst + k + 4, vreinterpretq_f32_u32(vshll_high_n_u16(b, 16)));
+  }
+  if (k < n) dequantize_row(DType::kBF16, w + 2 * k, dst + k, n - k);
+}
+
+// E4M3 as an F16 with the same sign, exponent and mantissa bits 3 places lower (exponent bias 15 instead of 7: the
+// value / 256, exact also for subnormals), converted and scaled back; codes 0x7F and 0xFF are core/quant's NaNs.
+template <>
+void dequant<DType::kF8_E4M3>(const uint8_t* w, float* dst, int64_t n) {
+  static const float32x4_t nan_pos = vdupq_n_f32(fp8_e4m3_to_f32(0x7F)), nan_neg = vdupq_n_f32(fp8_e4m3_to_f32(0xFF));
+  const float32x4_t scale = vdupq_n_f32(256.0f);
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    const uint16x8_t c = vmovl_u8(vld1_u8(w + k));
+    const uint16x8_t mag = vandq_u16(c, vdupq_n_u16(0x7F));
+    const uint16x8_t h = vorrq_u16(vshlq_n_u16(mag, 7), vshlq_n_u16(vshrq_n_u16(c, 7), 15));
+    const float16x8_t f = vreinterpretq_f16_u16(h);
+    const uint16x8_t nan = vceqq_u16(mag, vdupq_n_u16(0x7F));
+    const uint16x8_t neg = vcgeq_u16(c, vdupq_n_u16(0x80));
+    const float32x4_t v[2] = {vmulq_f32(vcvt_f32_f16(vget_low_f16(f)), scale), vmulq_f32(vcvt_high_f32_f16(f), scale)};
+    // The 16-bit masks sign-extended to 32 bits: all ones where set.
+    const int16x8_t nan_mask = vreinterpretq_s16_u16(nan), neg_mask = vreinterpretq_s16_u16(neg);
+    const uint32x4_t is_nan[2] = {vreinterpretq_u32_s32(vmovl_s16(vget_low_s16(nan_mask))),
+                                  vreinterpretq_u32_s32(vmovl_high_s16(nan_mask))};
+    const uint32x4_t is_neg[2] = {vreinterpretq_u32_s32(vmovl_s16(vget_low_s16(neg_mask))),
+                                  vreinterpretq_u32_s32(vmovl_high_s16(neg_mask))};
+    for (int i = 0; i < 2; ++i) {
+      const float32x4_t nan_value = vbslq_f32(is_neg[i], nan_neg, nan_pos);
+      vst1q_f32(dst + k + 4 * i, vbslq_f32(is_nan[i], nan_value, v[i]));
+    }
+  }
+  if (k < n) dequantize_row(DType::kF8_E4M3, w + k, dst + k, n - k);
+}
+
+// Q8_0 and Q4_0: code (less 8 for Q4_0) times the block's scale, one rounding, as core/quant computes it.
+inline void scaled_codes(int8x16_t lo, int8x16_t hi, float d, float* dst) {
+  const float32x4_t s = vdupq_n_f32(d);
+  const int8x16_t q[2] = {lo, hi};
+  for (int h = 0; h < 2; ++h) {
+    const int16x8_t a = vmovl_s8(vget_low_s8(q[h])), b = vmovl_high_s8(q[h]);
+    vst1q_f32(dst + 16 * h, vmulq_f32(s, vcvtq_f32_s32(vmovl_s16(vget_low_s16(a)))));
+    vst1q_f32(dst + 16 * h + 4, vmulq_f32(s, vcvtq_f32_s32(vmovl_high_s16(a))));
+    vst1q_f32(dst + 16 * h + 8, vmulq_f32(s, vcvtq_f32_s32(vmovl_s16(vget_low_s16(b)))));
+    vst1q_f32(dst + 16 * h + 12, vmulq_f32(s, vcvtq_f32_s32(vmovl_high_s16(b))));
+  }
+}
+
+template <>
+void dequant<DType::kQ8_0>(const uint8_t* w, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / 32; ++b, w += 34, dst += 32) {
+    const int8x16_t lo = vld1q_s8(reinterpret_cast<const int8_t*>(w + 2)),
+                    hi = vld1q_s8(reinterpret_cast<const int8_t*>(w + 18));
+    scaled_codes(lo, hi, block_bytes::load_f16(w), dst);
+  }
+}
+
+template <>
+void dequant<DType::kQ4_0>(const uint8_t* w, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / 32; ++b, w += 18, dst += 32) {
+    const uint8x16_t q = vld1q_u8(w + 2);
+    const int8x16_t eight = vdupq_n_s8(8);
+    const int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0F))), eight);
+    const int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), eight);
+    scaled_codes(lo, hi, block_bytes::load_f16(w), dst);
+  }
+}
+
 constexpr int64_t kChunk = 256;  // elements decoded at a time (a multiple of every block size)
 
-// RowDotFn: each activation row's result is the sum of its chunks' dots in order, whatever nx is.
+// RowDotFn: each activation row's result is the sum of its chunks' dots in order, whatever nx is. F32 weights are
+// dotted in place.
 template <DType T>
 void row_dot(const uint8_t* w, const float* x, int64_t ldx, int nx, int64_t in, float* out) {
   const DTypeInfo& info = dtype_info(T);
@@ -82,8 +177,12 @@ void row_dot(const uint8_t* w, const float* x, int64_t ldx, int nx, int64_t in, 
   float acc[kMaxDotRows] = {};
   for (int64_t k0 = 0; k0 < in; k0 += kChunk) {
     const int64_t len = std::min(kChunk, in - k0);
-    dequantize_row(T, w + k0 / info.block_elems * info.block_bytes, buf, len);
-    for (int j = 0; j < nx; ++j) acc[j] += chunk_dot(buf, x + j * ldx + k0, len);
+    const float* chunk = buf;
+    if constexpr (T == DType::kF32)
+      chunk = reinterpret_cast<const float*>(w) + k0;
+    else
+      dequant<T>(w + k0 / info.block_elems * info.block_bytes, buf, len);
+    for (int j = 0; j < nx; ++j) acc[j] += chunk_dot(chunk, x + j * ldx + k0, len);
   }
   std::copy(acc, acc + nx, out);
 }
@@ -126,7 +225,9 @@ void rows_axpy(const float* a, int64_t lda, int ny, const float* rows, int64_t l
 const GemmKernels& gemm_kernels_neon() {
   static const GemmKernels table = [] {
     GemmKernels k = gemm_kernels_scalar();
-#define CAI_NEON_ROW_DOT(Decoder, T) k.row_dot[static_cast<int>(DType::T)] = &row_dot<DType::T>;
+#define CAI_NEON_ROW_DOT(Decoder, T)                          \
+  k.row_dot[static_cast<int>(DType::T)] = &row_dot<DType::T>; \
+  k.dequant[static_cast<int>(DType::T)] = &dequant<DType::T>;
     CAI_GEMM_DECODERS(CAI_NEON_ROW_DOT)
 #undef CAI_NEON_ROW_DOT
     k.rows_dot = &rows_dot;
