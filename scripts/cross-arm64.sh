@@ -75,3 +75,25 @@ for s in steps: print(f'doctor on arm64 ($cpu): {s[\"step\"]}: {\"ok\" if s[\"ok
 sys.exit(0 if all(s['ok'] for s in steps if s['step'] != 'bandwidth') else 1)
 "
 done
+# Where the x86-64 build is here too (scripts/test.sh builds it first) and the CPU has AVX2: the exact path gives the
+# same bits on both architectures, the NEON kernels the AVX2 ones' and the portable code the same (-ffp-contract=off
+# on ARM64). Every oracle's first prompt, logits compared bit for bit.
+if [ -x build/cai ] && grep -qw avx2 /proc/cpuinfo; then
+  for o in $oracles; do
+    model=tests/data/oracle/$o
+    dir=$model
+    [ -d "$dir" ] || dir=$(dirname "$model")
+    ids=$(python3 -c "import json; print(','.join(map(str, json.load(open('$dir/tokens.json'))['prompts'][0]['input_ids'])))")
+    for pair in "avx2 neon" "scalar scalar"; do
+      set -- $pair
+      args=(eval -m "$model" --tokens "$ids" --greedy 4 --kv-dtype f32 --precision exact --json)
+      CAI_CPU_ISA=$1 build/cai "${args[@]}" --logits build-arm64/x86.f32 >/dev/null 2>&1
+      CAI_CPU_ISA=$2 qemu-aarch64 -cpu max build-arm64/cai "${args[@]}" --logits build-arm64/arm.f32 >/dev/null 2>&1
+      if ! cmp -s build-arm64/x86.f32 build-arm64/arm.f32; then
+        echo "cross-arm64: $o: the logits of x86-64 $1 and ARM64 $2 differ" >&2
+        exit 1
+      fi
+      echo "same bits on x86-64 ($1) and ARM64 ($2): $o"
+    done
+  done
+fi

@@ -1,10 +1,9 @@
-// The ARM64 GEMM table: the scalar table's GEMM panels, with on NEON the decoders of the common weight types (F16,
-// BF16, FP8 E4M3, Q8_0, Q4_0; the others through core/quant), the fused dequant·dot of the exact path (row_dot: each
-// 256-element chunk decoded, then four 4-lane chains per activation row) and the attention loops (rows_dot, rows_axpy).
-// They give the AVX2 kernels' bits (vec_simd.h): a dot runs four chains of 8 lanes (two registers each) over 32
-// elements at a time, the 8-element steps left on chain 0, then the same reduction tree and the last elements one by
-// one; an accumulation is one fused multiply-add per element and row, rows in order. So attention scores and outputs
-// are the same on ARM64 and x86-64 with AVX2 or AVX-512 for the same inputs.
+// The ARM64 GEMM table on NEON: the decoders of the common weight types (F16, BF16, FP8 E4M3, Q8_0, Q4_0; the others
+// through core/quant), the fused dequant·dot of the exact path (row_dot), the panel micro-kernel of prefill and the
+// attention loops (rows_dot, rows_axpy). The dots and accumulations keep the AVX2 kernels' order (vec_simd.h,
+// gemm_avx2.cpp): a dot runs chains of 8 lanes (two registers each) and reduces them in the same tree, an accumulation
+// is one fused multiply-add per element and row, rows in order. With the decoders' exact values (and the build's
+// -ffp-contract=off for the portable code), the ARM64 and x86-64 builds give the same bits for the same inputs.
 #include "hal/cpu/kernels/gemm_kernels.h"
 
 #if defined(__aarch64__)
@@ -54,25 +53,6 @@ float vec_dot(const float* x, const float* v, int64_t n) {
   float dot = hsum8(add8(add8(a0, a1), add8(a2, a3)));
   for (; d < n; ++d) dot = std::fma(x[d], v[d], dot);
   return dot;
-}
-
-// Σ buf[k] · x[k] over n elements: four 4-lane chains over 16 at a time, the 4-lane steps left on chain 0, the chains
-// added (0 + 1) + (2 + 3), the lanes (0 + 2) + (1 + 3), then the last elements one by one.
-float chunk_dot(const float* buf, const float* x, int64_t n) {
-  float32x4_t c0 = vdupq_n_f32(0.0f), c1 = c0, c2 = c0, c3 = c0;
-  int64_t k = 0;
-  for (; k + 16 <= n; k += 16) {
-    c0 = vfmaq_f32(c0, vld1q_f32(buf + k), vld1q_f32(x + k));
-    c1 = vfmaq_f32(c1, vld1q_f32(buf + k + 4), vld1q_f32(x + k + 4));
-    c2 = vfmaq_f32(c2, vld1q_f32(buf + k + 8), vld1q_f32(x + k + 8));
-    c3 = vfmaq_f32(c3, vld1q_f32(buf + k + 12), vld1q_f32(x + k + 12));
-  }
-  for (; k + 4 <= n; k += 4) c0 = vfmaq_f32(c0, vld1q_f32(buf + k), vld1q_f32(x + k));
-  const float32x4_t t4 = vaddq_f32(vaddq_f32(c0, c1), vaddq_f32(c2, c3));
-  const float32x2_t t2 = vadd_f32(vget_low_f32(t4), vget_high_f32(t4));
-  float s = vget_lane_f32(t2, 0) + vget_lane_f32(t2, 1);
-  for (; k < n; ++k) s = std::fma(buf[k], x[k], s);
-  return s;
 }
 
 // DequantFn: n elements (whole blocks) of one weight row as F32, the bits of core/quant's dequantize_row. The types the
@@ -168,23 +148,73 @@ void dequant<DType::kQ4_0>(const uint8_t* w, float* dst, int64_t n) {
 
 constexpr int64_t kChunk = 256;  // elements decoded at a time (a multiple of every block size)
 
-// RowDotFn: each activation row's result is the sum of its chunks' dots in order, whatever nx is. F32 weights are
-// dotted in place.
+// RowDotFn with the AVX2 kernel's sums (gemm_avx2.cpp's dot_nx): each activation row has two chains of 8 lanes; the
+// 4 groups of 8 elements of each 32 go to chains 0, 1, 0, 1; the chains are added, the lanes reduced as hsum8 does,
+// and the elements past the last multiple of 32 (plain types only) added one by one with fused multiply-adds. So
+// `--precision exact` gives x86-64's bits for the same weights. Each row's order is the same whatever nx is.
 template <DType T>
 void row_dot(const uint8_t* w, const float* x, int64_t ldx, int nx, int64_t in, float* out) {
   const DTypeInfo& info = dtype_info(T);
+  const int64_t main = info.block_elems == 1 ? in / 32 * 32 : in;
   alignas(16) float buf[kChunk];
-  float acc[kMaxDotRows] = {};
-  for (int64_t k0 = 0; k0 < in; k0 += kChunk) {
-    const int64_t len = std::min(kChunk, in - k0);
+  Lanes8 chain[kMaxDotRows][2];
+  for (int j = 0; j < nx; ++j) chain[j][0] = chain[j][1] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
+  for (int64_t k0 = 0; k0 < main; k0 += kChunk) {
+    const int64_t len = std::min(kChunk, main - k0);
     const float* chunk = buf;
     if constexpr (T == DType::kF32)
       chunk = reinterpret_cast<const float*>(w) + k0;
     else
       dequant<T>(w + k0 / info.block_elems * info.block_bytes, buf, len);
-    for (int j = 0; j < nx; ++j) acc[j] += chunk_dot(chunk, x + j * ldx + k0, len);
+    for (int j = 0; j < nx; ++j) {
+      const float* xj = x + j * ldx + k0;
+      for (int64_t e = 0; e < len; e += 8) chain[j][(e / 8) % 2] = fma8(chunk + e, xj + e, chain[j][(e / 8) % 2]);
+    }
   }
-  std::copy(acc, acc + nx, out);
+  for (int j = 0; j < nx; ++j) {
+    out[j] = hsum8(add8(chain[j][0], chain[j][1]));
+    for (int64_t k = main; k < in; ++k) {
+      float v;
+      dequantize_row(T, w + k * info.block_bytes, &v, 1);
+      out[j] = std::fma(v, x[j * ldx + k], out[j]);
+    }
+  }
+}
+
+constexpr int kNr = 16, kMr = 6;  // the AVX2 micro-kernel's panel: 16 weight rows, up to 6 activation rows
+
+// MicroFn as gemm_avx2.cpp's: each output's products over the panel's kc columns in one fused multiply-add chain from
+// zero, then added to c.
+template <int M>
+void micro_m(const float* a, int64_t lda, const float* p, int64_t kc, float* c, int64_t ldc, int n_valid) {
+  float32x4_t acc[M][4];
+  for (auto& r : acc)
+    for (auto& v : r) v = vdupq_n_f32(0.0f);
+  for (int64_t k = 0; k < kc; ++k) {
+    float32x4_t pk[4];
+    for (int q = 0; q < 4; ++q) pk[q] = vld1q_f32(p + k * kNr + 4 * q);
+    for (int i = 0; i < M; ++i) {
+      const float32x4_t av = vdupq_n_f32(a[i * lda + k]);
+      for (int q = 0; q < 4; ++q) acc[i][q] = vfmaq_f32(acc[i][q], av, pk[q]);
+    }
+  }
+  for (int i = 0; i < M; ++i) {
+    float* ci = c + i * ldc;
+    alignas(16) float tmp[kNr];
+    for (int q = 0; q < 4; ++q) vst1q_f32(tmp + 4 * q, acc[i][q]);
+    for (int j = 0; j < n_valid; ++j) ci[j] += tmp[j];
+  }
+}
+
+void micro(const float* a, int64_t lda, int m, const float* p, int64_t kc, float* c, int64_t ldc, int n_valid) {
+  switch (m) {
+    case 1: micro_m<1>(a, lda, p, kc, c, ldc, n_valid); return;
+    case 2: micro_m<2>(a, lda, p, kc, c, ldc, n_valid); return;
+    case 3: micro_m<3>(a, lda, p, kc, c, ldc, n_valid); return;
+    case 4: micro_m<4>(a, lda, p, kc, c, ldc, n_valid); return;
+    case 5: micro_m<5>(a, lda, p, kc, c, ldc, n_valid); return;
+    default: micro_m<6>(a, lda, p, kc, c, ldc, n_valid); return;
+  }
 }
 
 void rows_dot(const float* q, int64_t ldq, int nq, const float* rows, int64_t ldr, int nt, int64_t n, float* out,
@@ -230,6 +260,9 @@ const GemmKernels& gemm_kernels_neon() {
   k.dequant[static_cast<int>(DType::T)] = &dequant<DType::T>;
     CAI_GEMM_DECODERS(CAI_NEON_ROW_DOT)
 #undef CAI_NEON_ROW_DOT
+    k.micro = &micro;
+    k.nr = kNr;
+    k.mr = kMr;
     k.rows_dot = &rows_dot;
     k.rows_axpy = &rows_axpy;
     return k;
