@@ -1,6 +1,6 @@
-// The ARM64 GEMM table on NEON: the decoders of the common weight types (F16, BF16, FP8 E4M3, Q8_0, Q4_0; the others
-// through core/quant), the fused dequant·dot of the exact path (row_dot), the panel micro-kernel of prefill and the
-// attention loops (rows_dot, rows_axpy). The dots and accumulations keep the AVX2 kernels' order (vec_simd.h,
+// The ARM64 GEMM table on NEON: the decoders of the common weight types (F16, BF16, FP8 E4M3, Q8_0, Q4_0, Q4_K, Q6_K;
+// the others through core/quant), the fused dequant·dot of the exact path (row_dot), the panel micro-kernel of prefill
+// and the attention loops (rows_dot, rows_axpy). The dots and accumulations keep the AVX2 kernels' order (vec_simd.h,
 // gemm_avx2.cpp): a dot runs chains of 8 lanes (two registers each) and reduces them in the same tree, an accumulation
 // is one fused multiply-add per element and row, rows in order. With the decoders' exact values (and the build's
 // -ffp-contract=off for the portable code), the ARM64 and x86-64 builds give the same bits for the same inputs.
@@ -16,6 +16,7 @@
 #include "core/block_bytes.h"
 #include "core/dtype.h"
 #include "core/quant.h"
+#include "core/quant_k.h"
 #include "hal/cpu/kernels/gemm_decoder_list.h"
 
 namespace cai::hal::cpu {
@@ -56,7 +57,7 @@ float vec_dot(const float* x, const float* v, int64_t n) {
 }
 
 // DequantFn: n elements (whole blocks) of one weight row as F32, the bits of core/quant's dequantize_row. The types the
-// models carry most (F16, BF16, DeepSeek's FP8, Q8_0, Q4_0) on NEON, the rest through core/quant.
+// models carry most (F16, BF16, DeepSeek's FP8, Q8_0, Q4_0, Q4_K, Q6_K) on NEON, the rest through core/quant.
 template <DType T>
 void dequant(const uint8_t* w, float* dst, int64_t n) {
   dequantize_row(T, w, dst, n);
@@ -146,6 +147,57 @@ void dequant<DType::kQ4_0>(const uint8_t* w, float* dst, int64_t n) {
   }
 }
 
+// Q4_K: per sub-block, d · scale · code − dmin · min, the product rounded before the subtraction (as core/quant).
+template <>
+void dequant<DType::kQ4_K>(const uint8_t* w, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / 256; ++b, w += 144, dst += 256) {
+    const float d = block_bytes::load_f16(w), dmin = block_bytes::load_f16(w + 2);
+    for (int c = 0; c < 4; ++c) {
+      const uint8x16_t q[2] = {vld1q_u8(w + 16 + 32 * c), vld1q_u8(w + 16 + 32 * c + 16)};
+      for (int half = 0; half < 2; ++half) {  // sub-block 2c (low nibbles), 2c + 1 (high)
+        int sc = 0, m = 0;
+        quant_k::scale_min(w + 4, 2 * c + half, &sc, &m);
+        const float32x4_t step = vdupq_n_f32(d * static_cast<float>(sc)),
+                          off = vdupq_n_f32(dmin * static_cast<float>(m));
+        for (int r = 0; r < 2; ++r) {
+          const uint8x16_t codes = half ? vshrq_n_u8(q[r], 4) : vandq_u8(q[r], vdupq_n_u8(0x0F));
+          const uint16x8_t lo = vmovl_u8(vget_low_u8(codes)), hi = vmovl_high_u8(codes);
+          const uint32x4_t u[4] = {vmovl_u16(vget_low_u16(lo)), vmovl_high_u16(lo), vmovl_u16(vget_low_u16(hi)),
+                                   vmovl_high_u16(hi)};
+          float* out = dst + 64 * c + 32 * half + 16 * r;
+          for (int i = 0; i < 4; ++i) vst1q_f32(out + 4 * i, vsubq_f32(vmulq_f32(step, vcvtq_f32_u32(u[i])), off));
+        }
+      }
+    }
+  }
+}
+
+// Q6_K: (d · scale) · (code − 32) per 16 elements, as core/quant.
+template <>
+void dequant<DType::kQ6_K>(const uint8_t* w, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / 256; ++b, w += 210, dst += 256) {
+    const uint8_t* ql = w;
+    const uint8_t* qh = w + 128;
+    const int8_t* scales = reinterpret_cast<const int8_t*>(w + 192);
+    const float d = block_bytes::load_f16(w + 208);
+    for (int h = 0; h < 2; ++h)
+      for (int g = 0; g < 4; ++g)
+        for (int l0 = 0; l0 < 32; l0 += 16) {  // elements 128h + 32g + l0 .. + 15
+          const uint8x16_t lbyte = vld1q_u8(ql + 64 * h + l0 + 32 * (g & 1));
+          const uint8x16_t low = g < 2 ? vandq_u8(lbyte, vdupq_n_u8(0x0F)) : vshrq_n_u8(lbyte, 4);
+          const uint8x16_t high =
+              vandq_u8(vshlq_u8(vld1q_u8(qh + 32 * h + l0), vdupq_n_s8(static_cast<int8_t>(-2 * g))), vdupq_n_u8(3));
+          const int8x16_t q = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(low, vshlq_n_u8(high, 4))), vdupq_n_s8(32));
+          const int i0 = 128 * h + 32 * g + l0;
+          const float32x4_t dsc = vdupq_n_f32(d * static_cast<float>(scales[i0 / 16]));
+          const int16x8_t a = vmovl_s8(vget_low_s8(q)), bq = vmovl_high_s8(q);
+          const int32x4_t v[4] = {vmovl_s16(vget_low_s16(a)), vmovl_high_s16(a), vmovl_s16(vget_low_s16(bq)),
+                                  vmovl_high_s16(bq)};
+          for (int i = 0; i < 4; ++i) vst1q_f32(dst + i0 + 4 * i, vmulq_f32(dsc, vcvtq_f32_s32(v[i])));
+        }
+  }
+}
+
 constexpr int64_t kChunk = 256;  // elements decoded at a time (a multiple of every block size)
 
 // RowDotFn with the AVX2 kernel's sums (gemm_avx2.cpp's dot_nx): each activation row has two chains of 8 lanes; the
@@ -168,7 +220,15 @@ void row_dot(const uint8_t* w, const float* x, int64_t ldx, int nx, int64_t in, 
       dequant<T>(w + k0 / info.block_elems * info.block_bytes, buf, len);
     for (int j = 0; j < nx; ++j) {
       const float* xj = x + j * ldx + k0;
-      for (int64_t e = 0; e < len; e += 8) chain[j][(e / 8) % 2] = fma8(chunk + e, xj + e, chain[j][(e / 8) % 2]);
+      Lanes8 c0 = chain[j][0], c1 = chain[j][1];
+      for (int64_t e = 0; e < len; e += 32) {
+        c0 = fma8(chunk + e, xj + e, c0);
+        c1 = fma8(chunk + e + 8, xj + e + 8, c1);
+        c0 = fma8(chunk + e + 16, xj + e + 16, c0);
+        c1 = fma8(chunk + e + 24, xj + e + 24, c1);
+      }
+      chain[j][0] = c0;
+      chain[j][1] = c1;
     }
   }
   for (int j = 0; j < nx; ++j) {
