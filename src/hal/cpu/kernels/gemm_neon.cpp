@@ -1,9 +1,9 @@
-// The ARM64 GEMM table on NEON: the decoders of the common weight types (F16, BF16, FP8 E4M3, Q8_0, Q4_0, Q4_K, Q6_K;
-// the others through core/quant), the fused dequant·dot of the exact path (row_dot), the panel micro-kernel of prefill
-// and the attention loops (rows_dot, rows_axpy). The dots and accumulations keep the AVX2 kernels' order (vec_simd.h,
-// gemm_avx2.cpp): a dot runs chains of 8 lanes (two registers each) and reduces them in the same tree, an accumulation
-// is one fused multiply-add per element and row, rows in order. With the decoders' exact values (and the build's
-// -ffp-contract=off for the portable code), the ARM64 and x86-64 builds give the same bits for the same inputs.
+// The ARM64 GEMM table on NEON: the decoders of the common weight types (F16, BF16, FP8 E4M3, Q8_0, Q4_0, Q4_K, Q5_K,
+// Q6_K; the others through core/quant), the fused dequant·dot of the exact path (row_dot), the panel micro-kernel of
+// prefill and the attention loops (rows_dot, rows_axpy). The dots and accumulations keep the AVX2 kernels' order
+// (vec_simd.h, gemm_avx2.cpp): a dot runs chains of 8 lanes (two registers each) and reduces them in the same tree, an
+// accumulation is one fused multiply-add per element and row, rows in order. With the decoders' exact values (and the
+// build's -ffp-contract=off for the portable code), the ARM64 and x86-64 builds give the same bits for the same inputs.
 #include "hal/cpu/kernels/gemm_kernels.h"
 
 #if defined(__aarch64__)
@@ -57,7 +57,7 @@ float vec_dot(const float* x, const float* v, int64_t n) {
 }
 
 // DequantFn: n elements (whole blocks) of one weight row as F32, the bits of core/quant's dequantize_row. The types the
-// models carry most (F16, BF16, DeepSeek's FP8, Q8_0, Q4_0, Q4_K, Q6_K) on NEON, the rest through core/quant.
+// models carry most (F16, BF16, DeepSeek's FP8, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) on NEON, the rest through core/quant.
 template <DType T>
 void dequant(const uint8_t* w, float* dst, int64_t n) {
   dequantize_row(T, w, dst, n);
@@ -147,29 +147,42 @@ void dequant<DType::kQ4_0>(const uint8_t* w, float* dst, int64_t n) {
   }
 }
 
-// Q4_K: per sub-block, d · scale · code − dmin · min, the product rounded before the subtraction (as core/quant).
-template <>
-void dequant<DType::kQ4_K>(const uint8_t* w, float* dst, int64_t n) {
-  for (int64_t b = 0; b < n / 256; ++b, w += 144, dst += 256) {
-    const float d = block_bytes::load_f16(w), dmin = block_bytes::load_f16(w + 2);
-    for (int c = 0; c < 4; ++c) {
-      const uint8x16_t q[2] = {vld1q_u8(w + 16 + 32 * c), vld1q_u8(w + 16 + 32 * c + 16)};
-      for (int half = 0; half < 2; ++half) {  // sub-block 2c (low nibbles), 2c + 1 (high)
-        int sc = 0, m = 0;
-        quant_k::scale_min(w + 4, 2 * c + half, &sc, &m);
-        const float32x4_t step = vdupq_n_f32(d * static_cast<float>(sc)),
-                          off = vdupq_n_f32(dmin * static_cast<float>(m));
-        for (int r = 0; r < 2; ++r) {
-          const uint8x16_t codes = half ? vshrq_n_u8(q[r], 4) : vandq_u8(q[r], vdupq_n_u8(0x0F));
-          const uint16x8_t lo = vmovl_u8(vget_low_u8(codes)), hi = vmovl_high_u8(codes);
-          const uint32x4_t u[4] = {vmovl_u16(vget_low_u16(lo)), vmovl_high_u16(lo), vmovl_u16(vget_low_u16(hi)),
-                                   vmovl_high_u16(hi)};
-          float* out = dst + 64 * c + 32 * half + 16 * r;
-          for (int i = 0; i < 4; ++i) vst1q_f32(out + 4 * i, vsubq_f32(vmulq_f32(step, vcvtq_f32_u32(u[i])), off));
+// Q4_K and Q5_K (qh: the 5th bits, null for Q4_K): per sub-block, d · scale · code − dmin · min, the product rounded
+// before the subtraction (as core/quant).
+void dequant_4or5(const uint8_t* w, const uint8_t* qh, const uint8_t* qs, float* dst) {
+  const float d = block_bytes::load_f16(w), dmin = block_bytes::load_f16(w + 2);
+  for (int c = 0; c < 4; ++c) {
+    const uint8x16_t q[2] = {vld1q_u8(qs + 32 * c), vld1q_u8(qs + 32 * c + 16)};
+    for (int half = 0; half < 2; ++half) {  // sub-block 2c (low nibbles), 2c + 1 (high)
+      int sc = 0, m = 0;
+      quant_k::scale_min(w + 4, 2 * c + half, &sc, &m);
+      const float32x4_t step = vdupq_n_f32(d * static_cast<float>(sc));
+      const float32x4_t off = vdupq_n_f32(dmin * static_cast<float>(m));
+      for (int r = 0; r < 2; ++r) {
+        uint8x16_t codes = half ? vshrq_n_u8(q[r], 4) : vandq_u8(q[r], vdupq_n_u8(0x0F));
+        if (qh) {  // bit 2c + half of qh[l] is the 5th bit of element l
+          const int8x16_t down = vdupq_n_s8(static_cast<int8_t>(-(2 * c + half)));
+          const uint8x16_t bit = vandq_u8(vshlq_u8(vld1q_u8(qh + 16 * r), down), vdupq_n_u8(1));
+          codes = vorrq_u8(codes, vshlq_n_u8(bit, 4));
         }
+        const uint16x8_t lo = vmovl_u8(vget_low_u8(codes)), hi = vmovl_high_u8(codes);
+        const uint32x4_t u[4] = {vmovl_u16(vget_low_u16(lo)), vmovl_high_u16(lo), vmovl_u16(vget_low_u16(hi)),
+                                 vmovl_high_u16(hi)};
+        float* out = dst + 64 * c + 32 * half + 16 * r;
+        for (int i = 0; i < 4; ++i) vst1q_f32(out + 4 * i, vsubq_f32(vmulq_f32(step, vcvtq_f32_u32(u[i])), off));
       }
     }
   }
+}
+
+template <>
+void dequant<DType::kQ4_K>(const uint8_t* w, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / 256; ++b, w += 144, dst += 256) dequant_4or5(w, nullptr, w + 16, dst);
+}
+
+template <>
+void dequant<DType::kQ5_K>(const uint8_t* w, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / 256; ++b, w += 176, dst += 256) dequant_4or5(w, w + 16, w + 48, dst);
 }
 
 // Q6_K: (d · scale) · (code − 32) per 16 elements, as core/quant.
