@@ -117,9 +117,6 @@ struct RowLanes {
   static I add(I a, I b) {
     return each([&](int k) { return vaddq_s32(a.v[k], b.v[k]); });
   }
-  static I sub(I a, I b) {
-    return each([&](int k) { return vsubq_s32(a.v[k], b.v[k]); });
-  }
   static I mullo(I a, I b) {
     return each([&](int k) { return vmulq_s32(a.v[k], b.v[k]); });
   }
@@ -130,9 +127,6 @@ struct RowLanes {
   static int32x4_t dot_s16_quarter(int32x4_t acc, int32x4_t w, int32x4_t x) {
     const int16x8_t a = vreinterpretq_s16_s32(w), b = vreinterpretq_s16_s32(x);
     return vaddq_s32(acc, vpaddq_s32(vmull_s16(vget_low_s16(a), vget_low_s16(b)), vmull_high_s16(a, b)));
-  }
-  static I dot_s16(I acc, I w, I x) {
-    return each([&](int k) { return dot_s16_quarter(acc.v[k], w.v[k], x.v[k]); });
   }
   // The activation quad (or int16 pair) at p, broadcast once for the 16 rows.
   static I dot_u8s8_at(I acc, I u, const int8_t* p) {
