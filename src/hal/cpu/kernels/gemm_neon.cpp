@@ -1,5 +1,5 @@
-// The ARM64 GEMM table on NEON: the decoders of the common weight types (F16, BF16, FP8 E4M3, Q8_0, Q4_0, Q4_K, Q5_K,
-// Q6_K; the others through core/quant), the fused dequant·dot of the exact path (row_dot), the panel micro-kernel of
+// The ARM64 GEMM table on NEON: the decoders of the common weight types (F16, BF16, FP8 E4M3, Q8_0, Q4_0, Q2_K..Q6_K;
+// the others through core/quant), the fused dequant·dot of the exact path (row_dot), the panel micro-kernel of
 // prefill and the attention loops (rows_dot, rows_axpy). The dots and accumulations keep the AVX2 kernels' order
 // (vec_simd.h, gemm_avx2.cpp): a dot runs chains of 8 lanes (two registers each) and reduces them in the same tree, an
 // accumulation is one fused multiply-add per element and row, rows in order. With the decoders' exact values (and the
@@ -57,7 +57,7 @@ float vec_dot(const float* x, const float* v, int64_t n) {
 }
 
 // DequantFn: n elements (whole blocks) of one weight row as F32, the bits of core/quant's dequantize_row. The types the
-// models carry most (F16, BF16, DeepSeek's FP8, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) on NEON, the rest through core/quant.
+// models carry most (F16, BF16, DeepSeek's FP8, Q8_0, Q4_0, Q2_K..Q6_K) on NEON, the rest through core/quant.
 template <DType T>
 void dequant(const uint8_t* w, float* dst, int64_t n) {
   dequantize_row(T, w, dst, n);
@@ -144,6 +144,57 @@ void dequant<DType::kQ4_0>(const uint8_t* w, float* dst, int64_t n) {
     const int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0F))), eight);
     const int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), eight);
     scaled_codes(lo, hi, block_bytes::load_f16(w), dst);
+  }
+}
+
+// 16 signed codes times one scale (less an offset where `affine`), each product rounded before the subtraction.
+inline void scale_16(int8x16_t q, float step, float off, bool affine, float* dst) {
+  const float32x4_t s = vdupq_n_f32(step), o = vdupq_n_f32(off);
+  const int16x8_t a = vmovl_s8(vget_low_s8(q)), b = vmovl_high_s8(q);
+  const int32x4_t v[4] = {vmovl_s16(vget_low_s16(a)), vmovl_high_s16(a), vmovl_s16(vget_low_s16(b)), vmovl_high_s16(b)};
+  for (int i = 0; i < 4; ++i) {
+    const float32x4_t y = vmulq_f32(s, vcvtq_f32_s32(v[i]));
+    vst1q_f32(dst + 4 * i, affine ? vsubq_f32(y, o) : y);
+  }
+}
+
+// The 2-bit codes of Q2_K and Q3_K: elements 128h + 32j + 16p + l (l < 16) are bits 2j of qs[32h + 16p + l].
+inline uint8x16_t two_bit_codes(const uint8_t* qs, int h, int j, int p) {
+  return vandq_u8(vshlq_u8(vld1q_u8(qs + 32 * h + 16 * p), vdupq_n_s8(static_cast<int8_t>(-2 * j))), vdupq_n_u8(3));
+}
+
+// Q2_K: (d · scale) · code − dmin · min per 16 elements, as core/quant.
+template <>
+void dequant<DType::kQ2_K>(const uint8_t* w, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / 256; ++b, w += 84, dst += 256) {
+    const float d = block_bytes::load_f16(w + 80), dmin = block_bytes::load_f16(w + 82);
+    for (int h = 0; h < 2; ++h)
+      for (int j = 0; j < 4; ++j)
+        for (int p = 0; p < 2; ++p) {
+          const int i0 = 128 * h + 32 * j + 16 * p;
+          const uint8_t sc = w[i0 / 16];
+          const int8x16_t q = vreinterpretq_s8_u8(two_bit_codes(w + 16, h, j, p));
+          scale_16(q, d * static_cast<float>(sc & 15), dmin * static_cast<float>(sc >> 4), true, dst + i0);
+        }
+  }
+}
+
+// Q3_K: (d · scale) · (code − 4 where the high bit is clear) per 16 elements, as core/quant.
+template <>
+void dequant<DType::kQ3_K>(const uint8_t* w, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / 256; ++b, w += 110, dst += 256) {
+    const uint8_t* hmask = w;
+    const float d = block_bytes::load_f16(w + 108);
+    for (int h = 0; h < 2; ++h)
+      for (int j = 0; j < 4; ++j)
+        for (int p = 0; p < 2; ++p) {
+          const int i0 = 128 * h + 32 * j + 16 * p;
+          const uint8x16_t high = vandq_u8(
+              vshlq_u8(vld1q_u8(hmask + 16 * p), vdupq_n_s8(static_cast<int8_t>(-(4 * h + j)))), vdupq_n_u8(1));
+          const uint8x16_t minus = vshlq_n_u8(veorq_u8(high, vdupq_n_u8(1)), 2);  // 4 where the bit is clear
+          const int8x16_t q = vsubq_s8(vreinterpretq_s8_u8(two_bit_codes(w + 32, h, j, p)), vreinterpretq_s8_u8(minus));
+          scale_16(q, d * static_cast<float>(quant_k::q3_k_scale(w + 96, i0 / 16)), 0.0f, false, dst + i0);
+        }
   }
 }
 
