@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/dtype.h"
 
@@ -38,6 +39,20 @@ using RowsAxpyFn = void (*)(const float* a, int64_t lda, int ny, const float* ro
 // and x = softmax(x) over n values.
 using SiluMulFn = void (*)(const float* gate, const float* up, float* out, int64_t n);
 using SoftmaxRowFn = void (*)(float* x, int64_t n);
+
+// f(std::integral_constant<int, M>{}) for M = m, 1 ≤ m ≤ 6 (larger m take 6): how a table's MicroFn picks its
+// micro-kernel instance for the call's activation rows.
+template <class F>
+void with_micro_rows(int m, const F& f) {
+  switch (m) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    case 5: return f(std::integral_constant<int, 5>{});
+    default: return f(std::integral_constant<int, 6>{});
+  }
+}
 
 struct GemmKernels {
   RowDotFn row_dot[static_cast<int>(DType::kCount)];  // null: no kernel for that weight dtype

@@ -331,14 +331,7 @@ void micro_m(const float* a, int64_t lda, const float* p, int64_t kc, float* c, 
 }
 
 void micro(const float* a, int64_t lda, int m, const float* p, int64_t kc, float* c, int64_t ldc, int n_valid) {
-  switch (m) {
-    case 1: micro_m<1>(a, lda, p, kc, c, ldc, n_valid); return;
-    case 2: micro_m<2>(a, lda, p, kc, c, ldc, n_valid); return;
-    case 3: micro_m<3>(a, lda, p, kc, c, ldc, n_valid); return;
-    case 4: micro_m<4>(a, lda, p, kc, c, ldc, n_valid); return;
-    case 5: micro_m<5>(a, lda, p, kc, c, ldc, n_valid); return;
-    default: micro_m<6>(a, lda, p, kc, c, ldc, n_valid); return;
-  }
+  with_micro_rows(m, [&](auto rows) { micro_m<decltype(rows)::value>(a, lda, p, kc, c, ldc, n_valid); });
 }
 
 void rows_dot(const float* q, int64_t ldq, int nq, const float* rows, int64_t ldr, int nt, int64_t n, float* out,
