@@ -39,14 +39,16 @@ CpuIsa detect() {
   if (avx2) return CpuIsa::kAvx2;
 #endif
 #if defined(__aarch64__) && defined(__linux__)
-  const unsigned long hwcap = getauxval(AT_HWCAP);
-  if ((hwcap & HWCAP_ASIMD) && (hwcap & HWCAP_ASIMDDP)) return CpuIsa::kDotprod;
+  const unsigned long hwcap = getauxval(AT_HWCAP), hwcap2 = getauxval(AT_HWCAP2);
+  const bool dotprod = (hwcap & HWCAP_ASIMD) && (hwcap & HWCAP_ASIMDDP);
+  if (dotprod && (hwcap2 & HWCAP2_I8MM)) return CpuIsa::kI8mm;
+  if (dotprod) return CpuIsa::kDotprod;
   if (hwcap & HWCAP_ASIMD) return CpuIsa::kNeon;
 #endif
   return CpuIsa::kScalar;
 }
 
-bool arm_family(CpuIsa isa) { return isa == CpuIsa::kNeon || isa == CpuIsa::kDotprod; }
+bool arm_family(CpuIsa isa) { return isa == CpuIsa::kNeon || isa == CpuIsa::kDotprod || isa == CpuIsa::kI8mm; }
 
 // best_cpu_isa() lowered by CAI_CPU_ISA when it names a supported family.
 CpuIsa initial_isa() {
@@ -55,7 +57,8 @@ CpuIsa initial_isa() {
   if (!env || !*env) return best;
   std::optional<CpuIsa> want = cpu_isa_from_name(env);
   if (!want) {
-    CAI_LOG_WARN("CAI_CPU_ISA={} is not one of scalar|avx2|avx512|neon|dotprod; using {}", env, cpu_isa_name(best));
+    CAI_LOG_WARN("CAI_CPU_ISA={} is not one of scalar|avx2|avx512|neon|dotprod|i8mm; using {}", env,
+                 cpu_isa_name(best));
     return best;
   }
   if (!cpu_isa_available(*want)) {
@@ -74,12 +77,13 @@ std::string_view cpu_isa_name(CpuIsa isa) {
     case CpuIsa::kAvx512: return "avx512";
     case CpuIsa::kNeon: return "neon";
     case CpuIsa::kDotprod: return "dotprod";
+    case CpuIsa::kI8mm: return "i8mm";
   }
   return "?";
 }
 
 std::optional<CpuIsa> cpu_isa_from_name(std::string_view name) {
-  for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kNeon, CpuIsa::kDotprod})
+  for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kNeon, CpuIsa::kDotprod, CpuIsa::kI8mm})
     if (cpu_isa_name(isa) == name) return isa;
   return std::nullopt;
 }
@@ -93,7 +97,7 @@ std::vector<CpuIsa> cpu_isas_of_this_architecture() {
 #if defined(__x86_64__)
   return {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512};
 #elif defined(__aarch64__)
-  return {CpuIsa::kScalar, CpuIsa::kNeon, CpuIsa::kDotprod};
+  return {CpuIsa::kScalar, CpuIsa::kNeon, CpuIsa::kDotprod, CpuIsa::kI8mm};
 #else
   return {CpuIsa::kScalar};
 #endif

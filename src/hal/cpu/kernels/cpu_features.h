@@ -1,5 +1,5 @@
-// Run-time ISA detection for the CPU kernels (x86-64 and ARM64), with the CAI_CPU_ISA=scalar|avx2|avx512|neon|dotprod
-// override for testing.
+// Run-time ISA detection for the CPU kernels (x86-64 and ARM64), with the CAI_CPU_ISA=scalar|avx2|avx512|neon|dotprod|
+// i8mm override for testing.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +19,7 @@ enum class CpuIsa : uint8_t {
   kAvx512,   // x86-64: AVX-512 F/BW/VL/DQ + FMA + F16C
   kNeon,     // ARM64: Advanced SIMD (every ARM64 CPU)
   kDotprod,  // ARM64: NEON + the dot-product instructions (sdot / udot)
+  kI8mm,     // ARM64: dotprod + the int8 matrix-multiply instructions (smmla; ARMv8.6 i8mm)
 };
 
 std::string_view cpu_isa_name(CpuIsa isa);

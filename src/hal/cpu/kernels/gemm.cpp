@@ -20,6 +20,7 @@ const GemmKernels& active_gemm_kernels() {
     case CpuIsa::kAvx2: return gemm_kernels_avx2();
 #endif
 #if defined(__aarch64__)
+    case CpuIsa::kI8mm:
     case CpuIsa::kDotprod:
     case CpuIsa::kNeon: return gemm_kernels_neon();
 #endif
@@ -37,6 +38,7 @@ const QDotKernels& active_qdot_kernels() {
     case CpuIsa::kAvx2: return qdot_kernels_avx2();
 #endif
 #if defined(__aarch64__)
+    case CpuIsa::kI8mm: return qdot_kernels_i8mm();
     case CpuIsa::kDotprod: return qdot_kernels_dotprod();
     case CpuIsa::kNeon: return qdot_kernels_neon();
 #endif

@@ -1,6 +1,6 @@
 // The weight dtypes the vector GEMMs (AVX2, AVX-512, NEON) decode and the decoder type each x86 ISA's file defines for
-// it, as X(Decoder, DType enumerator); each file expands the list into its GemmKernels table (NEON decodes every type
-// through core/quant and ignores the decoder name).
+// it, as X(Decoder, DType enumerator); each file expands the list into its GemmKernels table (NEON ignores the decoder
+// name: gemm_neon.cpp has its own decoders, core/quant's for the grid types).
 #pragma once
 
 #define CAI_GEMM_DECODERS(X)          \

@@ -1,9 +1,10 @@
-// The ARM64 GEMM table on NEON: the decoders of the common weight types (F16, BF16, FP8 E4M3, Q8_0, Q4_0, Q2_K..Q6_K;
-// the others through core/quant), the fused dequant·dot of the exact path (row_dot), the panel micro-kernel of
-// prefill and the attention loops (rows_dot, rows_axpy). The dots and accumulations keep the AVX2 kernels' order
-// (vec_simd.h, gemm_avx2.cpp): a dot runs chains of 8 lanes (two registers each) and reduces them in the same tree, an
-// accumulation is one fused multiply-add per element and row, rows in order. With the decoders' exact values (and the
-// build's -ffp-contract=off for the portable code), the ARM64 and x86-64 builds give the same bits for the same inputs.
+// The ARM64 GEMM table on NEON: the decoders of the weight types (F16, BF16, FP8 E4M3, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+// Q2_K..Q6_K, IQ4_NL, IQ4_XS; the IQ1..IQ3 grid types through core/quant), the fused dequant·dot of the exact path
+// (row_dot), the panel micro-kernel of prefill and the attention loops (rows_dot, rows_axpy). The dots and
+// accumulations keep the AVX2 kernels' order (vec_simd.h, gemm_avx2.cpp): a dot runs chains of 8 lanes (two registers
+// each) and reduces them in the same tree, an accumulation is one fused multiply-add per element and row, rows in
+// order. With the decoders' exact values (and the build's -ffp-contract=off for the portable code), the ARM64 and
+// x86-64 builds give the same bits for the same inputs.
 #include "hal/cpu/kernels/gemm_kernels.h"
 
 #if defined(__aarch64__)
@@ -16,6 +17,7 @@
 #include "core/block_bytes.h"
 #include "core/dtype.h"
 #include "core/quant.h"
+#include "core/quant_grids.h"
 #include "core/quant_k.h"
 #include "hal/cpu/kernels/gemm_decoder_list.h"
 
@@ -56,8 +58,8 @@ float vec_dot(const float* x, const float* v, int64_t n) {
   return dot;
 }
 
-// DequantFn: n elements (whole blocks) of one weight row as F32, the bits of core/quant's dequantize_row. The types the
-// models carry most (F16, BF16, DeepSeek's FP8, Q8_0, Q4_0, Q2_K..Q6_K) on NEON, the rest through core/quant.
+// DequantFn: n elements (whole blocks) of one weight row as F32, the bits of core/quant's dequantize_row. Every type
+// with per-element codes on NEON; the IQ1..IQ3 types, whose codes index grids, through core/quant.
 template <DType T>
 void dequant(const uint8_t* w, float* dst, int64_t n) {
   dequantize_row(T, w, dst, n);
@@ -259,6 +261,84 @@ void dequant<DType::kQ6_K>(const uint8_t* w, float* dst, int64_t n) {
                                   vmovl_high_s16(bq)};
           for (int i = 0; i < 4; ++i) vst1q_f32(dst + i0 + 4 * i, vmulq_f32(dsc, vcvtq_f32_s32(v[i])));
         }
+  }
+}
+
+// The 32 4-bit codes of a 32-element block (elements 0..15: low nibbles of qs, 16..31: high), with the 5th bit of
+// element j from bit j of the 32-bit qh where qh is given (Q5_0, Q5_1).
+inline void nibble_codes(const uint8_t* qs, const uint8_t* qh, uint8x16_t& lo, uint8x16_t& hi) {
+  const uint8x16_t q = vld1q_u8(qs);
+  lo = vandq_u8(q, vdupq_n_u8(0x0F));
+  hi = vshrq_n_u8(q, 4);
+  if (!qh) return;
+  // Byte j / 8 of qh in lane j, then bit j % 8 of it: 16 where set.
+  const uint8x8_t bytes = vreinterpret_u8_u32(vdup_n_u32(block_bytes::load_u32(qh)));
+  const uint8x16_t lanes_lo = vcombine_u8(vdup_lane_u8(bytes, 0), vdup_lane_u8(bytes, 1));
+  const uint8x16_t lanes_hi = vcombine_u8(vdup_lane_u8(bytes, 2), vdup_lane_u8(bytes, 3));
+  static const uint8_t kBits[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+  const uint8x16_t bits = vld1q_u8(kBits), sixteen = vdupq_n_u8(16);
+  lo = vorrq_u8(lo, vandq_u8(vtstq_u8(lanes_lo, bits), sixteen));
+  hi = vorrq_u8(hi, vandq_u8(vtstq_u8(lanes_hi, bits), sixteen));
+}
+
+// Q4_1 and Q5_1: d · code + m, the product rounded before the addition (as core/quant).
+template <bool kFive>
+void dequant_affine_32(const uint8_t* w, float* dst, int64_t n) {
+  constexpr int kBytes = kFive ? 24 : 20;
+  for (int64_t b = 0; b < n / 32; ++b, w += kBytes, dst += 32) {
+    uint8x16_t lo, hi;
+    nibble_codes(w + (kFive ? 8 : 4), kFive ? w + 4 : nullptr, lo, hi);
+    const float d = block_bytes::load_f16(w), m = block_bytes::load_f16(w + 2);
+    scale_16(vreinterpretq_s8_u8(lo), d, -m, true, dst);  // d·q − (−m): the same bits as d·q + m
+    scale_16(vreinterpretq_s8_u8(hi), d, -m, true, dst + 16);
+  }
+}
+
+template <>
+void dequant<DType::kQ4_1>(const uint8_t* w, float* dst, int64_t n) {
+  dequant_affine_32<false>(w, dst, n);
+}
+
+template <>
+void dequant<DType::kQ5_1>(const uint8_t* w, float* dst, int64_t n) {
+  dequant_affine_32<true>(w, dst, n);
+}
+
+// Q5_0: d · (code − 16).
+template <>
+void dequant<DType::kQ5_0>(const uint8_t* w, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / 32; ++b, w += 22, dst += 32) {
+    uint8x16_t lo, hi;
+    nibble_codes(w + 6, w + 2, lo, hi);
+    const int8x16_t sixteen = vdupq_n_s8(16);
+    scaled_codes(vsubq_s8(vreinterpretq_s8_u8(lo), sixteen), vsubq_s8(vreinterpretq_s8_u8(hi), sixteen),
+                 block_bytes::load_f16(w), dst);
+  }
+}
+
+// IQ4_NL and IQ4_XS: the scale times the level a nibble picks (quant_grids::kIq4nlValues), one table lookup per 16.
+inline void iq4_levels_scaled(const uint8_t* qs, float d, float* dst) {
+  const int8x16_t table = vld1q_s8(quant_grids::kIq4nlValues);
+  uint8x16_t lo, hi;
+  nibble_codes(qs, nullptr, lo, hi);
+  scaled_codes(vqtbl1q_s8(table, lo), vqtbl1q_s8(table, hi), d, dst);
+}
+
+template <>
+void dequant<DType::kIQ4_NL>(const uint8_t* w, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / 32; ++b, w += 18, dst += 32) iq4_levels_scaled(w + 2, block_bytes::load_f16(w), dst);
+}
+
+// IQ4_XS: sub-block s of 32 as IQ4_NL with d · (ls − 32), ls its 6-bit scale.
+template <>
+void dequant<DType::kIQ4_XS>(const uint8_t* w, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / 256; ++b, w += 136) {
+    const float d = block_bytes::load_f16(w);
+    const uint16_t scales_h = block_bytes::load_u16(w + 2);
+    for (int s = 0; s < 8; ++s, dst += 32) {
+      const int ls = ((w[4 + s / 2] >> (4 * (s % 2))) & 15) | (((scales_h >> (2 * s)) & 3) << 4);
+      iq4_levels_scaled(w + 8 + 16 * s, d * static_cast<float>(ls - 32), dst);
+    }
   }
 }
 

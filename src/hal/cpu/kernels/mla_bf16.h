@@ -1,8 +1,8 @@
-// BF16 products for the absorbed MLA op's cache loops under --precision fast (AVX-512 BF16, `vdpbf16ps`: two products
-// a 32-bit lane, half the instructions of F32 multiply-adds). The op reads every latent row once per (token, chunk of
-// heads) and does 16+ heads' products with it, so on the CPU it runs at the multiply-add rate, not the memory rate.
-// Queries, cache rows and attention weights are rounded to BF16 (nearest even); sums and outputs stay F32, in one
-// fixed order per output whatever the batch.
+// BF16 products for the absorbed MLA op's cache loops under --precision fast (AVX-512 BF16's `vdpbf16ps`, ARM64
+// BF16's `bfdot`: two products a 32-bit lane, half the instructions of F32 multiply-adds). The op reads every latent
+// row once per (token, chunk of heads) and does 16+ heads' products with it, so on the CPU it runs at the multiply-add
+// rate, not the memory rate. Queries, cache rows and attention weights are rounded to BF16 (nearest even); sums and
+// outputs stay F32, in one fixed order per output whatever the batch.
 #pragma once
 
 #include <cstdint>
@@ -22,8 +22,8 @@ struct MlaBf16Kernels {
                     int64_t ldy, uint16_t* buf);
 };
 
-// The kernels when this CPU has AVX-512 BF16 and the AVX-512 kernel family is active (CAI_CPU_ISA may lower it);
-// null otherwise, and the op keeps its F32 products.
+// The kernels when this CPU has AVX-512 BF16 and the AVX-512 kernel family is active, or is an ARM64 CPU with BF16
+// and a vector family active (CAI_CPU_ISA may lower either); null otherwise, and the op keeps its F32 products.
 const MlaBf16Kernels* mla_bf16_kernels();
 
 }  // namespace cai::hal::cpu

@@ -164,7 +164,7 @@ const MlaBf16Kernels* mla_bf16_kernels() {
 
 }  // namespace cai::hal::cpu
 
-#else
+#elif !defined(__aarch64__)  // ARM64: mla_bf16_bfdot.cpp
 
 namespace cai::hal::cpu {
 

@@ -1,7 +1,8 @@
 // Integer dot-product kernels for --precision fast: a weight row's integer codes times activation rows quantized to
 // ActBlockQ8 (core/quant_act.h), int8 × int8 → int32 per block (ActBlockQ16 and int16 products for Q8_0), float
 // scales once per block. Per-ISA tables like GemmKernels: scalar (qdot_scalar.cpp), AVX2 (qdot_avx2.cpp), AVX-512
-// VNNI (qdot_avx512vnni.cpp), NEON (qdot_neon.cpp) and NEON with dotprod (qdot_dotprod.cpp).
+// VNNI (qdot_avx512vnni.cpp), NEON (qdot_neon.cpp), NEON with dotprod (qdot_dotprod.cpp) and with dotprod and i8mm
+// (qdot_i8mm.cpp).
 #pragma once
 
 #include <cstdint>
@@ -68,7 +69,7 @@ struct QDotKernels {
 
 const QDotKernels& qdot_kernels_scalar();
 // The table for active_cpu_isa(): AVX-512 VNNI where the CPU has it (else the AVX2 table) for avx512, AVX2 for avx2,
-// the NEON tables for neon and dotprod.
+// the NEON tables for neon, dotprod and i8mm.
 const QDotKernels& active_qdot_kernels();
 #if defined(__x86_64__)
 const QDotKernels& qdot_kernels_avx2();
@@ -77,6 +78,7 @@ const QDotKernels& qdot_kernels_avx512vnni();
 #if defined(__aarch64__)
 const QDotKernels& qdot_kernels_neon();
 const QDotKernels& qdot_kernels_dotprod();
+const QDotKernels& qdot_kernels_i8mm();
 #endif
 
 }  // namespace cai::hal::cpu
