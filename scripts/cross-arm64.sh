@@ -3,8 +3,9 @@
 # harness for the ARM64 CPU backend (docs/development.md). Installs what it needs from Debian when missing: the cross
 # compiler, qemu-user, and the arm64 builds of CAI's libraries (multiarch). yaml-cpp's development package cannot sit
 # beside the host's, so its arm64 files are unpacked into build-arm64/deps instead.
-#   CAI_QEMU_CPUS="cortex-a72 max"   the CPU models the tests run on, each in turn (cortex-a72: NEON only, the neon
-#                                    kernels; max: NEON, dotprod, i8mm, SVE, the dotprod kernels too)
+#   CAI_QEMU_CPUS="cortex-a72 max,sve256=on max"   the CPU models the tests run on, each in turn (cortex-a72: NEON
+#       only, the neon kernels; max: dotprod, i8mm, BF16 and SVE, 512-bit vectors unless sve256=on: every kernel
+#       family, the sve one at that vector length)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -41,7 +42,7 @@ cmake --build build-arm64 -j"$jobs" --target cai cai-backend-simt test_core test
 # table and model checks (model_quant: Q8_0, Q4_0, Q4_K, Q6_K under --precision fast against their F32 twins).
 oracles="qwen2_tiny llama3_scaled_tiny deepseek_v3_tiny deepseek_v3_tiny/fp8 deepseek_v3_tiny/q_lora_none
          deepseek_v3_tiny/mainline.gguf"
-for cpu in ${CAI_QEMU_CPUS:-cortex-a72 max}; do
+for cpu in ${CAI_QEMU_CPUS:-cortex-a72 max,sve256=on max}; do
   echo "cross-arm64: on qemu's $cpu" >&2
   run() { qemu-aarch64 -cpu "$cpu" "$@"; }
   run build-arm64/test_core --gtest_brief=1

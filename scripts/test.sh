@@ -108,7 +108,7 @@ for src in tests/fuzz/fuzz_*.cpp; do
   rm -rf "$corpus"
 done
 echo "fuzz: $n_fuzz targets ran without a crash"
-phase "ARM64: cross-built, under qemu-aarch64 (NEON-only and dotprod CPU models)"
+phase "ARM64: cross-built, under qemu-aarch64 (a NEON-only CPU model, and SVE ones at 256 and 512 bits)"
 # The core and op tests (each CPU kernel family against the scalar kernels), the DeepSeek oracle and cai doctor's
 # op and model checks; the rest of the suite is architecture-neutral C++ that the x86-64 runs above cover.
 bash scripts/cross-arm64.sh

@@ -123,6 +123,7 @@ const GemmKernels& kernels_of(CpuIsa isa) {
     case CpuIsa::kAvx2: return gemm_kernels_avx2();
 #endif
 #if defined(__aarch64__)
+    case CpuIsa::kSve:
     case CpuIsa::kI8mm:
     case CpuIsa::kDotprod:
     case CpuIsa::kNeon: return gemm_kernels_neon();
@@ -477,13 +478,14 @@ TEST(CpuFeatures, NamesAndOverride) {
   EXPECT_EQ(cpu_isa_from_name("neon"), CpuIsa::kNeon);
   EXPECT_EQ(cpu_isa_from_name("dotprod"), CpuIsa::kDotprod);
   EXPECT_EQ(cpu_isa_from_name("i8mm"), CpuIsa::kI8mm);
+  EXPECT_EQ(cpu_isa_from_name("sve"), CpuIsa::kSve);
   EXPECT_FALSE(cpu_isa_from_name("sse2").has_value());
   IsaGuard guard;
   EXPECT_TRUE(set_active_cpu_isa(CpuIsa::kScalar).ok());
   EXPECT_EQ(active_cpu_isa(), CpuIsa::kScalar);
   // Another architecture's families are never available; this one's up to the best.
   const std::vector<CpuIsa> mine = cpu_isas_of_this_architecture();
-  for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kNeon, CpuIsa::kDotprod, CpuIsa::kI8mm}) {
+  for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kNeon, CpuIsa::kDotprod, CpuIsa::kI8mm, CpuIsa::kSve}) {
     const bool here = std::find(mine.begin(), mine.end(), isa) != mine.end();
     if (!here || !cpu_isa_available(isa)) {
       EXPECT_EQ(set_active_cpu_isa(isa).code(), StatusCode::kUnsupported) << cpu_isa_name(isa);

@@ -69,6 +69,7 @@ const QDotKernels* table_for(CpuIsa isa) {
   if (isa == CpuIsa::kNeon) return &qdot_kernels_neon();
   if (isa == CpuIsa::kDotprod) return &qdot_kernels_dotprod();
   if (isa == CpuIsa::kI8mm) return &qdot_kernels_i8mm();
+  if (isa == CpuIsa::kSve) return &qdot_kernels_sve();
 #endif
   return isa == CpuIsa::kScalar ? &qdot_kernels_scalar() : nullptr;
 }
@@ -346,10 +347,11 @@ TEST_P(QDotKernelsPerIsa, WideKernelsGiveTheBitsOfDot) {
       }
     }
   }
-  // The AVX-512 VNNI and i8mm tables have 16-row tiles for packed Q4_0, IQ4_NL and Q8_0 for int8 activations (Q6_K's
-  // two halves of 16 chains do not fit, so AVX-512 runs 8 rows twice); AVX2's 16 registers hold no 16 chains, and
-  // sdot alone gains nothing from a tile over NX-row calls.
-  EXPECT_EQ(n_wide, GetParam() == CpuIsa::kAvx512 || GetParam() == CpuIsa::kI8mm ? 3 : 0);
+  // The AVX-512 VNNI, i8mm and sve tables have 16-row tiles for packed Q4_0, IQ4_NL and Q8_0 for int8 activations
+  // (Q6_K's two halves of 16 chains do not fit, so AVX-512 runs 8 rows twice); AVX2's 16 registers hold no 16 chains,
+  // and sdot alone gains nothing from a tile over NX-row calls.
+  const CpuIsa isa = GetParam();
+  EXPECT_EQ(n_wide, isa == CpuIsa::kAvx512 || isa == CpuIsa::kI8mm || isa == CpuIsa::kSve ? 3 : 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Isas, QDotKernelsPerIsa, ::testing::ValuesIn(available_isas()),

@@ -9,6 +9,7 @@
 #if defined(__aarch64__) && defined(__linux__)
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
+#include <sys/prctl.h>
 #endif
 #include <cstdlib>
 
@@ -41,14 +42,18 @@ CpuIsa detect() {
 #if defined(__aarch64__) && defined(__linux__)
   const unsigned long hwcap = getauxval(AT_HWCAP), hwcap2 = getauxval(AT_HWCAP2);
   const bool dotprod = (hwcap & HWCAP_ASIMD) && (hwcap & HWCAP_ASIMDDP);
-  if (dotprod && (hwcap2 & HWCAP2_I8MM)) return CpuIsa::kI8mm;
+  const bool i8mm = dotprod && (hwcap2 & HWCAP2_I8MM);
+  if (i8mm && (sve_vector_bits() == 256 || sve_vector_bits() == 512)) return CpuIsa::kSve;
+  if (i8mm) return CpuIsa::kI8mm;
   if (dotprod) return CpuIsa::kDotprod;
   if (hwcap & HWCAP_ASIMD) return CpuIsa::kNeon;
 #endif
   return CpuIsa::kScalar;
 }
 
-bool arm_family(CpuIsa isa) { return isa == CpuIsa::kNeon || isa == CpuIsa::kDotprod || isa == CpuIsa::kI8mm; }
+bool arm_family(CpuIsa isa) {
+  return isa == CpuIsa::kNeon || isa == CpuIsa::kDotprod || isa == CpuIsa::kI8mm || isa == CpuIsa::kSve;
+}
 
 // best_cpu_isa() lowered by CAI_CPU_ISA when it names a supported family.
 CpuIsa initial_isa() {
@@ -57,7 +62,7 @@ CpuIsa initial_isa() {
   if (!env || !*env) return best;
   std::optional<CpuIsa> want = cpu_isa_from_name(env);
   if (!want) {
-    CAI_LOG_WARN("CAI_CPU_ISA={} is not one of scalar|avx2|avx512|neon|dotprod|i8mm; using {}", env,
+    CAI_LOG_WARN("CAI_CPU_ISA={} is not one of scalar|avx2|avx512|neon|dotprod|i8mm|sve; using {}", env,
                  cpu_isa_name(best));
     return best;
   }
@@ -78,12 +83,14 @@ std::string_view cpu_isa_name(CpuIsa isa) {
     case CpuIsa::kNeon: return "neon";
     case CpuIsa::kDotprod: return "dotprod";
     case CpuIsa::kI8mm: return "i8mm";
+    case CpuIsa::kSve: return "sve";
   }
   return "?";
 }
 
 std::optional<CpuIsa> cpu_isa_from_name(std::string_view name) {
-  for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kNeon, CpuIsa::kDotprod, CpuIsa::kI8mm})
+  for (CpuIsa isa :
+       {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kNeon, CpuIsa::kDotprod, CpuIsa::kI8mm, CpuIsa::kSve})
     if (cpu_isa_name(isa) == name) return isa;
   return std::nullopt;
 }
@@ -97,9 +104,22 @@ std::vector<CpuIsa> cpu_isas_of_this_architecture() {
 #if defined(__x86_64__)
   return {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512};
 #elif defined(__aarch64__)
-  return {CpuIsa::kScalar, CpuIsa::kNeon, CpuIsa::kDotprod, CpuIsa::kI8mm};
+  return {CpuIsa::kScalar, CpuIsa::kNeon, CpuIsa::kDotprod, CpuIsa::kI8mm, CpuIsa::kSve};
 #else
   return {CpuIsa::kScalar};
+#endif
+}
+
+int sve_vector_bits() {
+#if defined(__aarch64__) && defined(__linux__)
+  static const int bits = [] {
+    if (!(getauxval(AT_HWCAP) & HWCAP_SVE)) return 0;
+    const int vl = prctl(PR_SVE_GET_VL);  // bytes, with flags above PR_SVE_VL_LEN_MASK
+    return vl < 0 ? 0 : 8 * (vl & PR_SVE_VL_LEN_MASK);
+  }();
+  return bits;
+#else
+  return 0;
 #endif
 }
 

@@ -1,5 +1,5 @@
 // Run-time ISA detection for the CPU kernels (x86-64 and ARM64), with the CAI_CPU_ISA=scalar|avx2|avx512|neon|dotprod|
-// i8mm override for testing.
+// i8mm|sve override for testing.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,7 @@ enum class CpuIsa : uint8_t {
   kNeon,     // ARM64: Advanced SIMD (every ARM64 CPU)
   kDotprod,  // ARM64: NEON + the dot-product instructions (sdot / udot)
   kI8mm,     // ARM64: dotprod + the int8 matrix-multiply instructions (smmla; ARMv8.6 i8mm)
+  kSve,      // ARM64: i8mm + SVE with 256- or 512-bit vectors (Neoverse V1, Graviton 3, A64FX-class widths)
 };
 
 std::string_view cpu_isa_name(CpuIsa isa);
@@ -34,5 +35,7 @@ std::vector<CpuIsa> cpu_isas_of_this_architecture();
 CpuIsa active_cpu_isa();
 // Forces a family (tests, benches). unsupported if this CPU lacks it.
 Status set_active_cpu_isa(CpuIsa isa);
+// This CPU's SVE vector length in bits; 0 without SVE (and off ARM64).
+int sve_vector_bits();
 
 }  // namespace cai::hal::cpu

@@ -20,6 +20,7 @@ const GemmKernels& active_gemm_kernels() {
     case CpuIsa::kAvx2: return gemm_kernels_avx2();
 #endif
 #if defined(__aarch64__)
+    case CpuIsa::kSve:
     case CpuIsa::kI8mm:
     case CpuIsa::kDotprod:
     case CpuIsa::kNeon: return gemm_kernels_neon();
@@ -27,6 +28,12 @@ const GemmKernels& active_gemm_kernels() {
     default: return gemm_kernels_scalar();
   }
 }
+
+#if defined(__aarch64__)
+const QDotKernels& qdot_kernels_sve() {
+  return sve_vector_bits() == 256 ? qdot_kernels_sve256() : qdot_kernels_sve512();
+}
+#endif
 
 const QDotKernels& active_qdot_kernels() {
   switch (active_cpu_isa()) {
@@ -38,6 +45,7 @@ const QDotKernels& active_qdot_kernels() {
     case CpuIsa::kAvx2: return qdot_kernels_avx2();
 #endif
 #if defined(__aarch64__)
+    case CpuIsa::kSve: return qdot_kernels_sve();
     case CpuIsa::kI8mm: return qdot_kernels_i8mm();
     case CpuIsa::kDotprod: return qdot_kernels_dotprod();
     case CpuIsa::kNeon: return qdot_kernels_neon();

@@ -83,7 +83,7 @@ void softmax_row_avx512(float* x, int64_t n);
 #endif
 #if defined(__aarch64__)
 // The scalar table with the exact path's fused dequant·dot and the attention loops on NEON (gemm_neon.cpp), for the
-// neon, dotprod and i8mm families.
+// neon, dotprod, i8mm and sve families.
 const GemmKernels& gemm_kernels_neon();
 #endif
 

@@ -25,9 +25,7 @@ namespace cai::hal::cpu {
 namespace {
 
 // 8 floats as 8 BF16 values, nearest even.
-bfloat16x8_t bf16x8(const float* x) {
-  return vcvtq_high_bf16_f32(vcvtq_low_bf16_f32(vld1q_f32(x)), vld1q_f32(x + 4));
-}
+bfloat16x8_t bf16x8(const float* x) { return vcvtq_high_bf16_f32(vcvtq_low_bf16_f32(vld1q_f32(x)), vld1q_f32(x + 4)); }
 
 bfloat16x8_t load_bf16x8(const uint16_t* p) { return vreinterpretq_bf16_u16(vld1q_u16(p)); }
 

@@ -2,18 +2,19 @@
 // written once against RowLanes: on x86-64 (row_lanes_x86.h) one 512-bit vector holds the 16 rows where the file is
 // compiled with AVX-512 VNNI (vpdpwssd for Q8_0, vpdpbusd for the others), two 256-bit halves of 8 rows otherwise
 // (vpmaddwd, vpmaddubsw + vpmaddwd); on ARM64 (row_lanes_neon.h) four 128-bit registers of 4 rows (sdot where the file
-// is compiled with dotprod). Every row and block gets the exact int32 sum, then the same float multiplies and fused
+// is compiled with dotprod), or two or one SVE registers where it is compiled for 256- or 512-bit SVE
+// (row_lanes_sve.h). Every row and block gets the exact int32 sum, then the same float multiplies and fused
 // multiply-adds as the scalar kernels (qdot_scalar.cpp, qdot_k_scalar.h), so every ISA gives the same bits. Included
-// by qdot_simd_table.h and qdot_neon_table.h; internal linkage.
+// by qdot_simd_table.h, qdot_neon_table.h and qdot_sve_table.h; internal linkage.
 #pragma once
-
-#include <type_traits>
 
 #include "core/block_bytes.h"
 #include "core/quant_grids.h"
 #include "hal/cpu/kernels/qdot_groups.h"
 #include "hal/cpu/kernels/qdot_nx.h"
-#if defined(__aarch64__)
+#if defined(__aarch64__) && defined(__ARM_FEATURE_SVE_BITS) && __ARM_FEATURE_SVE_BITS >= 256
+#include "hal/cpu/kernels/row_lanes_sve.h"
+#elif defined(__aarch64__)
 #include "hal/cpu/kernels/row_lanes_neon.h"
 #else
 #include "hal/cpu/kernels/row_lanes_x86.h"
@@ -53,32 +54,42 @@ constexpr int kHalves = kGroupRows / L::kRows;  // vectors per group: 1 (AVX-512
 template <int NX>
 constexpr bool kPrefetchQ8 = NX > 1 || kHalves > 1;
 
-// Q8_0: per column pair, one int16 pair of all rows times the broadcast activation pair.
-template <int NX>
+// The form the ISA adds int16 pair products into for NX activation rows (Lanes::PairSums up to kPairSumRows, else I),
+// zeroed. A function rather than std::conditional_t: vector types lose their attributes as template arguments.
+template <int NX, class Lanes>
+auto zero_pair_sums() {
+  if constexpr (NX <= Lanes::kPairSumRows)
+    return typename Lanes::PairSums{};
+  else
+    return typename Lanes::I{};
+}
+
+// Q8_0: per column pair, one int16 pair of all rows times the broadcast activation pair. Lanes: RowLanes, a template
+// parameter so that a RowLanes without int16 products (row_lanes_sve.h) compiles the file without this kernel.
+template <int NX, class Lanes = L>
 void q8_0_r16_dot16_nx(const uint8_t* w, const ActBlockQ16* x, const float* xd, int64_t ldx, int64_t in, float* out) {
   constexpr int kBlock = kGroupRows * 34, kCodes = 2 * kGroupRows;
   for (int h = 0; h < kHalves; ++h) {
-    L::F acc[NX];
-    for (auto& a : acc) a = L::fzero();
+    typename Lanes::F acc[NX];
+    for (auto& a : acc) a = Lanes::fzero();
     for (int64_t b = 0; b < in / kActBlock; ++b) {
       const uint8_t* blk = w + b * kBlock;
-      // The block's sums, in the form the ISA adds pairs into for this many rows (L::PairSums).
-      using Sums = std::conditional_t<(NX <= L::kPairSumRows), L::PairSums, L::I>;
-      Sums s[NX]{};
-      // Unrolled, the 16 pairs' loads and broadcasts overlap (`gemm/q8_0_r16/8960x1536/n16/t1`, two calls of 8
-      // rows; left to itself GCC keeps the loop).
+      decltype(zero_pair_sums<NX, Lanes>()) s[NX];  // the block's sums
+      for (auto& v : s) v = zero_pair_sums<NX, Lanes>();
+        // Unrolled, the 16 pairs' loads and broadcasts overlap (`gemm/q8_0_r16/8960x1536/n16/t1`, two calls of 8
+        // rows; left to itself GCC keeps the loop).
 #pragma GCC unroll 16
       for (int p = 0; p < kActBlock / 2; ++p) {
-        const uint8_t* at = blk + kCodes + (p * kGroupRows + h * L::kRows) * 2;
+        const uint8_t* at = blk + kCodes + (p * kGroupRows + h * Lanes::kRows) * 2;
         if constexpr (kPrefetchQ8<NX>) prefetch_ahead(at);
-        const L::I wq = L::pairs_i16(at);
-        for (int j = 0; j < NX; ++j) s[j] = L::dot_s16_at(s[j], wq, x[j * ldx + b].q + 2 * p);
+        const typename Lanes::I wq = Lanes::pairs_i16(at);
+        for (int j = 0; j < NX; ++j) s[j] = Lanes::dot_s16_at(s[j], wq, x[j * ldx + b].q + 2 * p);
       }
-      const L::F dw = L::f16(blk + 2 * h * L::kRows);
+      const typename Lanes::F dw = Lanes::f16(blk + 2 * h * Lanes::kRows);
       for (int j = 0; j < NX; ++j)
-        acc[j] = L::fma(L::cvt(L::pair_total(s[j])), L::mul(dw, L::fset1(xd[j * ldx + b])), acc[j]);
+        acc[j] = Lanes::fma(Lanes::cvt(Lanes::pair_total(s[j])), Lanes::mul(dw, Lanes::fset1(xd[j * ldx + b])), acc[j]);
     }
-    for (int j = 0; j < NX; ++j) L::store(out + j * kGroupRows + h * L::kRows, acc[j]);
+    for (int j = 0; j < NX; ++j) Lanes::store(out + j * kGroupRows + h * Lanes::kRows, acc[j]);
   }
 }
 
@@ -90,9 +101,9 @@ void q8_0_r16_dot16_nx(const uint8_t* w, const ActBlockQ16* x, const float* xd, 
 struct Q4_0Nibbles {
   static constexpr bool kNibbles = true;
   static constexpr int kOffset = 8;
-  L::I levels(L::I nibbles) const { return nibbles; }
-  static L::I dot(L::I acc, L::I w, L::I x) { return L::dot_u8s8(acc, w, x); }
-  static L::I dot_at(L::I acc, L::I w, const int8_t* x) { return L::dot_u8s8_at(acc, w, x); }
+  [[gnu::always_inline]] L::I levels(L::I nibbles) const { return nibbles; }
+  [[gnu::always_inline]] static L::I dot(L::I acc, L::I w, L::I x) { return L::dot_u8s8(acc, w, x); }
+  [[gnu::always_inline]] static L::I dot_at(L::I acc, L::I w, const int8_t* x) { return L::dot_u8s8_at(acc, w, x); }
 };
 
 // IQ4_NL / IQ4_XS: one of 16 int8 levels (quant_grids::kIq4nlValues), picked with one table lookup per vector, in the
@@ -106,18 +117,18 @@ struct IQ4Levels {
     for (int i = 0; i < 16; ++i) t[i] = static_cast<uint8_t>(quant_grids::kIq4nlValues[i] + L::kLevelBias);
     table = L::table16(t);
   }
-  L::I levels(L::I nibbles) const { return L::lookup(table, nibbles); }
-  static L::I dot(L::I acc, L::I w, L::I x) { return L::dot_level(acc, w, x); }
-  static L::I dot_at(L::I acc, L::I w, const int8_t* x) { return L::dot_level_at(acc, w, x); }
+  [[gnu::always_inline]] L::I levels(L::I nibbles) const { return L::lookup(table, nibbles); }
+  [[gnu::always_inline]] static L::I dot(L::I acc, L::I w, L::I x) { return L::dot_level(acc, w, x); }
+  [[gnu::always_inline]] static L::I dot_at(L::I acc, L::I w, const int8_t* x) { return L::dot_level_at(acc, w, x); }
 };
 
 // Q8_0 for 8-bit activations (kQ8_0_R16_I8): the signed code, as this ISA's level product takes it.
 struct Q8Bytes {
   static constexpr bool kNibbles = false;
   static constexpr int kOffset = L::kLevelBias;
-  L::I levels(L::I codes) const { return L::signed_level(codes); }
-  static L::I dot(L::I acc, L::I w, L::I x) { return L::dot_level(acc, w, x); }
-  static L::I dot_at(L::I acc, L::I w, const int8_t* x) { return L::dot_level_at(acc, w, x); }
+  [[gnu::always_inline]] L::I levels(L::I codes) const { return L::signed_level(codes); }
+  [[gnu::always_inline]] static L::I dot(L::I acc, L::I w, L::I x) { return L::dot_level(acc, w, x); }
+  [[gnu::always_inline]] static L::I dot_at(L::I acc, L::I w, const int8_t* x) { return L::dot_level_at(acc, w, x); }
 };
 
 // Each block sum of activation row j starts at −kOffset · Σ of its activation codes (for every group), so no
@@ -645,8 +656,8 @@ struct IQ4_XSR16Dot {
   }
 };
 
-inline void register_qdot_groups_simd(QDotKernels& k) {
-  k.dot16[static_cast<int>(DType::kQ8_0_R16)] = dot16_any_nx<Q8_0R16Dot16>;
+// The kernels against 8-bit activations (every packed type but Q8_0's 16-bit form).
+inline void register_qdot_groups_int8(QDotKernels& k) {
   k.dot[static_cast<int>(DType::kQ4_0_R16)] = dot_any_nx<Block32Dot<Q4_0Nibbles>::K>;
   // Two groups at a time pay where one vector holds a group's 16 rows and the registers hold two groups' chains.
   if constexpr (L::kPairs) {
@@ -661,6 +672,13 @@ inline void register_qdot_groups_simd(QDotKernels& k) {
   k.dot[static_cast<int>(DType::kIQ4_XS_R16)] = dot_any_nx<IQ4_XSR16Dot>;
   k.dot[static_cast<int>(DType::kQ8_0_R16_I8)] = dot_any_nx<Block32Dot<Q8Bytes>::K>;
   if constexpr (L::kPairs) k.dot_pair[static_cast<int>(DType::kQ8_0_R16_I8)] = dot_any_nx<Block32Dot<Q8Bytes, 2>::K>;
+}
+
+// Everything: a template so that it compiles only where called (not with row_lanes_sve.h).
+template <class Lanes = L>
+void register_qdot_groups_simd(QDotKernels& k) {
+  k.dot16[static_cast<int>(DType::kQ8_0_R16)] = dot16_any_nx<Q8_0R16Dot16>;
+  register_qdot_groups_int8(k);
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // Integer dot-product kernels for --precision fast: a weight row's integer codes times activation rows quantized to
 // ActBlockQ8 (core/quant_act.h), int8 × int8 → int32 per block (ActBlockQ16 and int16 products for Q8_0), float
 // scales once per block. Per-ISA tables like GemmKernels: scalar (qdot_scalar.cpp), AVX2 (qdot_avx2.cpp), AVX-512
-// VNNI (qdot_avx512vnni.cpp), NEON (qdot_neon.cpp), NEON with dotprod (qdot_dotprod.cpp) and with dotprod and i8mm
-// (qdot_i8mm.cpp).
+// VNNI (qdot_avx512vnni.cpp), NEON (qdot_neon.cpp), NEON with dotprod (qdot_dotprod.cpp), with dotprod and i8mm
+// (qdot_i8mm.cpp), and SVE of 256 or 512 bits (qdot_sve256.cpp, qdot_sve512.cpp).
 #pragma once
 
 #include <cstdint>
@@ -69,7 +69,7 @@ struct QDotKernels {
 
 const QDotKernels& qdot_kernels_scalar();
 // The table for active_cpu_isa(): AVX-512 VNNI where the CPU has it (else the AVX2 table) for avx512, AVX2 for avx2,
-// the NEON tables for neon, dotprod and i8mm.
+// the NEON tables for neon, dotprod and i8mm, the SVE table of the CPU's vector length for sve.
 const QDotKernels& active_qdot_kernels();
 #if defined(__x86_64__)
 const QDotKernels& qdot_kernels_avx2();
@@ -79,6 +79,10 @@ const QDotKernels& qdot_kernels_avx512vnni();
 const QDotKernels& qdot_kernels_neon();
 const QDotKernels& qdot_kernels_dotprod();
 const QDotKernels& qdot_kernels_i8mm();
+const QDotKernels& qdot_kernels_sve256();
+const QDotKernels& qdot_kernels_sve512();
+// The SVE table of this CPU's vector length (sve_vector_bits(): 256 or 512).
+const QDotKernels& qdot_kernels_sve();
 #endif
 
 }  // namespace cai::hal::cpu

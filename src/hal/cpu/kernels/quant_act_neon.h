@@ -46,7 +46,8 @@ void quantize_act_row_q16_neon(const float* x, int64_t n, ActBlockQ16* out, floa
   for (int64_t b = 0; b < n / kActBlock; ++b) {
     int32x4_t c[8];
     d[b] = block_codes_neon<32767>(x + b * kActBlock, c) / 32767.0f;
-    for (int k = 0; k < 4; ++k) vst1q_s16(out[b].q + 8 * k, vcombine_s16(vqmovn_s32(c[2 * k]), vqmovn_s32(c[2 * k + 1])));
+    for (int k = 0; k < 4; ++k)
+      vst1q_s16(out[b].q + 8 * k, vcombine_s16(vqmovn_s32(c[2 * k]), vqmovn_s32(c[2 * k + 1])));
   }
 }
 
