@@ -34,7 +34,8 @@ count() {
     -r 1 -t 1 2>&1 >/dev/null | sed -n 's/^instructions executed: //p'
 }
 
-# The same for llama-bench (its own warm-up run included in both).
+# The same for llama-bench. Its warm-up run is in both counts; for prompts it processes the whole prompt again, so
+# the difference holds the K tokens twice (llama_runs).
 count_llama() {
   local shape=(-p 0 -n "$2")
   [ -z "$prompt" ] || shape=(-p "$2" -n 0)
@@ -42,6 +43,8 @@ count_llama() {
     2>&1 >/dev/null | sed -n 's/^instructions executed: //p'
 }
 base=${prompt:-1}
+llama_runs=1
+[ -z "$prompt" ] || llama_runs=2
 
 first=${families%% *}
 printf '%-6s %-11s %16s %10s\n' type family insns/token "vs_$first"
@@ -59,8 +62,8 @@ for t in $types; do
   if [ -n "${CAI_INSN_LLAMA_BENCH:-}" ]; then
     a=$(count_llama "$model" "$base")
     b=$(count_llama "$model" $((base + k)))
-    llama=$(((b - a) / k))
-    printf '%-6s %-11s %16d %10s   (CAI $family / llama.cpp: %s)\n' "$t" llama.cpp "$llama" \
-      "$(python3 -c "print(f'{$scalar / $llama:.2f}x')")" "$(python3 -c "print(f'{$per / $llama:.2f}')")"
+    llama=$(((b - a) / (k * llama_runs)))
+    printf '%-6s %-11s %16d %10s   (CAI %s / llama.cpp: %s)\n' "$t" llama.cpp "$llama" \
+      "$(python3 -c "print(f'{$scalar / $llama:.2f}x')")" "$family" "$(python3 -c "print(f'{$per / $llama:.2f}')")"
   fi
 done

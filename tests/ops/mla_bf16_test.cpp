@@ -1,6 +1,6 @@
-// The CPU's absorbed MLA with BF16 products over the cache (--precision fast on CPUs with AVX-512 BF16): the kernels
-// against F32 sums of the same BF16-rounded values, and the op near its exact result and batch invariant. On a CPU
-// without them the fast op must give the exact op's bits (it keeps the F32 products).
+// The CPU's absorbed MLA with BF16 products over the cache (--precision fast on CPUs with AVX-512 BF16 or ARM64's BF16
+// extension): the kernels against F32 sums of the same BF16-rounded values, and the op near its exact result and batch
+// invariant. On a CPU without them the fast op must give the exact op's bits (it keeps the F32 products).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,7 +31,7 @@ float bf16_round(float x) {
 
 TEST(MlaBf16Kernels, DotsAndAccumulationsMatchF32SumsOfTheRoundedValues) {
   const hal::cpu::MlaBf16Kernels* k = hal::cpu::mla_bf16_kernels();
-  if (!k) GTEST_SKIP() << "this CPU has no AVX-512 BF16 (the op-level test below checks the F32 fallback)";
+  if (!k) GTEST_SKIP() << "this CPU has no BF16 kernels (the op-level test below checks the F32 fallback)";
   std::mt19937 rng(11);
   constexpr int kQ = 7, kRows = 13, kN = 96, kLd = 100;  // 7 queries: a 4-tile and 3 singles; 13 rows: odd
   const std::vector<float> q = gaussian(kQ * kN, rng), rows = gaussian(kRows * kLd, rng),

@@ -26,8 +26,8 @@ typedef svfloat32_t SveF32 __attribute__((arm_sve_vector_bits(__ARM_FEATURE_SVE_
 struct RowLanes {
   static constexpr int kRows = 16;
   static constexpr bool kPairs = false;
-  static constexpr int kRegs = 16 * 32 / kSveBits;   // registers a group's 16 rows take
-  static constexpr int kRegRows = kSveBits / 32;     // rows a register holds
+  static constexpr int kRegs = 16 * 32 / kSveBits;  // registers a group's 16 rows take
+  static constexpr int kRegRows = kSveBits / 32;    // rows a register holds
   static constexpr int kRegBytes = kSveBits / 8;
   struct I {
     SveI32 v[kRegs];
@@ -114,9 +114,7 @@ struct RowLanes {
   }
   // Per int32 lane: acc + Σ of 4 adjacent s8 × s8 products (a byte that stands for an unsigned code is below 128).
   [[gnu::always_inline]] static I dot_u8s8(I acc, I u, I s) {
-    return each([&](int k) {
-      return svdot_s32(acc.v[k], svreinterpret_s8_s32(u.v[k]), svreinterpret_s8_s32(s.v[k]));
-    });
+    return each([&](int k) { return svdot_s32(acc.v[k], svreinterpret_s8_s32(u.v[k]), svreinterpret_s8_s32(s.v[k])); });
   }
   // The activation quad at p, broadcast once for the 16 rows.
   [[gnu::always_inline]] static I dot_u8s8_at(I acc, I u, const int8_t* p) {
