@@ -1,10 +1,9 @@
-// The ARM64 GEMM table on NEON: the decoders of the weight types (F16, BF16, FP8 E4M3, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
-// Q2_K..Q6_K, IQ4_NL, IQ4_XS; the IQ1..IQ3 grid types through core/quant), the fused dequant·dot of the exact path
-// (row_dot), the panel micro-kernel of prefill and the attention loops (rows_dot, rows_axpy). The dots and
-// accumulations keep the AVX2 kernels' order (vec_simd.h, gemm_avx2.cpp): a dot runs chains of 8 lanes (two registers
-// each) and reduces them in the same tree, an accumulation is one fused multiply-add per element and row, rows in
-// order. With the decoders' exact values (and the build's -ffp-contract=off for the portable code), the ARM64 and
-// x86-64 builds give the same bits for the same inputs.
+// The ARM64 GEMM table on NEON: the decoders of every weight type (the IQ1..IQ3 grid types in core's block loops),
+// the fused dequant·dot of the exact path (row_dot), the panel micro-kernel of prefill and the attention loops
+// (rows_dot, rows_axpy). The dots and accumulations keep the AVX2 kernels' order (vec_simd.h, gemm_avx2.cpp): a dot
+// runs chains of 8 lanes (two registers each) and reduces them in the same tree, an accumulation is one fused
+// multiply-add per element and row, rows in order. With the decoders' exact values (and the build's -ffp-contract=off
+// for the portable code), the ARM64 and x86-64 builds give the same bits for the same inputs.
 #include "hal/cpu/kernels/gemm_kernels.h"
 
 #if defined(__aarch64__)
@@ -18,6 +17,7 @@
 #include "core/dtype.h"
 #include "core/quant.h"
 #include "core/quant_grids.h"
+#include "core/quant_iq_rows.h"
 #include "core/quant_k.h"
 #include "hal/cpu/kernels/gemm_decoder_list.h"
 
@@ -58,8 +58,8 @@ float vec_dot(const float* x, const float* v, int64_t n) {
   return dot;
 }
 
-// DequantFn: n elements (whole blocks) of one weight row as F32, the bits of core/quant's dequantize_row. Every type
-// with per-element codes on NEON; the IQ1..IQ3 types, whose codes index grids, through core/quant.
+// DequantFn: n elements (whole blocks) of one weight row as F32, the bits of core/quant's dequantize_row, on NEON for
+// every type; F32 (never decoded) keeps this primary template.
 template <DType T>
 void dequant(const uint8_t* w, float* dst, int64_t n) {
   dequantize_row(T, w, dst, n);
@@ -341,6 +341,44 @@ void dequant<DType::kIQ4_XS>(const uint8_t* w, float* dst, int64_t n) {
     }
   }
 }
+
+// The IQ1..IQ3 grid types: core's block loops (core/quant_iq_rows.h) with 8 elements written on NEON, the same bits.
+struct NeonPut {
+  // dl · magnitude byte j, negated (the sign bit flipped, as −v) where the sign byte has bit j.
+  static void signed8(float dl, uint64_t magnitudes, uint8_t signs, float* y) {
+    static const uint8_t kBit[8] = {1, 2, 4, 8, 16, 32, 64, 128};
+    const uint16x8_t m = vmovl_u8(vcreate_u8(magnitudes));
+    const uint16x8_t neg = vmovl_u8(vtst_u8(vdup_n_u8(signs), vld1_u8(kBit)));  // 0x00FF where negated
+    const float32x4_t s = vdupq_n_f32(dl);
+    const uint32x4_t mags[2] = {vmovl_u16(vget_low_u16(m)), vmovl_high_u16(m)};
+    const uint32x4_t flips[2] = {vshlq_n_u32(vmovl_u16(vget_low_u16(neg)), 24), vshlq_n_u32(vmovl_high_u16(neg), 24)};
+    for (int h = 0; h < 2; ++h) {
+      const uint32x4_t v = vreinterpretq_u32_f32(vmulq_f32(s, vcvtq_f32_u32(mags[h])));
+      vst1q_f32(y + 4 * h, vreinterpretq_f32_u32(veorq_u32(v, vandq_u32(flips[h], vdupq_n_u32(0x80000000u)))));
+    }
+  }
+  // dl · (grid byte + delta), the sum rounded first.
+  static void iq1(float dl, float delta, uint64_t grid, float* y) {
+    const int16x8_t g = vmovl_s8(vcreate_s8(grid));
+    const float32x4_t s = vdupq_n_f32(dl), dd = vdupq_n_f32(delta);
+    vst1q_f32(y, vmulq_f32(s, vaddq_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(g))), dd)));
+    vst1q_f32(y + 4, vmulq_f32(s, vaddq_f32(vcvtq_f32_s32(vmovl_high_s16(g)), dd)));
+  }
+};
+
+#define CAI_NEON_GRID_DEQUANT(T, rows)                              \
+  template <>                                                       \
+  void dequant<DType::T>(const uint8_t* w, float* dst, int64_t n) { \
+    quant_iq::grid_rows::rows<NeonPut>(w, dst, n);                  \
+  }
+CAI_NEON_GRID_DEQUANT(kIQ2_XXS, iq2_xxs_rows)
+CAI_NEON_GRID_DEQUANT(kIQ2_XS, iq2_xs_rows)
+CAI_NEON_GRID_DEQUANT(kIQ2_S, iq2_s_rows)
+CAI_NEON_GRID_DEQUANT(kIQ3_XXS, iq3_xxs_rows)
+CAI_NEON_GRID_DEQUANT(kIQ3_S, iq3_s_rows)
+CAI_NEON_GRID_DEQUANT(kIQ1_S, iq1_s_rows)
+CAI_NEON_GRID_DEQUANT(kIQ1_M, iq1_m_rows)
+#undef CAI_NEON_GRID_DEQUANT
 
 constexpr int64_t kChunk = 256;  // elements decoded at a time (a multiple of every block size)
 

@@ -1,5 +1,5 @@
-// The loops of MlaBf16Kernels (mla_bf16.h) that every ISA shares, around the ISA's tiles. Tile (mla_bf16_avx512bf16.cpp,
-// mla_bf16_bfdot.cpp) has:
+// The loops of MlaBf16Kernels (mla_bf16.h) that every ISA shares, around the ISA's tiles. Tile
+// (mla_bf16_avx512bf16.cpp, mla_bf16_bfdot.cpp) has:
 // - to_bf16(x, n, out): n floats as BF16 (nearest even);
 // - dot_tile<QN, RN>(q, ldq, r, n, out, ldo): QN queries × RN rows (BF16, rows at r + t·n);
 // - interleave_pairs(rows, ldr, nt, n, buf): each position pair's two rows as BF16, element by element (the last

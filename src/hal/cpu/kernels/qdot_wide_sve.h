@@ -98,14 +98,14 @@ void block32_r16_dot_wide_sve(const uint8_t* w, const ActWideBlock* x, int64_t i
         const svint32_t xh = svld1_s32(four, reinterpret_cast<const int32_t*>(a.q[4 + c][4 * ah]));
         const svint32_t z = svzip1_s32(xl, xh);  // segment 0: rows 4ah, 4ah + 1; segment 1: 4ah + 2, 4ah + 3
         const SveWideI8 xa[2] = {svreinterpret_s8_s32(svdupq_lane_s32(z, 0)),
-                                svreinterpret_s8_s32(svdupq_lane_s32(z, 1))};
+                                 svreinterpret_s8_s32(svdupq_lane_s32(z, 1))};
         for (int r = 0; r < kWideRegs; ++r)
           for (int p = 0; p < 2; ++p) s[r][p] = svmmla_s32(s[r][p], wc[c][r], xa[p]);
       }
       const svfloat32_t d4 = svld1rq_f32(all, a.d + 4 * ah);
       const svfloat64_t d64 = svreinterpret_f64_f32(d4);
       const SveWideF32 d[2] = {svreinterpret_f32_f64(svtrn1_f64(d64, d64)),
-                                svreinterpret_f32_f64(svtrn2_f64(d64, d64))};
+                               svreinterpret_f32_f64(svtrn2_f64(d64, d64))};
       for (int r = 0; r < kWideRegs; ++r) {
         for (int p = 0; p < 2; ++p) {
           float* acc = sums[r][2 * ah + p];
@@ -121,7 +121,8 @@ void block32_r16_dot_wide_sve(const uint8_t* w, const ActWideBlock* x, int64_t i
     for (int p = 0; p < kWideDotRows / 2; ++p)
       for (int g = 0; g < kSeg; ++g)
         for (int i = 0; i < 2; ++i)
-          for (int j = 0; j < 2; ++j) out[(2 * p + j) * kGroupRows + 2 * (kSeg * r + g) + i] = sums[r][p][4 * g + 2 * i + j];
+          for (int j = 0; j < 2; ++j)
+            out[(2 * p + j) * kGroupRows + 2 * (kSeg * r + g) + i] = sums[r][p][4 * g + 2 * i + j];
 }
 
 inline void register_qdot_wide_sve(QDotKernels& k) {
