@@ -13,7 +13,6 @@ namespace {
 namespace qg = quant_grids;
 using block_bytes::load_f16;
 using block_bytes::load_u16;
-using block_bytes::load_u32;
 
 // The scalar puts of quant_iq_rows.h.
 struct ScalarPut {

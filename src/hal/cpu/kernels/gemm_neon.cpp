@@ -138,14 +138,35 @@ void dequant<DType::kQ8_0>(const uint8_t* w, float* dst, int64_t n) {
   }
 }
 
+// The 32 4-bit codes of a 32-element block (elements 0..15: low nibbles of qs, 16..31: high), with the 5th bit of
+// element j from bit j of the 32-bit qh where qh is given (Q5_0, Q5_1).
+inline void nibble_codes(const uint8_t* qs, const uint8_t* qh, uint8x16_t& lo, uint8x16_t& hi) {
+  const uint8x16_t q = vld1q_u8(qs);
+  lo = vandq_u8(q, vdupq_n_u8(0x0F));
+  hi = vshrq_n_u8(q, 4);
+  if (!qh) return;
+  // Byte j / 8 of qh in lane j, then bit j % 8 of it: 16 where set.
+  const uint8x8_t bytes = vreinterpret_u8_u32(vdup_n_u32(block_bytes::load_u32(qh)));
+  const uint8x16_t lanes_lo = vcombine_u8(vdup_lane_u8(bytes, 0), vdup_lane_u8(bytes, 1));
+  const uint8x16_t lanes_hi = vcombine_u8(vdup_lane_u8(bytes, 2), vdup_lane_u8(bytes, 3));
+  static const uint8_t kBits[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+  const uint8x16_t bits = vld1q_u8(kBits), sixteen = vdupq_n_u8(16);
+  lo = vorrq_u8(lo, vandq_u8(vtstq_u8(lanes_lo, bits), sixteen));
+  hi = vorrq_u8(hi, vandq_u8(vtstq_u8(lanes_hi, bits), sixteen));
+}
+
+// Q4_0 and Q5_0: d · (code − offset) for a block's 32 codes (nibble_codes).
+inline void centred_codes(uint8x16_t lo, uint8x16_t hi, int8_t offset, float d, float* dst) {
+  const int8x16_t o = vdupq_n_s8(offset);
+  scaled_codes(vsubq_s8(vreinterpretq_s8_u8(lo), o), vsubq_s8(vreinterpretq_s8_u8(hi), o), d, dst);
+}
+
 template <>
 void dequant<DType::kQ4_0>(const uint8_t* w, float* dst, int64_t n) {
   for (int64_t b = 0; b < n / 32; ++b, w += 18, dst += 32) {
-    const uint8x16_t q = vld1q_u8(w + 2);
-    const int8x16_t eight = vdupq_n_s8(8);
-    const int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0F))), eight);
-    const int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), eight);
-    scaled_codes(lo, hi, block_bytes::load_f16(w), dst);
+    uint8x16_t lo, hi;
+    nibble_codes(w + 2, nullptr, lo, hi);
+    centred_codes(lo, hi, 8, block_bytes::load_f16(w), dst);
   }
 }
 
@@ -264,23 +285,6 @@ void dequant<DType::kQ6_K>(const uint8_t* w, float* dst, int64_t n) {
   }
 }
 
-// The 32 4-bit codes of a 32-element block (elements 0..15: low nibbles of qs, 16..31: high), with the 5th bit of
-// element j from bit j of the 32-bit qh where qh is given (Q5_0, Q5_1).
-inline void nibble_codes(const uint8_t* qs, const uint8_t* qh, uint8x16_t& lo, uint8x16_t& hi) {
-  const uint8x16_t q = vld1q_u8(qs);
-  lo = vandq_u8(q, vdupq_n_u8(0x0F));
-  hi = vshrq_n_u8(q, 4);
-  if (!qh) return;
-  // Byte j / 8 of qh in lane j, then bit j % 8 of it: 16 where set.
-  const uint8x8_t bytes = vreinterpret_u8_u32(vdup_n_u32(block_bytes::load_u32(qh)));
-  const uint8x16_t lanes_lo = vcombine_u8(vdup_lane_u8(bytes, 0), vdup_lane_u8(bytes, 1));
-  const uint8x16_t lanes_hi = vcombine_u8(vdup_lane_u8(bytes, 2), vdup_lane_u8(bytes, 3));
-  static const uint8_t kBits[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
-  const uint8x16_t bits = vld1q_u8(kBits), sixteen = vdupq_n_u8(16);
-  lo = vorrq_u8(lo, vandq_u8(vtstq_u8(lanes_lo, bits), sixteen));
-  hi = vorrq_u8(hi, vandq_u8(vtstq_u8(lanes_hi, bits), sixteen));
-}
-
 // Q4_1 and Q5_1: d · code + m, the product rounded before the addition (as core/quant).
 template <bool kFive>
 void dequant_affine_32(const uint8_t* w, float* dst, int64_t n) {
@@ -310,9 +314,7 @@ void dequant<DType::kQ5_0>(const uint8_t* w, float* dst, int64_t n) {
   for (int64_t b = 0; b < n / 32; ++b, w += 22, dst += 32) {
     uint8x16_t lo, hi;
     nibble_codes(w + 6, w + 2, lo, hi);
-    const int8x16_t sixteen = vdupq_n_s8(16);
-    scaled_codes(vsubq_s8(vreinterpretq_s8_u8(lo), sixteen), vsubq_s8(vreinterpretq_s8_u8(hi), sixteen),
-                 block_bytes::load_f16(w), dst);
+    centred_codes(lo, hi, 16, block_bytes::load_f16(w), dst);
   }
 }
 

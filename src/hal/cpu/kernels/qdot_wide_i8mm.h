@@ -40,7 +40,7 @@ struct WideQ8 {
   static constexpr int kOffset = 0;
 };
 
-// Chunk c of weight rows 4k .. 4k + 3 of a block (codes at `codes`, the block's code field) as two smmla operands:
+// Chunk c of weight rows 4k .. 4k + 3 of a block (`field`: the block's code field) as two smmla operands:
 // rows 4k, 4k + 1 in w[0], rows 4k + 2, 4k + 3 in w[1].
 template <class Codes>
 [[gnu::always_inline]] inline void weight_chunk(const Codes& codes, const uint8_t* field, int c, int k,
